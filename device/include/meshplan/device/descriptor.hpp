@@ -1,0 +1,54 @@
+// Chip descriptors: the hardware facts the planner plans for and the emulator enforces.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshplan/device/types.hpp"
+#include "meshplan/schemas/error.hpp"
+#include "meshplan/schemas/hash.hpp"
+
+namespace meshplan::device {
+
+/// One chip's facts (shared/DEVICE-FACTS.md). Plain data; copy freely.
+struct ChipDesc {
+  std::string name;
+  uint16_t grid_x = 8;  ///< Tensix columns usable for compute.
+  uint16_t grid_y = 8;  ///< Tensix rows usable for compute.
+  uint64_t l1_size = 0;              ///< Bytes of L1 per Tensix core.
+  uint64_t l1_unreserved_base = 0;   ///< First byte of L1 not used by firmware.
+  double l1_usable_fraction = 0.95;  ///< Cap on tensors + circular buffers (tt-mlir's 0.95).
+  uint16_t dram_banks = 0;
+  uint64_t dram_bank_size = 0;
+  uint32_t l1_alignment = 16;
+  uint32_t dram_alignment = 32;
+  double clock_ghz = 1.0;
+  uint32_t matmul_flops_per_cycle = 4096;  ///< Per core at LoFi; HiFi2 /2, HiFi3 /3, HiFi4 /4.
+  uint32_t eltwise_elems_per_cycle = 32;   ///< Per core, SFPU/FPU elementwise throughput.
+  uint32_t noc_bytes_per_cycle = 32;
+  double dram_gbps = 288.0;        ///< Peak DRAM bandwidth, GB/s.
+  uint32_t ethernet_links = 16;
+  double ethernet_gbps = 12.5;     ///< Per link, per direction.
+  uint64_t dispatch_ns = 1000;     ///< Fixed per-op host/dispatch overhead on the real chip.
+
+  int cores() const { return grid_x * grid_y; }
+  /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction.
+  uint64_t l1_usable_top() const;
+  /// Canonical encoding hashed into plan keys (every field, fixed order).
+  Hash128 hash() const;
+  /// Invariants: non-zero sizes, base below size, power-of-two alignments.
+  Status verify() const;
+};
+
+/// Wormhole B0 n150: 8x8 Tensix, 1464 KiB L1, 12 x 1 GiB DRAM banks, 1 GHz.
+ChipDesc wormhole_b0();
+
+/// A built-in descriptor by name ("wormhole_b0", alias "n150").
+Result<ChipDesc> builtin_chip(std::string_view name);
+/// Names accepted by builtin_chip().
+std::vector<std::string_view> builtin_chip_names();
+
+}  // namespace meshplan::device

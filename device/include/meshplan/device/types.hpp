@@ -1,0 +1,75 @@
+// Element types, memory kinds, op kinds and op configs shared by the planner, device and runtime.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace meshplan::device {
+
+/// Values match fb::DType.
+enum class DType : uint8_t { f32 = 0, bf16 = 1, bf8b = 2, i32 = 3, u32 = 4 };
+/// Values match fb::BufferType.
+enum class BufferType : uint8_t { dram = 0, l1 = 1 };
+/// Values match fb::MemLayout.
+enum class MemLayout : uint8_t { interleaved = 0, height_sharded = 1, width_sharded = 2, block_sharded = 3 };
+/// Values match fb::TileLayout.
+enum class TileLayout : uint8_t { tile = 0, row_major = 1 };
+/// Values match fb::Activation.
+enum class Activation : uint8_t { none = 0, relu = 1 };
+/// Values match fb::MathFidelity.
+enum class MathFidelity : uint8_t { lofi = 0, hifi2 = 1, hifi3 = 2, hifi4 = 3 };
+
+/// Op kinds, generated from ops.def; values match fb::OpKind.
+enum class OpKind : uint16_t {
+#define MESHPLAN_OP(name, operands, results) name,
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+};
+inline constexpr int kNumOpKinds = 0
+#define MESHPLAN_OP(name, operands, results) +1
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+    ;
+
+/// Static facts about an op kind.
+struct OpInfo {
+  std::string_view name;
+  int operands;
+  int results;
+};
+const OpInfo& op_info(OpKind kind);
+std::string_view op_name(OpKind kind);
+std::optional<OpKind> op_from_name(std::string_view name);
+
+std::string_view dtype_name(DType dtype);
+std::optional<DType> dtype_from_name(std::string_view name);
+std::string_view buffer_name(BufferType buffer);
+std::string_view memory_name(MemLayout memory);
+std::string_view fidelity_name(MathFidelity fidelity);
+
+inline constexpr int64_t kTileH = 32;
+inline constexpr int64_t kTileW = 32;
+inline constexpr int64_t kTileElems = kTileH * kTileW;
+
+/// Bytes of one 32x32 tile in `dtype` (bf8b: 1024 mantissas + 64 shared exponents).
+uint32_t tile_bytes(DType dtype);
+/// Bytes of one element in row-major layout; 0 for block formats (bf8b), which must be tiled.
+uint32_t element_bytes(DType dtype);
+
+/// Per-op settings the planner chooses and the kernels obey.
+struct OpConfig {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Activation activation = Activation::none;
+  MathFidelity fidelity = MathFidelity::hifi2;
+  /// The op runs on a grid_x by grid_y rectangle of cores starting at (0, 0).
+  uint16_t grid_x = 1;
+  uint16_t grid_y = 1;
+};
+
+/// Product of a shape's dims (1 for a scalar).
+int64_t volume(std::span<const int64_t> shape);
+
+}  // namespace meshplan::device

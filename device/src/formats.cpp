@@ -1,0 +1,130 @@
+// bf16 conversion, tile packing and tilize/untilize.
+#include "meshplan/device/formats.hpp"
+
+#include <bit>
+#include <cstring>
+
+namespace meshplan::device {
+
+uint16_t f32_to_bf16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // Quiet NaN, sign kept.
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+Status pack_elements(DType dtype, const float* values, size_t count, std::byte* out) {
+  switch (dtype) {
+    case DType::f32:
+      std::memcpy(out, values, count * 4);
+      return {};
+    case DType::bf16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t b = f32_to_bf16(values[i]);
+        std::memcpy(out + 2 * i, &b, 2);
+      }
+      return {};
+    case DType::i32:
+      for (size_t i = 0; i < count; ++i) {
+        int32_t v = static_cast<int32_t>(values[i]);
+        std::memcpy(out + 4 * i, &v, 4);
+      }
+      return {};
+    case DType::u32:
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t v = values[i] <= 0.0f ? 0u : static_cast<uint32_t>(values[i]);
+        std::memcpy(out + 4 * i, &v, 4);
+      }
+      return {};
+    case DType::bf8b: break;
+  }
+  return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
+}
+
+Status unpack_elements(DType dtype, const std::byte* in, size_t count, float* values) {
+  switch (dtype) {
+    case DType::f32:
+      std::memcpy(values, in, count * 4);
+      return {};
+    case DType::bf16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t b;
+        std::memcpy(&b, in + 2 * i, 2);
+        values[i] = bf16_to_f32(b);
+      }
+      return {};
+    case DType::i32:
+      for (size_t i = 0; i < count; ++i) {
+        int32_t v;
+        std::memcpy(&v, in + 4 * i, 4);
+        values[i] = static_cast<float>(v);
+      }
+      return {};
+    case DType::u32:
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t v;
+        std::memcpy(&v, in + 4 * i, 4);
+        values[i] = static_cast<float>(v);
+      }
+      return {};
+    case DType::bf8b: break;
+  }
+  return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
+}
+
+Status pack_tile(DType dtype, const float* values, std::byte* out) {
+  if (dtype == DType::bf8b)
+    return fail(ErrorCode::unimplemented, "bf8b tiles are not supported by this emulator yet");
+  return pack_elements(dtype, values, kTileElems, out);
+}
+
+Status unpack_tile(DType dtype, const std::byte* tile, float* values) {
+  if (dtype == DType::bf8b)
+    return fail(ErrorCode::unimplemented, "bf8b tiles are not supported by this emulator yet");
+  return unpack_elements(dtype, tile, kTileElems, values);
+}
+
+TileGrid tile_grid(std::span<const int64_t> shape) {
+  TileGrid g;
+  size_t rank = shape.size();
+  g.cols = rank >= 1 ? shape[rank - 1] : 1;
+  g.rows = rank >= 2 ? shape[rank - 2] : 1;
+  g.batch = rank >= 3 ? volume(shape.first(rank - 2)) : 1;
+  g.tiles_w = (g.cols + kTileW - 1) / kTileW;
+  g.tiles_h = g.batch * ((g.rows + kTileH - 1) / kTileH);
+  return g;
+}
+
+void tilize(std::span<const int64_t> shape, std::span<const float> host, std::span<float> tiles) {
+  TileGrid g = tile_grid(shape);
+  std::fill(tiles.begin(), tiles.end(), 0.0f);
+  int64_t tiles_per_matrix = (g.rows + kTileH - 1) / kTileH;
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t r = 0; r < g.rows; ++r) {
+      int64_t tr = b * tiles_per_matrix + r / kTileH;
+      const float* row = host.data() + (b * g.rows + r) * g.cols;
+      for (int64_t c = 0; c < g.cols; ++c) {
+        int64_t page = tr * g.tiles_w + c / kTileW;
+        tiles[page * kTileElems + tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))] = row[c];
+      }
+    }
+}
+
+void untilize(std::span<const int64_t> shape, std::span<const float> tiles, std::span<float> host) {
+  TileGrid g = tile_grid(shape);
+  int64_t tiles_per_matrix = (g.rows + kTileH - 1) / kTileH;
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t r = 0; r < g.rows; ++r) {
+      int64_t tr = b * tiles_per_matrix + r / kTileH;
+      float* row = host.data() + (b * g.rows + r) * g.cols;
+      for (int64_t c = 0; c < g.cols; ++c) {
+        int64_t page = tr * g.tiles_w + c / kTileW;
+        row[c] = tiles[page * kTileElems + tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))];
+      }
+    }
+}
+
+}  // namespace meshplan::device

@@ -1,0 +1,93 @@
+// Lazily allocated emulated memories over mimalloc.
+#include "meshplan/device/memory.hpp"
+
+#include <mimalloc.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <new>
+
+namespace meshplan::device {
+
+SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
+    : size_(size), chunk_size_(chunk_size), chunks_((size + chunk_size - 1) / chunk_size, nullptr) {}
+
+SparseMemory::~SparseMemory() {
+  for (std::byte* c : chunks_) mi_free(c);
+}
+
+SparseMemory::SparseMemory(SparseMemory&& o) noexcept
+    : size_(o.size_), chunk_size_(o.chunk_size_), chunks_(std::move(o.chunks_)) {
+  o.chunks_.clear();
+}
+
+SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
+  if (this != &o) {
+    for (std::byte* c : chunks_) mi_free(c);
+    size_ = o.size_;
+    chunk_size_ = o.chunk_size_;
+    chunks_ = std::move(o.chunks_);
+    o.chunks_.clear();
+  }
+  return *this;
+}
+
+std::byte* SparseMemory::chunk_for_write(size_t index) {
+  if (!chunks_[index]) chunks_[index] = static_cast<std::byte*>(mi_zalloc_aligned(chunk_size_, 64));
+  return chunks_[index];
+}
+
+void SparseMemory::write(uint64_t offset, const std::byte* src, size_t n) {
+  assert(offset + n <= size_ && "SparseMemory::write out of range");
+  while (n > 0) {
+    size_t index = offset / chunk_size_;
+    uint64_t in_chunk = offset % chunk_size_;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(n, chunk_size_ - in_chunk));
+    std::memcpy(chunk_for_write(index) + in_chunk, src, take);
+    offset += take;
+    src += take;
+    n -= take;
+  }
+}
+
+void SparseMemory::read(uint64_t offset, std::byte* dst, size_t n) const {
+  assert(offset + n <= size_ && "SparseMemory::read out of range");
+  while (n > 0) {
+    size_t index = offset / chunk_size_;
+    uint64_t in_chunk = offset % chunk_size_;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(n, chunk_size_ - in_chunk));
+    if (chunks_[index]) std::memcpy(dst, chunks_[index] + in_chunk, take);
+    else std::memset(dst, 0, take);
+    offset += take;
+    dst += take;
+    n -= take;
+  }
+}
+
+uint64_t SparseMemory::resident_bytes() const {
+  uint64_t n = 0;
+  for (std::byte* c : chunks_) n += c ? chunk_size_ : 0;
+  return n;
+}
+
+void MiFree::operator()(void* p) const { mi_free(p); }
+
+std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
+  return std::unique_ptr<float[], MiFree>(
+      static_cast<float*>(mi_zalloc_aligned(std::max<size_t>(count, 1) * sizeof(float), 64)));
+}
+
+}  // namespace meshplan::device
+
+namespace meshplan::device {
+
+void* aligned_alloc_bytes(size_t bytes) {
+  void* p = mi_malloc_aligned(std::max<size_t>(bytes, 1), 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void aligned_free_bytes(void* p) { mi_free(p); }
+
+}  // namespace meshplan::device

@@ -1,0 +1,78 @@
+// Names and sizes of the shared enums.
+#include "meshplan/device/types.hpp"
+
+#include <array>
+
+namespace meshplan::device {
+
+namespace {
+constexpr std::array<OpInfo, kNumOpKinds> kOpInfos = {{
+#define MESHPLAN_OP(name, operands, results) {#name, operands, results},
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+}};
+}  // namespace
+
+const OpInfo& op_info(OpKind kind) { return kOpInfos[static_cast<size_t>(kind)]; }
+std::string_view op_name(OpKind kind) { return op_info(kind).name; }
+
+std::optional<OpKind> op_from_name(std::string_view name) {
+  for (size_t i = 0; i < kOpInfos.size(); ++i)
+    if (kOpInfos[i].name == name) return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+
+namespace {
+constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "bf16", "bf8b", "i32", "u32"};
+}
+
+std::string_view dtype_name(DType dtype) { return kDTypeNames[static_cast<size_t>(dtype)]; }
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (size_t i = 0; i < kDTypeNames.size(); ++i)
+    if (kDTypeNames[i] == name) return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+std::string_view buffer_name(BufferType buffer) { return buffer == BufferType::dram ? "dram" : "l1"; }
+
+std::string_view memory_name(MemLayout memory) {
+  switch (memory) {
+    case MemLayout::interleaved: return "interleaved";
+    case MemLayout::height_sharded: return "height_sharded";
+    case MemLayout::width_sharded: return "width_sharded";
+    case MemLayout::block_sharded: return "block_sharded";
+  }
+  return "?";
+}
+
+std::string_view fidelity_name(MathFidelity fidelity) {
+  constexpr std::array<std::string_view, 4> kNames = {"lofi", "hifi2", "hifi3", "hifi4"};
+  return kNames[static_cast<size_t>(fidelity)];
+}
+
+uint32_t tile_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::f32: case DType::i32: case DType::u32: return 4096;
+    case DType::bf16: return 2048;
+    case DType::bf8b: return 1088;
+  }
+  return 0;
+}
+
+uint32_t element_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::f32: case DType::i32: case DType::u32: return 4;
+    case DType::bf16: return 2;
+    case DType::bf8b: return 0;
+  }
+  return 0;
+}
+
+int64_t volume(std::span<const int64_t> shape) {
+  int64_t v = 1;
+  for (int64_t d : shape) v *= d;
+  return v;
+}
+
+}  // namespace meshplan::device

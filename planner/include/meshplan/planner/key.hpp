@@ -1,0 +1,26 @@
+// The plan key: XXH3-128 of a canonical encoding of the graph (op kinds, attributes, wiring by
+// position, shapes, dtypes; never names), combined with the device, planner version and options.
+#pragma once
+
+#include <string>
+
+#include "meshplan/device/descriptor.hpp"
+#include "meshplan/planner/graph.hpp"
+#include "meshplan/schemas/hash.hpp"
+
+namespace meshplan::planner {
+
+/// Options that change plans (and therefore enter the key).
+struct PlannerOptions {
+  std::string policy = "dram";
+  uint32_t beam_width = 8;
+};
+
+/// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,
+/// wiring or argument-kind change alters it.
+Hash128 graph_key(const Graph& graph);
+
+/// The cache key of a plan: graph key + device descriptor + planner version + options.
+Hash128 plan_key(const Hash128& graph_key, const device::ChipDesc& chip, const PlannerOptions& options);
+
+}  // namespace meshplan::planner

@@ -1,0 +1,149 @@
+// Plan emission: the layout and memory decisions written as a plan.fbs FlatBuffer, plus the
+// planner entry point that runs the passes in order.
+#include <algorithm>
+
+#include "meshplan/device/timing.hpp"
+#include "meshplan/planner/layout.hpp"
+#include "meshplan/planner/memory_plan.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/schedule.hpp"
+#include "meshplan/schemas/schemas.hpp"
+
+namespace meshplan::planner {
+
+namespace {
+
+fb::Hash128 to_fb(const Hash128& h) { return fb::Hash128(h.lo, h.hi); }
+
+uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+
+fb::TensorRole role_of(const Value& v) {
+  if (v.argument < 0) return fb::TensorRole::intermediate;
+  switch (v.kind) {
+    case ArgKind::input: return fb::TensorRole::input;
+    case ArgKind::parameter: return fb::TensorRole::parameter;
+    case ArgKind::constant: return fb::TensorRole::constant;
+  }
+  return fb::TensorRole::intermediate;
+}
+
+device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m, ValueId v) {
+  const TensorLayout& t = l.tensors[v];
+  return device::TensorPlacement{g.values[v].name, g.values[v].shape, t.dtype, t.layout, t.buffer, t.memory,
+                                 m.address[v], m.page_size[v]};
+}
+
+}  // namespace
+
+Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options) {
+  MESHPLAN_TRY(chip.verify());
+  Schedule schedule = Schedule::build(g);
+  LayoutPlan layout = MESHPLAN_TRY(run_layout_policy(g, schedule, chip, options));
+  MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
+  MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
+
+  CompiledPlan out;
+  out.graph_key = graph_key(g);
+  out.key = plan_key(out.graph_key, chip, options);
+
+  flatbuffers::FlatBufferBuilder b(4096);
+  b.ForceDefaults(false);
+  // Constant segments, laid out after the FlatBuffer.
+  std::vector<fb::Segment> segments;
+  std::vector<int> segment_of(g.values.size(), -1);
+  uint64_t seg_cursor = 0;
+  for (ValueId a : g.arguments)
+    if (g.values[a].kind == ArgKind::constant) {
+      segment_of[a] = static_cast<int>(segments.size());
+      uint64_t size = g.values[a].data.size() * sizeof(float);
+      segments.emplace_back(seg_cursor, size);
+      seg_cursor = align64(seg_cursor + size);
+    }
+
+  std::vector<flatbuffers::Offset<fb::TensorPlan>> tensors;
+  tensors.reserve(g.values.size());
+  for (ValueId v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    const TensorLayout& t = layout.tensors[v];
+    auto name = b.CreateString(val.name);
+    auto shape = b.CreateVector(val.shape);
+    fb::TensorPlanBuilder tb(b);
+    tb.add_name(name);
+    tb.add_shape(shape);
+    tb.add_dtype(static_cast<fb::DType>(t.dtype));
+    tb.add_role(role_of(val));
+    tb.add_layout(static_cast<fb::TileLayout>(t.layout));
+    tb.add_buffer(static_cast<fb::BufferType>(t.buffer));
+    tb.add_memory(static_cast<fb::MemLayout>(t.memory));
+    tb.add_address(memory.address[v]);
+    tb.add_bytes_per_bank(memory.bytes_per_bank[v]);
+    tb.add_page_size(memory.page_size[v]);
+    tb.add_segment(segment_of[v]);
+    tb.add_first_use(schedule.defined_at(v));
+    tb.add_last_use(schedule.last_use(v));
+    tensors.push_back(tb.Finish());
+  }
+
+  uint64_t total_ns = 0, dram_bytes = 0;
+  std::vector<flatbuffers::Offset<fb::OpPlan>> ops;
+  for (size_t pos = 0; pos < schedule.order().size(); ++pos) {
+    OpId o = schedule.order()[pos];
+    const Op& op = g.ops[o];
+    const device::OpConfig& c = layout.configs[o];
+    std::vector<device::TensorPlacement> in, res;
+    for (ValueId v : op.operands) in.push_back(placement(g, layout, memory, v));
+    for (ValueId v : op.results) res.push_back(placement(g, layout, memory, v));
+    std::vector<const device::TensorPlacement*> inp, resp;
+    for (auto& p : in) inp.push_back(&p);
+    for (auto& p : res) resp.push_back(&p);
+    device::OpTiming timing = device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
+    total_ns += timing.duration_ns;
+    for (auto* p : inp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+    for (auto* p : resp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+
+    auto name = b.CreateString(op.name);
+    std::vector<uint32_t> operands(op.operands.begin(), op.operands.end());
+    std::vector<uint32_t> results(op.results.begin(), op.results.end());
+    const auto& dying = schedule.dying_at(static_cast<int>(pos));
+    std::vector<uint32_t> frees(dying.begin(), dying.end());
+    auto fo = b.CreateVector(operands);
+    auto fr = b.CreateVector(results);
+    auto ff = b.CreateVector(frees);
+    auto config = fb::CreateOpConfig(b, c.transpose_a, c.transpose_b, static_cast<fb::Activation>(c.activation),
+                                     static_cast<fb::MathFidelity>(c.fidelity), c.grid_x, c.grid_y);
+    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns));
+  }
+
+  std::vector<uint32_t> inputs, outputs(g.outputs.begin(), g.outputs.end());
+  for (ValueId a : g.arguments)
+    if (g.values[a].kind != ArgKind::constant) inputs.push_back(a);
+
+  uint32_t l1_outputs = 0;
+  for (const Op& op : g.ops)
+    for (ValueId r : op.results) l1_outputs += layout.tensors[r].buffer == device::BufferType::l1;
+
+  fb::Hash128 desc_hash = to_fb(chip.hash());
+  auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y, chip.l1_size,
+                                          chip.l1_unreserved_base, chip.dram_banks, chip.dram_bank_size, &desc_hash);
+  auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
+  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, 0, 0, dram_bytes,
+                                       memory.l1_high_water, total_ns, 0);
+  fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
+  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(std::string(kPlannerVersion)),
+                                     &key, &gkey, b.CreateString(g.name), device_info, opts, metrics);
+  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(inputs),
+                             b.CreateVector(outputs), b.CreateVectorOfStructs(segments));
+  b.FinishSizePrefixed(plan, fb::PlanIdentifier());
+
+  uint64_t data_start = align64(b.GetSize());
+  out.bytes.assign(data_start + seg_cursor, 0);
+  std::copy_n(b.GetBufferPointer(), b.GetSize(), out.bytes.begin());
+  for (ValueId a : g.arguments)
+    if (segment_of[a] >= 0) {
+      const fb::Segment& s = segments[segment_of[a]];
+      std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(), out.bytes.begin() + data_start + s.offset());
+    }
+  return out;
+}
+
+}  // namespace meshplan::planner

@@ -1,0 +1,204 @@
+// graph.json reader and writer over flatbuffers::Parser.
+#include "meshplan/planner/import_json.hpp"
+
+#include <flatbuffers/idl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "meshplan/schemas/schemas.hpp"
+
+namespace meshplan::planner {
+
+namespace {
+
+Result<std::unique_ptr<flatbuffers::Parser>> make_parser() {
+  flatbuffers::IDLOptions opts;
+  opts.strict_json = false;
+  opts.output_default_scalars_in_json = false;
+  auto parser = std::make_unique<flatbuffers::Parser>(opts);
+  std::string schema(schemas::kGraphSchemaText);
+  if (!parser->Parse(schema.c_str(), nullptr, "graph.fbs"))
+    return fail(ErrorCode::internal, "embedded graph schema does not parse: ", parser->error_);
+  return parser;
+}
+
+AttrValue attr_value(const fb::Attribute& a, bool* ok) {
+  int set = (a.i().has_value()) + (a.f().has_value()) + (a.b().has_value()) + (a.s() != nullptr) +
+            (a.ints() != nullptr) + (a.floats() != nullptr);
+  *ok = set == 1;
+  if (a.i()) return *a.i();
+  if (a.f()) return *a.f();
+  if (a.b()) return *a.b();
+  if (a.s()) return a.s()->str();
+  if (a.ints()) return std::vector<int64_t>(a.ints()->begin(), a.ints()->end());
+  if (a.floats()) return std::vector<double>(a.floats()->begin(), a.floats()->end());
+  return false;
+}
+
+}  // namespace
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::not_found, "cannot open '", path, "': ", std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return fail(ErrorCode::io, "cannot read '", path, "'");
+  return s.str();
+}
+
+Result<Graph> import_graph_json(std::string_view json, std::string_view source_name) {
+  auto parser = MESHPLAN_TRY(make_parser());
+  std::string text(json);
+  std::string src(source_name);
+  if (!parser->Parse(text.c_str(), nullptr, src.c_str())) {
+    std::string msg = parser->error_;
+    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    return fail(ErrorCode::invalid_argument, msg);
+  }
+  flatbuffers::Verifier verifier(parser->builder_.GetBufferPointer(), parser->builder_.GetSize());
+  if (!fb::VerifyGraphBuffer(verifier))
+    return fail(ErrorCode::invalid_argument, source_name, ": not a graph (root table must be meshplan.fb.Graph)");
+  const fb::Graph* fg = fb::GetGraph(parser->builder_.GetBufferPointer());
+
+  Graph g;
+  g.name = fg->name() ? fg->name()->str() : "";
+  std::map<std::string, ValueId, std::less<>> names;
+  auto add_value = [&](const fb::Value* v, std::string_view where) -> Result<ValueId> {
+    Value value;
+    value.name = v->name()->str();
+    if (v->shape()) value.shape.assign(v->shape()->begin(), v->shape()->end());
+    value.dtype = static_cast<DType>(v->dtype());
+    ValueId id = static_cast<ValueId>(g.values.size());
+    if (!names.emplace(value.name, id).second)
+      return fail(ErrorCode::invalid_argument, source_name, ": duplicate value name '", value.name, "' (", where, ")");
+    g.values.push_back(std::move(value));
+    return id;
+  };
+  if (fg->arguments())
+    for (const fb::Argument* a : *fg->arguments()) {
+      ValueId id = MESHPLAN_TRY(add_value(a->value(), "argument"));
+      Value& v = g.values[id];
+      v.kind = static_cast<ArgKind>(a->kind());
+      v.argument = static_cast<int>(g.arguments.size());
+      if (v.shape.empty() && !a->value()->shape())
+        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has no shape");
+      if (a->data()) v.data.assign(a->data()->begin(), a->data()->end());
+      if (v.kind != ArgKind::constant && a->data())
+        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has data but is not a constant");
+      g.arguments.push_back(id);
+    }
+  // First pass: ops and their results, so operands may refer to values defined later in the file.
+  std::vector<const fb::Op*> fops;
+  if (fg->ops())
+    for (const fb::Op* fo : *fg->ops()) {
+      Op op;
+      op.name = fo->name() ? fo->name()->str() : "";
+      std::string label = op.name.empty() ? str("op #", g.ops.size()) : str("op '", op.name, "'");
+      auto kind = device::op_from_name(fo->kind()->str());
+      if (!kind) {
+        std::string known;
+        for (int k = 0; k < device::kNumOpKinds; ++k)
+          known += (k ? ", " : "") + std::string(device::op_name(static_cast<OpKind>(k)));
+        return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": unknown op '", fo->kind()->str(),
+                    "' (known ops: ", known, ")");
+      }
+      op.kind = *kind;
+      if (fo->results())
+        for (const fb::Value* r : *fo->results()) op.results.push_back(MESHPLAN_TRY(add_value(r, label)));
+      if (fo->attributes())
+        for (const fb::Attribute* a : *fo->attributes()) {
+          bool ok = false;
+          AttrValue value = attr_value(*a, &ok);
+          if (!ok)
+            return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": attribute '", a->name()->str(),
+                        "' must set exactly one of i, f, b, s, ints, floats");
+          op.attributes.push_back(Attribute{a->name()->str(), std::move(value)});
+        }
+      std::sort(op.attributes.begin(), op.attributes.end(), [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
+      for (size_t i = 1; i < op.attributes.size(); ++i)
+        if (op.attributes[i].name == op.attributes[i - 1].name)
+          return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": duplicate attribute '", op.attributes[i].name, "'");
+      g.ops.push_back(std::move(op));
+      fops.push_back(fo);
+    }
+  // Second pass: operands by name.
+  for (size_t o = 0; o < g.ops.size(); ++o) {
+    if (!fops[o]->operands()) continue;
+    for (const flatbuffers::String* s : *fops[o]->operands()) {
+      auto it = names.find(s->string_view());
+      if (it == names.end())
+        return fail(ErrorCode::invalid_argument, source_name, ": op '", g.ops[o].name.empty() ? str("#", o) : g.ops[o].name,
+                    "': operand '", s->str(), "' is not defined");
+      g.ops[o].operands.push_back(it->second);
+    }
+  }
+  if (fg->outputs())
+    for (const flatbuffers::String* s : *fg->outputs()) {
+      auto it = names.find(s->string_view());
+      if (it == names.end()) return fail(ErrorCode::invalid_argument, source_name, ": output '", s->str(), "' is not defined");
+      g.outputs.push_back(it->second);
+    }
+  auto status = validate(g);
+  if (!status) return std::unexpected(with_context(status.error(), std::string(source_name)));
+  return g;
+}
+
+Result<Graph> load_graph_file(const std::string& path) {
+  std::string text = MESHPLAN_TRY(read_text_file(path));
+  return import_graph_json(text, path);
+}
+
+Result<std::string> export_graph_json(const Graph& g) {
+  flatbuffers::FlatBufferBuilder b;
+  auto value = [&](const Value& v) {
+    return fb::CreateValueDirect(b, v.name.c_str(), &v.shape, static_cast<fb::DType>(v.dtype));
+  };
+  std::vector<flatbuffers::Offset<fb::Argument>> args;
+  for (ValueId a : g.arguments) {
+    const Value& v = g.values[a];
+    auto fv = value(v);
+    args.push_back(fb::CreateArgumentDirect(b, fv, static_cast<fb::ArgKind>(v.kind),
+                                            v.kind == ArgKind::constant ? &v.data : nullptr));
+  }
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (const Op& op : g.ops) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> operands;
+    for (ValueId v : op.operands) operands.push_back(b.CreateString(g.values[v].name));
+    std::vector<flatbuffers::Offset<fb::Value>> results;
+    for (ValueId v : op.results) results.push_back(value(g.values[v]));
+    std::vector<flatbuffers::Offset<fb::Attribute>> attrs;
+    for (const Attribute& a : op.attributes) {
+      auto name = b.CreateString(a.name);
+      flatbuffers::Offset<flatbuffers::String> s;
+      flatbuffers::Offset<flatbuffers::Vector<int64_t>> ints;
+      flatbuffers::Offset<flatbuffers::Vector<double>> floats;
+      if (auto* x = std::get_if<std::string>(&a.value)) s = b.CreateString(*x);
+      if (auto* x = std::get_if<std::vector<int64_t>>(&a.value)) ints = b.CreateVector(*x);
+      if (auto* x = std::get_if<std::vector<double>>(&a.value)) floats = b.CreateVector(*x);
+      fb::AttributeBuilder ab(b);
+      ab.add_name(name);
+      if (auto* x = std::get_if<int64_t>(&a.value)) ab.add_i(*x);
+      if (auto* x = std::get_if<double>(&a.value)) ab.add_f(*x);
+      if (auto* x = std::get_if<bool>(&a.value)) ab.add_b(*x);
+      if (!s.IsNull()) ab.add_s(s);
+      if (!ints.IsNull()) ab.add_ints(ints);
+      if (!floats.IsNull()) ab.add_floats(floats);
+      attrs.push_back(ab.Finish());
+    }
+    ops.push_back(fb::CreateOpDirect(b, op.name.c_str(), device::op_name(op.kind).data(), &operands, &results, &attrs));
+  }
+  std::vector<flatbuffers::Offset<flatbuffers::String>> outputs;
+  for (ValueId v : g.outputs) outputs.push_back(b.CreateString(g.values[v].name));
+  b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs), fb::GraphIdentifier());
+  auto parser = MESHPLAN_TRY(make_parser());
+  std::string text;
+  if (!flatbuffers::GenerateText(*parser, b.GetBufferPointer(), &text))
+    return fail(ErrorCode::internal, "cannot print graph '", g.name, "' as JSON");
+  return text;
+}
+
+}  // namespace meshplan::planner

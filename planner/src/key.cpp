@@ -1,0 +1,63 @@
+// Canonical graph encoding for plan keys. Values are numbered by position: arguments in order,
+// then op results in schedule order; names never enter the hash.
+#include "meshplan/planner/key.hpp"
+
+#include <cstring>
+#include <variant>
+
+namespace meshplan::planner {
+
+Hash128 graph_key(const Graph& g) {
+  Hasher h;
+  h.string("meshplan.graph.v1");
+  std::vector<uint32_t> position(g.values.size(), 0);
+  uint32_t next = 0;
+  h.u64(g.arguments.size());
+  for (ValueId a : g.arguments) {
+    const Value& v = g.values[a];
+    position[a] = next++;
+    h.u8(static_cast<uint8_t>(v.kind)).u8(static_cast<uint8_t>(v.dtype)).u64(v.shape.size());
+    for (int64_t d : v.shape) h.i64(d);
+    if (v.kind == ArgKind::constant) h.u64(v.data.size()).bytes(v.data.data(), v.data.size() * sizeof(float));
+  }
+  h.u64(g.ops.size());
+  for (const Op& op : g.ops) {
+    h.u32(static_cast<uint32_t>(op.kind)).u64(op.operands.size());
+    for (ValueId v : op.operands) h.u32(position[v]);
+    h.u64(op.results.size());
+    for (ValueId r : op.results) {
+      position[r] = next++;
+      const Value& v = g.values[r];
+      h.u8(static_cast<uint8_t>(v.dtype)).u64(v.shape.size());
+      for (int64_t d : v.shape) h.i64(d);
+    }
+    h.u64(op.attributes.size());
+    for (const Attribute& a : op.attributes) {
+      h.string(a.name).u8(static_cast<uint8_t>(a.value.index()));
+      std::visit([&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t>) h.i64(x);
+        else if constexpr (std::is_same_v<T, double>) h.f64(x);
+        else if constexpr (std::is_same_v<T, bool>) h.u8(x ? 1 : 0);
+        else if constexpr (std::is_same_v<T, std::string>) h.string(x);
+        else {
+          h.u64(x.size());
+          for (auto e : x) h.bytes(&e, sizeof(e));
+        }
+      }, a.value);
+    }
+  }
+  h.u64(g.outputs.size());
+  for (ValueId v : g.outputs) h.u32(position[v]);
+  return h.digest();
+}
+
+Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerOptions& options) {
+  Hasher h;
+  h.string("meshplan.plan.v1").hash(gk).hash(chip.hash()).string(kPlannerVersion);
+  h.string(options.policy);
+  if (options.policy == "beam") h.u32(options.beam_width);
+  return h.digest();
+}
+
+}  // namespace meshplan::planner

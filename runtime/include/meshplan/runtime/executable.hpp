@@ -1,0 +1,65 @@
+// Executable: a verified plan bound to a device, run with host tensors.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "meshplan/device/device.hpp"
+#include "meshplan/runtime/plan.hpp"
+#include "meshplan/runtime/tensor.hpp"
+
+namespace meshplan::runtime {
+
+/// Simulated time of one executed op.
+struct OpProfile {
+  std::string_view name;  ///< Points into the plan.
+  device::OpKind kind;
+  uint64_t device_ns = 0;
+  uint32_t cores = 0;
+};
+
+struct RunResult {
+  std::vector<Tensor> outputs;
+  std::vector<OpProfile> ops;
+  uint64_t device_ns = 0;  ///< Simulated device time of the whole run.
+};
+
+/// A plan bound to a device. Binding checks that the plan was made for this device and
+/// allocates nothing that grows with the plan. run() may be called from several threads; runs on
+/// one Executable are serialised (the device is single-threaded). The plan's memory and the
+/// device must outlive the Executable.
+class Executable {
+ public:
+  /// Fails with incompatible if the plan was made for another device descriptor.
+  static Result<std::unique_ptr<Executable>> bind(PlanRef plan, device::Device& device);
+
+  const PlanRef& plan() const { return plan_; }
+  size_t input_count() const;
+  std::string_view input_name(size_t i) const;
+  std::span<const int64_t> input_shape(size_t i) const;
+  size_t output_count() const;
+  std::string_view output_name(size_t i) const;
+  std::span<const int64_t> output_shape(size_t i) const;
+
+  /// Runs the plan with `inputs` bound by position (plan input order). Shape mismatches name the
+  /// offending input. The device is reset first.
+  Result<RunResult> run(std::span<const TensorView> inputs);
+
+ private:
+  Executable(PlanRef plan, device::Device& device) : plan_(plan), device_(device) {}
+  PlanRef plan_;
+  device::Device& device_;
+  std::mutex mutex_;
+};
+
+/// Runs the plan's ops on the host in f32 (device::reference), with the same inputs: what the
+/// device's results are checked against.
+Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const TensorView> inputs);
+
+/// OpConfig stored in a plan op.
+device::OpConfig op_config_of(const fb::OpPlan& op);
+
+}  // namespace meshplan::runtime

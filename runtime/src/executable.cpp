@@ -1,0 +1,162 @@
+// Executing a plan on a device, and the host reference interpreter.
+#include "meshplan/runtime/executable.hpp"
+
+#include <cstring>
+
+#include "meshplan/device/op_semantics.hpp"
+
+namespace meshplan::runtime {
+
+namespace {
+
+constexpr size_t kMaxOperands = 8;
+
+std::string shape_text(std::span<const int64_t> s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
+  const auto* ids = p.plan().inputs();
+  if (inputs.size() != ids->size())
+    return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(), " inputs, got ", inputs.size());
+  for (uint32_t i = 0; i < ids->size(); ++i) {
+    device::TensorPlacement t = p.placement(ids->Get(i));
+    bool same = inputs[i].shape.size() == t.shape.size() && std::equal(t.shape.begin(), t.shape.end(), inputs[i].shape.begin());
+    if (!same)
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': shape ", shape_text(inputs[i].shape),
+                  " does not match the plan's ", shape_text(t.shape));
+    if (static_cast<int64_t>(inputs[i].data.size()) != device::volume(t.shape))
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': ", inputs[i].data.size(), " values for shape ",
+                  shape_text(t.shape));
+  }
+  return {};
+}
+
+std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
+  auto bytes = p.segment(static_cast<uint32_t>(segment));
+  return std::span<const float>(reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float));
+}
+
+}  // namespace
+
+device::OpConfig op_config_of(const fb::OpPlan& op) {
+  device::OpConfig c;
+  if (const fb::OpConfig* f = op.config()) {
+    c.transpose_a = f->transpose_a();
+    c.transpose_b = f->transpose_b();
+    c.activation = static_cast<device::Activation>(f->activation());
+    c.fidelity = static_cast<device::MathFidelity>(f->fidelity());
+    c.grid_x = f->grid_x();
+    c.grid_y = f->grid_y();
+  }
+  return c;
+}
+
+Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Device& device) {
+  const fb::DeviceInfo* d = plan.plan().header()->device();
+  Hash128 want{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
+  const device::ChipDesc& have = device.descriptor();
+  if (want != have.hash())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for device ",
+                d->name() ? d->name()->string_view() : "?", " ", d->grid_x(), "x", d->grid_y(), " (descriptor ",
+                want.hex().substr(0, 8), "), this device is ", have.name, " ", have.grid_x, "x", have.grid_y,
+                " (descriptor ", have.hash().hex().substr(0, 8), ")");
+  return std::unique_ptr<Executable>(new Executable(plan, device));
+}
+
+size_t Executable::input_count() const { return plan_.plan().inputs()->size(); }
+std::string_view Executable::input_name(size_t i) const { return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name; }
+std::span<const int64_t> Executable::input_shape(size_t i) const { return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).shape; }
+size_t Executable::output_count() const { return plan_.plan().outputs()->size(); }
+std::string_view Executable::output_name(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name; }
+std::span<const int64_t> Executable::output_shape(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).shape; }
+
+Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
+  MESHPLAN_TRY(check_inputs(plan_, inputs));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const fb::Plan& p = plan_.plan();
+  device_.reset();
+  // Arguments: allocate at their planned addresses, then write inputs and constants.
+  for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
+    const fb::TensorPlan* t = p.tensors()->Get(id);
+    if (t->role() == fb::TensorRole::intermediate) continue;
+    MESHPLAN_TRY(device_.allocate(plan_.placement(id)));
+    if (t->role() == fb::TensorRole::constant) MESHPLAN_TRY(device_.write(plan_.placement(id), segment_floats(plan_, t->segment())));
+  }
+  for (uint32_t i = 0; i < p.inputs()->size(); ++i) MESHPLAN_TRY(device_.write(plan_.placement(p.inputs()->Get(i)), inputs[i].data));
+
+  RunResult result;
+  result.ops.reserve(p.ops()->size());
+  for (const fb::OpPlan* op : *p.ops()) {
+    device::TensorPlacement in[kMaxOperands], out[kMaxOperands];
+    const device::TensorPlacement* inp[kMaxOperands];
+    const device::TensorPlacement* outp[kMaxOperands];
+    for (uint32_t i = 0; i < op->operands()->size(); ++i) {
+      in[i] = plan_.placement(op->operands()->Get(i));
+      inp[i] = &in[i];
+    }
+    for (uint32_t i = 0; i < op->results()->size(); ++i) {
+      out[i] = plan_.placement(op->results()->Get(i));
+      outp[i] = &out[i];
+      MESHPLAN_TRY(device_.allocate(out[i]));
+    }
+    std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
+    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), name,
+                            std::span(inp, op->operands()->size()), std::span(outp, op->results()->size()), op_config_of(*op)};
+    device::OpTiming timing = MESHPLAN_TRY(device_.launch(launch));
+    result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used});
+    if (op->frees())
+      for (uint32_t id : *op->frees()) MESHPLAN_TRY(device_.deallocate(plan_.placement(id)));
+  }
+  for (uint32_t id : *p.outputs()) {
+    device::TensorPlacement t = plan_.placement(id);
+    Tensor out(std::vector<int64_t>(t.shape.begin(), t.shape.end()));
+    MESHPLAN_TRY(device_.read(t, out.data));
+    result.outputs.push_back(std::move(out));
+  }
+  result.device_ns = device_.now_ns();
+  return result;
+}
+
+Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const TensorView> inputs) {
+  MESHPLAN_TRY(check_inputs(plan, inputs));
+  const fb::Plan& p = plan.plan();
+  std::vector<Tensor> values(p.tensors()->size());
+  std::vector<bool> have(values.size(), false);
+  for (uint32_t id = 0; id < values.size(); ++id) {
+    const fb::TensorPlan* t = p.tensors()->Get(id);
+    if (t->role() != fb::TensorRole::constant) continue;
+    auto data = segment_floats(plan, t->segment());
+    values[id] = Tensor(std::vector<int64_t>(t->shape()->begin(), t->shape()->end()));
+    std::copy(data.begin(), data.end(), values[id].data.begin());
+    have[id] = true;
+  }
+  for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
+    uint32_t id = p.inputs()->Get(i);
+    values[id] = Tensor(std::vector<int64_t>(inputs[i].shape.begin(), inputs[i].shape.end()));
+    std::copy(inputs[i].data.begin(), inputs[i].data.end(), values[id].data.begin());
+    have[id] = true;
+  }
+  for (const fb::OpPlan* op : *p.ops()) {
+    std::vector<device::HostView> in;
+    for (uint32_t id : *op->operands()) {
+      if (!have[id]) return fail(ErrorCode::corrupt, "plan '", plan.name(), "': op reads tensor ", id, " before it is written");
+      in.push_back(device::HostView{values[id].shape, values[id].data});
+    }
+    uint32_t r = op->results()->Get(0);
+    const fb::TensorPlan* t = p.tensors()->Get(r);
+    values[r] = Tensor(std::vector<int64_t>(t->shape()->begin(), t->shape()->end()));
+    MESHPLAN_TRY(device::reference(static_cast<device::OpKind>(op->kind()), in, op_config_of(*op), values[r].shape, values[r].data));
+    have[r] = true;
+  }
+  std::vector<Tensor> outputs;
+  for (uint32_t id : *p.outputs()) {
+    if (!have[id]) return fail(ErrorCode::corrupt, "plan '", plan.name(), "': output tensor ", id, " is never written");
+    outputs.push_back(values[id]);
+  }
+  return outputs;
+}
+
+}  // namespace meshplan::runtime

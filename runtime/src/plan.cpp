@@ -1,0 +1,115 @@
+// Plan verification and placements over the mapped FlatBuffer.
+#include "meshplan/runtime/plan.hpp"
+
+#include <cstring>
+
+#include "meshplan/device/types.hpp"
+
+namespace meshplan::runtime {
+
+namespace {
+constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+// Explicit verifier limits: plans are shallow (depth < 8); a table per tensor, op and config.
+constexpr flatbuffers::uoffset_t kMaxDepth = 16;
+constexpr flatbuffers::uoffset_t kMaxTables = 16u << 20;
+}  // namespace
+
+Hash128 PlanRef::key() const {
+  const fb::Hash128* k = plan_->header()->key();
+  return k ? Hash128{k->lo(), k->hi()} : Hash128{};
+}
+
+std::span<const uint8_t> PlanRef::segment(uint32_t i) const {
+  uint32_t fb_size = flatbuffers::GetPrefixedSize(bytes_.data()) + sizeof(flatbuffers::uoffset_t);
+  const fb::Segment* s = plan_->segments()->Get(i);
+  return bytes_.subspan(align64(fb_size) + s->offset(), s->size());
+}
+
+device::TensorPlacement PlanRef::placement(uint32_t id) const {
+  const fb::TensorPlan* t = plan_->tensors()->Get(id);
+  device::TensorPlacement p;
+  p.name = t->name() ? t->name()->string_view() : std::string_view();
+  p.shape = std::span<const int64_t>(t->shape()->data(), t->shape()->size());
+  p.dtype = static_cast<device::DType>(t->dtype());
+  p.layout = static_cast<device::TileLayout>(t->layout());
+  p.buffer = static_cast<device::BufferType>(t->buffer());
+  p.memory = static_cast<device::MemLayout>(t->memory());
+  p.address = t->address();
+  p.page_size = t->page_size();
+  return p;
+}
+
+Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what) {
+  auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
+  if (bytes.size() < 8) return bad("truncated: ", bytes.size(), " bytes");
+  uint32_t prefix;
+  std::memcpy(&prefix, bytes.data(), 4);
+  if (static_cast<uint64_t>(prefix) + 4 > bytes.size())
+    return bad("truncated: size prefix says ", prefix + 4ull, " bytes, only ", bytes.size(), " present");
+  if (!flatbuffers::BufferHasIdentifier(bytes.data(), fb::PlanIdentifier(), true))
+    return bad("wrong file identifier (expected '", fb::PlanIdentifier(), "')");
+  flatbuffers::Verifier verifier(bytes.data(), prefix + 4ull, kMaxDepth, kMaxTables);
+  if (!fb::VerifySizePrefixedPlanBuffer(verifier)) return bad("FlatBuffer verification failed");
+  const fb::Plan* plan = fb::GetSizePrefixedPlan(bytes.data());
+  const fb::PlanHeader* h = plan->header();
+  if (h->format_major() != kPlanFormatMajor)
+    return fail(ErrorCode::incompatible, "plan ", what, ": format ", h->format_major(), ".", h->format_minor(),
+                ", this runtime reads ", kPlanFormatMajor, ".x");
+  if (!h->key() || !h->device() || !h->device()->descriptor_hash()) return bad("header lacks key or device");
+  if (!plan->tensors() || !plan->ops() || !plan->inputs() || !plan->outputs()) return bad("missing tensors, ops, inputs or outputs");
+  uint32_t n_tensors = plan->tensors()->size();
+  uint64_t data_start = align64(prefix + 4ull);
+  uint32_t n_segments = plan->segments() ? plan->segments()->size() : 0;
+  for (uint32_t i = 0; i < n_segments; ++i) {
+    const fb::Segment* s = plan->segments()->Get(i);
+    if (s->offset() % 64 != 0 || s->offset() > bytes.size() || data_start + s->offset() + s->size() > bytes.size())
+      return bad("segment ", i, " [", s->offset(), ", +", s->size(), ") lies outside the plan's ", bytes.size(), " bytes");
+  }
+  for (uint32_t i = 0; i < n_tensors; ++i) {
+    const fb::TensorPlan* t = plan->tensors()->Get(i);
+    if (!t->shape()) return bad("tensor ", i, " has no shape");
+    for (int64_t d : *t->shape())
+      if (d <= 0) return bad("tensor ", i, " has dimension ", d);
+    if (static_cast<int>(t->dtype()) > static_cast<int>(fb::DType::MAX) ||
+        static_cast<int>(t->layout()) > static_cast<int>(fb::TileLayout::MAX) ||
+        static_cast<int>(t->buffer()) > static_cast<int>(fb::BufferType::MAX) ||
+        static_cast<int>(t->memory()) > static_cast<int>(fb::MemLayout::MAX) ||
+        static_cast<int>(t->role()) > static_cast<int>(fb::TensorRole::MAX))
+      return bad("tensor ", i, " has an unknown enum value");
+    if (t->page_size() == 0) return bad("tensor ", i, " has page size 0");
+    if (t->role() == fb::TensorRole::constant) {
+      if (t->segment() < 0 || static_cast<uint32_t>(t->segment()) >= n_segments)
+        return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);
+      uint64_t volume = 1;
+      for (int64_t d : *t->shape()) volume *= static_cast<uint64_t>(d);
+      if (plan->segments()->Get(static_cast<uint32_t>(t->segment()))->size() != volume * sizeof(float))
+        return bad("constant tensor ", i, ": segment size does not match its shape");
+    }
+  }
+  auto check_ids = [&](const flatbuffers::Vector<uint32_t>* ids, std::string_view role, uint32_t op) -> Status {
+    if (!ids) return {};
+    for (uint32_t id : *ids)
+      if (id >= n_tensors) return fail(ErrorCode::corrupt, "plan ", what, ": op ", op, " ", role, " names tensor ", id, " of ", n_tensors);
+    return {};
+  };
+  for (uint32_t o = 0; o < plan->ops()->size(); ++o) {
+    const fb::OpPlan* op = plan->ops()->Get(o);
+    if (static_cast<int>(op->kind()) >= device::kNumOpKinds) return bad("op ", o, " has unknown kind ", static_cast<int>(op->kind()));
+    const device::OpInfo& info = device::op_info(static_cast<device::OpKind>(op->kind()));
+    if (!op->operands() || !op->results() || static_cast<int>(op->operands()->size()) != info.operands ||
+        static_cast<int>(op->results()->size()) != info.results)
+      return bad("op ", o, " (", info.name, ") has the wrong number of operands or results");
+    MESHPLAN_TRY(check_ids(op->operands(), "operand", o));
+    MESHPLAN_TRY(check_ids(op->results(), "result", o));
+    MESHPLAN_TRY(check_ids(op->frees(), "free", o));
+  }
+  MESHPLAN_TRY(check_ids(plan->inputs(), "input", 0));
+  MESHPLAN_TRY(check_ids(plan->outputs(), "output", 0));
+  PlanRef ref;
+  ref.plan_ = plan;
+  ref.bytes_ = bytes;
+  ref.name_ = h->graph_name() ? h->graph_name()->string_view() : std::string_view();
+  return ref;
+}
+
+}  // namespace meshplan::runtime

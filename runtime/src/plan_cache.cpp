@@ -1,0 +1,320 @@
+// Plan cache: mmap'd reader with binary search, and the atomic writer.
+#include "meshplan/runtime/plan_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace meshplan::runtime {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'P', 'C', 'A', 'C', 'H', 'E', '\0'};
+constexpr uint16_t kCacheMajor = 1;
+constexpr uint16_t kCacheMinor = 0;
+constexpr flatbuffers::uoffset_t kIndexMaxDepth = 8;
+constexpr flatbuffers::uoffset_t kIndexMaxTables = 1u << 20;
+
+/// The fixed 64-byte file header (little-endian, as x86 and ARM store it).
+struct FileHeader {
+  char magic[8];
+  uint16_t major;
+  uint16_t minor;
+  uint32_t entry_count;
+  uint64_t file_size;
+  uint64_t index_offset;
+  uint64_t index_size;
+  uint64_t index_checksum_lo;
+  uint64_t index_checksum_hi;
+  uint64_t reserved;
+};
+static_assert(sizeof(FileHeader) == 64);
+
+constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+
+Hash128 key_of(const fb::CacheEntry* e) { return Hash128{e->key()->lo(), e->key()->hi()}; }
+
+std::string sys_error(std::string_view what, const std::string& path) {
+  return str(what, " '", path, "': ", std::strerror(errno));
+}
+
+}  // namespace
+
+struct PlanCache::Impl {
+  std::string path;
+  const uint8_t* base = nullptr;
+  size_t size = 0;
+  const fb::CacheIndex* index = nullptr;
+  std::unique_ptr<std::atomic<uint8_t>[]> verified;  // 0 unknown, 1 ok.
+
+  ~Impl() {
+    if (base) munmap(const_cast<uint8_t*>(base), size);
+  }
+};
+
+PlanCache::PlanCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PlanCache::PlanCache(PlanCache&&) noexcept = default;
+PlanCache& PlanCache::operator=(PlanCache&&) noexcept = default;
+PlanCache::~PlanCache() = default;
+
+Result<PlanCache> PlanCache::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io, sys_error("cannot open plan cache", path));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    ::close(fd);
+    return fail(ErrorCode::io, sys_error("cannot stat plan cache", path));
+  }
+  impl->size = static_cast<size_t>(st.st_size);
+  if (impl->size < sizeof(FileHeader)) {
+    ::close(fd);
+    return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size, " bytes, the header alone is 64");
+  }
+  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) return fail(ErrorCode::io, sys_error("cannot map plan cache", path));
+  impl->base = static_cast<const uint8_t*>(m);
+
+  FileHeader h;
+  std::memcpy(&h, impl->base, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    return fail(ErrorCode::corrupt, "'", path, "' is not a meshplan plan cache (bad magic)");
+  if (h.major != kCacheMajor)
+    return fail(ErrorCode::incompatible, "plan cache '", path, "' has format ", h.major, ".", h.minor,
+                ", this runtime reads ", kCacheMajor, ".x");
+  if (h.file_size != impl->size)
+    return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated or extended: header says ", h.file_size,
+                " bytes, file has ", impl->size);
+  if (h.index_offset < sizeof(FileHeader) || h.index_offset > impl->size || h.index_size > impl->size - h.index_offset ||
+      h.index_size < 8)
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': index [", h.index_offset, ", +", h.index_size, ") out of range");
+  const uint8_t* index = impl->base + h.index_offset;
+  if (xxh3_128(index, h.index_size) != Hash128{h.index_checksum_lo, h.index_checksum_hi})
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': index checksum mismatch");
+  if (!flatbuffers::BufferHasIdentifier(index, fb::CacheIndexIdentifier(), true))
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': index has the wrong identifier");
+  flatbuffers::Verifier v(index, h.index_size, kIndexMaxDepth, kIndexMaxTables);
+  if (!fb::VerifySizePrefixedCacheIndexBuffer(v))
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': index fails FlatBuffer verification");
+  impl->index = fb::GetSizePrefixedCacheIndex(index);
+  const auto* entries = impl->index->entries();
+  const auto* by_name = impl->index->by_name();
+  uint32_t n = entries ? entries->size() : 0;
+  if (n != h.entry_count || (by_name ? by_name->size() : 0) != n)
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': entry counts disagree");
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::CacheEntry* e = entries->Get(i);
+    if (e->offset() % 64 != 0 || e->offset() > impl->size || e->size() > impl->size - e->offset())
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i, " lies outside the file");
+    if (i > 0 && !key_less(key_of(entries->Get(i - 1)), key_of(e)))
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': index is not sorted by key");
+    if (by_name->Get(i) >= n) return fail(ErrorCode::corrupt, "plan cache '", path, "': name index out of range");
+  }
+  auto name_of = [&](uint32_t i) {
+    const auto* s = entries->Get(by_name->Get(i))->name();
+    return s ? s->string_view() : std::string_view();
+  };
+  for (uint32_t i = 1; i < n; ++i)
+    if (!(name_of(i - 1) < name_of(i))) return fail(ErrorCode::corrupt, "plan cache '", path, "': name index is not sorted");
+  impl->verified = std::make_unique<std::atomic<uint8_t>[]>(n);
+  return PlanCache(std::move(impl));
+}
+
+size_t PlanCache::size() const { return impl_->index->entries() ? impl_->index->entries()->size() : 0; }
+const std::string& PlanCache::path() const { return impl_->path; }
+
+CacheEntryInfo PlanCache::entry(size_t i) const {
+  const fb::CacheEntry* e = impl_->index->entries()->Get(static_cast<uint32_t>(i));
+  auto sv = [](const flatbuffers::String* s) { return s ? s->string_view() : std::string_view(); };
+  return CacheEntryInfo{key_of(e), sv(e->name()), sv(e->device()), sv(e->policy()), e->offset(), e->size()};
+}
+
+Result<PlanRef> PlanCache::load(size_t i) const {
+  if (i >= size()) return fail(ErrorCode::not_found, "plan cache '", impl_->path, "' has no entry ", i);
+  const fb::CacheEntry* e = impl_->index->entries()->Get(static_cast<uint32_t>(i));
+  std::span<const uint8_t> bytes(impl_->base + e->offset(), e->size());
+  std::string_view name = e->name() ? e->name()->string_view() : std::string_view();
+  bool known_good = impl_->verified[i].load(std::memory_order_acquire) == 1;
+  if (!known_good && xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()})
+    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': checksum mismatch (the file is damaged)");
+  auto ref = verify_plan(bytes, str("'", name, "' in '", impl_->path, "'"));
+  if (!ref) return std::unexpected(ref.error());
+  if (ref->key() != key_of(e))
+    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': key in the index differs from the plan's own");
+  impl_->verified[i].store(1, std::memory_order_release);
+  return ref;
+}
+
+Result<PlanRef> PlanCache::find(const Hash128& key) const {
+  const auto* entries = impl_->index->entries();
+  uint32_t lo = 0, hi = entries ? entries->size() : 0;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (key_less(key_of(entries->Get(mid)), key)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (entries && lo < entries->size() && key_of(entries->Get(lo)) == key) return load(lo);
+  return fail(ErrorCode::not_found, "no plan with key ", key.hex(), " in '", impl_->path, "' (", size(), " entries)");
+}
+
+Result<PlanRef> PlanCache::find(std::string_view name) const {
+  const auto* entries = impl_->index->entries();
+  const auto* by_name = impl_->index->by_name();
+  uint32_t lo = 0, hi = entries ? entries->size() : 0;
+  auto name_at = [&](uint32_t i) {
+    const auto* s = entries->Get(by_name->Get(i))->name();
+    return s ? s->string_view() : std::string_view();
+  };
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (name_at(mid) < name) lo = mid + 1;
+    else hi = mid;
+  }
+  if (entries && lo < entries->size() && name_at(lo) == name) return load(by_name->Get(lo));
+  return fail(ErrorCode::not_found, "no plan named '", name, "' in '", impl_->path, "' (", size(), " entries)");
+}
+
+Status write_cache(const std::string& path, std::vector<CacheEntryData> entries) {
+  struct Item {
+    Hash128 key;
+    const CacheEntryData* data;
+    std::string device, policy;
+  };
+  std::vector<Item> items;
+  for (const CacheEntryData& e : entries) {
+    auto ref = verify_plan(e.plan, str("'", e.name, "'"));
+    if (!ref) return std::unexpected(ref.error());
+    const fb::PlanHeader* h = ref->plan().header();
+    items.push_back(Item{ref->key(), &e, h->device()->name() ? h->device()->name()->str() : "",
+                         h->options() && h->options()->policy() ? h->options()->policy()->str() : ""});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return key_less(a.key, b.key); });
+  for (size_t i = 1; i < items.size(); ++i)
+    if (items[i].key == items[i - 1].key)
+      return fail(ErrorCode::invalid_argument, "plans '", items[i - 1].data->name, "' and '", items[i].data->name,
+                  "' have the same key ", items[i].key.hex());
+  std::vector<uint32_t> by_name(items.size());
+  for (uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
+  std::sort(by_name.begin(), by_name.end(), [&](uint32_t a, uint32_t b) { return items[a].data->name < items[b].data->name; });
+  for (size_t i = 1; i < by_name.size(); ++i)
+    if (items[by_name[i]].data->name == items[by_name[i - 1]].data->name)
+      return fail(ErrorCode::invalid_argument, "two plans are named '", items[by_name[i]].data->name, "'");
+
+  // The index's size does not depend on the offsets' values, so build it once with zero
+  // offsets to learn its size, then again with the real ones.
+  auto build_index = [&](uint64_t first_plan) {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<flatbuffers::Offset<fb::CacheEntry>> fe;
+    uint64_t offset = first_plan;
+    for (const Item& it : items) {
+      fb::Hash128 key(it.key.lo, it.key.hi);
+      Hash128 sum = xxh3_128(it.data->plan.data(), it.data->plan.size());
+      fb::Hash128 checksum(sum.lo, sum.hi);
+      fe.push_back(fb::CreateCacheEntryDirect(b, &key, it.data->name.c_str(), offset, it.data->plan.size(), &checksum,
+                                              it.device.c_str(), it.policy.c_str()));
+      offset = align64(offset + it.data->plan.size());
+    }
+    b.FinishSizePrefixed(fb::CreateCacheIndexDirect(b, &fe, &by_name), fb::CacheIndexIdentifier());
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  };
+  std::vector<uint8_t> index = build_index(0);
+  uint64_t first_plan = align64(sizeof(FileHeader) + index.size());
+  index = build_index(first_plan);
+  if (align64(sizeof(FileHeader) + index.size()) != first_plan)
+    return fail(ErrorCode::internal, "cache index size changed between passes");
+
+  std::vector<uint8_t> file(first_plan, 0);
+  for (const Item& it : items) {
+    file.resize(align64(file.size()), 0);
+    file.insert(file.end(), it.data->plan.begin(), it.data->plan.end());
+  }
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.major = kCacheMajor;
+  h.minor = kCacheMinor;
+  h.entry_count = static_cast<uint32_t>(items.size());
+  h.file_size = file.size();
+  h.index_offset = sizeof(FileHeader);
+  h.index_size = index.size();
+  Hash128 sum = xxh3_128(index.data(), index.size());
+  h.index_checksum_lo = sum.lo;
+  h.index_checksum_hi = sum.hi;
+  std::memcpy(file.data(), &h, sizeof h);
+  std::memcpy(file.data() + sizeof h, index.data(), index.size());
+
+  std::filesystem::path target(path);
+  std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(ErrorCode::io, sys_error("cannot create", tmp));
+  size_t done = 0;
+  while (done < file.size()) {
+    ssize_t n = ::write(fd, file.data() + done, file.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string msg = sys_error("cannot write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(ErrorCode::io, msg);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    std::string msg = sys_error("cannot sync", tmp);
+    ::unlink(tmp.c_str());
+    return fail(ErrorCode::io, msg);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string msg = sys_error("cannot rename temp file onto", path);
+    ::unlink(tmp.c_str());
+    return fail(ErrorCode::io, msg);
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+Status add_to_cache(const std::string& path, CacheEntryData entry) {
+  std::string lock_path = path + ".lock";
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return fail(ErrorCode::io, sys_error("cannot open lock file", lock_path));
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  if (::flock(lock, LOCK_EX) != 0) return fail(ErrorCode::io, sys_error("cannot lock", lock_path));
+
+  auto new_ref = verify_plan(entry.plan, str("'", entry.name, "'"));
+  if (!new_ref) return std::unexpected(new_ref.error());
+  Hash128 new_key = new_ref->key();
+  std::vector<CacheEntryData> entries;
+  auto existing = PlanCache::open(path);
+  if (existing) {
+    for (size_t i = 0; i < existing->size(); ++i) {
+      CacheEntryInfo info = existing->entry(i);
+      if (info.name == entry.name || info.key == new_key) continue;
+      auto ref = existing->load(i);
+      if (!ref)
+        return std::unexpected(with_context(ref.error(), str("not rewriting '", path, "': an existing entry does not verify")));
+      entries.push_back(CacheEntryData{std::string(info.name), std::vector<uint8_t>(ref->bytes().begin(), ref->bytes().end())});
+    }
+  } else if (existing.error().code != ErrorCode::not_found) {
+    return std::unexpected(with_context(existing.error(), str("not overwriting '", path, "'; remove it to start a new cache")));
+  }
+  entries.push_back(std::move(entry));
+  return write_cache(path, std::move(entries));
+}
+
+}  // namespace meshplan::runtime
