@@ -1,0 +1,21 @@
+# Fails if meshplan::runtime's link interface names the planner, or if the meshplan-run binary
+# holds any meshplan::planner symbol. meshplan-compile must hold some (else the nm check proves
+# nothing).
+file(READ "${LINKS}" links)
+if(links MATCHES "planner")
+  message(FATAL_ERROR "meshplan::runtime links the planner: ${links}")
+endif()
+execute_process(COMMAND ${NM} -C "${RUNTIME_BINARY}" OUTPUT_VARIABLE runtime_syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${RUNTIME_BINARY}")
+endif()
+string(REGEX MATCHALL "meshplan::planner::[A-Za-z_]+" hits "${runtime_syms}")
+if(hits)
+  list(REMOVE_DUPLICATES hits)
+  message(FATAL_ERROR "meshplan-run contains planner symbols: ${hits}")
+endif()
+execute_process(COMMAND ${NM} -C "${PLANNER_BINARY}" OUTPUT_VARIABLE planner_syms)
+if(NOT planner_syms MATCHES "meshplan::planner::")
+  message(FATAL_ERROR "control failed: meshplan-compile shows no meshplan::planner symbols, so the check is blind")
+endif()
+message(STATUS "runtime link interface: ${links}meshplan-run holds no meshplan::planner symbols")
