@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "meshplan/device/op_model.hpp"
 #include "meshplan/device/formats.hpp"
 
 namespace meshplan::device {
@@ -20,6 +21,7 @@ Result<std::unique_ptr<EmulatedDevice>> EmulatedDevice::create(ChipDesc chip) {
 
 EmulatedDevice::EmulatedDevice(ChipDesc chip)
     : chip_(std::move(chip)),
+      op_model_(chip_),
       dram_alloc_("DRAM", 0, chip_.dram_bank_size, chip_.dram_alignment, BankAllocator::Direction::bottom_up),
       l1_alloc_("L1", chip_.l1_unreserved_base, chip_.l1_usable_top(), chip_.l1_alignment,
                 BankAllocator::Direction::top_down) {
@@ -29,20 +31,7 @@ EmulatedDevice::EmulatedDevice(ChipDesc chip)
   for (int c = 0; c < chip_.cores(); ++c) memory_.l1.emplace_back(chip_.l1_size, kL1Chunk);
 }
 
-Status EmulatedDevice::check_supported(const TensorPlacement& t) const {
-  if (t.memory != MemLayout::interleaved)
-    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': ", memory_name(t.memory),
-                " buffers are not supported by this emulator yet");
-  if (t.dtype == DType::bf8b)
-    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': bf8b is not supported by this emulator yet");
-  if (t.layout == TileLayout::row_major && element_bytes(t.dtype) == 0)
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': ", dtype_name(t.dtype), " must be tiled");
-  uint32_t natural = natural_page_size(t.shape, t.dtype, t.layout);
-  if (t.page_size != natural)
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': page size ", t.page_size, " does not match its ",
-                t.layout == TileLayout::tile ? "tile" : "row", " size ", natural);
-  return {};
-}
+Status EmulatedDevice::check_supported(const TensorPlacement& t) const { return check_placement(t, chip_); }
 
 Status EmulatedDevice::allocate(const TensorPlacement& t) {
   MESHPLAN_TRY(check_supported(t));
@@ -140,28 +129,22 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
 }
 
 Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
-  const OpInfo& info = op_info(op.kind);
-  if (static_cast<int>(op.operands.size()) != info.operands || static_cast<int>(op.results.size()) != info.results)
-    return fail(ErrorCode::invalid_argument, "op '", op.name, "' (", info.name, "): expected ", info.operands,
-                " operands and ", info.results, " results, got ", op.operands.size(), " and ", op.results.size());
-  if (op.config.grid_x == 0 || op.config.grid_y == 0 || op.config.grid_x > chip_.grid_x || op.config.grid_y > chip_.grid_y)
-    return fail(ErrorCode::invalid_argument, "op '", op.name, "': core grid ", op.config.grid_x, "x", op.config.grid_y,
-                " does not fit the chip's ", chip_.grid_x, "x", chip_.grid_y);
+  // The same rules the planner consulted: anything OpModel rejects is never executed.
+  OpValidation v = op_model_.validate(op);
+  if (!v.ok) return fail(ErrorCode::invalid_argument, v.reason);
   for (const TensorPlacement* t : op.operands) {
-    MESHPLAN_TRY(check_supported(*t));
     auto live = check_live(*t, "operand");
     if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
   }
   for (const TensorPlacement* t : op.results) {
-    MESHPLAN_TRY(check_supported(*t));
-    if (t->layout != TileLayout::tile)
-      return fail(ErrorCode::unimplemented, "op '", op.name, "': result '", t->name, "' must be tiled");
     auto live = check_live(*t, "result");
     if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
   }
-  for (const TensorPlacement* t : op.operands)
-    if (t->layout != TileLayout::tile)
-      return fail(ErrorCode::unimplemented, "op '", op.name, "': operand '", t->name, "' must be tiled");
+  // Circular buffers grow from the unreserved base and must stay below every live L1 buffer.
+  uint64_t cb_top = chip_.l1_unreserved_base + v.cb_bytes_per_core;
+  if (cb_top > l1_alloc_.lowest_allocated())
+    return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base, ", ", cb_top,
+                ") clash with L1 buffers starting at ", l1_alloc_.lowest_allocated());
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));
   clock_ns_ += timing->duration_ns;

@@ -5,6 +5,20 @@
 
 namespace meshplan::device {
 
+TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype, BufferType buffer,
+                                 uint64_t address, TileLayout layout) {
+  TensorPlacement t;
+  t.name = name;
+  t.shape = shape;
+  t.dtype = dtype;
+  t.layout = layout;
+  t.buffer = buffer;
+  t.memory = MemLayout::interleaved;
+  t.address = address;
+  t.page_size = natural_page_size(shape, dtype, layout);
+  return t;
+}
+
 int64_t page_count(const TensorPlacement& t) {
   if (t.layout == TileLayout::tile) return tile_grid(t.shape).pages();
   int64_t w = t.shape.empty() ? 1 : t.shape.back();

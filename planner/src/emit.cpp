@@ -29,8 +29,10 @@ fb::TensorRole role_of(const Value& v) {
 
 device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m, ValueId v) {
   const TensorLayout& t = l.tensors[v];
-  return device::TensorPlacement{g.values[v].name, g.values[v].shape, t.dtype, t.layout, t.buffer, t.memory,
-                                 m.address[v], m.page_size[v]};
+  device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype, t.buffer, m.address[v], t.layout);
+  p.memory = t.memory;
+  p.page_size = m.page_size[v];
+  return p;
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ struct Allocators {
 
 uint64_t bytes_for(const Value& v, const TensorLayout& t, const device::ChipDesc& chip, uint32_t* page) {
   *page = device::natural_page_size(v.shape, t.dtype, t.layout);
-  device::TensorPlacement p{v.name, v.shape, t.dtype, t.layout, t.buffer, t.memory, 0, *page};
+  device::TensorPlacement p = device::make_interleaved(v.name, v.shape, t.dtype, t.buffer, 0, t.layout);
+  p.memory = t.memory;
   uint32_t banks = t.buffer == device::BufferType::dram ? chip.dram_banks : static_cast<uint32_t>(chip.cores());
   uint32_t align = t.buffer == device::BufferType::dram ? chip.dram_alignment : chip.l1_alignment;
   return device::interleaved_bytes_per_bank(device::page_count(p), *page, banks, align);

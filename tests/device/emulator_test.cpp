@@ -23,8 +23,7 @@ struct Tensor {
   std::vector<int64_t> shape;
   std::vector<float> data;
   TensorPlacement placement(DType dtype, uint64_t address) const {
-    return TensorPlacement{name, shape, dtype, TileLayout::tile, BufferType::dram, MemLayout::interleaved, address,
-                           tile_bytes(dtype)};
+    return make_interleaved(name, shape, dtype, BufferType::dram, address);
   }
 };
 
@@ -57,7 +56,7 @@ double run_and_compare(OpKind kind, const std::vector<Tensor>& ins, const OpConf
     ps.push_back(t.placement(dtype, addr));
     addr += 64ull << 20;
   }
-  TensorPlacement out{"out", *out_shape, dtype, TileLayout::tile, BufferType::dram, MemLayout::interleaved, addr, tile_bytes(dtype)};
+  TensorPlacement out = make_interleaved("out", *out_shape, dtype, BufferType::dram, addr);
   for (size_t i = 0; i < ins.size(); ++i) {
     REQUIRE(dev->allocate(ps[i]));
     REQUIRE(dev->write(ps[i], ins[i].data));
@@ -102,7 +101,7 @@ TEST_CASE("write/read round-trips through the interleaved address map") {
 TEST_CASE("pages land in bank p % 12 at address + (p / 12) * page") {
   ChipDesc chip = wormhole_b0();
   std::vector<int64_t> shape{64, 224};  // 2 x 7 = 14 tiles
-  TensorPlacement p{"x", shape, DType::bf16, TileLayout::tile, BufferType::dram, MemLayout::interleaved, 1024, 2048};
+  TensorPlacement p = make_interleaved("x", shape, DType::bf16, BufferType::dram, 1024);
   AddressMap map(p, chip);
   CHECK(map.page(0).bank == 0);
   CHECK(map.page(0).offset == 1024);
@@ -194,9 +193,9 @@ TEST_CASE("a wrong placement fails clearly and the device stays usable") {
 TEST_CASE("timing model: more cores and lower fidelity are faster") {
   ChipDesc chip = wormhole_b0();
   std::vector<int64_t> as{256, 1024}, bs{1024, 1024}, os{256, 1024};
-  TensorPlacement a{"a", as, DType::bf16, TileLayout::tile, BufferType::dram, MemLayout::interleaved, 0, 2048};
-  TensorPlacement b{"b", bs, DType::bf16, TileLayout::tile, BufferType::dram, MemLayout::interleaved, 0, 2048};
-  TensorPlacement o{"o", os, DType::bf16, TileLayout::tile, BufferType::dram, MemLayout::interleaved, 0, 2048};
+  TensorPlacement a = make_interleaved("a", as, DType::bf16, BufferType::dram, 0);
+  TensorPlacement b = make_interleaved("b", bs, DType::bf16, BufferType::dram, 0);
+  TensorPlacement o = make_interleaved("o", os, DType::bf16, BufferType::dram, 0);
   const TensorPlacement* in[] = {&a, &b};
   const TensorPlacement* out[] = {&o};
   OpConfig one, many, lofi;

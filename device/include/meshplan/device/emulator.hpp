@@ -9,6 +9,7 @@
 #include "meshplan/device/allocator.hpp"
 #include "meshplan/device/device.hpp"
 #include "meshplan/device/memory.hpp"
+#include "meshplan/device/op_model.hpp"
 
 namespace meshplan::device {
 
@@ -46,6 +47,7 @@ class EmulatedDevice final : public Device {
   Status check_supported(const TensorPlacement& t) const;
 
   ChipDesc chip_;
+  OpModel op_model_;
   ChipMemory memory_;
   BankAllocator dram_alloc_;
   BankAllocator l1_alloc_;

@@ -10,6 +10,26 @@
 
 namespace meshplan::device {
 
+/// Inclusive rectangle of Tensix cores (x = column, y = row).
+struct CoreRange {
+  uint16_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  uint32_t cores() const { return static_cast<uint32_t>(x1 - x0 + 1) * static_cast<uint32_t>(y1 - y0 + 1); }
+  friend bool operator==(const CoreRange&, const CoreRange&) = default;
+};
+
+enum class ShardOrientation : uint8_t { row_major = 0, col_major = 1 };
+
+/// How a sharded tensor is split: the 2-D view [prod(leading) * H, W] cut into shards of
+/// `shape` (rows, cols), one per core of `grid` in `orientation` order.
+struct ShardSpec {
+  CoreRange grid;
+  int64_t shape[2] = {0, 0};
+  ShardOrientation orientation = ShardOrientation::row_major;
+  friend bool operator==(const ShardSpec& a, const ShardSpec& b) {
+    return a.grid == b.grid && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] && a.orientation == b.orientation;
+  }
+};
+
 /// A tensor's placement. Views only: `shape` and `name` point into the plan (or the caller).
 struct TensorPlacement {
   std::string_view name;
@@ -20,7 +40,12 @@ struct TensorPlacement {
   MemLayout memory = MemLayout::interleaved;
   uint64_t address = 0;
   uint32_t page_size = 0;  ///< Bytes per page: one tile, or one row for row-major.
+  ShardSpec shard;         ///< Sharded layouts only.
 };
+
+/// A tiled or row-major interleaved placement with its natural page size.
+TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype, BufferType buffer,
+                                 uint64_t address, TileLayout layout = TileLayout::tile);
 
 /// Pages of a placement (tiles, or rows for row-major).
 int64_t page_count(const TensorPlacement& t);

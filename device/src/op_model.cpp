@@ -1,0 +1,75 @@
+// OpModel validation rules; the emulator calls the same code before every launch.
+#include "meshplan/device/op_model.hpp"
+
+#include <algorithm>
+
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_semantics.hpp"
+
+namespace meshplan::device {
+
+Status check_placement(const TensorPlacement& t, const ChipDesc&) {
+  if (t.memory != MemLayout::interleaved)
+    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': ", memory_name(t.memory),
+                " buffers are not supported by this emulator yet");
+  if (t.dtype == DType::bf8b)
+    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': bf8b is not supported by this emulator yet");
+  if (t.layout == TileLayout::row_major && element_bytes(t.dtype) == 0)
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': ", dtype_name(t.dtype), " must be tiled");
+  uint32_t natural = natural_page_size(t.shape, t.dtype, t.layout);
+  if (t.page_size != natural)
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': page size ", t.page_size, " does not match its ",
+                t.layout == TileLayout::tile ? "tile" : "row", " size ", natural);
+  return {};
+}
+
+uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
+  // Double-buffered input tiles for each operand and output tiles, as TTNN's eltwise and
+  // matmul kernels allocate them (2 tiles each; matmul's in0/in1 blocks are one k-tile wide).
+  uint64_t bytes = 0;
+  for (const TensorPlacement* t : op.operands) bytes += 2ull * tile_bytes(t->dtype);
+  for (const TensorPlacement* t : op.results) bytes += 2ull * tile_bytes(t->dtype);
+  if (op.kind == OpKind::matmul && !op.results.empty()) bytes += kTileElems * 4;  // f32 partials
+  return bytes;
+}
+
+OpValidation OpModel::validate(const OpLaunch& op) const {
+  OpValidation v;
+  auto reject = [&](auto&&... msg) {
+    v.ok = false;
+    v.reason = str("op '", op.name, "' (", op_name(op.kind), "): ", msg...);
+    return v;
+  };
+  const OpInfo& info = op_info(op.kind);
+  if (static_cast<int>(op.operands.size()) != info.operands || static_cast<int>(op.results.size()) != info.results)
+    return reject("expected ", info.operands, " operands and ", info.results, " results, got ", op.operands.size(), " and ",
+                  op.results.size());
+  if (op.config.grid_x == 0 || op.config.grid_y == 0 || op.config.grid_x > chip_.grid_x || op.config.grid_y > chip_.grid_y)
+    return reject("core grid ", op.config.grid_x, "x", op.config.grid_y, " does not fit the chip's ", chip_.grid_x, "x",
+                  chip_.grid_y);
+  std::vector<std::span<const int64_t>> shapes;
+  for (const TensorPlacement* t : op.operands) {
+    if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
+    if (t->layout != TileLayout::tile) return reject("operand '", t->name, "' must be tiled");
+    shapes.push_back(t->shape);
+  }
+  auto inferred = infer_shape(op.kind, shapes, op.config);
+  if (!inferred) return reject(inferred.error().message);
+  for (const TensorPlacement* t : op.results) {
+    if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
+    if (t->layout != TileLayout::tile) return reject("result '", t->name, "' must be tiled");
+    if (!std::equal(t->shape.begin(), t->shape.end(), inferred->begin(), inferred->end()))
+      return reject("result '", t->name, "' has the wrong shape for its operands");
+    if (t->buffer == BufferType::l1)
+      v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
+  }
+  v.cb_bytes_per_core = circular_buffer_bytes(op);
+  uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
+  if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
+    return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ", v.output_l1_bytes_per_core,
+                  " bytes of L1 output per core, more than the ", usable, " usable");
+  v.ok = true;
+  return v;
+}
+
+}  // namespace meshplan::device
