@@ -7,8 +7,9 @@
 namespace meshplan::device {
 
 uint64_t ChipDesc::l1_usable_top() const {
-  return l1_unreserved_base +
-         static_cast<uint64_t>(static_cast<double>(l1_size - l1_unreserved_base) * l1_usable_fraction);
+  uint64_t top = l1_unreserved_base +
+                 static_cast<uint64_t>(static_cast<double>(l1_size - l1_unreserved_base) * l1_usable_fraction);
+  return top / l1_alignment * l1_alignment;
 }
 
 Hash128 ChipDesc::hash() const {

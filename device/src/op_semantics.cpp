@@ -88,7 +88,8 @@ Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>>
       return out;
     }
     case OpKind::add: return broadcast_shapes(operands[0], operands[1]);
-    case OpKind::relu: return Shape(operands[0].begin(), operands[0].end());
+    case OpKind::relu:
+    case OpKind::to_memory_config: return Shape(operands[0].begin(), operands[0].end());
   }
   return fail(ErrorCode::internal, "no shape rule for op kind ", static_cast<int>(kind));
 }
@@ -127,6 +128,10 @@ Status reference(OpKind kind, std::span<const HostView> in, const OpConfig& conf
     }
     case OpKind::relu: {
       for (size_t i = 0; i < out.size(); ++i) out[i] = std::max(in[0].data[i], 0.0f);
+      return {};
+    }
+    case OpKind::to_memory_config: {
+      std::copy(in[0].data.begin(), in[0].data.end(), out.begin());
       return {};
     }
   }

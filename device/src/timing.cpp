@@ -36,6 +36,8 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
     int64_t tiles_per_core = (out.pages() + t.cores_used - 1) / t.cores_used;
     double cycles_per_tile = 2.0 * kTileH * kTileW * kTileW / chip.matmul_flops_per_cycle * fidelity_factor(op.config.fidelity);
     compute_cycles = static_cast<double>(tiles_per_core * kt) * cycles_per_tile;
+  } else if (op.kind == OpKind::to_memory_config) {
+    compute_cycles = 0.0;  // Pure data movement: the time is the bytes moved.
   } else if (!op.results.empty()) {
     int64_t tiles = tile_grid(op.results[0]->shape).pages();
     int64_t tiles_per_core = (tiles + t.cores_used - 1) / t.cores_used;

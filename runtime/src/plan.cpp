@@ -7,6 +7,16 @@
 
 namespace meshplan::runtime {
 
+// The plan's enums must match the device's (ops.def order, DType, layouts).
+#define MESHPLAN_OP(name, operands, results) \
+  static_assert(static_cast<int>(fb::OpKind::name) == static_cast<int>(device::OpKind::name), #name);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds, "ops.def and plan.fbs list the same ops");
+static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DType::bf8b));
+static_assert(static_cast<int>(fb::MemLayout::block_sharded) == static_cast<int>(device::MemLayout::block_sharded));
+static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));
+
 namespace {
 constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
 // Explicit verifier limits: plans are shallow (depth < 8); a table per tensor, op and config.

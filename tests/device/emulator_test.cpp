@@ -239,3 +239,24 @@ TEST_CASE("descriptors verify and hash") {
   CHECK(unknown.error().message.find("wormhole_b0") != std::string::npos);
   CHECK(builtin_chip("n150"));
 }
+
+TEST_CASE("to_memory_config moves a tensor between DRAM and L1 and converts dtype") {
+  auto dev = make_device();
+  Tensor a = random_tensor("a", {45, 70}, 21);
+  TensorPlacement src = a.placement(DType::bf16, 0);
+  TensorPlacement l1 = make_interleaved("a_l1", a.shape, DType::f32, BufferType::l1, 0);
+  l1.address = wormhole_b0().l1_usable_top() - 4096;  // 6 pages over 64 cores: one f32 tile per core
+  REQUIRE(dev->allocate(src));
+  REQUIRE(dev->write(src, a.data));
+  REQUIRE(dev->allocate(l1));
+  const TensorPlacement* in[] = {&src};
+  const TensorPlacement* out[] = {&l1};
+  OpConfig c;
+  c.grid_x = c.grid_y = 8;
+  auto t = dev->launch(OpLaunch{OpKind::to_memory_config, "spill", in, out, c});
+  REQUIRE(t);
+  CHECK(t->compute_ns == 0);
+  std::vector<float> back(a.data.size());
+  REQUIRE(dev->read(l1, back));
+  CHECK(back == a.data);
+}

@@ -35,7 +35,8 @@ struct ChipDesc {
   uint64_t dispatch_ns = 1000;     ///< Fixed per-op host/dispatch overhead on the real chip.
 
   int cores() const { return grid_x * grid_y; }
-  /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction.
+  /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction,
+  /// aligned down to l1_alignment.
   uint64_t l1_usable_top() const;
   /// Canonical encoding hashed into plan keys (every field, fixed order).
   Hash128 hash() const;
