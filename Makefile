@@ -35,8 +35,15 @@ demo: build
 	$(BUILD_DIR)/planner/meshplan-compile examples/models/mlp.json -o $(DEMO_DIR)/plans.mpc --name mlp
 	$(BUILD_DIR)/examples/meshplan-demo $(DEMO_DIR)/plans.mpc mlp
 
+BENCH_DIR := $(BUILD_DIR)/bench
+
 bench: build
-	$(BUILD_DIR)/tests/bench/meshplan_bench
+	@mkdir -p $(BENCH_DIR)
+	MESHPLAN_RATIOS_JSON=$(BENCH_DIR)/ratios.json $(BUILD_DIR)/tests/bench/meshplan_bench \
+	  --benchmark_out=$(BENCH_DIR)/benchmarks.json --benchmark_out_format=json
+	$(BUILD_DIR)/examples/meshplan-zoo --cache $(BENCH_DIR)/zoo.mpc --no-run --bench-json $(BENCH_DIR)/policies.json
+	cmake -DBENCH=$(BENCH_DIR) -P cmake/BenchReport.cmake
+	@cat $(BENCH_DIR)/results.md
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

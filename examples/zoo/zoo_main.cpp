@@ -64,6 +64,7 @@ struct Row {
   double simulated_us = 0, planning_ms = 0, load_us = 0, max_error = -1, relative_error = -1;
   bool verified = false;
   std::string note;
+  std::string run_entry;  ///< Cache entry executed: the reduced plan, or the full one if identical.
 };
 
 Result<int> run(const Args& args) {
@@ -104,6 +105,7 @@ Result<int> run(const Args& args) {
       row.policy = policy;
       auto t0 = Clock::now();
       auto plan = planner::compile(*full, chip, options);
+      Hash128 full_key = plan ? plan->key : Hash128{};
       row.planning_ms = ms_since(t0);
       if (!plan) {
         row.note = plan.error().to_string();
@@ -117,7 +119,9 @@ Result<int> run(const Args& args) {
         entries.push_back({spec.name + "/" + policy, std::move(plan->bytes)});
       }
       auto small = planner::compile(*reduced, chip, options);
-      if (small) entries.push_back({spec.name + "/" + policy + "/reduced", std::move(small->bytes)});
+      row.run_entry = spec.name + "/" + policy + "/reduced";
+      if (small && small->key == full_key) row.run_entry = spec.name + "/" + policy;  // same graph
+      else if (small) entries.push_back({row.run_entry, std::move(small->bytes)});
       else if (row.note.empty()) row.note = "reduced: " + small.error().to_string();
       rows.push_back(std::move(row));
       progress(++done, total, "planned " + spec.name + " (" + policy + ")");
@@ -140,7 +144,7 @@ Result<int> run(const Args& args) {
     if (!full) return std::unexpected(full.error());
     row.load_us = ms_since(t_load) * 1000.0;
     if (!args.run) continue;
-    runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.model + "/" + row.policy + "/reduced"));
+    runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.run_entry));
     device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
     auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
     auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
