@@ -159,10 +159,10 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
   switch (kind) {
     case OpKind::linear: {
       Shape out = MESHPLAN_TRY(infer_shape(OpKind::matmul, in.first(2), c));
-      Shape b = MESHPLAN_TRY(broadcast_shapes(out, in[2]));
-      if (b != out)
-        return fail(ErrorCode::invalid_argument, "linear bias ", shape_text(in[2]),
-                    " does not broadcast to the result ", shape_text(out));
+      auto b = broadcast_shapes(out, in[2]);
+      if (!b || *b != out)
+        return fail(ErrorCode::invalid_argument, "linear bias ", shape_text(in[2]), " does not broadcast to the result ",
+                    shape_text(out));
       return out;
     }
     case OpKind::reduce_sum:
