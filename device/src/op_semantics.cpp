@@ -98,6 +98,10 @@ Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>>
     return fail(ErrorCode::invalid_argument, info.name, " takes ", operand_count_text(kind), " operand(s), got ",
                 operands.size());
   for (auto s : operands)
+    if (s.size() > static_cast<size_t>(kMaxRank))
+      return fail(ErrorCode::invalid_argument, "operand ", shape_str(s), " has rank ", s.size(), ", more than the ", kMaxRank,
+                  " dims ops support");
+  for (auto s : operands)
     for (int64_t d : s)
       if (d <= 0) return fail(ErrorCode::invalid_argument, "dimension ", d, " in ", shape_str(s), " is not positive");
   switch (kind) {

@@ -283,10 +283,11 @@ float storage_value(DType dtype, float v) {
     case DType::bf16:
     case DType::bf8b:
       return round_bf16(v);
+    // Out-of-range values saturate (NaN becomes 0), so the integer encoding never overflows.
     case DType::i32:
-      return std::isfinite(v) ? std::trunc(v) : 0.0f;
+      return std::isnan(v) ? 0.0f : std::clamp(std::trunc(v), -2147483648.0f, 2147483520.0f);
     case DType::u32:
-      return std::isfinite(v) && v > 0.0f ? std::trunc(v) : 0.0f;
+      return std::isnan(v) ? 0.0f : std::clamp(std::trunc(v), 0.0f, 4294967040.0f);
   }
   return v;
 }

@@ -123,7 +123,7 @@ inline float binary_value(OpKind k, float a, float b) {
 }
 
 /// The value `dtype` storage makes of `v` (typecast): bf16 rounds to nearest even, integers
-/// truncate toward zero (u32 clamps negatives to 0), f32 keeps it.
+/// truncate toward zero and saturate (u32 clamps negatives to 0; NaN becomes 0), f32 keeps it.
 float storage_value(DType dtype, float v);
 
 }  // namespace meshplan::device
