@@ -49,7 +49,11 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   auto dims = ints(c.dims, c.num_dims);
   auto shape = longs(c.shape, c.num_shape);
   auto begins = longs(c.begins, c.num_slice), ends = longs(c.ends, c.num_slice), steps = longs(c.steps, c.num_slice);
-  auto kernel = ints(c.kernel, 2), stride = ints(c.stride, 2), padding = ints(c.padding, 4), dilation = ints(c.dilation, 2);
+  // Window attributes only when they differ from the defaults (the runtime reads absent as default).
+  auto is = [](const int32_t* v, std::initializer_list<int32_t> want) { return std::equal(want.begin(), want.end(), v); };
+  auto kernel = ints(c.kernel, is(c.kernel, {1, 1}) ? 0 : 2), stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
+  auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
+  auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
   fb::OpConfigBuilder ob(b);
   ob.add_transpose_a(c.transpose_a);
   ob.add_transpose_b(c.transpose_b);
@@ -68,10 +72,10 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
     ob.add_ends(ends);
     ob.add_steps(steps);
   }
-  ob.add_kernel(kernel);
-  ob.add_stride(stride);
-  ob.add_padding(padding);
-  ob.add_dilation(dilation);
+  if (!kernel.IsNull()) ob.add_kernel(kernel);
+  if (!stride.IsNull()) ob.add_stride(stride);
+  if (!padding.IsNull()) ob.add_padding(padding);
+  if (!dilation.IsNull()) ob.add_dilation(dilation);
   ob.add_groups(c.groups);
   return ob.Finish();
 }
