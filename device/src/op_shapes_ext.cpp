@@ -31,6 +31,9 @@ Result<std::array<bool, kMaxRank>> reduce_mask(const OpConfig& c, size_t rank) {
   if (rank > static_cast<size_t>(kMaxRank))
     return fail(ErrorCode::invalid_argument, "rank ", rank, " exceeds the ", kMaxRank,
                 " dims reductions support");
+  if (c.num_dims > kMaxRank)
+    return fail(ErrorCode::invalid_argument, "dims has ", int(c.num_dims), " entries, more than ",
+                kMaxRank);
   if (c.num_dims == 0) {
     for (size_t d = 0; d < rank; ++d) mask[d] = true;
     return mask;
@@ -161,8 +164,8 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
       Shape out = MESHPLAN_TRY(infer_shape(OpKind::matmul, in.first(2), c));
       auto b = broadcast_shapes(out, in[2]);
       if (!b || *b != out)
-        return fail(ErrorCode::invalid_argument, "linear bias ", shape_text(in[2]), " does not broadcast to the result ",
-                    shape_text(out));
+        return fail(ErrorCode::invalid_argument, "linear bias ", shape_text(in[2]),
+                    " does not broadcast to the result ", shape_text(out));
       return out;
     }
     case OpKind::reduce_sum:
@@ -203,6 +206,9 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
     case OpKind::reshape: {
       if (c.num_shape == 0)
         return fail(ErrorCode::invalid_argument, "reshape needs a target 'shape'");
+      if (c.num_shape > kMaxRank)
+        return fail(ErrorCode::invalid_argument, "reshape target has ", int(c.num_shape),
+                    " dims, more than ", kMaxRank);
       Shape out(c.shape, c.shape + c.num_shape);
       int infer = -1;
       int64_t known = 1;
@@ -253,6 +259,9 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
       if (in[1].size() != 2)
         return fail(ErrorCode::invalid_argument, "embedding table ", shape_text(in[1]),
                     " is not [V, D]");
+      if (in[0].size() >= static_cast<size_t>(kMaxRank))
+        return fail(ErrorCode::invalid_argument, "embedding indices ", shape_text(in[0]),
+                    " would give a result of rank ", in[0].size() + 1, ", more than ", kMaxRank);
       Shape out = same();
       out.push_back(in[1][1]);
       return out;

@@ -138,6 +138,18 @@ TEST_CASE("embedding gathers table rows by i32 index") {
   CHECK(contains(wrong.error().message, "must be i32 or u32"));
 }
 
+TEST_CASE("ranks beyond kMaxRank are refused, not overrun") {
+  std::vector<int64_t> rank8(8, 1), rank9(9, 1);
+  CHECK(contains(shape_error(OpKind::embedding, {rank8, {5, 4}}, grid_config()), "rank 9"));
+  CHECK(contains(shape_error(OpKind::gelu, {rank9}, grid_config()), "has rank 9"));
+  OpConfig c = grid_config();
+  c.num_dims = 9;
+  CHECK(contains(shape_error(OpKind::reduce_sum, {{4}}, c), "more than 8"));
+  c = reshape_config({4});
+  c.num_shape = 9;
+  CHECK(contains(shape_error(OpKind::reshape, {{4}}, c), "more than 8"));
+}
+
 TEST_CASE("typecast converts between f32, bf16 and integers") {
   OpConfig c = grid_config();
   OpInput x = with_dtype(rand_input("x", {45, 70}, 1, -50, 50), DType::f32);
