@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"transformer_block: emulator vs f32 host reference", {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
+      {"small_cnn: emulator vs f32 host reference", {"BM_EmulateSmallCnn", "BM_ReferenceSmallCnn"}},
   });
   benchmark::Shutdown();
   return 0;
