@@ -58,7 +58,8 @@ TEST_CASE("all_gather matches the reference on every mesh and axis") {
     auto mesh = make_mesh(name);
     for (int axis : {0, 1})
       for (int dim : {0, 1, -1}) {
-        CAPTURE(name);
+        std::string mesh_name = name;
+        CAPTURE(mesh_name);
         CAPTURE(axis);
         CAPTURE(dim);
         mesh->reset();
@@ -94,7 +95,8 @@ TEST_CASE("reduce_scatter and all_reduce sum in coordinate order on every mesh a
   for (const char* name : kMeshes) {
     auto mesh = make_mesh(name);
     for (int axis : {0, 1}) {
-      CAPTURE(name);
+      std::string mesh_name = name;
+      CAPTURE(mesh_name);
       CAPTURE(axis);
       int n = mesh->descriptor().axis_size(axis);
       std::vector<int64_t> shape{2, 40, 45};  // dim 1 splits over 1, 2, 4 and 8 chips
@@ -161,7 +163,8 @@ TEST_CASE("all_to_all matches the reference on every mesh and axis") {
     auto mesh = make_mesh(name);
     for (int axis : {0, 1})
       for (auto [sd, cd] : {std::pair{0, 2}, std::pair{2, 0}, std::pair{0, 0}}) {
-        CAPTURE(name);
+        std::string mesh_name = name;
+        CAPTURE(mesh_name);
         CAPTURE(axis);
         CAPTURE(sd);
         CAPTURE(cd);
@@ -196,7 +199,8 @@ TEST_CASE("all_to_all matches the reference on every mesh and axis") {
 
 TEST_CASE("collective_permute moves each source to its target and zeroes the rest") {
   for (const char* name : kMeshes) {
-    CAPTURE(name);
+    std::string mesh_name = name;
+    CAPTURE(mesh_name);
     auto mesh = make_mesh(name);
     std::vector<int64_t> shape{19, 70};
     ChipTensors in(*mesh, "x", same_shape(*mesh, shape), DType::bf16, kIn);
