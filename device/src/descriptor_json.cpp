@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "meshplan/schemas/schemas.hpp"
@@ -26,6 +27,31 @@ Result<std::unique_ptr<flatbuffers::Parser>> make_parser() {
   return parser;
 }
 
+/// FlatBuffers' parse errors give a position but, for bad scalars, not the field: find it in the
+/// text (the key whose value the message quotes, else the last key before the error position).
+std::string field_of_parse_error(const std::string& text, const std::string& msg) {
+  std::smatch m;
+  if (std::regex_search(msg, m, std::regex("invalid number: \"([^\"]*)\""))) {
+    std::string value =
+        std::regex_replace(m[1].str(), std::regex("[.^$|()\\[\\]{}*+?\\\\]"), "\\$&");
+    std::smatch k;
+    if (std::regex_search(
+            text, k,
+            std::regex("\"?([A-Za-z_][A-Za-z0-9_]*)\"?\\s*:\\s*\"?" + value + "\"?\\s*[,}\\s]")))
+      return k[1].str();
+  }
+  if (!std::regex_search(msg, m, std::regex(":(\\d+): (\\d+): error"))) return "";
+  size_t line = std::stoul(m[1].str()), col = std::stoul(m[2].str()), offset = 0;
+  for (size_t l = 1; l < line && offset < text.size(); ++l) offset = text.find('\n', offset) + 1;
+  offset = std::min(text.size(), offset + col);
+  std::string before = text.substr(0, offset), field;
+  std::regex key("\"?([A-Za-z_][A-Za-z0-9_]*)\"?\\s*:");
+  for (auto it = std::sregex_iterator(before.begin(), before.end(), key);
+       it != std::sregex_iterator(); ++it)
+    field = (*it)[1].str();
+  return field;
+}
+
 /// Parses and verifies a device file; the parser owns the bytes the returned root points into.
 Result<const fb::DeviceDescriptor*> parse(flatbuffers::Parser& parser, std::string_view json,
                                           std::string_view source_name) {
@@ -33,6 +59,9 @@ Result<const fb::DeviceDescriptor*> parse(flatbuffers::Parser& parser, std::stri
   if (!parser.Parse(text.c_str(), nullptr, src.c_str())) {
     std::string msg = parser.error_;
     if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    std::string field = field_of_parse_error(text, msg);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    if (!field.empty()) msg += str(" (field '", field, "')");
     return fail(ErrorCode::invalid_argument, msg);
   }
   flatbuffers::Verifier verifier(parser.builder_.GetBufferPointer(), parser.builder_.GetSize());
@@ -55,7 +84,8 @@ Result<ChipDesc> chip_from_table(const fb::ChipDescriptor& t, std::string_view s
   if (t.base()) {
     auto b = builtin_chip(t.base()->string_view());
     if (!b)
-      return std::unexpected(with_context(b.error(), str(source, ": ", table, ": field 'base'")));
+      return fail(ErrorCode::invalid_argument, source, ": ", table,
+                  ": field 'base': ", b.error().message);
     base = *b;
   } else if (inherited) {
     base = *inherited;
@@ -97,7 +127,8 @@ Result<MeshDesc> mesh_from_table(const fb::MeshDescriptor& t, std::string_view s
   std::optional<MeshDesc> base;
   if (t.base()) {
     auto b = builtin_mesh(t.base()->string_view());
-    if (!b) return std::unexpected(with_context(b.error(), str(source, ": mesh: field 'base'")));
+    if (!b)
+      return fail(ErrorCode::invalid_argument, source, ": mesh: field 'base': ", b.error().message);
     base = *b;
   }
   MeshDesc m = base.value_or(MeshDesc{});
