@@ -94,8 +94,9 @@ Status check_host(std::span<const int64_t> full, size_t have, int64_t copies,
 
 }  // namespace
 
-Result<std::vector<int64_t>> shard_shape(const MeshDesc& mesh, std::span<const int64_t> full_shape,
-                                         const MeshShardSpec& spec) {
+Result<std::vector<int64_t>> mesh_shard_local_shape(const MeshDesc& mesh,
+                                                    std::span<const int64_t> full_shape,
+                                                    const MeshShardSpec& spec) {
   std::vector<int64_t> local(full_shape.begin(), full_shape.end());
   if (spec.type != MeshShardType::devices) return local;
   std::string label = label_of("", spec);
@@ -109,10 +110,18 @@ Result<std::vector<int64_t>> shard_shape(const MeshDesc& mesh, std::span<const i
   if (spec.shard_dims[0] < 0 && spec.shard_dims[1] < 0)
     return fail(ErrorCode::invalid_argument, label,
                 ": no mesh axis splits the tensor (use replicate)");
+  if (!spec.shard_shape.empty() && static_cast<int>(spec.shard_shape.size()) != rank)
+    return fail(ErrorCode::invalid_argument, label, ": shard_shape has ", spec.shard_shape.size(),
+                " dims, the tensor ", shape_name(full_shape), " has ", rank);
   for (int d = 0; d < rank; ++d) {
     int64_t pieces = 1;
     for (int a = 0; a < 2; ++a)
       if (spec.shard_dims[static_cast<size_t>(a)] == d) pieces *= mesh.axis_size(a);
+    if (!spec.shard_shape.empty() && spec.shard_shape[static_cast<size_t>(d)] != pieces)
+      return fail(ErrorCode::invalid_argument, label, ": shard_shape ",
+                  shape_name(spec.shard_shape), " says ", spec.shard_shape[static_cast<size_t>(d)],
+                  " pieces along dim ", d, ", shard_dims on the ", mesh.rows, "x", mesh.cols,
+                  " mesh give ", pieces);
     if (local[static_cast<size_t>(d)] % pieces != 0)
       return fail(ErrorCode::invalid_argument, label, ": dim ", d, " of ", shape_name(full_shape),
                   " (size ", local[static_cast<size_t>(d)], ") does not split evenly into ", pieces,
@@ -126,7 +135,7 @@ Status Mesh::full_to_shard(std::span<const float> host, std::span<const int64_t>
                            const MeshShardSpec& spec, PerChip out) {
   std::string label = label_of("FullToShard", spec);
   MESHPLAN_TRY(check_count(*this, out, "output", label));
-  auto local = shard_shape(desc_, full_shape, spec);
+  auto local = mesh_shard_local_shape(desc_, full_shape, spec);
   if (!local) return std::unexpected(with_context(local.error(), "FullToShard"));
   MESHPLAN_TRY(check_shapes(*this, out, *local, "output", label));
   int64_t per_chip = volume(*local);
@@ -159,7 +168,7 @@ Status Mesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
                            std::span<const int64_t> full_shape, std::span<float> host) {
   std::string label = label_of("ShardToFull", spec);
   MESHPLAN_TRY(check_count(*this, in, "input", label));
-  auto local = shard_shape(desc_, full_shape, spec);
+  auto local = mesh_shard_local_shape(desc_, full_shape, spec);
   if (!local) return std::unexpected(with_context(local.error(), "ShardToFull"));
   MESHPLAN_TRY(check_shapes(*this, in, *local, "input", label));
   size_t per_chip = static_cast<size_t>(volume(*local));

@@ -162,6 +162,13 @@ TEST_CASE("mesh_shard errors") {
   REQUIRE_FALSE(none);
   CHECK(has(none.error(), "use replicate"));
   CHECK(mesh->full_to_shard(host, full, MeshShardSpec{MeshShardType::devices, {0, 1}}, t.all()));
+  MeshShardSpec explicit_shape{MeshShardType::devices, {0, 1}, {2, 4}};
+  CHECK(mesh->full_to_shard(host, full, explicit_shape, t.all()));
+  explicit_shape.shard_shape = {4, 2};
+  auto disagree = mesh->full_to_shard(host, full, explicit_shape, t.all());
+  REQUIRE_FALSE(disagree);
+  CHECK(has(disagree.error(),
+            "shard_shape [4,2] says 4 pieces along dim 0, shard_dims on the 2x4 mesh give 2"));
   std::vector<float> small(47);
   auto size =
       mesh->full_to_shard(small, full, MeshShardSpec{MeshShardType::devices, {0, 1}}, t.all());

@@ -22,7 +22,7 @@ TEST_CASE("devices sharding puts each block on its chip and reassembles") {
       CAPTURE(dims[0]);
       CAPTURE(dims[1]);
       MeshShardSpec spec{MeshShardType::devices, dims};
-      auto local = shard_shape(mesh->descriptor(), full, spec);
+      auto local = mesh_shard_local_shape(mesh->descriptor(), full, spec);
       REQUIRE(local);
       mesh->reset();
       ChipTensors t(*mesh, "w", same_shape(*mesh, *local), DType::f32, 0);

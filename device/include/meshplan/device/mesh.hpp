@@ -55,15 +55,20 @@ enum class MeshShardType : uint8_t {
 /// A mesh_shard. For `devices`, shard_dims[a] is the tensor dim that mesh axis a splits, or -1
 /// when the tensor is replicated along axis a. If both axes split the same dim, it is cut into
 /// rows * cols pieces, axis 0 major. Chip (r, c) holds piece r (or c) along the dim of its axis.
+/// `shard_shape` is optional (tt-mlir's attribute of that name): the number of pieces per tensor
+/// dim; when given it must agree with what shard_dims implies on the mesh.
 struct MeshShardSpec {
   MeshShardType type = MeshShardType::replicate;
   std::array<int32_t, 2> shard_dims = {-1, -1};
+  std::vector<int64_t> shard_shape = {};
 };
 
 /// The per-chip shape of a host tensor of `full_shape` under `spec` on `mesh` (`identity`: the
-/// full shape itself is the per-chip shape). Errors if a split dim does not divide evenly.
-Result<std::vector<int64_t>> shard_shape(const MeshDesc& mesh, std::span<const int64_t> full_shape,
-                                         const MeshShardSpec& spec);
+/// full shape itself is the per-chip shape). Errors if a split dim does not divide evenly, a
+/// shard dim is out of range, or shard_shape disagrees.
+Result<std::vector<int64_t>> mesh_shard_local_shape(const MeshDesc& mesh,
+                                                    std::span<const int64_t> full_shape,
+                                                    const MeshShardSpec& spec);
 
 /// What one collective call did.
 struct CollectiveRun {
