@@ -61,7 +61,8 @@ Result<const fb::DeviceDescriptor*> parse(flatbuffers::Parser& parser, std::stri
     if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
     std::string field = field_of_parse_error(text, msg);
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    if (!field.empty()) msg += str(" (field '", field, "')");
+    if (!field.empty() && msg.find("field: " + field) == std::string::npos)
+      msg += str(" (field '", field, "')");
     return fail(ErrorCode::invalid_argument, msg);
   }
   flatbuffers::Verifier verifier(parser.builder_.GetBufferPointer(), parser.builder_.GetSize());

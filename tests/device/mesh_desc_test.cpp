@@ -233,6 +233,7 @@ TEST_CASE("JSON validation errors name the file and the field") {
       {R"({mesh: {base: "t3k", chip: {base: "wormhole_b0", ethernet_links: 1}}})",
        "field 'links' = 2 exceeds the chip's ethernet_links (1)"},
       {R"({mesh: {base: "t3k", topology: "torus"}})", "torus"},
+      {R"({mesh: {base: "t3k", topology: 5}})", "topology"},
       {R"({chip: {base: "wormhole_b0", grid_x: 70000}})", "(field 'grid_x')"},
       {R"({chip: {base: "wormhole_b0", cores: 12}})", "cores"},
       {R"({chip: {base: "wormhole_b0", grid_x: "eight"}})", "(field 'grid_x')"},
