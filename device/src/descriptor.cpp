@@ -23,16 +23,33 @@ Hash128 ChipDesc::hash() const {
 }
 
 Status ChipDesc::verify() const {
-  if (grid_x == 0 || grid_y == 0) return fail(ErrorCode::invalid_argument, "chip '", name, "': empty core grid");
-  if (l1_size == 0 || l1_unreserved_base >= l1_size)
-    return fail(ErrorCode::invalid_argument, "chip '", name, "': L1 unreserved base ", l1_unreserved_base,
-                " is not below L1 size ", l1_size);
-  if (dram_banks == 0 || dram_bank_size == 0)
-    return fail(ErrorCode::invalid_argument, "chip '", name, "': no DRAM");
-  if (!std::has_single_bit(l1_alignment) || !std::has_single_bit(dram_alignment))
-    return fail(ErrorCode::invalid_argument, "chip '", name, "': alignments must be powers of two");
+  auto bad = [&](std::string_view field, auto value, std::string_view rule) {
+    return fail(ErrorCode::invalid_argument, "chip '", name, "': field '", field, "' = ", value,
+                " ", rule);
+  };
+  if (grid_x == 0) return bad("grid_x", grid_x, "must be > 0");
+  if (grid_y == 0) return bad("grid_y", grid_y, "must be > 0");
+  if (l1_size == 0) return bad("l1_size", l1_size, "must be > 0");
+  if (l1_unreserved_base >= l1_size)
+    return bad("l1_unreserved_base", l1_unreserved_base, str("is not below l1_size ", l1_size));
   if (!(l1_usable_fraction > 0.0 && l1_usable_fraction <= 1.0))
-    return fail(ErrorCode::invalid_argument, "chip '", name, "': l1_usable_fraction must be in (0, 1]");
+    return bad("l1_usable_fraction", l1_usable_fraction, "must be in (0, 1]");
+  if (dram_banks == 0) return bad("dram_banks", dram_banks, "must be > 0");
+  if (dram_bank_size == 0) return bad("dram_bank_size", dram_bank_size, "must be > 0");
+  if (!std::has_single_bit(l1_alignment))
+    return bad("l1_alignment", l1_alignment, "must be a power of two");
+  if (!std::has_single_bit(dram_alignment))
+    return bad("dram_alignment", dram_alignment, "must be a power of two");
+  if (!(clock_ghz > 0.0)) return bad("clock_ghz", clock_ghz, "must be > 0");
+  if (matmul_flops_per_cycle == 0)
+    return bad("matmul_flops_per_cycle", matmul_flops_per_cycle, "must be > 0");
+  if (eltwise_elems_per_cycle == 0)
+    return bad("eltwise_elems_per_cycle", eltwise_elems_per_cycle, "must be > 0");
+  if (noc_bytes_per_cycle == 0)
+    return bad("noc_bytes_per_cycle", noc_bytes_per_cycle, "must be > 0");
+  if (!(dram_gbps > 0.0)) return bad("dram_gbps", dram_gbps, "must be > 0");
+  if (ethernet_links > 0 && !(ethernet_gbps > 0.0))
+    return bad("ethernet_gbps", ethernet_gbps, "must be > 0 when the chip has ethernet links");
   return {};
 }
 
@@ -59,13 +76,56 @@ ChipDesc wormhole_b0() {
   return d;
 }
 
+ChipDesc wormhole_n300() {
+  ChipDesc d = wormhole_b0();
+  d.name = "n300";
+  // DEVICE-FACTS "Chips" (tt-metal public sources): 8x8 Tensix, 7x8 when a row does dispatch.
+  // We take 8 columns x 7 rows: tt-metal's default n300 setup gives one Tensix row to dispatch,
+  // and a plan made for 56 cores also runs where all 64 are free (the converse does not hold).
+  d.grid_x = 8;
+  d.grid_y = 7;
+  // 12 GiB per chip = 12 banks x 1 GiB, as wormhole_b0. Two of the 16 ethernet links join the
+  // card's two chips; the mesh descriptor (MeshDesc::links) says how many a mesh uses.
+  return d;
+}
+
+ChipDesc blackhole_p150() {
+  ChipDesc d;
+  d.name = "blackhole_p150";
+  // DEVICE-FACTS "Chips" (tt-metal / tt-mlir public sources): 13x10 = 130 Tensix, 11x10 = 110 on
+  // newer firmware. We take 11x10: newer firmware keeps two columns, and a plan for 110 cores
+  // runs on both firmware generations.
+  d.grid_x = 11;
+  d.grid_y = 10;
+  d.l1_size = 1572864;           // 1536 KiB per Tensix.
+  d.l1_unreserved_base = 98304;  // 96 KiB, from the Blackhole system descriptor.
+  d.l1_usable_fraction = 0.95;   // tt-mlir's cap, as for Wormhole.
+  d.dram_banks = 8;
+  d.dram_bank_size = 4278190080ull;
+  d.l1_alignment = 16;
+  d.dram_alignment = 64;
+  d.clock_ghz = 1.35;
+  d.matmul_flops_per_cycle = 4096;  // Same per cycle as Wormhole.
+  d.eltwise_elems_per_cycle = 32;
+  d.noc_bytes_per_cycle = 64;
+  d.dram_gbps = 512.0;  // Peak; 500 measured. The timing model uses peak.
+  d.ethernet_links = 14;
+  d.ethernet_gbps = 50.0;
+  d.dispatch_ns = 1000;
+  return d;
+}
+
 Result<ChipDesc> builtin_chip(std::string_view name) {
   if (name == "wormhole_b0" || name == "n150") return wormhole_b0();
+  if (name == "n300") return wormhole_n300();
+  if (name == "blackhole_p150") return blackhole_p150();
   std::string known;
   for (auto n : builtin_chip_names()) known += (known.empty() ? "" : ", ") + std::string(n);
   return fail(ErrorCode::not_found, "unknown device '", name, "' (built-in devices: ", known, ")");
 }
 
-std::vector<std::string_view> builtin_chip_names() { return {"wormhole_b0", "n150"}; }
+std::vector<std::string_view> builtin_chip_names() {
+  return {"wormhole_b0", "n150", "n300", "blackhole_p150"};
+}
 
 }  // namespace meshplan::device

@@ -40,14 +40,22 @@ struct ChipDesc {
   uint64_t l1_usable_top() const;
   /// Canonical encoding hashed into plan keys (every field, fixed order).
   Hash128 hash() const;
-  /// Invariants: non-zero sizes, base below size, power-of-two alignments.
+  /// Invariants: non-zero sizes and rates, base below size, power-of-two alignments. The error
+  /// names the offending field and its value.
   Status verify() const;
 };
 
 /// Wormhole B0 n150: 8x8 Tensix, 1464 KiB L1, 12 x 1 GiB DRAM banks, 1 GHz.
 ChipDesc wormhole_b0();
 
-/// A built-in descriptor by name ("wormhole_b0", alias "n150").
+/// Wormhole B0 as one chip of an n300 card: 8x7 compute grid (one Tensix row does dispatch),
+/// otherwise as wormhole_b0().
+ChipDesc wormhole_n300();
+
+/// Blackhole p150: 11x10 compute grid, 1536 KiB L1, 8 DRAM banks of 4,278,190,080 B, 1.35 GHz.
+ChipDesc blackhole_p150();
+
+/// A built-in descriptor by name ("wormhole_b0" alias "n150", "n300", "blackhole_p150").
 Result<ChipDesc> builtin_chip(std::string_view name);
 /// Names accepted by builtin_chip().
 std::vector<std::string_view> builtin_chip_names();

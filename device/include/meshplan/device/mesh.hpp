@@ -1,0 +1,149 @@
+// The emulated mesh: a grid of EmulatedDevices (one per chip) with a simulated clock per chip,
+// and the collectives that move real bytes between the chips' memories.
+//
+// Tensors on a mesh are given per chip: a span of placements indexed by chip index
+// (row * cols + col), one per chip, each the chip-local tensor (SPMD plans usually give every
+// chip the same placement). Collectives read their inputs from every chip (Device::read), move
+// and combine the values, and write the results into the outputs (Device::write): both must be
+// live buffers (allocated by the caller at their planned addresses). They do not cast: input
+// and output dtypes are equal.
+//
+// cluster_axis = k runs one independent collective per group of chips along mesh axis k:
+// axis 0 groups the chips of one column (N = rows), axis 1 the chips of one row (N = cols).
+// Within a group, results are ordered by the chips' coordinate along the axis.
+//
+// Time: each group starts when its slowest chip is ready (the latest of its chips' clocks), lasts
+// the collective timing model's duration (collective_timing.hpp) and moves every chip of the
+// group to its end. A chip's clock is its device's op time plus the time it spent in
+// collectives. Host <-> mesh transfers (full_to_shard, shard_to_full) are not timed: DEVICE-FACTS
+// gives no host-link figure.
+//
+// Errors: a collective validates every chip's placement (count, shapes, dtypes) before it reads
+// anything, and reads every input before it writes anything, so a bad call never modifies an
+// input and leaves the mesh usable; the message names the collective, the chip coordinates and
+// the tensor. An output that is not a live buffer fails at its write, after the outputs of
+// earlier chips were written.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "meshplan/device/collective_timing.hpp"
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh_desc.hpp"
+#include "meshplan/device/placement.hpp"
+
+namespace meshplan::device {
+
+/// One placement per chip, indexed by chip index. Views: the caller owns the placements.
+using PerChip = std::span<const TensorPlacement>;
+
+enum class ReduceOp : uint8_t { sum = 0, max = 1, min = 2 };
+std::string_view reduce_name(ReduceOp op);
+
+/// How a host tensor maps onto the mesh (tt-mlir's mesh_shard types).
+enum class MeshShardType : uint8_t {
+  identity = 0,   ///< The host already holds each chip's tensor: back to back in chip-index order.
+  replicate = 1,  ///< Every chip holds the whole tensor (to host: chip (0,0)'s copy).
+  devices = 2,    ///< Split along tensor dims over mesh axes (see shard_dims).
+};
+
+/// A mesh_shard. For `devices`, shard_dims[a] is the tensor dim that mesh axis a splits, or -1
+/// when the tensor is replicated along axis a. If both axes split the same dim, it is cut into
+/// rows * cols pieces, axis 0 major. Chip (r, c) holds piece r (or c) along the dim of its axis.
+/// `shard_shape` is optional (tt-mlir's attribute of that name): the number of pieces per tensor
+/// dim; when given it must agree with what shard_dims implies on the mesh.
+struct MeshShardSpec {
+  MeshShardType type = MeshShardType::replicate;
+  std::array<int32_t, 2> shard_dims = {-1, -1};
+  std::vector<int64_t> shard_shape = {};
+};
+
+/// The per-chip shape of a host tensor of `full_shape` under `spec` on `mesh` (`identity`: the
+/// full shape itself is the per-chip shape). Errors if a split dim does not divide evenly, a
+/// shard dim is out of range, or shard_shape disagrees.
+Result<std::vector<int64_t>> mesh_shard_local_shape(const MeshDesc& mesh,
+                                                    std::span<const int64_t> full_shape,
+                                                    const MeshShardSpec& spec);
+
+/// What one collective call did.
+struct CollectiveRun {
+  CollectiveTiming timing;   ///< The slowest group's timing.
+  uint64_t end_ns = 0;       ///< Latest clock among the chips that took part, after the call.
+  uint64_t bytes_moved = 0;  ///< Bytes that arrived at a chip from another chip (emulated).
+  uint32_t groups = 0;       ///< Independent collectives run (rows or columns).
+};
+
+/// A mesh of emulated chips. Owns its devices; references from chip() live as long as the Mesh.
+/// Not thread-safe: callers serialise every call, including calls on the chips it hands out
+/// (the runtime's Executable does). Memory is allocated lazily by each chip, so an idle
+/// 32-chip mesh costs little host memory (see resident_bytes()).
+class Mesh {
+ public:
+  /// Fails if the descriptor does not verify.
+  static Result<std::unique_ptr<Mesh>> create(MeshDesc desc);
+
+  const MeshDesc& descriptor() const { return desc_; }
+  int rows() const { return desc_.rows; }
+  int cols() const { return desc_.cols; }
+  int size() const { return desc_.chips(); }
+
+  /// Preconditions: the coordinate / index lies in the mesh.
+  EmulatedDevice& chip(MeshCoord c) { return *chips_[static_cast<size_t>(desc_.index(c))]; }
+  EmulatedDevice& chip(int index) { return *chips_[static_cast<size_t>(index)]; }
+  const EmulatedDevice& chip(int index) const { return *chips_[static_cast<size_t>(index)]; }
+
+  /// Simulated time of one chip since reset: its device's op time plus collective time.
+  uint64_t now_ns(MeshCoord c) const;
+  /// The latest chip clock.
+  uint64_t now_ns() const;
+  /// Frees every buffer on every chip and resets all clocks.
+  void reset();
+  /// Host bytes backing all chips' emulated memories.
+  uint64_t resident_bytes() const;
+
+  /// Every chip of a group gets its group's inputs concatenated along `dim` (negative dims count
+  /// from the back). Inputs of one group have equal shapes; outputs have dim scaled by N.
+  Result<CollectiveRun> all_gather(PerChip in, PerChip out, int dim, int cluster_axis);
+  /// The group's inputs reduced elementwise (in coordinate order); the chip at position i keeps
+  /// slice i of N along `dim`. in[dim] must be divisible by N.
+  Result<CollectiveRun> reduce_scatter(PerChip in, PerChip out, int dim, int cluster_axis,
+                                       ReduceOp op = ReduceOp::sum);
+  /// reduce_scatter followed by all_gather: every chip gets the group's reduction.
+  Result<CollectiveRun> all_reduce(PerChip in, PerChip out, int cluster_axis,
+                                   ReduceOp op = ReduceOp::sum);
+  /// Chip i splits its input into N slices along `split_dim` and sends slice j to chip j; chip j
+  /// concatenates what it received (from positions 0..N-1) along `concat_dim`.
+  Result<CollectiveRun> all_to_all(PerChip in, PerChip out, int split_dim, int concat_dim,
+                                   int cluster_axis);
+  /// Each target gets its source's tensor; chips that are nobody's target get zeros. Sources and
+  /// targets are each distinct. Only sources' inputs are read.
+  Result<CollectiveRun> collective_permute(PerChip in, PerChip out,
+                                           std::span<const std::pair<MeshCoord, MeshCoord>> pairs);
+
+  /// mesh_shard FullToShard: writes the host tensor (row-major, `full_shape`) into each chip's
+  /// placement as `spec` says. Every placement's shape must be shard_shape(full_shape).
+  Status full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
+                       const MeshShardSpec& spec, PerChip out);
+  /// mesh_shard ShardToFull: reassembles the host tensor from the chips (replicated copies are
+  /// taken from the chips at coordinate 0 along each replicated axis).
+  Status shard_to_full(PerChip in, const MeshShardSpec& spec, std::span<const int64_t> full_shape,
+                       std::span<float> host);
+
+ private:
+  explicit Mesh(MeshDesc desc) : desc_(std::move(desc)) {}
+  /// Chip indices of each group along `axis`, in coordinate order.
+  std::vector<std::vector<int>> groups(int axis) const;
+  /// Moves the chips to `start + duration` where start is the latest of their clocks.
+  uint64_t advance(std::span<const int> chips, uint64_t duration_ns);
+
+  MeshDesc desc_;
+  std::vector<std::unique_ptr<EmulatedDevice>> chips_;
+  std::vector<uint64_t> waited_ns_;  ///< Per chip: time spent in collectives (added to its clock).
+};
+
+}  // namespace meshplan::device
