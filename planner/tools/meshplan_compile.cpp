@@ -1,11 +1,13 @@
 // meshplan-compile: plans a graph for a device and adds the plan to a plan cache.
 //
-//   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy dram] [--device NAME]
-//                    [--emit=plan-json|graph-json]
+//   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
+//                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig OP:I=l1|dram]
+//                    [--device NAME] [--emit=plan-json|graph-json]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,14 +26,25 @@ using namespace meshplan;
 
 constexpr const char* kUsage =
     "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device DEVICE]\n"
+    "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts N]\n"
+    "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
     "                        [--emit=plan-json|graph-json]\n"
+    "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
+    "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  planner::PlannerOptions options;
 };
+
+Result<uint32_t> positive(const std::string& flag, const std::string& text) {
+  bool digits = !text.empty() && text.size() < 10 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoul(text) == 0) return fail(ErrorCode::invalid_argument, flag, " takes a positive integer, not '", text, "'");
+  return static_cast<uint32_t>(std::stoul(text));
+}
 
 Result<Args> parse_args(int argc, char** argv) {
   Args a;
@@ -51,6 +64,16 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--name")) a.name = MESHPLAN_TRY(value("--name"));
     else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
     else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
+    else if (is("--beam-width")) a.options.beam_width = MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
+    else if (is("--max-legal-layouts"))
+      a.options.max_legal_layouts = MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
+    else if (is("--beam-score")) {
+      std::string mode = MESHPLAN_TRY(value("--beam-score"));
+      if (mode != "cost" && mode != "heuristic")
+        return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '", mode, "'");
+      a.options.beam_cost_mode = mode == "cost";
+    } else if (is("--override")) a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
+    else if (is("--memreconfig")) a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
@@ -85,7 +108,7 @@ Status run(int argc, char** argv) {
     if (args.output.empty()) return {};
   }
   device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(args.device));
-  planner::PlannerOptions options;
+  planner::PlannerOptions options = args.options;
   options.policy = args.policy;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
