@@ -6,6 +6,7 @@
 // consumers whose wanted layout differs.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "meshplan/planner/policies.hpp"
 
@@ -22,6 +23,8 @@ struct Option {
   uint64_t score = 0;
   uint32_t min_cores = UINT32_MAX;
   uint32_t reshards = 0;
+  bool forced = false;  ///< A user memreconfig: the move is kept even if the layouts agree.
+  TensorLayout from;    ///< Forced moves: the layout the producer is asked for.
 };
 
 struct Cand {
@@ -32,7 +35,16 @@ struct Cand {
   uint32_t reshards = 0;
   std::vector<int32_t> parent;
   std::vector<TensorLayout> reads;
+  std::vector<std::optional<TensorLayout>>
+      forced;  ///< Per operand: pre-move layout of a forced move.
 };
+
+std::optional<TensorLayout> forced_from(const std::vector<Option>& list,
+                                        const TensorLayout& reads) {
+  for (const Option& x : list)
+    if (x.forced && x.reads == reads) return x.from;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -59,14 +71,14 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       OpId p = g.values[v].producer;
       std::vector<Option>& list = opts[i];
       if (p == kNoOp) {
-        list.push_back(Option{d.tensors[v], -1, 0, UINT32_MAX, 0});
+        list.push_back(Option{d.tensors[v], -1, 0, UINT32_MAX, 0, false, {}});
       } else {
         for (int32_t k = 0; k < static_cast<int32_t>(beam[p].size()); ++k) {
           const Cand& c = beam[p][k];
           if (std::any_of(list.begin(), list.end(),
                           [&](const Option& x) { return x.reads == c.layout; }))
             continue;
-          list.push_back(Option{c.layout, k, c.score, c.min_cores, c.reshards});
+          list.push_back(Option{c.layout, k, c.score, c.min_cores, c.reshards, false, {}});
         }
       }
       const Option base = list.front();
@@ -79,7 +91,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
           return fail(ErrorCode::invalid_argument, "memreconfig for op '", op.name, "' operand ", i,
                       " is illegal: ", ok.reason);
         list = {Option{to, base.parent, base.score + q.move_cost(v, base.reads, to), base.min_cores,
-                       base.reshards + 1}};
+                       base.reshards + 1, true, base.reads}};
         continue;
       }
       if (p == kNoOp) continue;
@@ -91,8 +103,13 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
           continue;
         if (!q.validate_move(v, base.reads, t).ok) continue;
         ++explored;
-        list.push_back(Option{t, base.parent, base.score + q.move_cost(v, base.reads, t),
-                              base.min_cores, base.reshards + 1});
+        list.push_back(Option{t,
+                              base.parent,
+                              base.score + q.move_cost(v, base.reads, t),
+                              base.min_cores,
+                              base.reshards + 1,
+                              false,
+                              {}});
       }
     }
     std::vector<TensorLayout> results;
@@ -154,6 +171,9 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     }
     std::stable_sort(next.begin(), next.end(), better);
     if (next.size() > k_width) next.resize(k_width);
+    for (Cand& c : next)
+      for (uint32_t i = 0; i < op.operands.size(); ++i)
+        c.forced.push_back(forced_from(opts[i], c.reads[i]));
     beam[o] = std::move(next);
   }
   // Trace-back with fork resolution.
@@ -195,7 +215,10 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     for (uint32_t i = 0; i < op.operands.size(); ++i) {
       ValueId in = op.operands[i];
       OpId p = g.values[in].producer;
-      if (p != kNoOp)
+      if (c.forced[i]) {
+        d.reshards.push_back(LayoutDecision::Reshard{o, i, c.reads[i]});
+        if (p != kNoOp) requests[p].push_back(Request{o, i, *c.forced[i]});
+      } else if (p != kNoOp)
         requests[p].push_back(Request{o, i, c.reads[i]});
       else if (!(c.reads[i] == d.tensors[in]))
         d.reshards.push_back(LayoutDecision::Reshard{o, i, c.reads[i]});

@@ -221,6 +221,19 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         size[result] = 0;
         continue;
       }
+      // Not read since it was produced: its producer writes DRAM directly (no move).
+      OpId producer = g.values[victim].producer;
+      if (producer != kNoOp && next_use(victim, s.defined_at(victim) + 1) >= p) {
+        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        for (OpId e = 0; e < out.graph.ops.size(); ++e)
+          if (out.graph.ops[e].results[0] == victim)
+            out.layout.configs[e] =
+                config_for(out.layout.configs[e], out.layout.tensors[victim], chip);
+        drop(victim);
+        need -= size[victim];
+        size[victim] = 0;
+        continue;
+      }
       // Move the victim to DRAM before this op; later readers read the copy.
       ValueId copy = add_value(out.graph, value_names, g.values[victim], ".spill");
       out.layout.tensors.push_back(interleaved_layout(g.values[victim], device::BufferType::dram));

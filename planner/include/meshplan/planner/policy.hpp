@@ -53,8 +53,9 @@ Result<LayoutResult> materialize(const Graph& graph, const LayoutDecision& decis
 
 /// L1 spill management (seed 002 §5.6.2): walks the schedule tracking live L1 tensors; when an
 /// op's circular buffers plus the live L1 tensors exceed the usable L1 per core, evicts the
-/// tensor whose next use is farthest (a result of the op itself is written to DRAM directly; an
-/// older tensor gets a to_memory_config to DRAM before the op and later readers read the copy).
+/// tensor whose next use is farthest (a result of the op itself, or a tensor not read since it was
+/// produced, is written to DRAM directly by its producer; a tensor already read gets a
+/// to_memory_config to DRAM before the op and later readers read the copy).
 /// With `results_first` (policy l1-interleaved: "L1 where it fits") the op's own result goes to
 /// DRAM before anything older is evicted.
 Result<LayoutResult> manage_spills(LayoutResult planned, const device::ChipDesc& chip,
