@@ -68,9 +68,14 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   std::vector<std::vector<const LayoutDecision::Reshard*>> before(g.ops.size());
   for (const auto& rs : d.reshards) before[rs.before].push_back(&rs);
   device::ChipDesc chip_grid;  // only grid_x/grid_y of the decision's configs matter for moves
-  r.graph.ops.reserve(g.ops.size() + d.reshards.size());
+  std::vector<bool> spilled(g.values.size(), false);
+  for (ValueId v : d.spills) spilled[v] = true;
+  std::vector<ValueId> current(g.values.size());
+  for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
+  r.graph.ops.reserve(g.ops.size() + d.reshards.size() + d.spills.size());
   for (OpId o = 0; o < g.ops.size(); ++o) {
     Op op = g.ops[o];
+    for (ValueId& v : op.operands) v = current[v];
     for (const auto* rs : before[o]) {
       ValueId src = op.operands[rs->operand];
       ValueId dst = add_value(r.graph, value_names, g.values[src], ".reshard");
@@ -81,7 +86,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
       move.operands = {src};
       move.results = {dst};
       device::OpConfig c;
-      const TensorLayout& from = d.tensors[src];
+      const TensorLayout& from = r.layout.tensors[src];
       const TensorLayout& l1 = rs->to.in_l1() ? rs->to : from;
       c = config_for(device::OpConfig{}, l1, chip_grid);
       if (l1.memory == device::MemLayout::interleaved) {
@@ -94,10 +99,28 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
       ++r.reshards;
       op.operands[rs->operand] = dst;
     }
+    ValueId result = op.results[0];
     r.graph.ops.push_back(std::move(op));
     r.layout.configs.push_back(d.configs[o]);
     r.origin.push_back(OpOrigin::graph);
+    if (spilled[result] && d.tensors[result].in_l1()) {
+      ValueId copy = add_value(r.graph, value_names, g.values[result], ".spill");
+      r.layout.tensors.push_back(interleaved_layout(g.values[result], device::BufferType::dram));
+      Op move;
+      move.name = unique_op_name(op_names, g.values[result].name + ".spill");
+      move.kind = device::OpKind::to_memory_config;
+      move.operands = {result};
+      move.results = {copy};
+      r.graph.ops.push_back(std::move(move));
+      r.layout.configs.push_back(config_for(device::OpConfig{}, d.tensors[result], chip_grid));
+      if (d.tensors[result].memory == device::MemLayout::interleaved)
+        r.layout.configs.back() = d.configs[o];
+      r.origin.push_back(OpOrigin::spill);
+      ++r.spills;
+      current[result] = copy;
+    }
   }
+  for (ValueId& v : r.graph.outputs) v = current[v];
   MESHPLAN_TRY(validate(r.graph));
   return r;
 }
@@ -294,7 +317,7 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
 }
 
 std::vector<std::string_view> policy_names() {
-  return {"dram", "l1-interleaved", "greedy", "beam"};
+  return {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"};
 }
 
 Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
@@ -326,6 +349,9 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
     r = MESHPLAN_TRY(materialize(g, d));
     r = MESHPLAN_TRY(manage_spills(std::move(r), chip));
+  } else if (options.policy == "df-sharding") {
+    LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
+    r = MESHPLAN_TRY(materialize(g, d));
   } else {
     std::string known;
     for (auto name : policy_names()) known += (known.empty() ? "" : ", ") + std::string(name);

@@ -18,7 +18,8 @@ planner::PlannerOptions with_policy(const std::string& policy) {
   return o;
 }
 
-const std::vector<std::string> kPolicies = {"dram", "l1-interleaved", "greedy", "beam"};
+const std::vector<std::string> kPolicies = {"dram", "l1-interleaved", "greedy", "beam",
+                                            "df-sharding"};
 
 planner::LayoutResult planned(const planner::Graph& g, const device::ChipDesc& chip,
                               const std::string& policy) {
@@ -50,7 +51,9 @@ TEST_CASE("every policy runs every test graph on the emulator and matches the re
       CAPTURE(chip.name);
       E2E r = run_e2e(g, chip, with_policy(policy));
       CHECK(r.estimated_ns == r.device_ns);  // the planner's estimate is the emulator's clock
-      if (policy == "dram")
+      // df-sharding keeps only sharded chains in L1, and today's OpModel accepts no sharded
+      // layout (device-layouts adds them), so for now it places everything in DRAM.
+      if (policy == "dram" || policy == "df-sharding")
         CHECK(r.l1_outputs == 0);
       else if (g.name != "big_output")
         CHECK(r.l1_outputs > 0);

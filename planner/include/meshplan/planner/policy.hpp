@@ -26,6 +26,9 @@ struct LayoutDecision {
   std::vector<TensorLayout> tensors;
   std::vector<device::OpConfig> configs;
   std::vector<Reshard> reshards;
+  /// Values moved to DRAM right after their producer (df-sharding's chain-output spills); every
+  /// later reader, and the graph output, reads the copy.
+  std::vector<ValueId> spills;
 
   /// Every value DRAM interleaved, every op on the full grid with its attribute config.
   static Result<LayoutDecision> all_dram(const Graph& graph, const device::ChipDesc& chip);
