@@ -89,7 +89,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         device::OpValidation ok = q.validate_move(v, base.reads, to);
         if (!ok.ok)
           return fail(ErrorCode::invalid_argument, "memreconfig for op '", op.name, "' operand ", i,
-                      " is illegal: ", ok.reason);
+                      " is illegal: ", q.explain_move(v, base.reads, to).reason);
         list = {Option{to, base.parent, base.score + q.move_cost(v, base.reads, to), base.min_cores,
                        base.reshards + 1, true, base.reads}};
         continue;
@@ -120,7 +120,6 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     // Every combination of operand options (odometer), times every valid result layout.
     std::vector<Cand> next;
     std::vector<size_t> pick(op.operands.size(), 0);
-    std::string reason;
     for (bool more = true; more;) {
       std::vector<const TensorLayout*> reads;
       uint64_t score = 0;
@@ -136,10 +135,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         device::OpConfig config = config_for(d.configs[o], r, chip);
         device::OpValidation ok =
             q.validate(op.kind, op.name, op.operands, reads, op.results[0], r, config);
-        if (!ok.ok) {
-          reason = ok.reason;
-          continue;
-        }
+        if (!ok.ok) continue;
         device::OpTiming t =
             q.timing(op.kind, op.name, op.operands, reads, op.results[0], r, config);
         Cand c;
@@ -164,6 +160,12 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       }
     }
     if (next.empty()) {
+      // OpModel's words (naming this op) for the first operand options and the last fallback.
+      std::vector<const TensorLayout*> reads;
+      for (uint32_t i = 0; i < op.operands.size(); ++i) reads.push_back(&opts[i][0].reads);
+      std::string reason = q.explain(op.kind, op.name, op.operands, reads, op.results[0],
+                                     results.back(), config_for(d.configs[o], results.back(), chip))
+                               .reason;
       if (ov.output[o])
         return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
                     "' is illegal: ", reason);

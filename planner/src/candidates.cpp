@@ -134,11 +134,51 @@ std::string layout_string(const TensorLayout& t) {
   return out.str();
 }
 
+uint64_t OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
+                      std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                      const TensorLayout& result_layout, const device::OpConfig& config) const {
+  Hasher h;
+  h.u32(static_cast<uint32_t>(kind)).u8(config.transpose_a).u8(config.transpose_b);
+  h.u8(static_cast<uint8_t>(config.activation)).u8(static_cast<uint8_t>(config.fidelity));
+  h.u32(config.grid_x).u32(config.grid_y);
+  auto tensor = [&](ValueId v, const TensorLayout& t) {
+    const Value& val = graph_.values[v];
+    h.u64(val.shape.size());
+    for (int64_t d : val.shape) h.i64(d);
+    h.u8(static_cast<uint8_t>(t.dtype))
+        .u8(static_cast<uint8_t>(t.layout))
+        .u8(static_cast<uint8_t>(t.buffer));
+    h.u8(static_cast<uint8_t>(t.memory));
+    if (t.memory != device::MemLayout::interleaved) {
+      h.u32(t.shard.grid.x0).u32(t.shard.grid.y0).u32(t.shard.grid.x1).u32(t.shard.grid.y1);
+      h.i64(t.shard.shape[0]).i64(t.shard.shape[1]).u8(static_cast<uint8_t>(t.shard.orientation));
+    }
+  };
+  h.u64(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
+  tensor(result, result_layout);
+  Hash128 d = h.digest();
+  return d.lo ^ (d.hi * 0x9E3779B97F4A7C15ull);
+}
+
 device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view name,
                                        std::span<const ValueId> operands,
                                        std::span<const TensorLayout* const> operand_layouts,
                                        ValueId result, const TensorLayout& result_layout,
                                        const device::OpConfig& config) const {
+  uint64_t k = key(kind, operands, operand_layouts, result, result_layout, config);
+  if (auto it = valid_memo_.find(k); it != valid_memo_.end()) return it->second;
+  device::OpValidation v =
+      explain(kind, name, operands, operand_layouts, result, result_layout, config);
+  valid_memo_.emplace(k, v);
+  return v;
+}
+
+device::OpValidation OpQuery::explain(device::OpKind kind, std::string_view name,
+                                      std::span<const ValueId> operands,
+                                      std::span<const TensorLayout* const> operand_layouts,
+                                      ValueId result, const TensorLayout& result_layout,
+                                      const device::OpConfig& config) const {
   device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
   const device::TensorPlacement* inp[8];
   size_t n = std::min<size_t>(operands.size(), 8);
@@ -151,18 +191,24 @@ device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view nam
       device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
 }
 
-uint64_t OpQuery::cost(device::OpKind kind, std::string_view name,
-                       std::span<const ValueId> operands,
-                       std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                       const TensorLayout& result_layout, const device::OpConfig& config) const {
-  return timing(kind, name, operands, operand_layouts, result, result_layout, config).duration_ns;
-}
-
 device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
                                  std::span<const ValueId> operands,
                                  std::span<const TensorLayout* const> operand_layouts,
                                  ValueId result, const TensorLayout& result_layout,
                                  const device::OpConfig& config) const {
+  uint64_t k = key(kind, operands, operand_layouts, result, result_layout, config);
+  if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
+  device::OpTiming t =
+      uncached_timing(kind, name, operands, operand_layouts, result, result_layout, config);
+  cost_memo_.emplace(k, t);
+  return t;
+}
+
+device::OpTiming OpQuery::uncached_timing(device::OpKind kind, std::string_view name,
+                                          std::span<const ValueId> operands,
+                                          std::span<const TensorLayout* const> operand_layouts,
+                                          ValueId result, const TensorLayout& result_layout,
+                                          const device::OpConfig& config) const {
   device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
   const device::TensorPlacement* inp[8];
   size_t n = std::min<size_t>(operands.size(), 8);
@@ -174,12 +220,27 @@ device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
   return model_.cost(device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
 }
 
+uint64_t OpQuery::cost(device::OpKind kind, std::string_view name,
+                       std::span<const ValueId> operands,
+                       std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                       const TensorLayout& result_layout, const device::OpConfig& config) const {
+  return timing(kind, name, operands, operand_layouts, result, result_layout, config).duration_ns;
+}
+
 device::OpValidation OpQuery::validate_move(ValueId v, const TensorLayout& from,
                                             const TensorLayout& to) const {
   const TensorLayout* f[1] = {&from};
   ValueId ops[1] = {v};
   return validate(device::OpKind::to_memory_config, "to_memory_config", ops, f, v, to,
                   config_for(device::OpConfig{}, to.in_l1() ? to : from, chip()));
+}
+
+device::OpValidation OpQuery::explain_move(ValueId v, const TensorLayout& from,
+                                           const TensorLayout& to) const {
+  const TensorLayout* f[1] = {&from};
+  ValueId ops[1] = {v};
+  return explain(device::OpKind::to_memory_config, "to_memory_config", ops, f, v, to,
+                 config_for(device::OpConfig{}, to.in_l1() ? to : from, chip()));
 }
 
 uint64_t OpQuery::move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const {

@@ -68,7 +68,7 @@ Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery&
     device::OpValidation ok = q.validate_move(v, in[m.operand], to);
     if (!ok.ok)
       return fail(ErrorCode::invalid_argument, "memreconfig for op '", op.name, "' operand ",
-                  m.operand, " is illegal: ", ok.reason);
+                  m.operand, " is illegal: ", q.explain_move(v, in[m.operand], to).reason);
     in[m.operand] = to;
     d.reshards.push_back(LayoutDecision::Reshard{o, m.operand, to});
   }
@@ -80,6 +80,14 @@ device::OpValidation check(const OpQuery& q, const Op& op, const std::vector<Ten
   std::vector<const TensorLayout*> ptrs;
   for (const TensorLayout& t : in) ptrs.push_back(&t);
   return q.validate(op.kind, op.name, op.operands, ptrs, op.results[0], result, config);
+}
+
+// OpModel's reason, naming this op (the memo's may name another op with the same signature).
+std::string why(const OpQuery& q, const Op& op, const std::vector<TensorLayout>& in,
+                const TensorLayout& result, const device::OpConfig& config) {
+  std::vector<const TensorLayout*> ptrs;
+  for (const TensorLayout& t : in) ptrs.push_back(&t);
+  return q.explain(op.kind, op.name, op.operands, ptrs, op.results[0], result, config).reason;
 }
 
 }  // namespace
@@ -97,7 +105,7 @@ Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overr
     device::OpValidation ok = check(q, op, in, t, c);
     if (!ok.ok)
       return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
-                  "' is illegal: ", ok.reason);
+                  "' is illegal: ", why(q, op, in, t, c));
     d.tensors[op.results[0]] = t;
     d.configs[o] = c;
   }
@@ -132,8 +140,9 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       for (const TensorLayout& c : cands) {
         device::OpValidation ok = check(q, op, operands, c, config_for(d.configs[o], c, chip));
         if (ok.ok) return c;
-        *reason = ok.reason;
       }
+      if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
+        *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
       return std::nullopt;
     };
     std::string reason;
@@ -149,8 +158,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         if (t == in[i] || !q.validate_move(op.operands[i], in[i], t).ok) continue;
         std::vector<TensorLayout> moved = in;
         moved[i] = t;
-        std::string why;
-        if ((chosen = pick(moved, &why))) {
+        if ((chosen = pick(moved, nullptr))) {
           d.reshards.push_back(LayoutDecision::Reshard{o, i, t});
           break;
         }

@@ -57,7 +57,12 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
     device::OpValidation v =
         query.validate(op.kind, op.name, op.operands, in, op.results[0],
                        layout.tensors[op.results[0]], layout.configs[s.order()[pos]]);
-    if (!v.ok) return fail(ErrorCode::invalid_argument, "memory plan: ", v.reason);
+    if (!v.ok)
+      return fail(ErrorCode::invalid_argument, "memory plan: ",
+                  query
+                      .explain(op.kind, op.name, op.operands, in, op.results[0],
+                               layout.tensors[op.results[0]], layout.configs[s.order()[pos]])
+                      .reason);
     out.cb_bytes[pos] = v.cb_bytes_per_core;
   }
   struct Item {
@@ -203,7 +208,12 @@ Status verify_memory(const Graph& g, const Schedule& s, const LayoutPlan& layout
     device::OpValidation v =
         query.validate(op.kind, op.name, op.operands, in, op.results[0],
                        layout.tensors[op.results[0]], layout.configs[s.order()[pos]]);
-    if (!v.ok) return fail(ErrorCode::internal, "memory plan does not verify: ", v.reason);
+    if (!v.ok)
+      return fail(ErrorCode::internal, "memory plan does not verify: ",
+                  query
+                      .explain(op.kind, op.name, op.operands, in, op.results[0],
+                               layout.tensors[op.results[0]], layout.configs[s.order()[pos]])
+                      .reason);
     uint64_t cb_top = chip.l1_unreserved_base + v.cb_bytes_per_core;
     if (cb_top > alloc.l1.lowest_allocated())
       return fail(ErrorCode::internal, "memory plan does not verify: op '", op.name,

@@ -213,7 +213,11 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     for (ValueId v : op.operands) in_layouts.push_back(&out.layout.tensors[current[v]]);
     device::OpValidation val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
                                           out.layout.tensors[result], config);
-    if (!val.ok) return fail(ErrorCode::internal, "spill management: ", val.reason);
+    if (!val.ok)
+      return fail(ErrorCode::internal, "spill management: ",
+                  q.explain(op.kind, op.name, op.operands, in_layouts, result,
+                            out.layout.tensors[result], config)
+                      .reason);
     uint64_t cb = val.cb_bytes_per_core;
     bool result_l1 = out.layout.tensors[result].in_l1();
     uint64_t need = cb + live_bytes + (result_l1 ? size[result] : 0);
@@ -244,9 +248,37 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         size[result] = 0;
         continue;
       }
-      // Not read since it was produced: its producer writes DRAM directly (no move).
+      // Not read since it was produced, or read but cheaper to have lived in DRAM all along than
+      // to move now (OpModel's costs of its producer and readers so far against the move's):
+      // its producer writes DRAM directly (no move).
       OpId producer = g.values[victim].producer;
-      if (producer != kNoOp && next_use(victim, s.defined_at(victim) + 1) >= p) {
+      auto demote_is_cheaper = [&] {
+        OpQuery qo(out.graph, chip);
+        auto cost_of_touching = [&] {
+          uint64_t total = 0;
+          for (OpId e = 0; e < out.graph.ops.size(); ++e) {
+            const Op& x = out.graph.ops[e];
+            if (x.results[0] != victim &&
+                std::find(x.operands.begin(), x.operands.end(), victim) == x.operands.end())
+              continue;
+            std::vector<const TensorLayout*> in;
+            for (ValueId v : x.operands) in.push_back(&out.layout.tensors[v]);
+            total += qo.cost(x.kind, x.name, x.operands, in, x.results[0],
+                             out.layout.tensors[x.results[0]], out.layout.configs[e]);
+          }
+          return total;
+        };
+        uint64_t now = cost_of_touching();
+        TensorLayout saved = out.layout.tensors[victim];
+        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        uint64_t demoted = cost_of_touching();
+        out.layout.tensors[victim] = saved;
+        return demoted - std::min(demoted, now) <=
+               qo.move_cost(victim, saved,
+                            interleaved_layout(g.values[victim], device::BufferType::dram));
+      };
+      if (producer != kNoOp &&
+          (next_use(victim, s.defined_at(victim) + 1) >= p || demote_is_cheaper())) {
         out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
         for (OpId e = 0; e < out.graph.ops.size(); ++e)
           if (out.graph.ops[e].results[0] == victim)
@@ -311,7 +343,11 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
     for (ValueId v : op.operands) in.push_back(&r.layout.tensors[v]);
     device::OpValidation v = q.validate(op.kind, op.name, op.operands, in, op.results[0],
                                         r.layout.tensors[op.results[0]], r.layout.configs[o]);
-    if (!v.ok) return fail(ErrorCode::internal, "layout plan: ", v.reason);
+    if (!v.ok)
+      return fail(ErrorCode::internal, "layout plan: ",
+                  q.explain(op.kind, op.name, op.operands, in, op.results[0],
+                            r.layout.tensors[op.results[0]], r.layout.configs[o])
+                      .reason);
   }
   return {};
 }

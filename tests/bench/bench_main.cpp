@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"plan 10k-op transformer: greedy vs dram", {"BM_PlanTransformer10k/greedy", "BM_PlanTransformer10k/dram"}},
+      {"plan 10k-op transformer: beam (K=8) vs greedy", {"BM_PlanTransformer10k/beam", "BM_PlanTransformer10k/greedy"}},
+      {"plan 10k-op transformer: df-sharding vs greedy", {"BM_PlanTransformer10k/df_sharding", "BM_PlanTransformer10k/greedy"}},
   });
   benchmark::Shutdown();
   return 0;

@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "meshplan/device/op_model.hpp"
@@ -36,7 +37,10 @@ device::OpConfig config_for(const device::OpConfig& base, const TensorLayout& re
 /// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
 std::string layout_string(const TensorLayout& layout);
 
-/// OpModel queries over planner values and layouts. Cheap to copy; thread-compatible.
+/// OpModel queries over planner values and layouts, memoized: OpModel is pure, so equal launches
+/// (same kind, config, shapes and layouts; names aside) get the cached answer. A cached failure's
+/// `reason` may name another op with the same signature: error paths use explain(), which asks
+/// OpModel afresh. Not thread-safe (the memo).
 class OpQuery {
  public:
   OpQuery(const Graph& graph, const device::ChipDesc& chip) : graph_(graph), model_(chip) {}
@@ -49,6 +53,12 @@ class OpQuery {
                                 std::span<const TensorLayout* const> operand_layouts,
                                 ValueId result, const TensorLayout& result_layout,
                                 const device::OpConfig& config) const;
+  /// validate() without the memo: the reason names this op and its tensors.
+  device::OpValidation explain(device::OpKind kind, std::string_view name,
+                               std::span<const ValueId> operands,
+                               std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                               const TensorLayout& result_layout,
+                               const device::OpConfig& config) const;
   /// OpModel::cost of the same launch.
   device::OpTiming timing(device::OpKind kind, std::string_view name,
                           std::span<const ValueId> operands,
@@ -61,11 +71,24 @@ class OpQuery {
   /// Validation and cost of moving `v` from `from` to `to` (a to_memory_config op).
   device::OpValidation validate_move(ValueId v, const TensorLayout& from,
                                      const TensorLayout& to) const;
+  device::OpValidation explain_move(ValueId v, const TensorLayout& from,
+                                    const TensorLayout& to) const;
   uint64_t move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const;
 
  private:
+  uint64_t key(device::OpKind kind, std::span<const ValueId> operands,
+               std::span<const TensorLayout* const> operand_layouts, ValueId result,
+               const TensorLayout& result_layout, const device::OpConfig& config) const;
+  device::OpTiming uncached_timing(device::OpKind kind, std::string_view name,
+                                   std::span<const ValueId> operands,
+                                   std::span<const TensorLayout* const> operand_layouts,
+                                   ValueId result, const TensorLayout& result_layout,
+                                   const device::OpConfig& config) const;
+
   const Graph& graph_;
   device::OpModel model_;
+  mutable std::unordered_map<uint64_t, device::OpValidation> valid_memo_;
+  mutable std::unordered_map<uint64_t, device::OpTiming> cost_memo_;
 };
 
 }  // namespace meshplan::planner
