@@ -134,31 +134,39 @@ std::string layout_string(const TensorLayout& t) {
   return out.str();
 }
 
-uint64_t OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
-                      std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                      const TensorLayout& result_layout, const device::OpConfig& config) const {
-  Hasher h;
-  h.u32(static_cast<uint32_t>(kind)).u8(config.transpose_a).u8(config.transpose_b);
-  h.u8(static_cast<uint8_t>(config.activation)).u8(static_cast<uint8_t>(config.fidelity));
-  h.u32(config.grid_x).u32(config.grid_y);
+std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
+                         std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                         const TensorLayout& result_layout, const device::OpConfig& config) const {
+  // Exact bytes of everything OpModel looks at (names aside): no collisions.
+  std::string k;
+  k.reserve(160);
+  auto put = [&](auto x) { k.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+  put(static_cast<uint16_t>(kind));
+  put(config.transpose_a);
+  put(config.transpose_b);
+  put(config.activation);
+  put(config.fidelity);
+  put(config.grid_x);
+  put(config.grid_y);
   auto tensor = [&](ValueId v, const TensorLayout& t) {
     const Value& val = graph_.values[v];
-    h.u64(val.shape.size());
-    for (int64_t d : val.shape) h.i64(d);
-    h.u8(static_cast<uint8_t>(t.dtype))
-        .u8(static_cast<uint8_t>(t.layout))
-        .u8(static_cast<uint8_t>(t.buffer));
-    h.u8(static_cast<uint8_t>(t.memory));
+    put(static_cast<uint8_t>(val.shape.size()));
+    for (int64_t d : val.shape) put(d);
+    put(t.dtype);
+    put(t.layout);
+    put(t.buffer);
+    put(t.memory);
     if (t.memory != device::MemLayout::interleaved) {
-      h.u32(t.shard.grid.x0).u32(t.shard.grid.y0).u32(t.shard.grid.x1).u32(t.shard.grid.y1);
-      h.i64(t.shard.shape[0]).i64(t.shard.shape[1]).u8(static_cast<uint8_t>(t.shard.orientation));
+      put(t.shard.grid);
+      put(t.shard.shape[0]);
+      put(t.shard.shape[1]);
+      put(t.shard.orientation);
     }
   };
-  h.u64(operands.size());
+  put(static_cast<uint8_t>(operands.size()));
   for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
   tensor(result, result_layout);
-  Hash128 d = h.digest();
-  return d.lo ^ (d.hi * 0x9E3779B97F4A7C15ull);
+  return k;
 }
 
 device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view name,
@@ -166,11 +174,11 @@ device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view nam
                                        std::span<const TensorLayout* const> operand_layouts,
                                        ValueId result, const TensorLayout& result_layout,
                                        const device::OpConfig& config) const {
-  uint64_t k = key(kind, operands, operand_layouts, result, result_layout, config);
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
   if (auto it = valid_memo_.find(k); it != valid_memo_.end()) return it->second;
   device::OpValidation v =
       explain(kind, name, operands, operand_layouts, result, result_layout, config);
-  valid_memo_.emplace(k, v);
+  valid_memo_.emplace(std::move(k), v);
   return v;
 }
 
@@ -196,11 +204,11 @@ device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
                                  std::span<const TensorLayout* const> operand_layouts,
                                  ValueId result, const TensorLayout& result_layout,
                                  const device::OpConfig& config) const {
-  uint64_t k = key(kind, operands, operand_layouts, result, result_layout, config);
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
   if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
   device::OpTiming t =
       uncached_timing(kind, name, operands, operand_layouts, result, result_layout, config);
-  cost_memo_.emplace(k, t);
+  cost_memo_.emplace(std::move(k), t);
   return t;
 }
 

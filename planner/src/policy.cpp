@@ -2,8 +2,8 @@
 #include "meshplan/planner/policy.hpp"
 
 #include <algorithm>
-#include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
@@ -29,7 +29,7 @@ Result<LayoutDecision> LayoutDecision::all_dram(const Graph& g, const device::Ch
 namespace {
 
 // Appends a value named after `base` with `suffix`, unique among `taken`.
-ValueId add_value(Graph& g, std::set<std::string, std::less<>>& taken, const Value& like,
+ValueId add_value(Graph& g, std::unordered_set<std::string>& taken, const Value& like,
                   const std::string& suffix) {
   Value v;
   v.name = like.name + suffix;
@@ -41,7 +41,7 @@ ValueId add_value(Graph& g, std::set<std::string, std::less<>>& taken, const Val
   return static_cast<ValueId>(g.values.size() - 1);
 }
 
-std::string unique_op_name(std::set<std::string, std::less<>>& taken, const std::string& want) {
+std::string unique_op_name(std::unordered_set<std::string>& taken, const std::string& want) {
   std::string name = want;
   for (int k = 2; taken.count(name); ++k) name = want + std::to_string(k);
   taken.insert(name);
@@ -62,7 +62,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   r.graph.arguments = g.arguments;
   r.graph.outputs = g.outputs;
   r.layout.tensors = d.tensors;
-  std::set<std::string, std::less<>> value_names, op_names;
+  std::unordered_set<std::string> value_names, op_names;
   for (const Value& v : g.values) value_names.insert(v.name);
   for (const Op& op : g.ops) op_names.insert(op.name);
   std::vector<std::vector<const LayoutDecision::Reshard*>> before(g.ops.size());
@@ -186,7 +186,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.layout.tensors = in.layout.tensors;
   out.spills = in.spills;
   out.reshards = in.reshards;
-  std::set<std::string, std::less<>> value_names, op_names;
+  std::unordered_set<std::string> value_names, op_names;
   for (const Value& v : g.values) value_names.insert(v.name);
   for (const Op& op : g.ops) op_names.insert(op.name);
   std::vector<ValueId> current(g.values.size());

@@ -158,16 +158,11 @@ void BM_PlanTransformer10k(benchmark::State& state, const char* policy) {
   }
   state.counters["ops"] = static_cast<double>(g.ops.size());
 }
-BENCHMARK_CAPTURE(BM_PlanTransformer10k, dram, "dram")->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK_CAPTURE(BM_PlanTransformer10k, dram, "dram")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanTransformer10k, l1_interleaved, "l1-interleaved")
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_PlanTransformer10k, greedy, "greedy")
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_PlanTransformer10k, beam, "beam")->Unit(benchmark::kMillisecond)->MinTime(0.5);
-BENCHMARK_CAPTURE(BM_PlanTransformer10k, df_sharding, "df-sharding")
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5);
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanTransformer10k, greedy, "greedy")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanTransformer10k, beam, "beam")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanTransformer10k, df_sharding, "df-sharding")->Unit(benchmark::kMillisecond);
 
 }  // namespace

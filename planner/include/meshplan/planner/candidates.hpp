@@ -76,9 +76,9 @@ class OpQuery {
   uint64_t move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const;
 
  private:
-  uint64_t key(device::OpKind kind, std::span<const ValueId> operands,
-               std::span<const TensorLayout* const> operand_layouts, ValueId result,
-               const TensorLayout& result_layout, const device::OpConfig& config) const;
+  std::string key(device::OpKind kind, std::span<const ValueId> operands,
+                  std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                  const TensorLayout& result_layout, const device::OpConfig& config) const;
   device::OpTiming uncached_timing(device::OpKind kind, std::string_view name,
                                    std::span<const ValueId> operands,
                                    std::span<const TensorLayout* const> operand_layouts,
@@ -87,8 +87,8 @@ class OpQuery {
 
   const Graph& graph_;
   device::OpModel model_;
-  mutable std::unordered_map<uint64_t, device::OpValidation> valid_memo_;
-  mutable std::unordered_map<uint64_t, device::OpTiming> cost_memo_;
+  mutable std::unordered_map<std::string, device::OpValidation> valid_memo_;
+  mutable std::unordered_map<std::string, device::OpTiming> cost_memo_;
 };
 
 }  // namespace meshplan::planner
