@@ -166,3 +166,24 @@ TEST_CASE(
     CHECK(e.l1_outputs == 0);
   }
 }
+
+TEST_CASE(
+    "df-sharding: chain A's output stays in L1 for chain B (A->B merge) when the ops between fit") {
+  GraphBuilder b("merge");
+  auto x = b.input("x", {64, 256});
+  auto a = b.relu("a2", b.relu("a1", x));
+  auto mid = b.add("mid", x, x);  // scheduled between the chains; not shardable
+  auto c = b.relu("b2", b.relu("b1", a));
+  b.output(b.add("out", c, mid));
+  Graph g = b.finish();
+  SyntheticChecker checker(g);
+  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  REQUIRE(df);
+  std::string dump = df->print(g);
+  MESSAGE(dump);
+  CHECK(dump.find("chain [a1 a2] completed spill none") != std::string::npos);
+  CHECK(dump.find("reserve %a2 [1, 3]") != std::string::npos);
+  CHECK(dump.find("chain [b1 b2] completed spill dram") != std::string::npos);
+  CHECK_FALSE(spilled(df->decision, value(g, "a2")));
+  CHECK(spilled(df->decision, value(g, "b2")));
+}
