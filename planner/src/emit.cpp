@@ -6,6 +6,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/planner/schedule.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -31,6 +32,7 @@ device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const Mem
   const TensorLayout& t = l.tensors[v];
   device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype, t.buffer, m.address[v], t.layout);
   p.memory = t.memory;
+  p.shard = t.shard;
   p.page_size = m.page_size[v];
   return p;
 }
@@ -82,15 +84,18 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
 
 }  // namespace
 
-Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options) {
+Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip, const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
+  // The policy returns the planned graph: the original ops plus inserted reshards and spills.
+  LayoutResult planned = MESHPLAN_TRY(plan_layout(original, chip, options));
+  const Graph& g = planned.graph;
+  const LayoutPlan& layout = planned.layout;
   Schedule schedule = Schedule::build(g);
-  LayoutPlan layout = MESHPLAN_TRY(run_layout_policy(g, schedule, chip, options));
   MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
   MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
 
   CompiledPlan out;
-  out.graph_key = graph_key(g);
+  out.graph_key = graph_key(original);
   out.key = plan_key(out.graph_key, chip, options);
 
   flatbuffers::FlatBufferBuilder b(4096);
@@ -114,6 +119,13 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const
     const TensorLayout& t = layout.tensors[v];
     auto name = b.CreateString(val.name);
     auto shape = b.CreateVector(val.shape);
+    flatbuffers::Offset<fb::ShardSpec> shard;
+    if (t.memory != device::MemLayout::interleaved) {
+      fb::CoreRange grid(t.shard.grid.x0, t.shard.grid.y0, t.shard.grid.x1, t.shard.grid.y1);
+      std::vector<int64_t> shard_shape{t.shard.shape[0], t.shard.shape[1]};
+      shard = fb::CreateShardSpec(b, b.CreateVectorOfStructs(&grid, 1), b.CreateVector(shard_shape),
+                                  static_cast<fb::ShardOrientation>(t.shard.orientation));
+    }
     fb::TensorPlanBuilder tb(b);
     tb.add_name(name);
     tb.add_shape(shape);
@@ -122,6 +134,7 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const
     tb.add_layout(static_cast<fb::TileLayout>(t.layout));
     tb.add_buffer(static_cast<fb::BufferType>(t.buffer));
     tb.add_memory(static_cast<fb::MemLayout>(t.memory));
+    if (!shard.IsNull()) tb.add_shard(shard);
     tb.add_address(memory.address[v]);
     tb.add_bytes_per_bank(memory.bytes_per_bank[v]);
     tb.add_page_size(memory.page_size[v]);
@@ -157,22 +170,21 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const
     auto fr = b.CreateVector(results);
     auto ff = b.CreateVector(frees);
     auto config = write_config(b, c);
-    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns));
+    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns,
+                                   static_cast<fb::OpOrigin>(planned.origin[o])));
   }
 
   std::vector<uint32_t> inputs, outputs(g.outputs.begin(), g.outputs.end());
   for (ValueId a : g.arguments)
     if (g.values[a].kind != ArgKind::constant) inputs.push_back(a);
 
-  uint32_t l1_outputs = 0;
-  for (const Op& op : g.ops)
-    for (ValueId r : op.results) l1_outputs += layout.tensors[r].buffer == device::BufferType::l1;
+  uint32_t l1_outputs = planned.l1_outputs();
 
   fb::Hash128 desc_hash = to_fb(chip.hash());
   auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y, chip.l1_size,
                                           chip.l1_unreserved_base, chip.dram_banks, chip.dram_bank_size, &desc_hash);
   auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
-  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, 0, 0, dram_bytes,
+  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills, planned.reshards, dram_bytes,
                                        memory.l1_high_water, total_ns, 0);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
   auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(std::string(kPlannerVersion)),

@@ -56,7 +56,14 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   Hasher h;
   h.string("meshplan.plan.v1").hash(gk).hash(chip.hash()).string(kPlannerVersion);
   h.string(options.policy);
-  if (options.policy == "beam") h.u32(options.beam_width);
+  if (options.policy == "beam") h.u32(options.beam_width).u8(options.beam_cost_mode ? 1 : 0);
+  if (options.policy != "dram") h.u32(options.max_legal_layouts);
+  if (!options.output_overrides.empty() || !options.memreconfig.empty()) {
+    h.string("overrides").u64(options.output_overrides.size());
+    for (const std::string& s : options.output_overrides) h.string(s);
+    h.u64(options.memreconfig.size());
+    for (const std::string& s : options.memreconfig) h.string(s);
+  }
   return h.digest();
 }
 

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "meshplan/planner/policy.hpp"
+
 namespace meshplan::planner {
 
 namespace {
@@ -26,14 +28,14 @@ Result<LayoutPlan> dram_policy(const Graph& g, const device::ChipDesc& chip) {
 
 }  // namespace
 
-std::vector<std::string_view> policy_names() { return {"dram"}; }
-
 Result<LayoutPlan> run_layout_policy(const Graph& g, const Schedule&, const device::ChipDesc& chip,
                                      const PlannerOptions& options) {
-  if (options.policy == "dram") return dram_policy(g, chip);
-  std::string known;
-  for (auto n : policy_names()) known += (known.empty() ? "" : ", ") + std::string(n);
-  return fail(ErrorCode::invalid_argument, "unknown policy '", options.policy, "' (policies: ", known, ")");
+  if (options.policy == "dram" && options.output_overrides.empty() && options.memreconfig.empty()) return dram_policy(g, chip);
+  LayoutResult r = MESHPLAN_TRY(plan_layout(g, chip, options));
+  if (r.graph.ops.size() != g.ops.size())
+    return fail(ErrorCode::invalid_argument, "policy '", options.policy, "' inserted ", r.graph.ops.size() - g.ops.size(),
+                " moves into graph '", g.name, "': use plan_layout(), which returns the planned graph");
+  return std::move(r.layout);
 }
 
 std::string LayoutPlan::print(const Graph& g) const {

@@ -1,11 +1,13 @@
 // meshplan-compile: plans a graph for a device and adds the plan to a plan cache.
 //
-//   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy dram] [--device NAME]
-//                    [--emit=plan-json|graph-json]
+//   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
+//                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig OP:I=l1|dram]
+//                    [--device NAME] [--emit=plan-json|graph-json]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +28,11 @@ using namespace meshplan;
 
 constexpr const char* kUsage =
     "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device DEVICE]\n"
+    "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts N]\n"
+    "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
     "                        [--emit=plan-json|graph-json] [--report=PLAN.html [--compare=POLICY,...]]\n"
+    "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
+    "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
@@ -36,7 +42,14 @@ struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
   std::string report;                // --report=FILE.html
   std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
+  planner::PlannerOptions options;
 };
+
+Result<uint32_t> positive(const std::string& flag, const std::string& text) {
+  bool digits = !text.empty() && text.size() < 10 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoul(text) == 0) return fail(ErrorCode::invalid_argument, flag, " takes a positive integer, not '", text, "'");
+  return static_cast<uint32_t>(std::stoul(text));
+}
 
 Result<Args> parse_args(int argc, char** argv) {
   Args a;
@@ -56,6 +69,16 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--name")) a.name = MESHPLAN_TRY(value("--name"));
     else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
     else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
+    else if (is("--beam-width")) a.options.beam_width = MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
+    else if (is("--max-legal-layouts"))
+      a.options.max_legal_layouts = MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
+    else if (is("--beam-score")) {
+      std::string mode = MESHPLAN_TRY(value("--beam-score"));
+      if (mode != "cost" && mode != "heuristic")
+        return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '", mode, "'");
+      a.options.beam_cost_mode = mode == "cost";
+    } else if (is("--override")) a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
+    else if (is("--memreconfig")) a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
     else if (is("--report")) a.report = MESHPLAN_TRY(value("--report"));
     else if (is("--compare")) {
@@ -97,7 +120,7 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
                     const planner::CompiledPlan& plan) {
   std::vector<planner::CompiledPlan> others;
   for (const std::string& policy : args.compare) {
-    planner::PlannerOptions options;
+    planner::PlannerOptions options = args.options;
     options.policy = policy;
     auto other = planner::compile(graph, chip, options);
     if (!other) return std::unexpected(with_context(other.error(), "--compare " + policy));
@@ -124,7 +147,7 @@ Status run(int argc, char** argv) {
     if (args.output.empty()) return {};
   }
   device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(args.device));
-  planner::PlannerOptions options;
+  planner::PlannerOptions options = args.options;
   options.policy = args.policy;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

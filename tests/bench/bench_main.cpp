@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
       {"transformer_block: emulator vs f32 host reference", {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
       {"small_cnn: emulator vs f32 host reference", {"BM_EmulateSmallCnn", "BM_ReferenceSmallCnn"}},
+      {"plan 10k-op transformer: greedy vs dram", {"BM_PlanTransformer10k/greedy", "BM_PlanTransformer10k/dram"}},
+      {"plan 10k-op transformer: beam (K=8) vs greedy", {"BM_PlanTransformer10k/beam", "BM_PlanTransformer10k/greedy"}},
+      {"plan 10k-op transformer: df-sharding vs greedy", {"BM_PlanTransformer10k/df_sharding", "BM_PlanTransformer10k/greedy"}},
   });
   benchmark::Shutdown();
   return 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "meshplan/device/descriptor.hpp"
 #include "meshplan/planner/graph.hpp"
@@ -14,6 +15,15 @@ namespace meshplan::planner {
 struct PlannerOptions {
   std::string policy = "dram";
   uint32_t beam_width = 8;
+  /// Bound on candidate layouts per tensor (seed 002 §3.1.2's max_legal_layouts).
+  uint32_t max_legal_layouts = 64;
+  /// Beam scoring: true = simulated device time (OpModel::cost), false = heuristic
+  /// (bottleneck cores, then reshard count).
+  bool beam_cost_mode = true;
+  /// User-fixed result layouts, as "op_name=l1|dram" (tt-mlir override-output-layout).
+  std::vector<std::string> output_overrides;
+  /// Forced moves before an operand, as "op_name:operand=l1|dram" (tt-mlir insert-memreconfig).
+  std::vector<std::string> memreconfig;
 };
 
 /// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,

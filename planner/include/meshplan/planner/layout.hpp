@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/device/placement.hpp"
 #include "meshplan/device/types.hpp"
 #include "meshplan/planner/graph.hpp"
 #include "meshplan/planner/key.hpp"
@@ -19,6 +20,13 @@ struct TensorLayout {
   device::TileLayout layout = device::TileLayout::tile;
   device::BufferType buffer = device::BufferType::dram;
   device::MemLayout memory = device::MemLayout::interleaved;
+  device::ShardSpec shard;  ///< Sharded layouts only.
+
+  bool in_l1() const { return buffer == device::BufferType::l1; }
+  friend bool operator==(const TensorLayout& a, const TensorLayout& b) {
+    return a.dtype == b.dtype && a.layout == b.layout && a.buffer == b.buffer && a.memory == b.memory &&
+           (a.memory == device::MemLayout::interleaved || a.shard == b.shard);
+  }
 };
 
 /// The policy's decisions, indexed by ValueId and OpId.
@@ -32,7 +40,8 @@ struct LayoutPlan {
 /// Names of the layout policies.
 std::vector<std::string_view> policy_names();
 
-/// Runs the policy named in `options` over the graph.
+/// Runs the policy named in `options` over the graph when it inserts no moves (see
+/// plan_layout() in policy.hpp for the general case, which returns the planned graph).
 Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule, const device::ChipDesc& chip,
                                      const PlannerOptions& options);
 

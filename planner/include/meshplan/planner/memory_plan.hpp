@@ -1,5 +1,7 @@
-// Memory planning: an address for every tensor, found by replaying the schedule through the
-// device's own bank allocators, so the runtime's allocations at those addresses must succeed.
+// Memory planning: DRAM addresses by replaying the schedule through the device's own bank
+// allocator; L1 addresses by interval packing over lifetimes (largest first, best gap among
+// tensors whose lifetimes overlap), tensors from the top of L1 down, each op's circular buffers
+// from the unreserved base up. verify_memory() proves the runtime's allocations must succeed.
 #pragma once
 
 #include <string>
@@ -19,13 +21,34 @@ struct MemoryPlan {
   std::string print(const Graph& graph) const;
 };
 
-/// Assigns addresses in schedule order: arguments first, then each op's results, freeing values
-/// after their last use (Schedule::dying_at). Fails with resource_exhausted naming the tensor
-/// that does not fit.
+/// L1 interval packing of the L1 tensors of a planned graph.
+struct L1Packing {
+  std::vector<uint64_t> address;   ///< By ValueId; 0 for tensors not in L1 or not placed.
+  std::vector<uint64_t> cb_bytes;  ///< Circular buffers per core, by schedule position.
+  std::vector<ValueId> unplaced;   ///< L1 tensors that found no gap, in packing order.
+  uint64_t high_water = 0;         ///< Bytes per core from the usable top to the lowest tensor.
+
+  /// Deterministic dump: one line per placed tensor (by id) with lifetime, size and address.
+  std::string print(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
+                    const device::ChipDesc& chip) const;
+};
+
+/// Packs every L1 tensor. A tensor lives from its producer's position (0 for arguments) to its
+/// last use (the end for graph outputs); it may not go below the circular buffers of any op in
+/// its lifetime. Tensors are taken largest first; each goes into the smallest gap, among the
+/// tensors already placed whose lifetimes overlap its own, that holds it, else below them all.
+/// Fails only on an op OpModel rejects (naming it).
+Result<L1Packing> pack_l1(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
+                          const device::ChipDesc& chip);
+
+/// Assigns addresses: L1 by pack_l1(), DRAM by replaying the schedule (arguments first, then
+/// each op's results, freeing values after their last use). Fails with resource_exhausted
+/// naming the tensor that does not fit.
 Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
                                const device::ChipDesc& chip);
 
-/// Replays the plan and proves that no two simultaneously live tensors of one memory overlap.
+/// Replays the plan and proves that no two simultaneously live tensors of one memory overlap and
+/// that no op's circular buffers reach a live L1 tensor.
 Status verify_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
                      const MemoryPlan& memory, const device::ChipDesc& chip);
 

@@ -1,0 +1,94 @@
+// Legal layouts and configs: candidate tensor layouts (L1 sharded on core grids that divide the
+// tile counts, L1 interleaved, DRAM interleaved) and OpModel queries on planner-side layouts.
+// Every policy asks these helpers; OpModel is the only judge of legality and cost.
+#pragma once
+
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/planner/graph.hpp"
+#include "meshplan/planner/layout.hpp"
+
+namespace meshplan::planner {
+
+/// Tiled bf16-style layouts in one memory, interleaved.
+TensorLayout interleaved_layout(const Value& v, device::BufferType buffer);
+
+/// The placement (address 0) of `v` in `layout`; views into `v`.
+device::TensorPlacement placement_of(const Value& v, const TensorLayout& layout);
+
+/// Bytes one core holds of an L1 tensor (0 for DRAM).
+uint64_t l1_bytes_per_core(const Value& v, const TensorLayout& layout,
+                           const device::ChipDesc& chip);
+
+/// Candidate layouts of `v`, best first: L1 sharded (height, width, block; most cores first),
+/// then L1 interleaved, then DRAM interleaved. At most `max_layouts` (DRAM is always kept).
+std::vector<TensorLayout> layout_candidates(const Value& v, const device::ChipDesc& chip,
+                                            uint32_t max_layouts);
+
+/// The op config that runs an op producing `result`: the shard grid for sharded results, the
+/// full chip grid otherwise.
+device::OpConfig config_for(const device::OpConfig& base, const TensorLayout& result,
+                            const device::ChipDesc& chip);
+
+/// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
+std::string layout_string(const TensorLayout& layout);
+
+/// OpModel queries over planner values and layouts, memoized: OpModel is pure, so equal launches
+/// (same kind, config, shapes and layouts; names aside) get the cached answer. A cached failure's
+/// `reason` may name another op with the same signature: error paths use explain(), which asks
+/// OpModel afresh. Not thread-safe (the memo).
+class OpQuery {
+ public:
+  OpQuery(const Graph& graph, const device::ChipDesc& chip) : graph_(graph), model_(chip) {}
+  const device::OpModel& model() const { return model_; }
+  const device::ChipDesc& chip() const { return model_.chip(); }
+
+  /// OpModel::validate of `kind` named `name` on these operand/result values and layouts.
+  device::OpValidation validate(device::OpKind kind, std::string_view name,
+                                std::span<const ValueId> operands,
+                                std::span<const TensorLayout* const> operand_layouts,
+                                ValueId result, const TensorLayout& result_layout,
+                                const device::OpConfig& config) const;
+  /// validate() without the memo: the reason names this op and its tensors.
+  device::OpValidation explain(device::OpKind kind, std::string_view name,
+                               std::span<const ValueId> operands,
+                               std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                               const TensorLayout& result_layout,
+                               const device::OpConfig& config) const;
+  /// OpModel::cost of the same launch.
+  device::OpTiming timing(device::OpKind kind, std::string_view name,
+                          std::span<const ValueId> operands,
+                          std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                          const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// Its duration, in ns.
+  uint64_t cost(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+                std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// Validation and cost of moving `v` from `from` to `to` (a to_memory_config op).
+  device::OpValidation validate_move(ValueId v, const TensorLayout& from,
+                                     const TensorLayout& to) const;
+  device::OpValidation explain_move(ValueId v, const TensorLayout& from,
+                                    const TensorLayout& to) const;
+  uint64_t move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const;
+
+ private:
+  std::string key(device::OpKind kind, std::span<const ValueId> operands,
+                  std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                  const TensorLayout& result_layout, const device::OpConfig& config) const;
+  device::OpTiming uncached_timing(device::OpKind kind, std::string_view name,
+                                   std::span<const ValueId> operands,
+                                   std::span<const TensorLayout* const> operand_layouts,
+                                   ValueId result, const TensorLayout& result_layout,
+                                   const device::OpConfig& config) const;
+
+  const Graph& graph_;
+  device::OpModel model_;
+  mutable std::unordered_map<std::string, device::OpValidation> valid_memo_;
+  mutable std::unordered_map<std::string, device::OpTiming> cost_memo_;
+};
+
+}  // namespace meshplan::planner

@@ -1,0 +1,73 @@
+// DFShardingPolicy (seeds 001 §3.2-3.3, §4.1): the `df-sharding` baseline. L1 chains along
+// operand 0 of single-use ops in schedule (DFS) order, each resolved by a ShardSolver; a chain
+// whose solver fails falls back to DRAM entirely; chain outputs spill to DRAM unless kept in L1
+// by a fork L1 reservation or a chain merge, validated against the L1 reservation timeline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "meshplan/planner/policies.hpp"
+
+namespace meshplan::planner {
+
+/// The judge the policy asks. The real one (make_opmodel_checker) asks device::OpModel; tests may
+/// substitute a synthetic compatibility function, as tt-mlir's ShardSolver tests do.
+class ShardChecker {
+ public:
+  virtual ~ShardChecker() = default;
+  /// Legal sharded result layouts of `op`, best first (the precomputed pool, bounded).
+  virtual std::vector<TensorLayout> legal_configs(OpId op) const = 0;
+  /// Is `op` valid with result `out` and operand `operand` in `in` (other operands as decided)?
+  virtual bool valid(OpId op, uint32_t operand, const TensorLayout& in,
+                     const TensorLayout& out) const = 0;
+  /// Is `op` valid with operands `in` and result `out`? Also reports its L1 need per core.
+  virtual bool valid_all(OpId op, const std::vector<TensorLayout>& in, const TensorLayout& out,
+                         uint64_t* l1_bytes) const = 0;
+  /// Reshard targets for `value` (sharded layouts) and whether moving `from` -> `to` is valid.
+  virtual std::vector<TensorLayout> reshard_targets(ValueId value) const = 0;
+  virtual bool move_valid(ValueId value, const TensorLayout& from,
+                          const TensorLayout& to) const = 0;
+};
+
+/// Chain states (seed 001 §3.2.4).
+enum class ChainState { in_build, built, resolved, failed, completed };
+std::string_view chain_state_name(ChainState s);
+
+/// Where a completed chain's output goes.
+enum class SpillLocation { dram, l1_interleaved, none };
+
+struct L1Chain {
+  std::vector<OpId> ops;
+  ChainState state = ChainState::in_build;
+  SpillLocation spill = SpillLocation::dram;
+  std::vector<TensorLayout> layouts;  ///< Selected result layout per op (completed chains).
+};
+
+/// A reservation of L1 for a tensor kept past its chain: [first, last] schedule positions.
+struct L1Reservation {
+  ValueId value;
+  int first, last;
+  uint64_t bytes;
+};
+
+/// The policy's full state after run(): chains, reservations and the decision.
+struct DfShardingResult {
+  std::vector<L1Chain> chains;
+  std::vector<L1Reservation> reservations;
+  LayoutDecision decision;
+  /// Deterministic dump: one line per chain (ops, state, spill) and per reservation.
+  std::string print(const Graph& graph) const;
+};
+
+/// Runs DFShardingPolicy with `checker`.
+Result<DfShardingResult> run_df_sharding(const Graph& graph, const device::ChipDesc& chip,
+                                         const PlannerOptions& options,
+                                         const ShardChecker& checker);
+
+/// The OpModel-backed checker.
+std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& graph, const device::ChipDesc& chip,
+                                                   const PlannerOptions& options);
+
+}  // namespace meshplan::planner

@@ -1,0 +1,67 @@
+// The layout policies (seed 002 §5, seeds 000/001): each turns the original graph into a
+// LayoutDecision using OpModel as the only judge of legality and cost.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "meshplan/planner/policy.hpp"
+
+namespace meshplan::planner {
+
+/// User overrides (tt-mlir's override-output-layout and insert-memreconfig), resolved to ops.
+struct Overrides {
+  std::vector<std::optional<device::BufferType>> output;  ///< By OpId: a fixed result memory.
+  struct Move {
+    OpId op;
+    uint32_t operand;
+    device::BufferType to;
+  };
+  std::vector<Move> moves;  ///< Forced moves before an op's operand.
+
+  bool empty() const {
+    return moves.empty() &&
+           std::none_of(output.begin(), output.end(), [](auto& o) { return o.has_value(); });
+  }
+};
+
+/// Parses PlannerOptions::output_overrides ("op=l1|dram") and memreconfig ("op:operand=l1|dram");
+/// errors name the unknown op, operand or memory.
+Result<Overrides> parse_overrides(const Graph& graph, const PlannerOptions& options);
+
+/// Applies overrides to a decision in op order (operand layouts as the decision has them);
+/// an override OpModel rejects fails with OpModel's reason.
+Status apply_overrides(const Graph& graph, const device::ChipDesc& chip, const Overrides& overrides,
+                       LayoutDecision& d);
+
+/// Greedy layout propagation over all operands in schedule order (K = 1): per op the first valid
+/// result among L1 sharded (most cores first; only when `sharded`), L1 interleaved, DRAM, given
+/// the operands' chosen layouts; if none is valid, reshards an operand and tries again.
+/// `l1-interleaved` is this with sharded = false; `greedy` with sharded = true.
+Result<LayoutDecision> greedy_propagation(const Graph& graph, const device::ChipDesc& chip,
+                                          const PlannerOptions& options, const Overrides& overrides,
+                                          bool sharded);
+
+/// Beam search (seed 002 §5.8.1): K candidates per op with back-pointers, K x K operand pairs for
+/// binary ops, bounded reshard exploration, fork resolution at trace-back. Scored by OpModel::cost
+/// (options.beam_cost_mode) or by bottleneck cores then reshard count.
+Result<LayoutDecision> beam_search(const Graph& graph, const device::ChipDesc& chip,
+                                   const PlannerOptions& options, const Overrides& overrides);
+
+/// Exhaustive search over every combination of valid result layouts (graphs of at most
+/// `max_ops` ops): the plan with the least simulated time whose L1 tensors all pack without
+/// spills. Fails with invalid_argument on larger graphs.
+struct SearchResult {
+  LayoutDecision decision;
+  uint64_t estimated_ns = 0;
+  uint64_t plans_tried = 0;
+};
+Result<SearchResult> exhaustive_search(const Graph& graph, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, int max_ops = 10);
+
+/// DFShardingPolicy with ShardSolver (seeds 000, 001): the `df-sharding` baseline.
+Result<LayoutDecision> df_sharding(const Graph& graph, const device::ChipDesc& chip,
+                                   const PlannerOptions& options, const Overrides& overrides);
+
+}  // namespace meshplan::planner

@@ -1,0 +1,261 @@
+// Candidate layouts and OpModel queries for the layout policies.
+#include "meshplan/planner/candidates.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "meshplan/device/formats.hpp"
+
+namespace meshplan::planner {
+
+TensorLayout interleaved_layout(const Value& v, device::BufferType buffer) {
+  TensorLayout t;
+  t.dtype = v.dtype;
+  t.buffer = buffer;
+  return t;
+}
+
+device::TensorPlacement placement_of(const Value& v, const TensorLayout& layout) {
+  device::TensorPlacement p =
+      device::make_interleaved(v.name, v.shape, layout.dtype, layout.buffer, 0, layout.layout);
+  p.memory = layout.memory;
+  p.shard = layout.shard;
+  return p;
+}
+
+uint64_t l1_bytes_per_core(const Value& v, const TensorLayout& layout,
+                           const device::ChipDesc& chip) {
+  if (!layout.in_l1()) return 0;
+  uint32_t page = device::natural_page_size(v.shape, layout.dtype, layout.layout);
+  uint64_t aligned = (page + chip.l1_alignment - 1) / chip.l1_alignment * chip.l1_alignment;
+  if (layout.memory == device::MemLayout::interleaved) {
+    device::TensorPlacement p = placement_of(v, layout);
+    return device::interleaved_bytes_per_bank(
+        device::page_count(p), page, static_cast<uint32_t>(chip.cores()), chip.l1_alignment);
+  }
+  int64_t tiles =
+      (layout.shard.shape[0] / device::kTileH) * (layout.shard.shape[1] / device::kTileW);
+  return static_cast<uint64_t>(tiles) * aligned;
+}
+
+namespace {
+
+// Core grids (x, y) with x * y == cores that fit the chip, widest first.
+std::vector<std::pair<uint16_t, uint16_t>> grids_of(int64_t cores, const device::ChipDesc& chip) {
+  std::vector<std::pair<uint16_t, uint16_t>> out;
+  for (int64_t x = std::min<int64_t>(cores, chip.grid_x); x >= 1; --x)
+    if (cores % x == 0 && cores / x <= chip.grid_y)
+      out.emplace_back(static_cast<uint16_t>(x), static_cast<uint16_t>(cores / x));
+  return out;
+}
+
+TensorLayout sharded(const Value& v, device::MemLayout memory, uint16_t gx, uint16_t gy,
+                     int64_t rows, int64_t cols) {
+  TensorLayout t = interleaved_layout(v, device::BufferType::l1);
+  t.memory = memory;
+  t.shard.grid =
+      device::CoreRange{0, 0, static_cast<uint16_t>(gx - 1), static_cast<uint16_t>(gy - 1)};
+  t.shard.shape[0] = rows;
+  t.shard.shape[1] = cols;
+  return t;
+}
+
+}  // namespace
+
+std::vector<TensorLayout> layout_candidates(const Value& v, const device::ChipDesc& chip,
+                                            uint32_t max_layouts) {
+  struct Ranked {
+    uint32_t cores;
+    int kind;
+    TensorLayout layout;
+  };
+  std::vector<Ranked> ranked;
+  device::TileGrid g = device::tile_grid(v.shape);
+  int64_t th = g.tiles_h, tw = g.tiles_w;
+  int64_t max_cores = chip.cores();
+  // Height sharding: tile rows split over c cores (a grid of any shape with c cores).
+  for (int64_t c = std::min(th, max_cores); c >= 2; --c)
+    if (th % c == 0)
+      for (auto [x, y] : grids_of(c, chip)) {
+        ranked.push_back({static_cast<uint32_t>(c), 0,
+                          sharded(v, device::MemLayout::height_sharded, x, y,
+                                  th / c * device::kTileH, tw * device::kTileW)});
+        break;  // one grid shape per core count
+      }
+  for (int64_t c = std::min(tw, max_cores); c >= 2; --c)
+    if (tw % c == 0)
+      for (auto [x, y] : grids_of(c, chip)) {
+        ranked.push_back({static_cast<uint32_t>(c), 1,
+                          sharded(v, device::MemLayout::width_sharded, x, y, th * device::kTileH,
+                                  tw / c * device::kTileW)});
+        break;
+      }
+  for (int64_t gy = std::min<int64_t>(th, chip.grid_y); gy >= 2; --gy)
+    for (int64_t gx = std::min<int64_t>(tw, chip.grid_x); gx >= 2; --gx)
+      if (th % gy == 0 && tw % gx == 0)
+        ranked.push_back({static_cast<uint32_t>(gx * gy), 2,
+                          sharded(v, device::MemLayout::block_sharded, static_cast<uint16_t>(gx),
+                                  static_cast<uint16_t>(gy), th / gy * device::kTileH,
+                                  tw / gx * device::kTileW)});
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.cores != b.cores ? a.cores > b.cores : a.kind < b.kind;
+  });
+  std::vector<TensorLayout> out;
+  uint32_t room = max_layouts > 2 ? max_layouts - 2 : 0;
+  for (const Ranked& r : ranked) {
+    if (out.size() >= room) break;
+    out.push_back(r.layout);
+  }
+  if (max_layouts >= 2) out.push_back(interleaved_layout(v, device::BufferType::l1));
+  out.push_back(interleaved_layout(v, device::BufferType::dram));
+  return out;
+}
+
+device::OpConfig config_for(const device::OpConfig& base, const TensorLayout& result,
+                            const device::ChipDesc& chip) {
+  device::OpConfig c = base;
+  if (result.memory != device::MemLayout::interleaved) {
+    c.grid_x = static_cast<uint16_t>(result.shard.grid.x1 - result.shard.grid.x0 + 1);
+    c.grid_y = static_cast<uint16_t>(result.shard.grid.y1 - result.shard.grid.y0 + 1);
+  } else {
+    c.grid_x = chip.grid_x;
+    c.grid_y = chip.grid_y;
+  }
+  return c;
+}
+
+std::string layout_string(const TensorLayout& t) {
+  std::ostringstream out;
+  out << device::buffer_name(t.buffer) << " " << device::memory_name(t.memory);
+  if (t.memory != device::MemLayout::interleaved)
+    out << " " << (t.shard.grid.x1 - t.shard.grid.x0 + 1) << "x"
+        << (t.shard.grid.y1 - t.shard.grid.y0 + 1) << " [" << t.shard.shape[0] << "x"
+        << t.shard.shape[1] << "]";
+  return out.str();
+}
+
+std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
+                         std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                         const TensorLayout& result_layout, const device::OpConfig& config) const {
+  // Exact bytes of everything OpModel looks at (names aside): no collisions.
+  std::string k;
+  k.reserve(160);
+  auto put = [&](auto x) { k.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+  put(static_cast<uint16_t>(kind));
+  put(config.transpose_a);
+  put(config.transpose_b);
+  put(config.activation);
+  put(config.fidelity);
+  put(config.grid_x);
+  put(config.grid_y);
+  auto tensor = [&](ValueId v, const TensorLayout& t) {
+    const Value& val = graph_.values[v];
+    put(static_cast<uint8_t>(val.shape.size()));
+    for (int64_t d : val.shape) put(d);
+    put(t.dtype);
+    put(t.layout);
+    put(t.buffer);
+    put(t.memory);
+    if (t.memory != device::MemLayout::interleaved) {
+      put(t.shard.grid);
+      put(t.shard.shape[0]);
+      put(t.shard.shape[1]);
+      put(t.shard.orientation);
+    }
+  };
+  put(static_cast<uint8_t>(operands.size()));
+  for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
+  tensor(result, result_layout);
+  return k;
+}
+
+device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view name,
+                                       std::span<const ValueId> operands,
+                                       std::span<const TensorLayout* const> operand_layouts,
+                                       ValueId result, const TensorLayout& result_layout,
+                                       const device::OpConfig& config) const {
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
+  if (auto it = valid_memo_.find(k); it != valid_memo_.end()) return it->second;
+  device::OpValidation v =
+      explain(kind, name, operands, operand_layouts, result, result_layout, config);
+  valid_memo_.emplace(std::move(k), v);
+  return v;
+}
+
+device::OpValidation OpQuery::explain(device::OpKind kind, std::string_view name,
+                                      std::span<const ValueId> operands,
+                                      std::span<const TensorLayout* const> operand_layouts,
+                                      ValueId result, const TensorLayout& result_layout,
+                                      const device::OpConfig& config) const {
+  device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
+  const device::TensorPlacement* inp[8];
+  size_t n = std::min<size_t>(operands.size(), 8);
+  for (size_t i = 0; i < n; ++i) {
+    in[i] = placement_of(graph_.values[operands[i]], *operand_layouts[i]);
+    inp[i] = &in[i];
+  }
+  const device::TensorPlacement* outp[1] = {&out};
+  return model_.validate(
+      device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
+}
+
+device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
+                                 std::span<const ValueId> operands,
+                                 std::span<const TensorLayout* const> operand_layouts,
+                                 ValueId result, const TensorLayout& result_layout,
+                                 const device::OpConfig& config) const {
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
+  if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
+  device::OpTiming t =
+      uncached_timing(kind, name, operands, operand_layouts, result, result_layout, config);
+  cost_memo_.emplace(std::move(k), t);
+  return t;
+}
+
+device::OpTiming OpQuery::uncached_timing(device::OpKind kind, std::string_view name,
+                                          std::span<const ValueId> operands,
+                                          std::span<const TensorLayout* const> operand_layouts,
+                                          ValueId result, const TensorLayout& result_layout,
+                                          const device::OpConfig& config) const {
+  device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
+  const device::TensorPlacement* inp[8];
+  size_t n = std::min<size_t>(operands.size(), 8);
+  for (size_t i = 0; i < n; ++i) {
+    in[i] = placement_of(graph_.values[operands[i]], *operand_layouts[i]);
+    inp[i] = &in[i];
+  }
+  const device::TensorPlacement* outp[1] = {&out};
+  return model_.cost(device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
+}
+
+uint64_t OpQuery::cost(device::OpKind kind, std::string_view name,
+                       std::span<const ValueId> operands,
+                       std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                       const TensorLayout& result_layout, const device::OpConfig& config) const {
+  return timing(kind, name, operands, operand_layouts, result, result_layout, config).duration_ns;
+}
+
+device::OpValidation OpQuery::validate_move(ValueId v, const TensorLayout& from,
+                                            const TensorLayout& to) const {
+  const TensorLayout* f[1] = {&from};
+  ValueId ops[1] = {v};
+  return validate(device::OpKind::to_memory_config, "to_memory_config", ops, f, v, to,
+                  config_for(device::OpConfig{}, to.in_l1() ? to : from, chip()));
+}
+
+device::OpValidation OpQuery::explain_move(ValueId v, const TensorLayout& from,
+                                           const TensorLayout& to) const {
+  const TensorLayout* f[1] = {&from};
+  ValueId ops[1] = {v};
+  return explain(device::OpKind::to_memory_config, "to_memory_config", ops, f, v, to,
+                 config_for(device::OpConfig{}, to.in_l1() ? to : from, chip()));
+}
+
+uint64_t OpQuery::move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const {
+  const TensorLayout* f[1] = {&from};
+  ValueId ops[1] = {v};
+  return cost(device::OpKind::to_memory_config, "to_memory_config", ops, f, v, to,
+              config_for(device::OpConfig{}, to.in_l1() ? to : from, chip()));
+}
+
+}  // namespace meshplan::planner

@@ -1,0 +1,401 @@
+// The layout pipeline around the policies: materializing moves, L1 spill management, fitting.
+#include "meshplan/planner/policy.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_set>
+
+#include "meshplan/planner/memory_plan.hpp"
+#include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/schedule.hpp"
+
+namespace meshplan::planner {
+
+Result<LayoutDecision> LayoutDecision::all_dram(const Graph& g, const device::ChipDesc& chip) {
+  LayoutDecision d;
+  d.tensors.reserve(g.values.size());
+  for (const Value& v : g.values)
+    d.tensors.push_back(interleaved_layout(v, device::BufferType::dram));
+  d.configs.reserve(g.ops.size());
+  for (const Op& op : g.ops) {
+    device::OpConfig c = MESHPLAN_TRY(op_config(op));
+    c.grid_x = chip.grid_x;
+    c.grid_y = chip.grid_y;
+    d.configs.push_back(c);
+  }
+  return d;
+}
+
+namespace {
+
+// Appends a value named after `base` with `suffix`, unique among `taken`.
+ValueId add_value(Graph& g, std::unordered_set<std::string>& taken, const Value& like,
+                  const std::string& suffix) {
+  Value v;
+  v.name = like.name + suffix;
+  for (int k = 2; taken.count(v.name); ++k) v.name = like.name + suffix + std::to_string(k);
+  taken.insert(v.name);
+  v.shape = like.shape;
+  v.dtype = like.dtype;
+  g.values.push_back(std::move(v));
+  return static_cast<ValueId>(g.values.size() - 1);
+}
+
+std::string unique_op_name(std::unordered_set<std::string>& taken, const std::string& want) {
+  std::string name = want;
+  for (int k = 2; taken.count(name); ++k) name = want + std::to_string(k);
+  taken.insert(name);
+  return name;
+}
+
+device::OpConfig move_config(const TensorLayout& from, const TensorLayout& to,
+                             const device::ChipDesc& chip) {
+  return config_for(device::OpConfig{}, to.in_l1() ? to : from, chip);
+}
+
+}  // namespace
+
+Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
+  LayoutResult r;
+  r.graph.name = g.name;
+  r.graph.values = g.values;
+  r.graph.arguments = g.arguments;
+  r.graph.outputs = g.outputs;
+  r.layout.tensors = d.tensors;
+  std::unordered_set<std::string> value_names, op_names;
+  for (const Value& v : g.values) value_names.insert(v.name);
+  for (const Op& op : g.ops) op_names.insert(op.name);
+  std::vector<std::vector<const LayoutDecision::Reshard*>> before(g.ops.size());
+  for (const auto& rs : d.reshards) before[rs.before].push_back(&rs);
+  device::ChipDesc chip_grid;  // only grid_x/grid_y of the decision's configs matter for moves
+  std::vector<bool> spilled(g.values.size(), false);
+  for (ValueId v : d.spills) spilled[v] = true;
+  std::vector<ValueId> current(g.values.size());
+  for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
+  r.graph.ops.reserve(g.ops.size() + d.reshards.size() + d.spills.size());
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    Op op = g.ops[o];
+    for (ValueId& v : op.operands) v = current[v];
+    for (const auto* rs : before[o]) {
+      ValueId src = op.operands[rs->operand];
+      ValueId dst = add_value(r.graph, value_names, g.values[src], ".reshard");
+      r.layout.tensors.push_back(rs->to);
+      Op move;
+      move.name = unique_op_name(op_names, op.name + ".reshard" + std::to_string(rs->operand));
+      move.kind = device::OpKind::to_memory_config;
+      move.operands = {src};
+      move.results = {dst};
+      device::OpConfig c;
+      const TensorLayout& from = r.layout.tensors[src];
+      const TensorLayout& l1 = rs->to.in_l1() ? rs->to : from;
+      c = config_for(device::OpConfig{}, l1, chip_grid);
+      if (l1.memory == device::MemLayout::interleaved) {
+        c.grid_x = d.configs[o].grid_x;
+        c.grid_y = d.configs[o].grid_y;
+      }
+      r.graph.ops.push_back(std::move(move));
+      r.layout.configs.push_back(c);
+      r.origin.push_back(OpOrigin::reshard);
+      ++r.reshards;
+      op.operands[rs->operand] = dst;
+    }
+    ValueId result = op.results[0];
+    r.graph.ops.push_back(std::move(op));
+    r.layout.configs.push_back(d.configs[o]);
+    r.origin.push_back(OpOrigin::graph);
+    if (spilled[result] && d.tensors[result].in_l1()) {
+      ValueId copy = add_value(r.graph, value_names, g.values[result], ".spill");
+      r.layout.tensors.push_back(interleaved_layout(g.values[result], device::BufferType::dram));
+      Op move;
+      move.name = unique_op_name(op_names, g.values[result].name + ".spill");
+      move.kind = device::OpKind::to_memory_config;
+      move.operands = {result};
+      move.results = {copy};
+      r.graph.ops.push_back(std::move(move));
+      r.layout.configs.push_back(config_for(device::OpConfig{}, d.tensors[result], chip_grid));
+      if (d.tensors[result].memory == device::MemLayout::interleaved)
+        r.layout.configs.back() = d.configs[o];
+      r.origin.push_back(OpOrigin::spill);
+      ++r.spills;
+      current[result] = copy;
+    }
+  }
+  for (ValueId& v : r.graph.outputs) v = current[v];
+  MESHPLAN_TRY(validate(r.graph));
+  return r;
+}
+
+uint32_t LayoutResult::l1_outputs() const {
+  uint32_t n = 0;
+  for (OpId o = 0; o < graph.ops.size(); ++o)
+    if (origin[o] == OpOrigin::graph && layout.tensors[graph.ops[o].results[0]].in_l1()) ++n;
+  return n;
+}
+
+uint64_t LayoutResult::estimated_ns(const device::ChipDesc& chip) const {
+  OpQuery q(graph, chip);
+  uint64_t total = 0;
+  for (OpId o = 0; o < graph.ops.size(); ++o) {
+    const Op& op = graph.ops[o];
+    std::vector<const TensorLayout*> in;
+    for (ValueId v : op.operands) in.push_back(&layout.tensors[v]);
+    total += q.cost(op.kind, op.name, op.operands, in, op.results[0], layout.tensors[op.results[0]],
+                    layout.configs[o]);
+  }
+  return total;
+}
+
+std::string LayoutResult::print() const {
+  std::ostringstream out;
+  constexpr const char* kOrigin[] = {"op", "reshard", "spill"};
+  for (OpId o = 0; o < graph.ops.size(); ++o) {
+    const Op& op = graph.ops[o];
+    out << o << ": " << kOrigin[static_cast<int>(origin[o])] << " " << op.name << " -> %"
+        << graph.values[op.results[0]].name << " " << layout_string(layout.tensors[op.results[0]])
+        << " grid " << layout.configs[o].grid_x << "x" << layout.configs[o].grid_y << "\n";
+  }
+  out << "spills " << spills << " reshards " << reshards << "\n";
+  return out.str();
+}
+
+Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip,
+                                   bool results_first) {
+  const Graph& g = in.graph;
+  Schedule s = Schedule::build(g);
+  int n = static_cast<int>(g.ops.size());
+  OpQuery q(g, chip);
+  const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
+  // Uses of every value, by position, ascending; graph outputs are used at n (the end).
+  std::vector<std::vector<int>> uses(g.values.size());
+  for (int p = 0; p < n; ++p)
+    for (ValueId v : g.ops[p].operands)
+      if (uses[v].empty() || uses[v].back() != p) uses[v].push_back(p);
+  for (ValueId v : g.outputs) uses[v].push_back(n);
+  auto next_use = [&](ValueId v, int from) {
+    auto it = std::lower_bound(uses[v].begin(), uses[v].end(), from);
+    return it == uses[v].end() ? n + 1 : *it;
+  };
+  std::vector<uint64_t> size(g.values.size(), 0);
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    size[v] = l1_bytes_per_core(g.values[v], in.layout.tensors[v], chip);
+
+  LayoutResult out;
+  out.graph.name = g.name;
+  out.graph.values = g.values;
+  out.graph.arguments = g.arguments;
+  out.layout.tensors = in.layout.tensors;
+  out.spills = in.spills;
+  out.reshards = in.reshards;
+  std::unordered_set<std::string> value_names, op_names;
+  for (const Value& v : g.values) value_names.insert(v.name);
+  for (const Op& op : g.ops) op_names.insert(op.name);
+  std::vector<ValueId> current(g.values.size());
+  for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
+  std::vector<ValueId> live;  // original ids of live L1 tensors
+  uint64_t live_bytes = 0;
+  auto drop = [&](ValueId v) {
+    auto it = std::find(live.begin(), live.end(), v);
+    if (it != live.end()) {
+      live.erase(it);
+      live_bytes -= size[v];
+    }
+  };
+  for (ValueId a : g.arguments)
+    if (in.layout.tensors[a].in_l1()) {
+      live.push_back(a);
+      live_bytes += size[a];
+    }
+  for (int p = 0; p < n; ++p) {
+    Op op = g.ops[p];
+    device::OpConfig config = in.layout.configs[p];
+    ValueId result = op.results[0];
+    std::vector<const TensorLayout*> in_layouts;
+    for (ValueId v : op.operands) in_layouts.push_back(&out.layout.tensors[current[v]]);
+    device::OpValidation val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
+                                          out.layout.tensors[result], config);
+    if (!val.ok)
+      return fail(ErrorCode::internal, "spill management: ",
+                  q.explain(op.kind, op.name, op.operands, in_layouts, result,
+                            out.layout.tensors[result], config)
+                      .reason);
+    uint64_t cb = val.cb_bytes_per_core;
+    bool result_l1 = out.layout.tensors[result].in_l1();
+    uint64_t need = cb + live_bytes + (result_l1 ? size[result] : 0);
+    while (need > usable) {
+      // Victim: the L1 tensor whose next use is farthest; ties: larger, then newer.
+      ValueId victim = kNoOp;
+      int victim_use = -1;
+      auto consider = [&](ValueId v, int use) {
+        if (victim == kNoOp || use > victim_use ||
+            (use == victim_use &&
+             (size[v] > size[victim] || (size[v] == size[victim] && v > victim)))) {
+          victim = v;
+          victim_use = use;
+        }
+      };
+      if (result_l1) consider(result, next_use(result, p + 1));
+      if (!results_first || victim == kNoOp)
+        for (ValueId v : live) consider(v, next_use(v, p));
+      if (victim == kNoOp) break;
+      ++out.spills;
+      if (victim == result) {
+        // Evicted at birth: the op writes DRAM directly.
+        out.layout.tensors[result] = interleaved_layout(g.values[result], device::BufferType::dram);
+        if (config.grid_x != chip.grid_x || config.grid_y != chip.grid_y)
+          config = config_for(config, out.layout.tensors[result], chip);
+        result_l1 = false;
+        need -= size[result];
+        size[result] = 0;
+        continue;
+      }
+      // Not read since it was produced, or read but cheaper to have lived in DRAM all along than
+      // to move now (OpModel's costs of its producer and readers so far against the move's):
+      // its producer writes DRAM directly (no move).
+      OpId producer = g.values[victim].producer;
+      auto demote_is_cheaper = [&] {
+        OpQuery qo(out.graph, chip);
+        auto cost_of_touching = [&] {
+          uint64_t total = 0;
+          for (OpId e = 0; e < out.graph.ops.size(); ++e) {
+            const Op& x = out.graph.ops[e];
+            if (x.results[0] != victim &&
+                std::find(x.operands.begin(), x.operands.end(), victim) == x.operands.end())
+              continue;
+            std::vector<const TensorLayout*> in;
+            for (ValueId v : x.operands) in.push_back(&out.layout.tensors[v]);
+            total += qo.cost(x.kind, x.name, x.operands, in, x.results[0],
+                             out.layout.tensors[x.results[0]], out.layout.configs[e]);
+          }
+          return total;
+        };
+        uint64_t now = cost_of_touching();
+        TensorLayout saved = out.layout.tensors[victim];
+        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        uint64_t demoted = cost_of_touching();
+        out.layout.tensors[victim] = saved;
+        return demoted - std::min(demoted, now) <=
+               qo.move_cost(victim, saved,
+                            interleaved_layout(g.values[victim], device::BufferType::dram));
+      };
+      if (producer != kNoOp &&
+          (next_use(victim, s.defined_at(victim) + 1) >= p || demote_is_cheaper())) {
+        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        for (OpId e = 0; e < out.graph.ops.size(); ++e)
+          if (out.graph.ops[e].results[0] == victim)
+            out.layout.configs[e] =
+                config_for(out.layout.configs[e], out.layout.tensors[victim], chip);
+        drop(victim);
+        need -= size[victim];
+        size[victim] = 0;
+        continue;
+      }
+      // Move the victim to DRAM before this op; later readers read the copy.
+      ValueId copy = add_value(out.graph, value_names, g.values[victim], ".spill");
+      out.layout.tensors.push_back(interleaved_layout(g.values[victim], device::BufferType::dram));
+      Op move;
+      move.name = unique_op_name(op_names, g.values[victim].name + ".spill");
+      move.kind = device::OpKind::to_memory_config;
+      move.operands = {current[victim]};
+      move.results = {copy};
+      out.graph.ops.push_back(std::move(move));
+      out.layout.configs.push_back(
+          move_config(out.layout.tensors[current[victim]], out.layout.tensors[copy], chip));
+      out.origin.push_back(OpOrigin::spill);
+      current[victim] = copy;
+      drop(victim);
+      need -= size[victim];
+    }
+    for (ValueId& v : op.operands) v = current[v];
+    out.graph.ops.push_back(std::move(op));
+    out.layout.configs.push_back(config);
+    out.origin.push_back(in.origin[p]);
+    if (result_l1) {
+      live.push_back(result);
+      live_bytes += size[result];
+    }
+    for (ValueId v : s.dying_at(p)) drop(v);
+  }
+  out.graph.outputs = g.outputs;
+  for (ValueId& v : out.graph.outputs) v = current[v];
+  MESHPLAN_TRY(validate(out.graph));
+  return out;
+}
+
+Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
+  for (;;) {
+    Schedule s = Schedule::build(r.graph);
+    L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
+    if (packing.unplaced.empty()) break;
+    // Demote what did not pack; results of sharded-grid ops go back to the full grid.
+    for (ValueId v : packing.unplaced) {
+      r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
+      OpId producer = r.graph.values[v].producer;
+      if (producer != kNoOp)
+        r.layout.configs[producer] =
+            config_for(r.layout.configs[producer], r.layout.tensors[v], chip);
+      ++r.spills;
+    }
+  }
+  OpQuery q(r.graph, chip);
+  for (OpId o = 0; o < r.graph.ops.size(); ++o) {
+    const Op& op = r.graph.ops[o];
+    std::vector<const TensorLayout*> in;
+    for (ValueId v : op.operands) in.push_back(&r.layout.tensors[v]);
+    device::OpValidation v = q.validate(op.kind, op.name, op.operands, in, op.results[0],
+                                        r.layout.tensors[op.results[0]], r.layout.configs[o]);
+    if (!v.ok)
+      return fail(ErrorCode::internal, "layout plan: ",
+                  q.explain(op.kind, op.name, op.operands, in, op.results[0],
+                            r.layout.tensors[op.results[0]], r.layout.configs[o])
+                      .reason);
+  }
+  return {};
+}
+
+std::vector<std::string_view> policy_names() {
+  return {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"};
+}
+
+Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
+                                 const PlannerOptions& options) {
+  // A tensor larger than all of L1 and DRAM cannot be planned by any policy.
+  for (const Value& v : g.values) {
+    TensorLayout dram = interleaved_layout(v, device::BufferType::dram);
+    device::TensorPlacement p = placement_of(v, dram);
+    uint64_t per_bank = device::interleaved_bytes_per_bank(device::page_count(p), p.page_size,
+                                                           chip.dram_banks, chip.dram_alignment);
+    if (per_bank > chip.dram_bank_size)
+      return fail(ErrorCode::resource_exhausted, "tensor '", v.name, "' ", shape_string(v.shape),
+                  " needs ", per_bank, " bytes per DRAM bank, more than the ", chip.dram_bank_size,
+                  " of each of ", chip.dram_banks,
+                  " banks (and more than all of L1): no policy can place it");
+  }
+  Overrides overrides = MESHPLAN_TRY(parse_overrides(g, options));
+  LayoutResult r;
+  if (options.policy == "dram") {
+    LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
+    MESHPLAN_TRY(apply_overrides(g, chip, overrides, d));
+    r = MESHPLAN_TRY(materialize(g, d));
+  } else if (options.policy == "l1-interleaved" || options.policy == "greedy") {
+    bool sharded = options.policy == "greedy";
+    LayoutDecision d = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, sharded));
+    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(manage_spills(std::move(r), chip, /*results_first=*/!sharded));
+  } else if (options.policy == "beam") {
+    LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
+    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(manage_spills(std::move(r), chip));
+  } else if (options.policy == "df-sharding") {
+    LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
+    r = MESHPLAN_TRY(materialize(g, d));
+  } else {
+    std::string known;
+    for (auto name : policy_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+    return fail(ErrorCode::invalid_argument, "unknown policy '", options.policy,
+                "' (policies: ", known, ")");
+  }
+  MESHPLAN_TRY(fit_and_validate(r, chip));
+  return r;
+}
+
+}  // namespace meshplan::planner

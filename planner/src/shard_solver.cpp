@@ -1,0 +1,236 @@
+// ShardSolver: bitsets, path sets, worklist propagation, reshard edges, core-usage maximization.
+#include "meshplan/planner/shard_solver.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace meshplan::planner {
+
+namespace {
+bool is_subset(const ShardSolver::Bitset& a, const ShardSolver::Bitset& b) {
+  return (a & ~b).none();
+}
+}  // namespace
+
+bool ShardSolver::PathSet::update(std::vector<Bitset>& bitsets) {
+  Bitset valid_producer, valid_consumer;
+  const Bitset& p = bitsets[producer];
+  const Bitset& c = bitsets[consumer];
+  std::vector<Path> kept;
+  kept.reserve(paths.size());
+  for (const Path& path : paths)
+    if (p[path.producer_config] && c[path.consumer_config]) {
+      valid_producer.set(path.producer_config);
+      valid_consumer.set(path.consumer_config);
+      kept.push_back(path);
+    }
+  paths = std::move(kept);
+  bool unchanged = is_subset(p, valid_producer) && is_subset(c, valid_consumer);
+  if (!unchanged) {
+    bitsets[producer] &= valid_producer;
+    bitsets[consumer] &= valid_consumer;
+  }
+  return !unchanged;
+}
+
+ShardSolver::ShardSolver(std::vector<uint32_t> configs, std::vector<Edge> edges,
+                         Callbacks callbacks)
+    : configs_(std::move(configs)), edges_(std::move(edges)), cb_(std::move(callbacks)) {}
+
+std::vector<uint32_t> ShardSolver::operand_path_sets(uint32_t node) const {
+  std::vector<uint32_t> out;
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (edges_[e].consumer == node && path_set_of_edge_[e] >= 0)
+      out.push_back(static_cast<uint32_t>(path_set_of_edge_[e]));
+  return out;
+}
+
+std::vector<uint32_t> ShardSolver::user_path_sets(uint32_t node) const {
+  std::vector<uint32_t> out;
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (edges_[e].producer == node && path_set_of_edge_[e] >= 0)
+      out.push_back(static_cast<uint32_t>(path_set_of_edge_[e]));
+  return out;
+}
+
+bool ShardSolver::update_solver(uint32_t root, bool expand_root) {
+  std::vector<uint32_t> needs_update = {root};
+  if (expand_root) {
+    for (uint32_t ps : operand_path_sets(root)) path_sets_[ps].update(bitsets_);
+    for (uint32_t ps : user_path_sets(root)) path_sets_[ps].update(bitsets_);
+    for (uint32_t ps : operand_path_sets(root)) needs_update.push_back(path_sets_[ps].producer);
+    for (uint32_t ps : user_path_sets(root)) needs_update.push_back(path_sets_[ps].consumer);
+  }
+  // Worklist: re-filter the path sets around the op on top; enqueue neighbours whose bitsets
+  // changed; pop the op once its edges are stable.
+  size_t guard = 0;
+  while (!needs_update.empty()) {
+    if (++guard > 1000000) return false;
+    uint32_t op = needs_update.back();
+    bool changed = false;
+    for (uint32_t ps : operand_path_sets(op)) {
+      if (path_sets_[ps].update(bitsets_)) {
+        needs_update.push_back(path_sets_[ps].producer);
+        changed = true;
+      }
+      if (path_sets_[ps].paths.empty()) return false;
+    }
+    for (uint32_t ps : user_path_sets(op)) {
+      if (path_sets_[ps].update(bitsets_)) {
+        needs_update.push_back(path_sets_[ps].consumer);
+        changed = true;
+      }
+      if (path_sets_[ps].paths.empty()) return false;
+    }
+    if (!changed) {
+      // Remove this op (it may no longer be on top if neighbours were pushed; erase the last copy).
+      auto it = std::find(needs_update.rbegin(), needs_update.rend(), op);
+      needs_update.erase(std::next(it).base());
+    }
+  }
+  for (const Bitset& b : bitsets_)
+    if (b.none()) return false;
+  return true;
+}
+
+bool ShardSolver::resolve() {
+  size_t n = configs_.size();
+  bitsets_.assign(n, Bitset{});
+  for (size_t i = 0; i < n; ++i)
+    for (uint32_t c = 0; c < std::min<uint32_t>(configs_[i], kMaxConfigs); ++c) bitsets_[i].set(c);
+  path_sets_.clear();
+  path_set_of_edge_.assign(edges_.size(), -1);
+  selected_.assign(n, std::nullopt);
+  reshard_.assign(edges_.size(), {});
+  entry_reshard_.assign(n ? configs_[0] : 0, std::nullopt);
+  failed_ = false;
+  if (n == 0) return true;
+  // First op: only configs that accept the chain's external input; else a reshard at entry.
+  Bitset first;
+  for (uint32_t c = 0; c < configs_[0]; ++c)
+    if (bitsets_[0][c] && cb_.entry_ok(0, c)) first.set(c);
+  if (first.none()) {
+    Edge entry{0, 0, 0};
+    for (uint32_t c = 0; c < configs_[0]; ++c)
+      if (auto r = cb_.reshard_for(entry, c)) {
+        entry_reshard_[c] = *r;
+        first.set(c);
+      }
+  }
+  if (first.none()) return !(failed_ = true);
+  bitsets_[0] &= first;
+  for (uint32_t consumer = 0; consumer < n; ++consumer) {
+    for (size_t e = 0; e < edges_.size(); ++e) {
+      const Edge& edge = edges_[e];
+      if (edge.consumer != consumer) continue;
+      Bitset edge_producer, edge_consumer;
+      std::vector<Path> paths;
+      for (uint32_t p = 0; p < configs_[edge.producer]; ++p) {
+        if (!bitsets_[edge.producer][p]) continue;
+        for (uint32_t c = 0; c < configs_[consumer]; ++c)
+          if (bitsets_[consumer][c] && cb_.edge_ok(edge, p, c)) {
+            edge_producer.set(p);
+            edge_consumer.set(c);
+            paths.push_back(Path{p, c});
+          }
+      }
+      if (paths.empty()) {
+        // Reshard edge: any producer config, the consumer configs some reshard enables.
+        reshard_[e].assign(configs_[consumer], std::nullopt);
+        for (uint32_t c = 0; c < configs_[consumer]; ++c)
+          if (bitsets_[consumer][c])
+            if (auto r = cb_.reshard_for(edge, c)) {
+              reshard_[e][c] = *r;
+              edge_consumer.set(c);
+            }
+        for (uint32_t p = 0; p < configs_[edge.producer]; ++p)
+          if (bitsets_[edge.producer][p]) {
+            edge_producer.set(p);
+            for (uint32_t c = 0; c < configs_[consumer]; ++c)
+              if (edge_consumer[c]) paths.push_back(Path{p, c});
+          }
+        if (paths.empty()) return !(failed_ = true);
+      }
+      bool producer_narrows = !is_subset(bitsets_[edge.producer], edge_producer);
+      bitsets_[edge.producer] &= edge_producer;
+      bitsets_[consumer] &= edge_consumer;
+      path_set_of_edge_[e] = static_cast<int>(path_sets_.size());
+      path_sets_.push_back(PathSet{edge.producer, consumer, std::move(paths)});
+      if (producer_narrows && !update_solver(edge.producer, false)) return !(failed_ = true);
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (!update_solver(i, false)) return !(failed_ = true);
+  return true;
+}
+
+bool ShardSolver::set(uint32_t node, uint32_t c) {
+  selected_[node] = c;
+  bitsets_[node].reset();
+  bitsets_[node].set(c);
+  return update_solver(node, true);
+}
+
+bool ShardSolver::pick_max_core_usage() {
+  size_t n = configs_.size();
+  // accumulated[i][c] = cores(i, c) + sum over i's user edges of the best accumulated user config
+  // reachable through a valid path (nodes are in schedule order, so walk them backward).
+  std::vector<std::vector<uint64_t>> acc(n);
+  for (size_t i = n; i-- > 0;) {
+    acc[i].assign(configs_[i], 0);
+    for (uint32_t c = 0; c < configs_[i]; ++c) {
+      if (!bitsets_[i][c]) continue;
+      uint64_t total = cb_.cores(static_cast<uint32_t>(i), c);
+      for (uint32_t ps : user_path_sets(static_cast<uint32_t>(i))) {
+        uint64_t best = 0;
+        for (const Path& p : path_sets_[ps].paths)
+          if (p.producer_config == c)
+            best = std::max(best, acc[path_sets_[ps].consumer][p.consumer_config]);
+        total += best;
+      }
+      acc[i][c] = total;
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (selected_[i]) continue;
+    std::optional<uint32_t> best;
+    for (uint32_t c = 0; c < configs_[i]; ++c)
+      if (bitsets_[i][c] && (!best || acc[i][c] > acc[i][*best])) best = c;
+    if (!best || !set(i, *best)) return false;
+  }
+  return true;
+}
+
+ShardSolver::Solution ShardSolver::finish() const {
+  Solution s;
+  for (const auto& c : selected_) s.config.push_back(c.value_or(0));
+  if (!s.config.empty() && entry_reshard_.size() > s.config[0] && entry_reshard_[s.config[0]])
+    s.reshards.emplace_back(Edge{0, 0, 0}, *entry_reshard_[s.config[0]]);
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (!reshard_[e].empty() && reshard_[e][s.config[edges_[e].consumer]])
+      s.reshards.emplace_back(edges_[e], *reshard_[e][s.config[edges_[e].consumer]]);
+  return s;
+}
+
+std::string ShardSolver::print() const {
+  std::ostringstream out;
+  for (size_t i = 0; i < bitsets_.size(); ++i) {
+    out << "node " << i << ":";
+    for (uint32_t c = 0; c < configs_[i]; ++c)
+      if (bitsets_[i][c]) out << " " << c;
+    if (selected_[i]) out << " (selected " << *selected_[i] << ")";
+    out << "\n";
+  }
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    out << "edge " << edges_[e].producer << "->" << edges_[e].consumer << "." << edges_[e].operand
+        << ":";
+    if (path_set_of_edge_.size() > e && path_set_of_edge_[e] >= 0)
+      for (const Path& p : path_sets_[path_set_of_edge_[e]].paths)
+        out << " (" << p.producer_config << "," << p.consumer_config << ")";
+    if (!reshard_[e].empty()) out << " [reshard]";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace meshplan::planner

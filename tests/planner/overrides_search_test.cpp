@@ -1,0 +1,123 @@
+// User overrides (override-output-layout, insert-memreconfig) and the exhaustive search the
+// beam is measured against.
+#include <doctest/doctest.h>
+
+#include "graphs.hpp"
+#include "meshplan/planner/policies.hpp"
+
+using namespace meshplan;
+using namespace meshplan::test;
+
+TEST_CASE("an output override fixes the op's result memory in every policy") {
+  for (std::string policy : {"dram", "l1-interleaved", "greedy", "beam"}) {
+    CAPTURE(policy);
+    planner::PlannerOptions o;
+    o.policy = policy;
+    o.output_overrides = {"q_proj=dram", "k_proj=l1"};
+    auto r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+    REQUIRE_MESSAGE(r, (r ? std::string() : r.error().message));
+    for (const planner::Op& op : r->graph.ops) {
+      if (op.name == "q_proj") CHECK_FALSE(r->layout.tensors[op.results[0]].in_l1());
+      if (op.name == "k_proj") CHECK(r->layout.tensors[op.results[0]].in_l1());
+    }
+    run_e2e(qkv_graph(), device::wormhole_b0(), o);
+  }
+}
+
+TEST_CASE("a forced memreconfig inserts a reshard before the operand") {
+  for (std::string policy : {"dram", "greedy", "beam"}) {
+    CAPTURE(policy);
+    planner::PlannerOptions o;
+    o.policy = policy;
+    o.memreconfig = {"out:1=l1"};
+    auto r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+    REQUIRE_MESSAGE(r, (r ? std::string() : r.error().message));
+    CHECK(r->reshards == 1);
+    bool found = false;
+    for (planner::OpId i = 0; i < r->graph.ops.size(); ++i)
+      if (r->origin[i] == planner::OpOrigin::reshard) {
+        found = true;
+        CHECK(r->graph.ops[i + 1].name == "out");
+        CHECK(r->graph.ops[i + 1].operands[1] == r->graph.ops[i].results[0]);
+        CHECK(r->layout.tensors[r->graph.ops[i].results[0]].in_l1());
+      }
+    CHECK(found);
+    E2E e = run_e2e(qkv_graph(), device::wormhole_b0(), o);
+    CHECK(e.reshards == 1);
+  }
+}
+
+TEST_CASE("an override OpModel rejects fails with OpModel's reason; unknown ops are named") {
+  for (std::string policy : {"dram", "l1-interleaved", "greedy", "beam"}) {
+    CAPTURE(policy);
+    planner::PlannerOptions o;
+    o.policy = policy;
+    o.output_overrides = {"big=l1"};  // 2000 KiB on one core
+    auto r = planner::plan_layout(big_output_graph(), one_core_chip(), o);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == ErrorCode::invalid_argument);
+    CHECK(r.error().message.find("output override for op 'big' is illegal") != std::string::npos);
+    CHECK(r.error().message.find("usable") != std::string::npos);  // OpModel's words
+  }
+  planner::PlannerOptions o;
+  o.policy = "greedy";
+  o.output_overrides = {"nosuch=l1"};
+  auto r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("no op named 'nosuch'") != std::string::npos);
+  o.output_overrides = {"q_proj=sram"};
+  r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("'sram' is not l1 or dram") != std::string::npos);
+  o.output_overrides = {};
+  o.memreconfig = {"out:2=l1"};
+  r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("has no operand '2'") != std::string::npos);
+}
+
+TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it") {
+  std::vector<std::pair<planner::Graph, device::ChipDesc>> cases = {
+      {mlp_example(), device::wormhole_b0()},   {residual_graph(), device::wormhole_b0()},
+      {qkv_graph(), device::wormhole_b0()},     {residual_graph(), one_core_chip()},
+      {qkv_graph(), one_core_chip()},           {farthest_graph(), one_core_chip()},
+      {farthest_graph(false), one_core_chip()}, {join_graph(), one_core_chip()},
+  };
+  for (const auto& [g, chip] : cases) {
+    CAPTURE(g.name);
+    CAPTURE(chip.name);
+    planner::PlannerOptions o;
+    o.policy = "beam";
+    auto best = planner::exhaustive_search(g, chip, o);
+    REQUIRE_MESSAGE(best, (best ? std::string() : best.error().message));
+    // The optimum is a real plan: it materializes, fits and costs what the search said.
+    auto r = planner::materialize(g, best->decision);
+    REQUIRE(r);
+    CHECK(planner::fit_and_validate(*r, chip));
+    CHECK(r->spills == 0);
+    CHECK(r->estimated_ns(chip) == best->estimated_ns);
+    auto beam = planner::plan_layout(g, chip, o);
+    REQUIRE(beam);
+    uint64_t beam_ns = beam->estimated_ns(chip);
+    double gap = static_cast<double>(beam_ns) / static_cast<double>(best->estimated_ns) - 1.0;
+    MESSAGE(g.name, " on ", chip.name, ": optimum ", best->estimated_ns, " ns (", best->plans_tried,
+            " complete plans), beam ", beam_ns, " ns, gap ", gap * 100, "%, beam spills ",
+            beam->spills);
+    // Plans without spills are in the searched space, so the optimum bounds them.
+    if (beam->spills == 0) CHECK(best->estimated_ns <= beam_ns);
+    for (std::string p : {"dram", "l1-interleaved", "greedy"}) {
+      auto other = planner::plan_layout(g, chip, [&] {
+        planner::PlannerOptions x;
+        x.policy = p;
+        return x;
+      }());
+      REQUIRE(other);
+      if (other->spills == 0 && other->reshards == 0)
+        CHECK(best->estimated_ns <= other->estimated_ns(chip));
+    }
+  }
+  planner::PlannerOptions o;
+  auto big = planner::exhaustive_search(mlp_example(), device::wormhole_b0(), o, 4);
+  REQUIRE_FALSE(big);
+  CHECK(big.error().message.find("more than 4") != std::string::npos);
+}

@@ -1,0 +1,150 @@
+// ShardSolver on tt-mlir's optimizer-test topology Op0 -> Op1 -> {Op2, Op3} -> Op4 -> Op5 with
+// three sharded configs per op and a synthetic compatibility function, checked against brute
+// force; reshard edges; and the all-or-nothing failure.
+#include "meshplan/planner/shard_solver.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+
+using namespace meshplan;
+using namespace meshplan::planner;
+
+namespace {
+
+using Edge = ShardSolver::Edge;
+// Edges of the scenario; Op3 feeds Op4's operand 1.
+const std::vector<Edge> kEdges = {{0, 1, 0}, {1, 2, 0}, {1, 3, 0}, {2, 4, 0}, {3, 4, 1}, {4, 5, 0}};
+// Cores of config c of each op: config 0 is the widest grid.
+constexpr std::array<std::array<uint32_t, 3>, 6> kCores = {
+    {{64, 32, 16}, {64, 32, 8}, {56, 48, 24}, {64, 40, 16}, {64, 32, 16}, {64, 48, 32}}};
+
+// compat[e][p][c]: may edge e's producer run config p while its consumer runs c?
+using Compat = std::array<std::array<std::array<bool, 3>, 3>, 6>;
+
+Compat scenario_compat() {
+  Compat m{};
+  auto allow = [&](int e, std::initializer_list<std::pair<int, int>> pairs) {
+    for (auto [p, c] : pairs) m[e][p][c] = true;
+  };
+  allow(0, {{0, 1}, {1, 0}, {1, 1}, {2, 2}});  // Op0 at 64 cores forces Op1 down to 32
+  allow(1, {{0, 0}, {1, 1}, {1, 0}, {2, 2}});
+  allow(2, {{0, 1}, {1, 2}, {2, 2}});  // Op3 can never take Op1's config 0 grid
+  allow(3, {{0, 0}, {1, 1}, {2, 2}});
+  allow(4, {{1, 0}, {1, 1}, {2, 2}, {0, 2}});
+  allow(5, {{0, 0}, {1, 0}, {1, 1}, {2, 2}});
+  return m;
+}
+
+ShardSolver::Callbacks callbacks(const Compat& m, bool entry_any = true) {
+  ShardSolver::Callbacks cb;
+  cb.edge_ok = [m](const Edge& e, uint32_t p, uint32_t c) {
+    for (size_t i = 0; i < kEdges.size(); ++i)
+      if (kEdges[i] == e) return m[i][p][c];
+    return false;
+  };
+  cb.entry_ok = [entry_any](uint32_t, uint32_t c) { return entry_any || c == 2; };
+  cb.reshard_for = [](const Edge&, uint32_t) -> std::optional<TensorLayout> {
+    return std::nullopt;
+  };
+  cb.cores = [](uint32_t node, uint32_t c) { return kCores[node][c]; };
+  return cb;
+}
+
+// Best total core usage over all assignments that satisfy every edge (and the entry rule).
+uint64_t brute_force(const Compat& m, bool entry_any, std::array<uint32_t, 6>* best_pick) {
+  uint64_t best = 0;
+  for (int code = 0; code < 729; ++code) {
+    std::array<uint32_t, 6> pick;
+    for (int i = 0, x = code; i < 6; ++i, x /= 3) pick[i] = static_cast<uint32_t>(x % 3);
+    if (!entry_any && pick[0] != 2) continue;
+    bool ok = true;
+    for (size_t e = 0; e < kEdges.size() && ok; ++e)
+      ok = m[e][pick[kEdges[e].producer]][pick[kEdges[e].consumer]];
+    if (!ok) continue;
+    uint64_t total = 0;
+    for (int i = 0; i < 6; ++i) total += kCores[i][pick[i]];
+    if (total > best) {
+      best = total;
+      *best_pick = pick;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("ShardSolver maximizes core usage on Op0->Op1->{Op2,Op3}->Op4->Op5") {
+  Compat m = scenario_compat();
+  ShardSolver solver({3, 3, 3, 3, 3, 3}, kEdges, callbacks(m));
+  REQUIRE(solver.resolve());
+  for (uint32_t i = 0; i < 6; ++i) CHECK(solver.bitset(i).any());
+  REQUIRE(solver.pick_max_core_usage());
+  ShardSolver::Solution s = solver.finish();
+  REQUIRE(s.config.size() == 6);
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < 6; ++i) total += kCores[i][s.config[i]];
+  for (size_t e = 0; e < kEdges.size(); ++e)
+    CHECK(m[e][s.config[kEdges[e].producer]][s.config[kEdges[e].consumer]]);
+  std::array<uint32_t, 6> best_pick{};
+  uint64_t best = brute_force(m, true, &best_pick);
+  CHECK(total == best);
+  MESSAGE(solver.print());
+  CHECK(s.reshards.empty());
+  for (uint32_t i = 0; i < 6; ++i) CHECK(solver.bitset(i).count() == 1);
+}
+
+TEST_CASE("ShardSolver's first-op preprocessing narrows the chain to what the entry accepts") {
+  Compat m = scenario_compat();
+  ShardSolver solver({3, 3, 3, 3, 3, 3}, kEdges, callbacks(m, /*entry_any=*/false));
+  REQUIRE(solver.resolve());
+  CHECK(solver.bitset(0).count() == 1);
+  CHECK(solver.bitset(0)[2]);
+  // Op0 config 2 only reaches Op1 config 2, and so on down the graph.
+  for (uint32_t i = 1; i < 6; ++i) CHECK(solver.bitset(i) == ShardSolver::Bitset(4));
+  REQUIRE(solver.pick_max_core_usage());
+  std::array<uint32_t, 6> best_pick{};
+  brute_force(m, false, &best_pick);
+  ShardSolver::Solution s = solver.finish();
+  for (uint32_t i = 0; i < 6; ++i) CHECK(s.config[i] == best_pick[i]);
+}
+
+TEST_CASE("an edge with no valid path takes a reshard, or fails the whole chain") {
+  Compat m = scenario_compat();
+  m[5] = {};  // Op4 -> Op5: nothing compatible
+  {
+    ShardSolver solver({3, 3, 3, 3, 3, 3}, kEdges, callbacks(m));
+    CHECK_FALSE(solver.resolve());  // all-or-nothing: one bad edge fails the chain
+  }
+  ShardSolver::Callbacks cb = callbacks(m);
+  TensorLayout bridge;
+  bridge.buffer = device::BufferType::l1;
+  bridge.memory = device::MemLayout::height_sharded;
+  bridge.shard.grid = device::CoreRange{0, 0, 7, 3};
+  cb.reshard_for = [bridge](const Edge& e, uint32_t c) -> std::optional<TensorLayout> {
+    if (e.consumer == 5 && c != 1) return bridge;
+    return std::nullopt;
+  };
+  ShardSolver solver({3, 3, 3, 3, 3, 3}, kEdges, cb);
+  REQUIRE(solver.resolve());
+  CHECK_FALSE(solver.bitset(5)[1]);  // no reshard reaches Op5 config 1
+  REQUIRE(solver.pick_max_core_usage());
+  ShardSolver::Solution s = solver.finish();
+  CHECK(s.config[5] == 0);  // 64 cores, reachable through the reshard
+  REQUIRE(s.reshards.size() == 1);
+  CHECK(s.reshards[0].first == Edge{4, 5, 0});
+  CHECK(s.reshards[0].second == bridge);
+}
+
+TEST_CASE("PathSet::update narrows both ends and reports change") {
+  std::vector<ShardSolver::Bitset> bits = {ShardSolver::Bitset(0b1111),
+                                           ShardSolver::Bitset(0b1111)};
+  ShardSolver::PathSet ps{0, 1, {{0, 0}, {0, 1}, {1, 2}, {2, 3}}};
+  CHECK(ps.update(bits));  // producer 3 has no path
+  CHECK(bits[0] == ShardSolver::Bitset(0b0111));
+  bits[0].reset(1);
+  CHECK(ps.update(bits));  // consumer 2 loses its only path
+  CHECK(bits[1] == ShardSolver::Bitset(0b1011));
+  CHECK(ps.paths.size() == 3);
+  CHECK_FALSE(ps.update(bits));
+}
