@@ -1,8 +1,11 @@
 // EmulatedDevice: allocation checks, host transfers and op dispatch.
 #include "meshplan/device/emulator.hpp"
 
+#include <algorithm>
+#include <thread>
 #include <vector>
 
+#include "core_pool.hpp"
 #include "kernels.hpp"
 #include "meshplan/device/op_model.hpp"
 #include "meshplan/device/formats.hpp"
@@ -13,6 +16,11 @@ namespace {
 constexpr uint64_t kDramChunk = 1ull << 20;
 constexpr uint64_t kL1Chunk = 64ull << 10;
 }  // namespace
+
+bool EmulatedDevice::in_grid(const CoreRange& g, uint32_t core) const {
+  uint32_t x = core % chip_.grid_x, y = core / chip_.grid_x;
+  return x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1;
+}
 
 Result<std::unique_ptr<EmulatedDevice>> EmulatedDevice::create(ChipDesc chip) {
   MESHPLAN_TRY(chip.verify());
@@ -29,7 +37,19 @@ EmulatedDevice::EmulatedDevice(ChipDesc chip)
   for (uint32_t b = 0; b < chip_.dram_banks; ++b) memory_.dram.emplace_back(chip_.dram_bank_size, kDramChunk);
   memory_.l1.reserve(chip_.cores());
   for (int c = 0; c < chip_.cores(); ++c) memory_.l1.emplace_back(chip_.l1_size, kL1Chunk);
+  l1_used_.assign(chip_.cores(), 0);
+  l1_high_.assign(chip_.cores(), 0);
+  set_core_threads(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
 }
+
+EmulatedDevice::~EmulatedDevice() = default;
+
+void EmulatedDevice::set_core_threads(unsigned threads) {
+  pool_ = std::make_unique<CorePool>(std::max(1u, threads));
+  memory_.pool = pool_.get();
+}
+
+unsigned EmulatedDevice::core_threads() const { return pool_->threads(); }
 
 Status EmulatedDevice::check_supported(const TensorPlacement& t) const { return check_placement(t, chip_); }
 
@@ -40,7 +60,13 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
   BankAllocator& alloc = t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_;
   auto status = alloc.allocate_at(t.address, bytes, t.name);
   if (!status) return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'")));
-  live_[{t.buffer, t.address}] = bytes;
+  live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard.grid, std::string(t.name)};
+  if (t.buffer == BufferType::l1)
+    for (uint32_t c = 0; c < l1_used_.size(); ++c)
+      if (map.holds(c)) {
+        l1_used_[c] += bytes;
+        l1_high_[c] = std::max(l1_high_[c], l1_used_[c]);
+      }
   return {};
 }
 
@@ -49,6 +75,9 @@ Status EmulatedDevice::deallocate(const TensorPlacement& t) {
   if (it == live_.end())
     return fail(ErrorCode::invalid_argument, "deallocating tensor '", t.name, "': no live ", buffer_name(t.buffer),
                 " buffer at address ", t.address);
+  if (t.buffer == BufferType::l1)
+    for (uint32_t c = 0; c < l1_used_.size(); ++c)
+      if (!it->second.sharded || in_grid(it->second.grid, c)) l1_used_[c] -= it->second.bytes;
   live_.erase(it);
   return (t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_).free(t.address);
 }
@@ -57,6 +86,8 @@ void EmulatedDevice::reset() {
   dram_alloc_.clear();
   l1_alloc_.clear();
   live_.clear();
+  std::fill(l1_used_.begin(), l1_used_.end(), 0);
+  std::fill(l1_high_.begin(), l1_high_.end(), 0);
   clock_ns_ = 0;
 }
 
@@ -65,10 +96,20 @@ Status EmulatedDevice::check_live(const TensorPlacement& t, std::string_view rol
   if (it == live_.end())
     return fail(ErrorCode::invalid_argument, role, " '", t.name, "': no live ", buffer_name(t.buffer),
                 " buffer at address ", t.address);
-  uint64_t need = AddressMap(t, chip_).bytes_per_bank();
-  if (it->second < need)
-    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address, " holds ", it->second,
+  AddressMap map(t, chip_);
+  uint64_t need = map.bytes_per_bank();
+  const LiveBuffer& live = it->second;
+  if (live.bytes < need)
+    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address, " holds ", live.bytes,
                 " bytes per bank, the tensor needs ", need);
+  // The access may only touch cores the live buffer reserved.
+  if (live.sharded) {
+    const CoreRange& g = live.grid;
+    const CoreRange& a = t.shard.grid;
+    if (!map.sharded() || a.x0 < g.x0 || a.y0 < g.y0 || a.x1 > g.x1 || a.y1 > g.y1)
+      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ", t.address,
+                  " is sharded over cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, "), this access reaches cores outside it");
+  }
   return {};
 }
 
@@ -90,9 +131,13 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
       memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
     }
   } else {
-    int64_t w = t.shape.empty() ? 1 : t.shape.back();
-    for (int64_t p = 0; p < page_count(t); ++p) {
-      MESHPLAN_TRY(pack_elements(t.dtype, host.data() + p * w, static_cast<size_t>(w), page.data()));
+    // Page p is row p / page_cols, columns [c * page_width, ...) of it; a partial last shard
+    // column is zero padded.
+    int64_t w = view_2d(t.shape, t.layout).cols, pw = map.page_width(), pc = map.page_cols();
+    for (int64_t p = 0; p < map.pages(); ++p) {
+      int64_t r = p / pc, c0 = (p % pc) * pw, n = std::min(pw, w - c0);
+      std::fill(page.begin(), page.end(), std::byte{0});
+      MESHPLAN_TRY(pack_elements(t.dtype, host.data() + r * w + c0, static_cast<size_t>(n), page.data()));
       PageLocation loc = map.page(p);
       memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
     }
@@ -118,11 +163,12 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
     }
     untilize(t.shape, std::span<const float>(tiles.get(), g.pages() * kTileElems), host);
   } else {
-    int64_t w = t.shape.empty() ? 1 : t.shape.back();
-    for (int64_t p = 0; p < page_count(t); ++p) {
+    int64_t w = view_2d(t.shape, t.layout).cols, pw = map.page_width(), pc = map.page_cols();
+    for (int64_t p = 0; p < map.pages(); ++p) {
+      int64_t r = p / pc, c0 = (p % pc) * pw, n = std::min(pw, w - c0);
       PageLocation loc = map.page(p);
       memory_.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());
-      MESHPLAN_TRY(unpack_elements(t.dtype, page.data(), static_cast<size_t>(w), host.data() + p * w));
+      MESHPLAN_TRY(unpack_elements(t.dtype, page.data(), static_cast<size_t>(n), host.data() + r * w + c0));
     }
   }
   return {};
@@ -140,15 +186,46 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
     auto live = check_live(*t, "result");
     if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
   }
-  // Circular buffers grow from the unreserved base and must stay below every live L1 buffer.
+  // Circular buffers grow from the unreserved base on every core the op runs on, and must stay
+  // below each live L1 buffer those cores hold.
   uint64_t cb_top = chip_.l1_unreserved_base + v.cb_bytes_per_core;
-  if (cb_top > l1_alloc_.lowest_allocated())
-    return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base, ", ", cb_top,
-                ") clash with L1 buffers starting at ", l1_alloc_.lowest_allocated());
+  CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1), static_cast<uint16_t>(op.config.grid_y - 1)};
+  for (const auto& [key, live] : live_) {
+    if (key.first != BufferType::l1 || key.second >= cb_top) continue;
+    CoreRange g = live.sharded ? live.grid : CoreRange{0, 0, static_cast<uint16_t>(chip_.grid_x - 1),
+                                                       static_cast<uint16_t>(chip_.grid_y - 1)};
+    uint16_t x = std::max(g.x0, op_grid.x0), y = std::max(g.y0, op_grid.y0);
+    if (x > std::min(g.x1, op_grid.x1) || y > std::min(g.y1, op_grid.y1)) continue;
+    return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base, ", ",
+                cb_top, ") clash on core (", x, ",", y, ") with L1 buffer '", live.name, "' at ", key.second);
+  }
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));
   clock_ns_ += timing->duration_ns;
   return timing;
+}
+
+EmulatedDevice::L1CoreStats EmulatedDevice::l1_core_stats(uint32_t core) const {
+  L1CoreStats s;
+  s.used_bytes = l1_used_[core];
+  s.high_water_bytes = l1_high_[core];
+  // Free space on this core: the gaps between the live buffers it holds, in [base, top).
+  uint64_t cursor = chip_.l1_unreserved_base, top = chip_.l1_usable_top();
+  auto gap = [&](uint64_t end) {
+    if (end > cursor) {
+      s.free_bytes += end - cursor;
+      s.largest_free = std::max(s.largest_free, end - cursor);
+    }
+  };
+  for (const auto& [key, live] : live_) {
+    if (key.first != BufferType::l1 || (live.sharded && !in_grid(live.grid, core))) continue;
+    gap(key.second);
+    cursor = std::max(cursor, key.second + live.bytes);
+    ++s.buffers;
+  }
+  gap(top);
+  s.fragmentation = s.free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free_bytes);
+  return s;
 }
 
 uint64_t EmulatedDevice::resident_bytes() const {

@@ -112,7 +112,9 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const
     auto fr = b.CreateVector(results);
     auto ff = b.CreateVector(frees);
     auto config = fb::CreateOpConfig(b, c.transpose_a, c.transpose_b, static_cast<fb::Activation>(c.activation),
-                                     static_cast<fb::MathFidelity>(c.fidelity), c.grid_x, c.grid_y);
+                                     static_cast<fb::MathFidelity>(c.fidelity), c.grid_x, c.grid_y,
+                                     static_cast<fb::MatmulProgram>(c.program), c.mcast_in0, c.transpose_mcast,
+                                     c.per_core_m, c.per_core_n, c.in0_block_w, c.out_subblock_h, c.out_subblock_w);
     ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns));
   }
 

@@ -16,6 +16,8 @@ static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds, "ops
 static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DType::bf8b));
 static_assert(static_cast<int>(fb::MemLayout::block_sharded) == static_cast<int>(device::MemLayout::block_sharded));
 static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));
+static_assert(static_cast<int>(fb::MatmulProgram::mcast_2d) == static_cast<int>(device::MatmulProgram::mcast_2d));
+static_assert(static_cast<int>(fb::ShardOrientation::col_major) == static_cast<int>(device::ShardOrientation::col_major));
 
 namespace {
 constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
@@ -46,6 +48,18 @@ device::TensorPlacement PlanRef::placement(uint32_t id) const {
   p.memory = static_cast<device::MemLayout>(t->memory());
   p.address = t->address();
   p.page_size = t->page_size();
+  // One rectangle per shard grid (a core range set of one range); the plan verifier checks it.
+  if (const fb::ShardSpec* s = t->shard()) {
+    if (s->grid() && s->grid()->size() >= 1) {
+      const fb::CoreRange* g = s->grid()->Get(0);
+      p.shard.grid = device::CoreRange{g->x0(), g->y0(), g->x1(), g->y1()};
+    }
+    if (s->shape() && s->shape()->size() == 2) {
+      p.shard.shape[0] = s->shape()->Get(0);
+      p.shard.shape[1] = s->shape()->Get(1);
+    }
+    p.shard.orientation = static_cast<device::ShardOrientation>(s->orientation());
+  }
   return p;
 }
 
@@ -87,6 +101,13 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
         static_cast<int>(t->role()) > static_cast<int>(fb::TensorRole::MAX))
       return bad("tensor ", i, " has an unknown enum value");
     if (t->page_size() == 0) return bad("tensor ", i, " has page size 0");
+    if (t->memory() != fb::MemLayout::interleaved) {
+      const fb::ShardSpec* s = t->shard();
+      if (!s || !s->grid() || s->grid()->size() != 1 || !s->shape() || s->shape()->size() != 2)
+        return bad("sharded tensor ", i, " needs a shard spec with one core range and a 2-D shard shape");
+      if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
+        return bad("tensor ", i, " has an unknown shard orientation");
+    }
     if (t->role() == fb::TensorRole::constant) {
       if (t->segment() < 0 || static_cast<uint32_t>(t->segment()) >= n_segments)
         return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);
