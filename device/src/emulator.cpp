@@ -228,6 +228,15 @@ EmulatedDevice::L1CoreStats EmulatedDevice::l1_core_stats(uint32_t core) const {
   return s;
 }
 
+Status EmulatedDevice::peek(BufferType buffer, uint32_t bank, uint64_t offset, std::span<std::byte> out) const {
+  const auto& mems = buffer == BufferType::dram ? memory_.dram : memory_.l1;
+  if (bank >= mems.size() || offset > mems[bank].size() || out.size() > mems[bank].size() - offset)
+    return fail(ErrorCode::invalid_argument, "peek: ", buffer_name(buffer), " bank ", bank, " [", offset, ", +", out.size(),
+                ") is outside the device");
+  mems[bank].read(offset, out.data(), out.size());
+  return {};
+}
+
 uint64_t EmulatedDevice::resident_bytes() const {
   uint64_t n = 0;
   for (const auto& m : memory_.dram) n += m.resident_bytes();

@@ -46,6 +46,9 @@ class EmulatedDevice final : public Device {
   /// Bytes of emulated memory actually backed by host memory.
   uint64_t resident_bytes() const;
 
+  /// Copies raw bytes out of DRAM bank or L1 core `bank` (for tests and debugging tools).
+  Status peek(BufferType buffer, uint32_t bank, uint64_t offset, std::span<std::byte> out) const;
+
   /// Host threads that run emulated cores of big ops (1 = serial). Default: min(4, hardware).
   void set_core_threads(unsigned threads);
   unsigned core_threads() const;
