@@ -1,0 +1,256 @@
+// The OpModel/emulator contract as a property, over every op and a sweep of operand and result
+// layouts (DRAM/L1 interleaved, height/width/block sharded in both orientations), dtypes and
+// matmul program configs: whatever validate() accepts runs and matches the f32 reference;
+// whatever it rejects, launch() refuses with the same reason.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/device/op_semantics.hpp"
+#include "meshplan/device/placement.hpp"
+
+using namespace meshplan;
+using namespace meshplan::device;
+
+namespace {
+
+enum class Kind { dram, l1, height, width, block_row, block_col, height_col, block_bad_grid };
+constexpr Kind kKinds[] = {
+    Kind::dram,      Kind::l1,        Kind::height,     Kind::width,
+    Kind::block_row, Kind::block_col, Kind::height_col, Kind::block_bad_grid};
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::dram:
+      return "dram";
+    case Kind::l1:
+      return "l1";
+    case Kind::height:
+      return "height";
+    case Kind::width:
+      return "width";
+    case Kind::block_row:
+      return "block_row";
+    case Kind::block_col:
+      return "block_col";
+    case Kind::height_col:
+      return "height_col";
+    case Kind::block_bad_grid:
+      return "block_1x1";
+  }
+  return "?";
+}
+
+/// A placement of `shape` in layout `k` (address filled in later). Sharded layouts use the
+/// 4x2 grid at the origin, the op's grid in this sweep.
+TensorPlacement place(std::string_view name, const std::vector<int64_t>& shape, DType dtype,
+                      Kind k) {
+  const CoreRange grid{0, 0, 3, 1};
+  auto sharded = [&](MemLayout m, ShardOrientation o, CoreRange g) {
+    auto s = even_shard_spec(shape, m, g, o);
+    REQUIRE(s);
+    return make_sharded(name, shape, dtype, m, *s, 0);
+  };
+  switch (k) {
+    case Kind::dram:
+      return make_interleaved(name, shape, dtype, BufferType::dram, 0);
+    case Kind::l1:
+      return make_interleaved(name, shape, dtype, BufferType::l1, 0);
+    case Kind::height:
+      return sharded(MemLayout::height_sharded, ShardOrientation::row_major, grid);
+    case Kind::width:
+      return sharded(MemLayout::width_sharded, ShardOrientation::row_major, grid);
+    case Kind::block_row:
+      return sharded(MemLayout::block_sharded, ShardOrientation::row_major, grid);
+    case Kind::block_col:
+      return sharded(MemLayout::block_sharded, ShardOrientation::col_major, grid);
+    case Kind::height_col:
+      return sharded(MemLayout::height_sharded, ShardOrientation::col_major, grid);
+    case Kind::block_bad_grid: {
+      // Shards sized for a 4x2 grid declared on one core: check_placement must refuse it.
+      TensorPlacement t = sharded(MemLayout::block_sharded, ShardOrientation::row_major, grid);
+      t.shard.grid = CoreRange{0, 0, 0, 0};
+      return t;
+    }
+  }
+  return {};
+}
+
+std::vector<float> random_values(const std::vector<int64_t>& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(volume(shape)));
+  for (float& x : v) x = round_bf16(d(rng));
+  return v;
+}
+
+struct Sweep {
+  std::unique_ptr<EmulatedDevice> dev;
+  OpModel model{wormhole_b0()};
+  int accepted = 0, rejected = 0;
+  int accepted_sharded = 0;  ///< Accepted launches with a sharded operand or result.
+
+  Sweep() {
+    auto d = EmulatedDevice::create(wormhole_b0());
+    REQUIRE(d);
+    dev = std::move(*d);
+  }
+
+  /// Checks the contract for one launch; `host` holds the operands' values.
+  void check(OpKind kind, std::vector<TensorPlacement> ins, TensorPlacement out,
+             const OpConfig& config, const std::vector<std::vector<float>>& host,
+             double tolerance) {
+    dev->reset();
+    std::vector<const TensorPlacement*> inp, outp{&out};
+    for (auto& t : ins) inp.push_back(&t);
+    // Addresses: DRAM from 0 up, L1 from the usable top down.
+    uint64_t dram = 0, l1 = model.chip().l1_usable_top();
+    std::vector<TensorPlacement*> all;
+    for (auto& t : ins) all.push_back(&t);
+    all.push_back(&out);
+    for (TensorPlacement* t : all) {
+      uint64_t bytes = AddressMap(*t, model.chip()).bytes_per_bank();
+      if (t->buffer == BufferType::dram) {
+        t->address = dram;
+        dram += (bytes + 1023) / 1024 * 1024;
+      } else {
+        l1 = (l1 - bytes) / 64 * 64;
+        t->address = l1;
+      }
+    }
+    OpLaunch op{kind, "op", inp, outp, config};
+    OpValidation v = model.validate(op);
+    if (!v.ok) {
+      ++rejected;
+      auto r = dev->launch(op);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().message == v.reason);
+      return;
+    }
+    ++accepted;
+    for (TensorPlacement* t : all) {
+      if (t->memory != MemLayout::interleaved) {
+        ++accepted_sharded;
+        break;
+      }
+    }
+    for (size_t i = 0; i < ins.size(); ++i) {
+      REQUIRE(dev->allocate(ins[i]));
+      REQUIRE(dev->write(ins[i], host[i]));
+    }
+    REQUIRE(dev->allocate(out));
+    auto r = dev->launch(op);
+    if (!r) FAIL_CHECK(r.error().message);
+    REQUIRE(r);
+    std::vector<float> got(static_cast<size_t>(volume(out.shape))), want(got.size());
+    REQUIRE(dev->read(out, got));
+    std::vector<HostView> views;
+    for (size_t i = 0; i < ins.size(); ++i) views.push_back(HostView{ins[i].shape, host[i]});
+    REQUIRE(reference(kind, views, config, out.shape, want));
+    double err = 0, scale = 1e-6;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
+    }
+    CHECK(err / scale < tolerance);
+  }
+};
+
+OpConfig grid_config() {
+  OpConfig c;
+  c.grid_x = 4;
+  c.grid_y = 2;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("matmul: validate() and launch() agree over layouts x program configs") {
+  Sweep s;
+  const std::vector<int64_t> as{64, 96}, bs{96, 128}, os{64, 128};  // out 2x4 tiles, K 3 tiles
+  auto ha = random_values(as, 1), hb = random_values(bs, 2);
+  std::vector<OpConfig> configs;
+  OpConfig c = grid_config();
+  configs.push_back(c);  // program none
+  c.program = MatmulProgram::mcast_1d;
+  configs.push_back(c);  // split N
+  c.mcast_in0 = false;
+  configs.push_back(c);  // split M
+  c.program = MatmulProgram::mcast_2d;
+  c.mcast_in0 = true;
+  configs.push_back(c);
+  c.in0_block_w = 1;
+  configs.push_back(c);
+  c.transpose_mcast = true;
+  c.grid_x = 2;
+  c.grid_y = 4;
+  configs.push_back(c);
+  c = grid_config();
+  c.program = MatmulProgram::mcast_2d;
+  c.in0_block_w = 2;  // does not divide K = 3 tiles
+  configs.push_back(c);
+  c = grid_config();
+  c.program = MatmulProgram::mcast_1d;
+  c.per_core_n = 2;
+  c.out_subblock_w = 2;
+  c.in0_block_w = 1;
+  c.activation = Activation::relu;
+  configs.push_back(c);
+  for (Kind ka : kKinds)
+    for (Kind kb : {Kind::dram, Kind::l1, Kind::width})
+      for (Kind ko : kKinds)
+        for (size_t ci = 0; ci < configs.size(); ++ci) {
+          CAPTURE(kind_name(ka));
+          CAPTURE(kind_name(kb));
+          CAPTURE(kind_name(ko));
+          CAPTURE(ci);
+          s.check(OpKind::matmul,
+                  {place("a", as, DType::bf16, ka), place("b", bs, DType::bf16, kb)},
+                  place("c", os, DType::bf16, ko), configs[ci], {ha, hb}, 0.01);
+        }
+  MESSAGE("matmul sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 200);
+  CHECK(s.accepted_sharded > 100);
+  CHECK(s.rejected > 200);
+}
+
+TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layouts and dtypes") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96};  // 4 x 3 tiles, a padded row per batch
+  auto h0 = random_values(shape, 3), h1 = random_values(shape, 4);
+  const std::vector<int64_t> row{1, 96};
+  auto hr = random_values(row, 5);
+  OpConfig c = grid_config();
+  for (Kind k0 : kKinds)
+    for (Kind k1 : kKinds) {
+      CAPTURE(kind_name(k0));
+      CAPTURE(kind_name(k1));
+      s.check(OpKind::add, {place("x", shape, DType::bf16, k0), place("y", shape, DType::bf16, k1)},
+              place("z", shape, DType::bf16, k0), c, {h0, h1}, 0.01);
+      s.check(OpKind::add,
+              {place("x", shape, DType::bf16, k0), place("r", row, DType::bf16, Kind::dram)},
+              place("z", shape, DType::bf16, k1), c, {h0, hr}, 0.01);
+      s.check(OpKind::relu, {place("x", shape, DType::bf16, k0)},
+              place("y", shape, DType::bf16, k1), c, {h0}, 1e-6);
+      // Reshard between any two layouts, converting dtype on the way.
+      for (DType from : {DType::f32, DType::bf16})
+        for (DType to : {DType::f32, DType::bf16, DType::bf8b}) {
+          CAPTURE(dtype_name(from));
+          CAPTURE(dtype_name(to));
+          s.check(OpKind::to_memory_config, {place("x", shape, from, k0)},
+                  place("y", shape, to, k1), c, {h0}, to == DType::bf8b ? 0.01 : 1e-6);
+        }
+    }
+  MESSAGE("eltwise/reshard sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 300);
+  CHECK(s.accepted_sharded > 250);
+  CHECK(s.rejected > 50);
+}
