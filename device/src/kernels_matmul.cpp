@@ -20,14 +20,14 @@ void transpose_blocks(std::vector<float>& blocks) {
       for (int c = r + 1; c < kTileW; ++c) std::swap(blocks[off + r * kTileW + c], blocks[off + c * kTileW + r]);
 }
 
-/// acc += x * y for row-major 32x32 blocks.
-void mac_tile(float* acc, const float* x, const float* y) {
+/// acc += x * y for row-major 32x32 blocks. The pointers never alias (restrict lets -O2
+/// vectorise the fixed 32-wide inner loop without runtime checks).
+void mac_tile(float* __restrict acc, const float* __restrict x, const float* __restrict y) {
   for (int i = 0; i < kTileH; ++i) {
-    float* arow = acc + i * kTileW;
+    float* __restrict arow = acc + i * kTileW;
     for (int p = 0; p < kTileW; ++p) {
       float xv = x[i * kTileW + p];
-      if (xv == 0.0f) continue;
-      const float* yrow = y + p * kTileW;
+      const float* __restrict yrow = y + p * kTileW;
       for (int j = 0; j < kTileW; ++j) arow[j] += xv * yrow[j];
     }
   }

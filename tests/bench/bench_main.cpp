@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"emulated matmul 256 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/256/real_time", "BM_HostTripleLoop/256/real_time"}},
+      {"emulated matmul 512 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
+      {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
+      {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
   });
   benchmark::Shutdown();
   return 0;
