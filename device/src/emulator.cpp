@@ -7,6 +7,7 @@
 
 #include "core_pool.hpp"
 #include "kernels.hpp"
+#include "tensor_io.hpp"
 #include "meshplan/device/op_model.hpp"
 #include "meshplan/device/formats.hpp"
 
@@ -119,30 +120,7 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(), " values for ",
                 volume(t.shape), " elements");
-  AddressMap map(t, chip_);
-  std::vector<std::byte> page(t.page_size);
-  if (t.layout == TileLayout::tile) {
-    TileGrid g = tile_grid(t.shape);
-    auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
-    tilize(t.shape, host, std::span<float>(tiles.get(), g.pages() * kTileElems));
-    for (int64_t p = 0; p < g.pages(); ++p) {
-      MESHPLAN_TRY(pack_tile(t.dtype, tiles.get() + p * kTileElems, page.data()));
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
-    }
-  } else {
-    // Page p is row p / page_cols, columns [c * page_width, ...) of it; a partial last shard
-    // column is zero padded.
-    int64_t w = view_2d(t.shape, t.layout).cols, pw = map.page_width(), pc = map.page_cols();
-    for (int64_t p = 0; p < map.pages(); ++p) {
-      int64_t r = p / pc, c0 = (p % pc) * pw, n = std::min(pw, w - c0);
-      std::fill(page.begin(), page.end(), std::byte{0});
-      MESHPLAN_TRY(pack_elements(t.dtype, host.data() + r * w + c0, static_cast<size_t>(n), page.data()));
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
-    }
-  }
-  return {};
+  return write_tensor(memory_, chip_, t, host);
 }
 
 Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
@@ -151,27 +129,7 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "reading tensor '", t.name, "': room for ", host.size(), " values, ",
                 volume(t.shape), " elements");
-  AddressMap map(t, chip_);
-  std::vector<std::byte> page(t.page_size);
-  if (t.layout == TileLayout::tile) {
-    TileGrid g = tile_grid(t.shape);
-    auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
-    for (int64_t p = 0; p < g.pages(); ++p) {
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());
-      MESHPLAN_TRY(unpack_tile(t.dtype, page.data(), tiles.get() + p * kTileElems));
-    }
-    untilize(t.shape, std::span<const float>(tiles.get(), g.pages() * kTileElems), host);
-  } else {
-    int64_t w = view_2d(t.shape, t.layout).cols, pw = map.page_width(), pc = map.page_cols();
-    for (int64_t p = 0; p < map.pages(); ++p) {
-      int64_t r = p / pc, c0 = (p % pc) * pw, n = std::min(pw, w - c0);
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());
-      MESHPLAN_TRY(unpack_elements(t.dtype, page.data(), static_cast<size_t>(n), host.data() + r * w + c0));
-    }
-  }
-  return {};
+  return read_tensor(memory_, chip_, t, host);
 }
 
 Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {

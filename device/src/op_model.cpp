@@ -59,14 +59,16 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   std::vector<std::span<const int64_t>> shapes;
   for (const TensorPlacement* t : op.operands) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
-    if (t->layout != TileLayout::tile) return reject("operand '", t->name, "' must be tiled");
+    if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
+      return reject("operand '", t->name, "' must be tiled");
     shapes.push_back(t->shape);
   }
   auto inferred = infer_shape(op.kind, shapes, op.config);
   if (!inferred) return reject(inferred.error().message);
   for (const TensorPlacement* t : op.results) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
-    if (t->layout != TileLayout::tile) return reject("result '", t->name, "' must be tiled");
+    if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
+      return reject("result '", t->name, "' must be tiled");
     if (!std::equal(t->shape.begin(), t->shape.end(), inferred->begin(), inferred->end()))
       return reject("result '", t->name, "' has the wrong shape for its operands");
     if (t->buffer == BufferType::l1)

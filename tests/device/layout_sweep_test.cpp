@@ -49,19 +49,19 @@ const char* kind_name(Kind k) {
 
 /// A placement of `shape` in layout `k` (address filled in later). Sharded layouts use the
 /// 4x2 grid at the origin, the op's grid in this sweep.
-TensorPlacement place(std::string_view name, const std::vector<int64_t>& shape, DType dtype,
-                      Kind k) {
+TensorPlacement place(std::string_view name, const std::vector<int64_t>& shape, DType dtype, Kind k,
+                      TileLayout layout = TileLayout::tile) {
   const CoreRange grid{0, 0, 3, 1};
   auto sharded = [&](MemLayout m, ShardOrientation o, CoreRange g) {
-    auto s = even_shard_spec(shape, m, g, o);
+    auto s = even_shard_spec(shape, m, g, o, layout);
     REQUIRE(s);
-    return make_sharded(name, shape, dtype, m, *s, 0);
+    return make_sharded(name, shape, dtype, m, *s, 0, layout);
   };
   switch (k) {
     case Kind::dram:
-      return make_interleaved(name, shape, dtype, BufferType::dram, 0);
+      return make_interleaved(name, shape, dtype, BufferType::dram, 0, layout);
     case Kind::l1:
-      return make_interleaved(name, shape, dtype, BufferType::l1, 0);
+      return make_interleaved(name, shape, dtype, BufferType::l1, 0, layout);
     case Kind::height:
       return sharded(MemLayout::height_sharded, ShardOrientation::row_major, grid);
     case Kind::width:
@@ -239,18 +239,27 @@ TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layou
               place("z", shape, DType::bf16, k1), c, {h0, hr}, 0.01);
       s.check(OpKind::relu, {place("x", shape, DType::bf16, k0)},
               place("y", shape, DType::bf16, k1), c, {h0}, 1e-6);
-      // Reshard between any two layouts, converting dtype on the way.
-      for (DType from : {DType::f32, DType::bf16})
-        for (DType to : {DType::f32, DType::bf16, DType::bf8b}) {
-          CAPTURE(dtype_name(from));
-          CAPTURE(dtype_name(to));
-          s.check(OpKind::to_memory_config, {place("x", shape, from, k0)},
-                  place("y", shape, to, k1), c, {h0}, to == DType::bf8b ? 0.01 : 1e-6);
-        }
+      // Compute ops take tiled operands only.
+      s.check(OpKind::relu, {place("x", shape, DType::bf16, k0, TileLayout::row_major)},
+              place("y", shape, DType::bf16, k1), c, {h0}, 1e-6);
+      // Reshard between any two layouts, tiled or row-major, converting dtype on the way.
+      for (TileLayout lin : {TileLayout::tile, TileLayout::row_major})
+        for (TileLayout lout : {TileLayout::tile, TileLayout::row_major})
+          for (DType from : {DType::f32, DType::bf16})
+            for (DType to : {DType::f32, DType::bf16, DType::bf8b}) {
+              CAPTURE(dtype_name(from));
+              CAPTURE(dtype_name(to));
+              CAPTURE(static_cast<int>(lin));
+              CAPTURE(static_cast<int>(lout));
+              if (lout == TileLayout::row_major && to == DType::bf8b)
+                continue;  // not constructible
+              s.check(OpKind::to_memory_config, {place("x", shape, from, k0, lin)},
+                      place("y", shape, to, k1, lout), c, {h0}, to == DType::bf8b ? 0.01 : 1e-6);
+            }
     }
   MESSAGE("eltwise/reshard sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  CHECK(s.accepted > 300);
-  CHECK(s.accepted_sharded > 250);
+  CHECK(s.accepted > 1000);
+  CHECK(s.accepted_sharded > 900);
   CHECK(s.rejected > 50);
 }
