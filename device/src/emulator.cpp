@@ -18,9 +18,8 @@ constexpr uint64_t kDramChunk = 1ull << 20;
 constexpr uint64_t kL1Chunk = 64ull << 10;
 }  // namespace
 
-bool EmulatedDevice::in_grid(const CoreRange& g, uint32_t core) const {
-  uint32_t x = core % chip_.grid_x, y = core / chip_.grid_x;
-  return x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1;
+bool EmulatedDevice::holds(const LiveBuffer& live, uint32_t core) const {
+  return !live.sharded || live.shard.contains(core % chip_.grid_x, core / chip_.grid_x);
 }
 
 Result<std::unique_ptr<EmulatedDevice>> EmulatedDevice::create(ChipDesc chip) {
@@ -61,7 +60,7 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
   BankAllocator& alloc = t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_;
   auto status = alloc.allocate_at(t.address, bytes, t.name);
   if (!status) return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'")));
-  live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard.grid, std::string(t.name)};
+  live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard, std::string(t.name)};
   if (t.buffer == BufferType::l1)
     for (uint32_t c = 0; c < l1_used_.size(); ++c)
       if (map.holds(c)) {
@@ -78,7 +77,7 @@ Status EmulatedDevice::deallocate(const TensorPlacement& t) {
                 " buffer at address ", t.address);
   if (t.buffer == BufferType::l1)
     for (uint32_t c = 0; c < l1_used_.size(); ++c)
-      if (!it->second.sharded || in_grid(it->second.grid, c)) l1_used_[c] -= it->second.bytes;
+      if (holds(it->second, c)) l1_used_[c] -= it->second.bytes;
   live_.erase(it);
   return (t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_).free(t.address);
 }
@@ -105,11 +104,18 @@ Status EmulatedDevice::check_live(const TensorPlacement& t, std::string_view rol
                 " bytes per bank, the tensor needs ", need);
   // The access may only touch cores the live buffer reserved.
   if (live.sharded) {
-    const CoreRange& g = live.grid;
-    const CoreRange& a = t.shard.grid;
-    if (!map.sharded() || a.x0 < g.x0 || a.y0 < g.y0 || a.x1 > g.x1 || a.y1 > g.y1)
-      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ", t.address,
-                  " is sharded over cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, "), this access reaches cores outside it");
+    bool inside = map.sharded();
+    for (int i = 0; inside && i < t.shard.range_count(); ++i) {
+      const CoreRange& r = t.shard.range(i);
+      for (uint32_t y = r.y0; inside && y <= r.y1; ++y)
+        for (uint32_t x = r.x0; inside && x <= r.x1; ++x) inside = live.shard.contains(x, y);
+    }
+    if (!inside) {
+      const CoreRange& g = live.shard.grid;
+      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ", t.address, " is sharded over cores (",
+                  g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", live.shard.extra_ranges ? " and more" : "",
+                  ", this access reaches cores outside it");
+    }
   }
   return {};
 }
@@ -150,12 +156,11 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
   CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1), static_cast<uint16_t>(op.config.grid_y - 1)};
   for (const auto& [key, live] : live_) {
     if (key.first != BufferType::l1 || key.second >= cb_top) continue;
-    CoreRange g = live.sharded ? live.grid : CoreRange{0, 0, static_cast<uint16_t>(chip_.grid_x - 1),
-                                                       static_cast<uint16_t>(chip_.grid_y - 1)};
-    uint16_t x = std::max(g.x0, op_grid.x0), y = std::max(g.y0, op_grid.y0);
-    if (x > std::min(g.x1, op_grid.x1) || y > std::min(g.y1, op_grid.y1)) continue;
-    return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base, ", ",
-                cb_top, ") clash on core (", x, ",", y, ") with L1 buffer '", live.name, "' at ", key.second);
+    for (uint16_t y = op_grid.y0; y <= op_grid.y1; ++y)
+      for (uint16_t x = op_grid.x0; x <= op_grid.x1; ++x)
+        if (holds(live, static_cast<uint32_t>(y) * chip_.grid_x + x))
+          return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base,
+                      ", ", cb_top, ") clash on core (", x, ",", y, ") with L1 buffer '", live.name, "' at ", key.second);
   }
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));
@@ -176,7 +181,7 @@ EmulatedDevice::L1CoreStats EmulatedDevice::l1_core_stats(uint32_t core) const {
     }
   };
   for (const auto& [key, live] : live_) {
-    if (key.first != BufferType::l1 || (live.sharded && !in_grid(live.grid, core))) continue;
+    if (key.first != BufferType::l1 || !holds(live, core)) continue;
     gap(key.second);
     cursor = std::max(cursor, key.second + live.bytes);
     ++s.buffers;

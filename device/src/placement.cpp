@@ -112,17 +112,29 @@ Status check_shard_spec(const TensorPlacement& t, const ChipDesc& chip) {
   };
   if (t.buffer != BufferType::l1) return bad("sharded buffers must be in L1 (DRAM sharding is not supported)");
   const CoreRange& g = t.shard.grid;
-  if (g.x1 < g.x0 || g.y1 < g.y0)
-    return bad("shard grid (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ") is empty");
-  if (g.x1 >= chip.grid_x || g.y1 >= chip.grid_y)
-    return bad("shard grid (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ") does not fit the chip's ", chip.grid_x, "x",
-               chip.grid_y, " cores: core (", g.x1, ",", g.y1, ") does not exist");
+  if (t.shard.extra_ranges > kMaxCoreRanges - 1)
+    return bad("a core range set holds at most ", kMaxCoreRanges, " ranges, got ", t.shard.range_count());
+  if (t.shard.extra_ranges > 0 && t.memory == MemLayout::block_sharded)
+    return bad("block sharding needs one core rectangle, got a set of ", t.shard.range_count());
+  for (int i = 0; i < t.shard.range_count(); ++i) {
+    const CoreRange& r = t.shard.range(i);
+    if (r.x1 < r.x0 || r.y1 < r.y0) return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1, ") is empty");
+    if (r.x1 >= chip.grid_x || r.y1 >= chip.grid_y)
+      return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1, ") does not fit the chip's ", chip.grid_x, "x",
+                 chip.grid_y, " cores: core (", r.x1, ",", r.y1, ") does not exist");
+    for (int j = 0; j < i; ++j) {
+      const CoreRange& q = t.shard.range(j);
+      uint16_t x = std::max(q.x0, r.x0), y = std::max(q.y0, r.y0);
+      if (x <= std::min(q.x1, r.x1) && y <= std::min(q.y1, r.y1))
+        return bad("core ranges ", j, " and ", i, " of the shard grid overlap at core (", x, ",", y, ")");
+    }
+  }
   int64_t sh = t.shard.shape[0], sw = t.shard.shape[1];
   if (sh <= 0 || sw <= 0) return bad("shard shape [", sh, ", ", sw, "] must be positive");
   if (t.layout == TileLayout::tile && (sh % kTileH != 0 || sw % kTileW != 0))
     return bad("shard shape [", sh, ", ", sw, "] does not tile: tiled shards are multiples of 32");
   View2D v = view_2d(t.shape, t.layout);
-  int64_t cores = g.cores();
+  int64_t cores = t.shard.cores();
   int64_t nh = ceil_div(v.rows, sh), nw = ceil_div(v.cols, sw);
   switch (t.memory) {
     case MemLayout::height_sharded:
@@ -174,18 +186,19 @@ AddressMap::AddressMap(const TensorPlacement& t, const ChipDesc& chip)
 }
 
 uint32_t AddressMap::core_of_shard(int64_t i, int64_t j) const {
-  const CoreRange& g = shard_.grid;
-  int64_t gw = g.x1 - g.x0 + 1, gh = g.y1 - g.y0 + 1;
   bool row_major = shard_.orientation == ShardOrientation::row_major;
-  int64_t x, y;
   if (memory_ == MemLayout::block_sharded) {
-    x = row_major ? j : i;
-    y = row_major ? i : j;
-  } else {
-    int64_t k = memory_ == MemLayout::height_sharded ? i : j;
-    x = row_major ? k % gw : k / gh;
-    y = row_major ? k / gw : k % gh;
+    const CoreRange& g = shard_.grid;
+    int64_t x = row_major ? j : i, y = row_major ? i : j;
+    return static_cast<uint32_t>((g.y0 + y) * chip_grid_x_ + g.x0 + x);
   }
+  // Height/width: the k-th core of the range set, each range walked in orientation order.
+  int64_t k = memory_ == MemLayout::height_sharded ? i : j;
+  int r = 0;
+  while (r + 1 < shard_.range_count() && k >= static_cast<int64_t>(shard_.range(r).cores())) k -= shard_.range(r++).cores();
+  const CoreRange& g = shard_.range(r);
+  int64_t gw = g.x1 - g.x0 + 1, gh = g.y1 - g.y0 + 1;
+  int64_t x = row_major ? k % gw : k / gh, y = row_major ? k / gw : k % gh;
   return static_cast<uint32_t>((g.y0 + y) * chip_grid_x_ + g.x0 + x);
 }
 
@@ -196,10 +209,7 @@ PageLocation AddressMap::sharded_page(int64_t p) const {
 }
 
 bool AddressMap::holds(uint32_t core) const {
-  if (!sharded_) return true;
-  const CoreRange& g = shard_.grid;
-  uint32_t x = core % chip_grid_x_, y = core / chip_grid_x_;
-  return x >= g.x0 && x <= g.x1 && y >= g.y0 && y <= g.y1;
+  return !sharded_ || shard_.contains(core % chip_grid_x_, core / chip_grid_x_);
 }
 
 uint64_t AddressMap::bytes_per_bank() const {

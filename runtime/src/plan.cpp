@@ -1,8 +1,10 @@
 // Plan verification and placements over the mapped FlatBuffer.
 #include "meshplan/runtime/plan.hpp"
 
+#include <algorithm>
 #include <cstring>
 
+#include "meshplan/device/placement.hpp"
 #include "meshplan/device/types.hpp"
 
 namespace meshplan::runtime {
@@ -48,11 +50,16 @@ device::TensorPlacement PlanRef::placement(uint32_t id) const {
   p.memory = static_cast<device::MemLayout>(t->memory());
   p.address = t->address();
   p.page_size = t->page_size();
-  // One rectangle per shard grid (a core range set of one range); the plan verifier checks it.
+  // The shard grid is a core range set of 1..kMaxCoreRanges rectangles (verify_plan checks).
   if (const fb::ShardSpec* s = t->shard()) {
     if (s->grid() && s->grid()->size() >= 1) {
-      const fb::CoreRange* g = s->grid()->Get(0);
-      p.shard.grid = device::CoreRange{g->x0(), g->y0(), g->x1(), g->y1()};
+      uint32_t n = std::min<uint32_t>(s->grid()->size(), device::kMaxCoreRanges);
+      for (uint32_t i = 0; i < n; ++i) {
+        const fb::CoreRange* g = s->grid()->Get(i);
+        device::CoreRange r{g->x0(), g->y0(), g->x1(), g->y1()};
+        (i == 0 ? p.shard.grid : p.shard.extra[i - 1]) = r;
+      }
+      p.shard.extra_ranges = static_cast<uint8_t>(n - 1);
     }
     if (s->shape() && s->shape()->size() == 2) {
       p.shard.shape[0] = s->shape()->Get(0);
@@ -103,8 +110,10 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
     if (t->page_size() == 0) return bad("tensor ", i, " has page size 0");
     if (t->memory() != fb::MemLayout::interleaved) {
       const fb::ShardSpec* s = t->shard();
-      if (!s || !s->grid() || s->grid()->size() != 1 || !s->shape() || s->shape()->size() != 2)
-        return bad("sharded tensor ", i, " needs a shard spec with one core range and a 2-D shard shape");
+      if (!s || !s->grid() || s->grid()->size() < 1 || s->grid()->size() > device::kMaxCoreRanges || !s->shape() ||
+          s->shape()->size() != 2)
+        return bad("sharded tensor ", i, " needs a shard spec with 1 to ", device::kMaxCoreRanges,
+                   " core ranges and a 2-D shard shape");
       if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
         return bad("tensor ", i, " has an unknown shard orientation");
     }

@@ -71,7 +71,6 @@ class EmulatedDevice final : public Device {
   /// Checks that `t` is a live buffer of the size its placement needs.
   Status check_live(const TensorPlacement& t, std::string_view role) const;
   Status check_supported(const TensorPlacement& t) const;
-  bool in_grid(const CoreRange& g, uint32_t core) const;
 
   ChipDesc chip_;
   OpModel op_model_;
@@ -82,9 +81,11 @@ class EmulatedDevice final : public Device {
   struct LiveBuffer {
     uint64_t bytes = 0;
     bool sharded = false;
-    CoreRange grid;
+    ShardSpec shard;  ///< Which cores hold it (sharded only).
     std::string name;
   };
+  /// Whether a live L1 buffer reserves bytes on `core`.
+  bool holds(const LiveBuffer& live, uint32_t core) const;
   /// Live buffers by (buffer type, address).
   std::map<std::pair<BufferType, uint64_t>, LiveBuffer> live_;
   std::vector<uint64_t> l1_used_;  ///< Per core: live L1 tensor bytes.

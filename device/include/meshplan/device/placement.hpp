@@ -20,14 +20,43 @@ struct CoreRange {
 
 enum class ShardOrientation : uint8_t { row_major = 0, col_major = 1 };
 
+/// Rectangles a core range set may hold: `grid` plus up to kMaxCoreRanges - 1 more.
+inline constexpr int kMaxCoreRanges = 4;
+
 /// How a sharded tensor is split: the 2-D view [prod(leading) * H, W] cut into shards of
 /// `shape` (rows, cols), one per core of `grid` in `orientation` order.
+/// Height and width sharding may spread over a core range set (as tt-metal's CoreRangeSet):
+/// `grid` then `extra[0 .. extra_ranges)`, shards continuing on each range in turn; block
+/// sharding needs one rectangle.
 struct ShardSpec {
   CoreRange grid;
   int64_t shape[2] = {0, 0};
   ShardOrientation orientation = ShardOrientation::row_major;
+  uint8_t extra_ranges = 0;
+  CoreRange extra[kMaxCoreRanges - 1] = {};
+
+  int range_count() const { return 1 + extra_ranges; }
+  const CoreRange& range(int i) const { return i == 0 ? grid : extra[i - 1]; }
+  /// Cores over every range.
+  uint32_t cores() const {
+    uint32_t n = 0;
+    for (int i = 0; i < range_count(); ++i) n += range(i).cores();
+    return n;
+  }
+  bool contains(uint32_t x, uint32_t y) const {
+    for (int i = 0; i < range_count(); ++i) {
+      const CoreRange& r = range(i);
+      if (x >= r.x0 && x <= r.x1 && y >= r.y0 && y <= r.y1) return true;
+    }
+    return false;
+  }
   friend bool operator==(const ShardSpec& a, const ShardSpec& b) {
-    return a.grid == b.grid && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] && a.orientation == b.orientation;
+    if (!(a.grid == b.grid && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] && a.orientation == b.orientation &&
+          a.extra_ranges == b.extra_ranges))
+      return false;
+    for (int i = 0; i < a.extra_ranges; ++i)
+      if (!(a.extra[i] == b.extra[i])) return false;
+    return true;
   }
 };
 
