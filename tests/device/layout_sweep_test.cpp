@@ -20,10 +20,21 @@ using namespace meshplan::device;
 
 namespace {
 
-enum class Kind { dram, l1, height, width, block_row, block_col, height_col, block_bad_grid };
+enum class Kind {
+  dram,
+  l1,
+  height,
+  width,
+  block_row,
+  block_col,
+  height_col,
+  block_bad_grid,
+  height_set,
+  width_set
+};
 constexpr Kind kKinds[] = {
-    Kind::dram,      Kind::l1,        Kind::height,     Kind::width,
-    Kind::block_row, Kind::block_col, Kind::height_col, Kind::block_bad_grid};
+    Kind::dram,      Kind::l1,         Kind::height,         Kind::width,      Kind::block_row,
+    Kind::block_col, Kind::height_col, Kind::block_bad_grid, Kind::height_set, Kind::width_set};
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -43,6 +54,10 @@ const char* kind_name(Kind k) {
       return "height_col";
     case Kind::block_bad_grid:
       return "block_1x1";
+    case Kind::height_set:
+      return "height_set";
+    case Kind::width_set:
+      return "width_set";
   }
   return "?";
 }
@@ -72,6 +87,24 @@ TensorPlacement place(std::string_view name, const std::vector<int64_t>& shape, 
       return sharded(MemLayout::block_sharded, ShardOrientation::col_major, grid);
     case Kind::height_col:
       return sharded(MemLayout::height_sharded, ShardOrientation::col_major, grid);
+    case Kind::height_set:
+    case Kind::width_set: {
+      // A core range set: (0,0)-(1,0) then (5,6)-(5,7), four cores, shards split evenly.
+      bool height = k == Kind::height_set;
+      View2D v = view_2d(shape, layout);
+      int64_t unit = layout == TileLayout::tile ? 32 : 1;
+      int64_t extent = height ? v.rows : v.cols;
+      ShardSpec s;
+      s.grid = CoreRange{0, 0, 1, 0};
+      s.extra_ranges = 1;
+      s.extra[0] = CoreRange{5, 6, 5, 7};
+      int64_t side = (extent / unit + 3) / 4 * unit;
+      s.shape[0] = height ? side : v.rows;
+      s.shape[1] = height ? v.cols : side;
+      return make_sharded(name, shape, dtype,
+                          height ? MemLayout::height_sharded : MemLayout::width_sharded, s, 0,
+                          layout);
+    }
     case Kind::block_bad_grid: {
       // Shards sized for a 4x2 grid declared on one core: check_placement must refuse it.
       TensorPlacement t = sharded(MemLayout::block_sharded, ShardOrientation::row_major, grid);
