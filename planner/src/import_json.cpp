@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "meshplan/schemas/schemas.hpp"
@@ -39,6 +40,15 @@ AttrValue attr_value(const fb::Attribute& a, bool* ok) {
   return false;
 }
 
+// flatbuffers::Parser says "file:15: 1: error: expecting..."; we say "file:15:1: expecting...".
+std::string tidy_parser_error(std::string msg) {
+  static const std::regex kPosition(R"(^(.*?):(\d+): (\d+): error: )");
+  msg = std::regex_replace(msg, kPosition, "$1:$2:$3: ", std::regex_constants::format_first_only);
+  if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return msg;
+}
+
 }  // namespace
 
 Result<std::string> read_text_file(const std::string& path) {
@@ -55,9 +65,7 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
   std::string text(json);
   std::string src(source_name);
   if (!parser->Parse(text.c_str(), nullptr, src.c_str())) {
-    std::string msg = parser->error_;
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    return fail(ErrorCode::invalid_argument, msg);
+    return fail(ErrorCode::invalid_argument, tidy_parser_error(parser->error_));
   }
   flatbuffers::Verifier verifier(parser->builder_.GetBufferPointer(), parser->builder_.GetSize());
   if (!fb::VerifyGraphBuffer(verifier))

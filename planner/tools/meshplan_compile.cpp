@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/report.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -24,13 +26,16 @@ using namespace meshplan;
 
 constexpr const char* kUsage =
     "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device DEVICE]\n"
-    "                        [--emit=plan-json|graph-json]\n"
+    "                        [--emit=plan-json|graph-json] [--report=PLAN.html [--compare=POLICY,...]]\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
-    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n";
+    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
+    "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  std::string report;                // --report=FILE.html
+  std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
 };
 
 Result<Args> parse_args(int argc, char** argv) {
@@ -52,12 +57,23 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
     else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
+    else if (is("--report")) a.report = MESHPLAN_TRY(value("--report"));
+    else if (is("--compare")) {
+      std::string list = MESHPLAN_TRY(value("--compare"));
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = list.find(',', at);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > at) a.compare.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
     else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
-  if (a.output.empty() && a.emit.empty()) return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc or --emit");
+  if (a.output.empty() && a.emit.empty() && a.report.empty())
+    return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
   if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json")
     return fail(ErrorCode::invalid_argument, "--emit takes plan-json or graph-json, not '", a.emit, "'");
   return a;
@@ -76,6 +92,29 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
+/// Writes the HTML report for `plan` (and one plan per --compare policy) to args.report.
+Status write_report(const Args& args, const planner::Graph& graph, const device::ChipDesc& chip,
+                    const planner::CompiledPlan& plan) {
+  std::vector<planner::CompiledPlan> others;
+  for (const std::string& policy : args.compare) {
+    planner::PlannerOptions options;
+    options.policy = policy;
+    auto other = planner::compile(graph, chip, options);
+    if (!other) return std::unexpected(with_context(other.error(), "--compare " + policy));
+    others.push_back(std::move(*other));
+  }
+  std::vector<planner::ReportPlan> plans;
+  plans.push_back({fb::GetSizePrefixedPlan(plan.bytes.data()), args.policy});
+  for (size_t i = 0; i < others.size(); ++i) plans.push_back({fb::GetSizePrefixedPlan(others[i].bytes.data()), args.compare[i]});
+  std::string html = MESHPLAN_TRY(planner::render_report(plans));
+  std::ofstream out(args.report, std::ios::binary | std::ios::trunc);
+  out << html;
+  out.close();
+  if (!out) return fail(ErrorCode::io, "cannot write report '", args.report, "'");
+  std::fprintf(stderr, "meshplan-compile: report written to %s\n", args.report.c_str());
+  return {};
+}
+
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t0 = std::chrono::steady_clock::now();
@@ -90,6 +129,7 @@ Status run(int argc, char** argv) {
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (args.emit == "plan-json") std::cout << MESHPLAN_TRY(plan_json(plan.bytes));
+  if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, plan));
   if (args.output.empty()) return {};
   std::string name = !args.name.empty() ? args.name : !graph.name.empty() ? graph.name : "main";
   size_t size = plan.bytes.size();
