@@ -29,6 +29,9 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
   const TensorPlacement& a = *op.operands[0];
   const TensorPlacement& b = *op.operands[1];
   const TensorPlacement& out = *op.results[0];
+  if (a.shape.size() < 2 || b.shape.size() < 2 || out.shape.empty())
+    return fail(ErrorCode::invalid_argument, "matmul needs operands of rank 2 or more and a result shape (got ranks ",
+                a.shape.size(), ", ", b.shape.size(), ", ", out.shape.size(), ")");
   MatmulBlocking m;
   m.program = cfg.program;
   m.grid_x = cfg.grid_x;

@@ -276,3 +276,13 @@ TEST_CASE("the core thread pool gives the same bytes and the same errors as seri
   CHECK(has(bad1.second, "bf8b cannot hold"));
   CHECK(bad1.second == bad4.second);
 }
+
+TEST_CASE("CB queries on placements without shapes fall back instead of crashing") {
+  TensorPlacement a, b, out;  // dtype only, as a plan report builds them
+  const TensorPlacement* ins[] = {&a, &b};
+  const TensorPlacement* outs[] = {&out};
+  OpLaunch op{OpKind::matmul, "mm", ins, outs, OpConfig{}};
+  CHECK_FALSE(resolve_matmul(op, wormhole_b0()));
+  CHECK(OpModel(wormhole_b0()).circular_buffer_bytes(op) == 2 * 3 * 2048 + 4096);
+  CHECK_FALSE(OpModel(wormhole_b0()).validate(op).ok);
+}
