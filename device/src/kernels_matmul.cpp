@@ -62,6 +62,10 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
     return b_blocks.data() + (((b_batched ? batch : 0) * b_th + r) * b_tw + c) * kTileElems;
   };
 
+  // Per-element epilogue of an output value (inside the logical shape): the fused activation.
+  // Ops built on this kernel (e.g. a bias add) extend it here.
+  auto epilogue = [&](const TileCoords&, int, int, float v) { return activate(cfg.activation, v); };
+
   // Computes output tiles `pages` (at most 8) together, K in steps of in0_block_w, and writes them.
   auto compute = [&](TileIO& out, const int64_t* pages, int count) -> Status {
     float acc[8][kTileElems];
@@ -79,7 +83,7 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
       for (int r = 0; r < kTileH; ++r)
         for (int c = 0; c < kTileW; ++c) {
           bool inside = tc[t].row0 + r < og.rows && tc[t].col0 + c < og.cols;
-          tile[tile_offset(r, c)] = inside ? activate(cfg.activation, acc[t][r * kTileW + c]) : 0.0f;
+          tile[tile_offset(r, c)] = inside ? epilogue(tc[t], r, c, acc[t][r * kTileW + c]) : 0.0f;
         }
       MESHPLAN_TRY(out.write(pages[t], tile));
     }
