@@ -59,7 +59,16 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
   uint64_t bytes = map.bytes_per_bank();
   BankAllocator& alloc = t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_;
   auto status = alloc.allocate_at(t.address, bytes, t.name);
-  if (!status) return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'")));
+  if (!status) {
+    std::string where;
+    if (map.sharded()) {
+      const CoreRange& g = t.shard.grid;
+      where = str(" on cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", t.shard.extra_ranges ? " and more" : "");
+    } else if (t.buffer == BufferType::l1) {
+      where = " on every core";
+    }
+    return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'", where)));
+  }
   live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard, std::string(t.name)};
   if (t.buffer == BufferType::l1)
     for (uint32_t c = 0; c < l1_used_.size(); ++c)

@@ -215,7 +215,8 @@ TEST_CASE("bad shard specs fail naming the tensor and core; the device stays usa
          "must be tiled");
   TensorPlacement misaligned = make_sharded("odd", shape, DType::bf16, MemLayout::height_sharded,
                                             spec({0, 0, 1, 0}, 32, 64), top_address(8192) + 8);
-  expect(misaligned, "odd");
+  expect(misaligned, "not aligned to 16 bytes");
+  expect(misaligned, "on cores (0,0)-(1,0)");
   // Overlapping fixed addresses: the L1 address space is shared by every core, so a shard on
   // other cores at an overlapping address is refused too, naming the live buffer.
   TensorPlacement a = make_sharded("first", shape, DType::bf16, MemLayout::height_sharded,
