@@ -1,10 +1,11 @@
-// Matmul kernel: each core of the program computes its block of output tiles (matmul_work), one
-// out sub-block at a time, accumulating in f32 over K in steps of in0_block_w tiles; an optional
-// activation is fused. Operands are read through their address maps (any layout).
+// Matmul and linear kernel: each core of the program computes its block of output tiles
+// (matmul_work), one out sub-block at a time, accumulating in f32 over K in steps of in0_block_w
+// tiles; then (linear) the broadcast bias, then the optional fused activation. Operands are read
+// through their address maps (any layout).
 #include "core_pool.hpp"
-#include "kernels.hpp"
+#include "kernel_blocks.hpp"
 #include "meshplan/device/matmul_program.hpp"
-#include "tile_io.hpp"
+#include "scalar_ops.hpp"
 
 namespace meshplan::device {
 
@@ -62,9 +63,20 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
     return b_blocks.data() + (((b_batched ? batch : 0) * b_th + r) * b_tw + c) * kTileElems;
   };
 
-  // Per-element epilogue of an output value (inside the logical shape): the fused activation.
-  // Ops built on this kernel (e.g. a bias add) extend it here.
-  auto epilogue = [&](const TileCoords&, int, int, float v) { return activate(cfg.activation, v); };
+  // Per-element epilogue of an output value (inside the logical shape): linear's broadcast bias,
+  // then the fused activation.
+  Blocks bias;
+  bool has_bias = op.kind == OpKind::linear;
+  if (has_bias) bias = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[2]));
+  auto oshape = op.results[0]->shape;
+  auto epilogue = [&](const TileCoords& tc, int r, int c, float v) {
+    if (has_bias) {
+      int64_t idx[kMaxRank] = {};
+      output_index(oshape, tc, r, c, idx);
+      v += bias.at_broadcast(idx, oshape.size());
+    }
+    return apply_activation(cfg.activation, v);
+  };
 
   // Computes output tiles `pages` (at most 8) together, K in steps of in0_block_w, and writes them.
   auto compute = [&](TileIO& out, const int64_t* pages, int count) -> Status {

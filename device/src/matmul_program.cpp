@@ -30,7 +30,8 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
   const TensorPlacement& b = *op.operands[1];
   const TensorPlacement& out = *op.results[0];
   if (a.shape.size() < 2 || b.shape.size() < 2 || out.shape.empty())
-    return fail(ErrorCode::invalid_argument, "matmul needs operands of rank 2 or more and a result shape (got ranks ",
+    return fail(ErrorCode::invalid_argument,
+                "matmul needs operands of rank 2 or more and a result shape (got ranks ",
                 a.shape.size(), ", ", b.shape.size(), ", ", out.shape.size(), ")");
   MatmulBlocking m;
   m.program = cfg.program;
@@ -206,15 +207,17 @@ uint64_t matmul_cb_bytes(const MatmulBlocking& m, const OpLaunch& op) {
   const TensorPlacement& a = *op.operands[0];
   const TensorPlacement& b = *op.operands[1];
   const TensorPlacement& out = *op.results[0];
+  // linear's bias streams through its own double-buffered tile.
+  uint64_t bias = op.operands.size() > 2 ? 2ull * tile_bytes(op.operands[2]->dtype) : 0;
   if (m.program == MatmulProgram::none)
     return 2ull * (tile_bytes(a.dtype) + tile_bytes(b.dtype) + tile_bytes(out.dtype)) +
-           kTileElems * 4;
+           kTileElems * 4 + bias;
   uint64_t block = static_cast<uint64_t>(m.per_core_m * m.per_core_n);
   uint64_t bytes = 2ull * m.per_core_m * m.in0_block_w * tile_bytes(a.dtype);
   bytes += 2ull * m.in0_block_w * m.per_core_n * tile_bytes(b.dtype);
   if (out.memory == MemLayout::interleaved) bytes += block * tile_bytes(out.dtype);
   if (m.kt / m.in0_block_w > 1) bytes += block * kTileElems * 4;
-  return bytes;
+  return bytes + bias;
 }
 
 }  // namespace meshplan::device

@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"transformer_block: emulator vs f32 host reference", {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
+      {"small_cnn: emulator vs f32 host reference", {"BM_EmulateSmallCnn", "BM_ReferenceSmallCnn"}},
       {"emulated matmul 256 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/256/real_time", "BM_HostTripleLoop/256/real_time"}},
       {"emulated matmul 512 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
       {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},

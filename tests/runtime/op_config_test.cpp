@@ -11,9 +11,23 @@ namespace {
 
 const fb::OpPlan* build(flatbuffers::FlatBufferBuilder& b, bool with_config) {
   flatbuffers::Offset<fb::OpConfig> config;
-  if (with_config)
-    config = fb::CreateOpConfig(b, true, false, fb::Activation::relu, fb::MathFidelity::lofi, 4, 2,
-                                fb::MatmulProgram::mcast_1d, false, true, 3, 5, 2, 1, 4);
+  if (with_config) {
+    fb::OpConfigBuilder c(b);
+    c.add_transpose_a(true);
+    c.add_activation(fb::Activation::relu);
+    c.add_fidelity(fb::MathFidelity::lofi);
+    c.add_grid_x(4);
+    c.add_grid_y(2);
+    c.add_program(fb::MatmulProgram::mcast_1d);
+    c.add_mcast_in0(false);
+    c.add_transpose_mcast(true);
+    c.add_per_core_m(3);
+    c.add_per_core_n(5);
+    c.add_in0_block_w(2);
+    c.add_out_subblock_h(1);
+    c.add_out_subblock_w(4);
+    config = c.Finish();
+  }
   auto name = b.CreateString("mm");
   auto ids = b.CreateVector(std::vector<uint32_t>{0, 1});
   auto res = b.CreateVector(std::vector<uint32_t>{2});

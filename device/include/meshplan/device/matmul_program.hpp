@@ -50,7 +50,8 @@ std::vector<MatmulWork> matmul_work(const MatmulBlocking& m, uint16_t chip_grid_
 /// Circular-buffer bytes per core. Programs: double-buffered in0 block (per_core_m x
 /// in0_block_w) and in1 block (in0_block_w x per_core_n), the output block unless the result is
 /// sharded (its shard is the buffer), and f32 partials when K takes more than one block.
-/// Program none: two tiles per operand and result plus one f32 partial tile.
+/// Program none: two tiles per operand and result plus one f32 partial tile. linear adds two
+/// bias tiles either way.
 uint64_t matmul_cb_bytes(const MatmulBlocking& m, const OpLaunch& op);
 
 }  // namespace meshplan::device
