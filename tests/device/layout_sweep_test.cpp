@@ -36,7 +36,7 @@ constexpr Kind kKinds[] = {
     Kind::dram,      Kind::l1,         Kind::height,         Kind::width,      Kind::block_row,
     Kind::block_col, Kind::height_col, Kind::block_bad_grid, Kind::height_set, Kind::width_set};
 
-const char* kind_name(Kind k) {
+std::string kind_name(Kind k) {
   switch (k) {
     case Kind::dram:
       return "dram";
@@ -295,4 +295,80 @@ TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layou
   CHECK(s.accepted > 1000);
   CHECK(s.accepted_sharded > 900);
   CHECK(s.rejected > 50);
+}
+
+TEST_CASE("the rest of the op set: validate() and launch() agree over operand and result layouts") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96};
+  auto h0 = random_values(shape, 6), h1 = random_values(shape, 7);
+  struct Case {
+    OpKind kind;
+    int operands;
+    std::vector<int64_t> out;
+    OpConfig config;
+    DType out_dtype = DType::bf16;
+  };
+  std::vector<Case> cases;
+  OpConfig c = grid_config();
+  for (OpKind k : {OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp,
+                   OpKind::neg, OpKind::abs})
+    cases.push_back({k, 1, shape, c});
+  for (OpKind k : {OpKind::subtract, OpKind::multiply, OpKind::maximum, OpKind::minimum})
+    cases.push_back({k, 2, shape, c});
+  OpConfig last = c;
+  last.num_dims = 1;
+  last.dims[0] = -1;
+  cases.push_back({OpKind::softmax, 1, shape, last});
+  last.keepdim = true;
+  cases.push_back({OpKind::reduce_sum, 1, {2, 40, 1}, last});
+  cases.push_back({OpKind::reduce_max, 1, {2, 40, 1}, last});
+  OpConfig perm = c;
+  perm.num_dims = 3;
+  perm.dims[0] = 0;
+  perm.dims[1] = 2;
+  perm.dims[2] = 1;
+  cases.push_back({OpKind::permute, 1, {2, 96, 40}, perm});
+  OpConfig reshape = c;
+  reshape.num_shape = 2;
+  reshape.shape[0] = 80;
+  reshape.shape[1] = 96;
+  cases.push_back({OpKind::reshape, 1, {80, 96}, reshape});
+  OpConfig cast = c;
+  cast.dtype = DType::f32;
+  cases.push_back({OpKind::typecast, 1, shape, cast, DType::f32});
+  for (const Case& k : cases)
+    for (Kind k0 : kKinds)
+      for (Kind k1 : kKinds) {
+        CAPTURE(op_name(k.kind));
+        CAPTURE(kind_name(k0));
+        CAPTURE(kind_name(k1));
+        std::vector<TensorPlacement> ins{place("x", shape, DType::bf16, k0)};
+        std::vector<std::vector<float>> host{h0};
+        if (k.operands == 2) {
+          ins.push_back(place("y", shape, DType::bf16, k1));
+          host.push_back(h1);
+        }
+        s.check(k.kind, ins, place("z", k.out, k.out_dtype, k1), k.config, host, 0.02);
+      }
+  // linear = matmul + broadcast bias, on the program-aware matmul kernel.
+  const std::vector<int64_t> as{64, 96}, ws{96, 128}, bias{128}, os{64, 128};
+  auto ha = random_values(as, 8), hw = random_values(ws, 9), hb = random_values(bias, 10);
+  OpConfig two_d = grid_config();
+  two_d.program = MatmulProgram::mcast_2d;
+  two_d.in0_block_w = 1;
+  for (const OpConfig& cfg : {grid_config(), two_d})
+    for (Kind ka : kKinds)
+      for (Kind ko : kKinds) {
+        CAPTURE(kind_name(ka));
+        CAPTURE(kind_name(ko));
+        s.check(OpKind::linear,
+                {place("a", as, DType::bf16, ka), place("w", ws, DType::bf16, Kind::dram),
+                 place("b", bias, DType::bf16, Kind::l1)},
+                place("c", os, DType::bf16, ko), cfg, {ha, hw, hb}, 0.01);
+      }
+  MESSAGE("op-set sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 1400);
+  CHECK(s.accepted_sharded > 1200);
+  CHECK(s.rejected > 100);
 }
