@@ -71,6 +71,10 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
   }
   m.per_core_m = cfg.per_core_m ? cfg.per_core_m : ceil_div(m.mt, cores_m);
   m.per_core_n = cfg.per_core_n ? cfg.per_core_n : ceil_div(m.nt, cores_n);
+  // Blocks larger than the output are meaningless (and would overflow the CB arithmetic).
+  if (m.per_core_m > m.mt || m.per_core_n > m.nt)
+    return bad("per-core block ", m.per_core_m, "x", m.per_core_n, " exceeds the ", m.mt, "x", m.nt,
+               " output tiles");
   if (m.program == MatmulProgram::mcast_1d && m.mcast_in0 && m.per_core_m < m.mt)
     return bad("with in0 multicast every core computes all ", m.mt,
                " output tile rows, per_core_m is ", m.per_core_m);

@@ -94,6 +94,12 @@ TEST_CASE("program rules: layouts, blocks, K steps and sub-blocks") {
   c.per_core_m = 1;  // in0 multicast keeps all 2 tile rows per core
   CHECK(has(reason(l, c), "computes all 2 output tile rows"));
   c = program(MatmulProgram::mcast_2d, 4, 2);
+  c.per_core_n = 0xffffffffu;  // as a corrupt plan might say
+  CHECK(has(reason(l, c), "exceeds the 2x4 output tiles"));
+  c = program(MatmulProgram::mcast_2d, 4, 2);
+  c.program = static_cast<MatmulProgram>(7);
+  CHECK(has(reason(l, c), "unknown matmul program 7"));
+  c = program(MatmulProgram::mcast_2d, 4, 2);
   c.in0_block_w = 2;
   CHECK(has(reason(l, c), "in0_block_w 2 does not divide the 3 K tiles"));
   c = program(MatmulProgram::mcast_2d, 2, 1);
