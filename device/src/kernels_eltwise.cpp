@@ -26,12 +26,23 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
       MESHPLAN_TRY(ins[0].read(p, x));
       if (binary) {
         MESHPLAN_TRY(ins[1].read(p, y));
-        for (int i = 0; i < kTileElems; ++i)
-          x[i] = apply_activation(act, binary_value(op.kind, x[i], y[i]));
+        switch (op.kind) {  // The common ops as straight loops; the rest through binary_value.
+          case OpKind::add:
+            for (int i = 0; i < kTileElems; ++i) x[i] += y[i];
+            break;
+          case OpKind::multiply:
+            for (int i = 0; i < kTileElems; ++i) x[i] *= y[i];
+            break;
+          default:
+            for (int i = 0; i < kTileElems; ++i) x[i] = binary_value(op.kind, x[i], y[i]);
+        }
+      } else if (op.kind == OpKind::relu) {
+        for (int i = 0; i < kTileElems; ++i) x[i] = std::max(x[i], 0.0f);
       } else {
-        for (int i = 0; i < kTileElems; ++i)
-          x[i] = apply_activation(act, unary_value(op.kind, x[i]));
+        for (int i = 0; i < kTileElems; ++i) x[i] = unary_value(op.kind, x[i]);
       }
+      if (act != Activation::none)
+        for (int i = 0; i < kTileElems; ++i) x[i] = apply_activation(act, x[i]);
       // Edge tiles: padding outside the logical shape is written as 0.
       TileCoords tc = tile_coords(og, p);
       if (tc.row0 + kTileH > og.rows || tc.col0 + kTileW > og.cols)
