@@ -34,6 +34,7 @@ demo: build
 	@rm -f $(DEMO_DIR)/plans.mpc
 	$(BUILD_DIR)/planner/meshplan-compile examples/models/mlp.json -o $(DEMO_DIR)/plans.mpc --name mlp
 	$(BUILD_DIR)/examples/meshplan-demo $(DEMO_DIR)/plans.mpc mlp
+	$(BUILD_DIR)/examples/meshplan-zoo --cache $(DEMO_DIR)/zoo.mpc
 
 BENCH_DIR := $(BUILD_DIR)/bench
 

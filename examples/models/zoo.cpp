@@ -1,6 +1,7 @@
 // Model definitions. Names of values and ops follow the architectures' usual names.
 #include "zoo.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "meshplan/planner/graph_builder.hpp"
@@ -27,7 +28,7 @@ V attention(GraphBuilder& b, V q, V k, V v, V mask, int64_t seq, int64_t heads, 
   V scale = b.constant(p + "scale", {1}, {1.0f / std::sqrt(static_cast<float>(hd))});
   V scaled = b.op("multiply", {scores, scale}, {}, p + "scale_scores");
   V masked = b.op("add", {scaled, mask}, {}, p + "mask_scores");
-  V probs = b.op("softmax", {masked}, {attr("dim", ints({-1}))}, p + "softmax");
+  V probs = b.op("softmax", {masked}, {attr("dim", -1)}, p + "softmax");
   V ctx = b.op("matmul", {probs, v}, {}, p + "pv");
   V c4 = b.op("reshape", {ctx}, {attr("shape", ints({kv_heads, group, seq, hd}))}, p + "ctx_split");
   V cp = b.op("permute", {c4}, {attr("perm", ints({2, 0, 1, 3}))}, p + "ctx_tokens");
@@ -59,7 +60,7 @@ Result<planner::Graph> llama_decoder(const LlamaConfig& c, const std::string& na
     V w3 = b.parameter(p + "w3", {c.hidden, c.ffn});
     V w2 = b.parameter(p + "w2", {c.ffn, c.hidden});
 
-    V h = b.op("rms_norm", {x, norm_w}, {attr("epsilon", static_cast<double>(c.epsilon))}, p + "attn_norm");
+    V h = b.op("rms_norm", {x, norm_w}, {attr("epsilon", c.epsilon)}, p + "attn_norm");
     V q = b.op("matmul", {h, wq}, {}, p + "q_proj");
     V k_new = to_heads(b, b.op("matmul", {h, wk}, {}, p + "k_proj"), c.seq, c.kv_heads, hd, p + "k");
     V v_new = to_heads(b, b.op("matmul", {h, wv}, {}, p + "v_proj"), c.seq, c.kv_heads, hd, p + "v");
@@ -77,7 +78,7 @@ Result<planner::Graph> llama_decoder(const LlamaConfig& c, const std::string& na
     V attn = b.op("matmul", {ctx, wo}, {}, p + "o_proj");
     V x1 = b.op("add", {x, attn}, {}, p + "attn_residual");
 
-    V h2 = b.op("rms_norm", {x1, ffn_norm_w}, {attr("epsilon", static_cast<double>(c.epsilon))}, p + "ffn_norm");
+    V h2 = b.op("rms_norm", {x1, ffn_norm_w}, {attr("epsilon", c.epsilon)}, p + "ffn_norm");
     V gate = b.op("matmul", {h2, w1}, {}, p + "gate_proj");
     V up = b.op("matmul", {h2, w3}, {}, p + "up_proj");
     V act = b.op("silu", {gate}, {}, p + "silu");
@@ -228,7 +229,7 @@ std::vector<ModelSpec> zoo() {
       c.image = 32;
       c.width = 8;
       c.classes = 100;
-      c.batch = 1;
+      c.batch = std::min<int64_t>(batch, 2);
     }
     return resnet(c, n);
   };

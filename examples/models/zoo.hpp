@@ -20,7 +20,7 @@ struct LlamaConfig {
   int64_t seq = 128;     ///< Tokens in this step: 128 for prefill, 1 for decode.
   int64_t past = 0;      ///< Cached tokens (decode): the K/V cache inputs hold `past` positions.
   int layers = 1;
-  float epsilon = 1e-5f;
+  double epsilon = 1e-5;
 };
 /// Llama-3-8B-shaped decoder layers: RMSNorm, Q/K/V projections, attention as matmul + softmax
 /// + matmul (K/V cache as inputs when past > 0), output projection, SwiGLU MLP, residual adds.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"
@@ -33,6 +34,7 @@ struct Args {
   std::vector<std::string> policies;
   std::vector<std::string> models;
   std::string bench_json;
+  std::string write_json;  ///< Folder to write each model's graph.json (full size) into.
   bool run = true;
 };
 
@@ -77,6 +79,20 @@ Result<int> run(const Args& args) {
       chosen.push_back(*it);
     }
     zoo = chosen;
+  }
+  if (!args.write_json.empty()) {
+    for (const models::ModelSpec& spec : zoo) {
+      if (spec.name == "mlp") continue;  // examples/models/mlp.json is hand-written (same graph key)
+      auto g = spec.full();
+      if (!g) return std::unexpected(with_context(g.error(), "model " + spec.name));
+      std::string json = MESHPLAN_TRY(planner::export_graph_json(*g));
+      std::string path = args.write_json + "/" + spec.name + ".json";
+      std::ofstream out(path, std::ios::trunc);
+      out << json;
+      if (!out) return fail(ErrorCode::io, "cannot write ", path);
+      std::printf("wrote %s\n", path.c_str());
+    }
+    return 0;
   }
   std::vector<std::string> policies = args.policies;
   if (policies.empty())
@@ -166,11 +182,11 @@ Result<int> run(const Args& args) {
 
   std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(), args.cache.c_str(), open_us);
   std::printf("%-22s %-12s %-14s %6s %6s %6s %8s %14s %11s %9s %10s %s\n", "model", "device", "policy", "ops", "%L1",
-              "spills", "reshards", "simulated us", "plan ms", "load us", "max err", "check (reduced widths)");
+              "spills", "reshards", "simulated us", "plan ms", "load us", "rel err", "check (reduced widths)");
   for (const Row& r : rows) {
     double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
     std::printf("%-22s %-12s %-14s %6u %5.1f%% %6u %8u %14.1f %11.1f %9.1f %10.5f %s\n", r.model.c_str(), r.device.c_str(),
-                r.policy.c_str(), r.ops, l1, r.spills, r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.max_error,
+                r.policy.c_str(), r.ops, l1, r.spills, r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.relative_error,
                 !r.note.empty() ? r.note.c_str() : !args.run ? "not run" : r.verified ? "VERIFIED" : "FAILED");
   }
   std::printf("(collectives: 0 — single-chip plans; the mesh variants need the mesh planner)\n");
@@ -215,8 +231,9 @@ int main(int argc, char** argv) {
     else if (s == "--models") args.models = split(next());
     else if (s == "--bench-json") args.bench_json = next();
     else if (s == "--no-run") args.run = false;
+    else if (s == "--write-json") args.write_json = next();
     else {
-      std::fprintf(stderr, "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [--bench-json FILE] [--no-run]\n");
+      std::fprintf(stderr, "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [--bench-json FILE] [--no-run] [--write-json DIR]\n");
       return 1;
     }
   }

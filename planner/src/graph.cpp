@@ -272,7 +272,7 @@ Status validate(Graph& g) {
     if (!dtype_or) {
       std::string operands;
       for (ValueId v : op.operands)
-        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' " + std::string(device::dtype_name(g.values[v].dtype));
+        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' is " + std::string(device::dtype_name(g.values[v].dtype));
       return fail(ErrorCode::invalid_argument, op_label(op), ": ", dtype_or.error().message, " (operands ", operands, ")");
     }
     DType dtype = *dtype_or;

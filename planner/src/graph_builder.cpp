@@ -85,7 +85,14 @@ GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> o
   planner::Value r;
   r.name = o.name + ".out";
   r.shape = std::move(*shape);
-  r.dtype = graph_.values[o.operands.empty() ? 0 : o.operands[0]].dtype;
+  std::vector<DType> dtypes;
+  for (Value v : o.operands) dtypes.push_back(graph_.values[v].dtype);
+  auto dtype = device::infer_dtype(o.kind, dtypes, *config);  // typecast and embedding change dtype
+  if (!dtype) {
+    set_error(Error{ErrorCode::invalid_argument, str("op '", o.name, "' (", kind, "): ", dtype.error().message)});
+    return kInvalid;
+  }
+  r.dtype = *dtype;
   r.producer = static_cast<OpId>(graph_.ops.size());
   graph_.values.push_back(std::move(r));
   Value id = static_cast<Value>(graph_.values.size() - 1);

@@ -94,7 +94,8 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
       v.argument = static_cast<int>(g.arguments.size());
       if (v.shape.empty() && !a->value()->shape())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has no shape");
-      if (a->data()) v.data.assign(a->data()->begin(), a->data()->end());
+      if (a->data())
+        for (double d : *a->data()) v.data.push_back(static_cast<float>(d));
       if (v.kind != ArgKind::constant && a->data())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has data but is not a constant");
       g.arguments.push_back(id);
@@ -169,8 +170,9 @@ Result<std::string> export_graph_json(const Graph& g) {
   for (ValueId a : g.arguments) {
     const Value& v = g.values[a];
     auto fv = value(v);
+    std::vector<double> data(v.data.begin(), v.data.end());
     args.push_back(fb::CreateArgumentDirect(b, fv, static_cast<fb::ArgKind>(v.kind),
-                                            v.kind == ArgKind::constant ? &v.data : nullptr));
+                                            v.kind == ArgKind::constant ? &data : nullptr));
   }
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (const Op& op : g.ops) {

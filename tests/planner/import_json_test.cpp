@@ -123,7 +123,7 @@ TEST_CASE("validation errors name the op and values") {
   SUBCASE("dtype mismatch") {
     Error e = import_error(replace(base, R"(name: "w", shape: [8, 16] })", R"(name: "w", shape: [8, 16], dtype: f32 })"));
     CHECK(e.message.find("op 'mm' (matmul): dtype mismatch") != std::string::npos);
-    CHECK(e.message.find("'w' f32") != std::string::npos);
+    CHECK(e.message.find("'w' is f32") != std::string::npos);
   }
   SUBCASE("undefined value") {
     Error e = import_error(replace(base, R"(operands: ["h", "c"])", R"(operands: ["h", "nope"])"));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"
@@ -264,4 +265,26 @@ TEST_CASE("bad attributes, operand counts and shapes are clear errors naming the
                          {op("em", "embedding", {"ids", "t"})}, {"em"}));
   CHECK(contains(e, "op 'em' (embedding)"));
   CHECK(contains(e, "must be i32 or u32"));
+}
+
+TEST_CASE("GraphBuilder infers result dtypes of typecast and embedding eagerly") {
+  planner::GraphBuilder b("builder");
+  auto ids = b.constant("ids", {2, 3}, {0, 1, 2, 3, 4, 1}, device::DType::i32);
+  auto table = b.parameter("table", {5, 8});
+  auto e = b.op("embedding", {ids, table}, {}, "emb");
+  auto t = b.op("typecast", {e}, {planner::attr("dtype", "f32")}, "cast");
+  auto s = b.op("softmax", {t}, {}, "sm");
+  b.output(s);
+  REQUIRE_FALSE(b.error());
+  auto g = b.build();
+  REQUIRE_MESSAGE(g, g.error().message);
+  CHECK(g->values[e].dtype == device::DType::bf16);
+  CHECK(g->values[t].dtype == device::DType::f32);
+  CHECK(g->values[s].dtype == device::DType::f32);
+  planner::GraphBuilder bad("bad");
+  auto f = bad.input("f", {2, 3});
+  bad.op("embedding", {f, bad.parameter("tab", {5, 8})}, {}, "emb");
+  REQUIRE(bad.error());
+  CHECK(
+      contains(bad.error()->message, "op 'emb' (embedding): embedding indices must be i32 or u32"));
 }
