@@ -1,9 +1,13 @@
 // EmulatedDevice: allocation checks, host transfers and op dispatch.
 #include "meshplan/device/emulator.hpp"
 
+#include <algorithm>
+#include <thread>
 #include <vector>
 
+#include "core_pool.hpp"
 #include "kernels.hpp"
+#include "tensor_io.hpp"
 #include "meshplan/device/op_model.hpp"
 #include "meshplan/device/formats.hpp"
 
@@ -13,6 +17,10 @@ namespace {
 constexpr uint64_t kDramChunk = 1ull << 20;
 constexpr uint64_t kL1Chunk = 64ull << 10;
 }  // namespace
+
+bool EmulatedDevice::holds(const LiveBuffer& live, uint32_t core) const {
+  return !live.sharded || live.shard.contains(core % chip_.grid_x, core / chip_.grid_x);
+}
 
 Result<std::unique_ptr<EmulatedDevice>> EmulatedDevice::create(ChipDesc chip) {
   MESHPLAN_TRY(chip.verify());
@@ -29,7 +37,19 @@ EmulatedDevice::EmulatedDevice(ChipDesc chip)
   for (uint32_t b = 0; b < chip_.dram_banks; ++b) memory_.dram.emplace_back(chip_.dram_bank_size, kDramChunk);
   memory_.l1.reserve(chip_.cores());
   for (int c = 0; c < chip_.cores(); ++c) memory_.l1.emplace_back(chip_.l1_size, kL1Chunk);
+  l1_used_.assign(chip_.cores(), 0);
+  l1_high_.assign(chip_.cores(), 0);
+  set_core_threads(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
 }
+
+EmulatedDevice::~EmulatedDevice() = default;
+
+void EmulatedDevice::set_core_threads(unsigned threads) {
+  pool_ = std::make_unique<CorePool>(std::max(1u, threads));
+  memory_.pool = pool_.get();
+}
+
+unsigned EmulatedDevice::core_threads() const { return pool_->threads(); }
 
 Status EmulatedDevice::check_supported(const TensorPlacement& t) const { return check_placement(t, chip_); }
 
@@ -39,8 +59,23 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
   uint64_t bytes = map.bytes_per_bank();
   BankAllocator& alloc = t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_;
   auto status = alloc.allocate_at(t.address, bytes, t.name);
-  if (!status) return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'")));
-  live_[{t.buffer, t.address}] = bytes;
+  if (!status) {
+    std::string where;
+    if (map.sharded()) {
+      const CoreRange& g = t.shard.grid;
+      where = str(" on cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", t.shard.extra_ranges ? " and more" : "");
+    } else if (t.buffer == BufferType::l1) {
+      where = " on every core";
+    }
+    return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'", where)));
+  }
+  live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard, std::string(t.name)};
+  if (t.buffer == BufferType::l1)
+    for (uint32_t c = 0; c < l1_used_.size(); ++c)
+      if (map.holds(c)) {
+        l1_used_[c] += bytes;
+        l1_high_[c] = std::max(l1_high_[c], l1_used_[c]);
+      }
   return {};
 }
 
@@ -49,6 +84,9 @@ Status EmulatedDevice::deallocate(const TensorPlacement& t) {
   if (it == live_.end())
     return fail(ErrorCode::invalid_argument, "deallocating tensor '", t.name, "': no live ", buffer_name(t.buffer),
                 " buffer at address ", t.address);
+  if (t.buffer == BufferType::l1)
+    for (uint32_t c = 0; c < l1_used_.size(); ++c)
+      if (holds(it->second, c)) l1_used_[c] -= it->second.bytes;
   live_.erase(it);
   return (t.buffer == BufferType::dram ? dram_alloc_ : l1_alloc_).free(t.address);
 }
@@ -57,6 +95,8 @@ void EmulatedDevice::reset() {
   dram_alloc_.clear();
   l1_alloc_.clear();
   live_.clear();
+  std::fill(l1_used_.begin(), l1_used_.end(), 0);
+  std::fill(l1_high_.begin(), l1_high_.end(), 0);
   clock_ns_ = 0;
 }
 
@@ -65,10 +105,27 @@ Status EmulatedDevice::check_live(const TensorPlacement& t, std::string_view rol
   if (it == live_.end())
     return fail(ErrorCode::invalid_argument, role, " '", t.name, "': no live ", buffer_name(t.buffer),
                 " buffer at address ", t.address);
-  uint64_t need = AddressMap(t, chip_).bytes_per_bank();
-  if (it->second < need)
-    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address, " holds ", it->second,
+  AddressMap map(t, chip_);
+  uint64_t need = map.bytes_per_bank();
+  const LiveBuffer& live = it->second;
+  if (live.bytes < need)
+    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address, " holds ", live.bytes,
                 " bytes per bank, the tensor needs ", need);
+  // The access may only touch cores the live buffer reserved.
+  if (live.sharded) {
+    bool inside = map.sharded();
+    for (int i = 0; inside && i < t.shard.range_count(); ++i) {
+      const CoreRange& r = t.shard.range(i);
+      for (uint32_t y = r.y0; inside && y <= r.y1; ++y)
+        for (uint32_t x = r.x0; inside && x <= r.x1; ++x) inside = live.shard.contains(x, y);
+    }
+    if (!inside) {
+      const CoreRange& g = live.shard.grid;
+      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ", t.address, " is sharded over cores (",
+                  g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", live.shard.extra_ranges ? " and more" : "",
+                  ", this access reaches cores outside it");
+    }
+  }
   return {};
 }
 
@@ -78,26 +135,7 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(), " values for ",
                 volume(t.shape), " elements");
-  AddressMap map(t, chip_);
-  std::vector<std::byte> page(t.page_size);
-  if (t.layout == TileLayout::tile) {
-    TileGrid g = tile_grid(t.shape);
-    auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
-    tilize(t.shape, host, std::span<float>(tiles.get(), g.pages() * kTileElems));
-    for (int64_t p = 0; p < g.pages(); ++p) {
-      MESHPLAN_TRY(pack_tile(t.dtype, tiles.get() + p * kTileElems, page.data()));
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
-    }
-  } else {
-    int64_t w = t.shape.empty() ? 1 : t.shape.back();
-    for (int64_t p = 0; p < page_count(t); ++p) {
-      MESHPLAN_TRY(pack_elements(t.dtype, host.data() + p * w, static_cast<size_t>(w), page.data()));
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).write(loc.offset, page.data(), page.size());
-    }
-  }
-  return {};
+  return write_tensor(memory_, chip_, t, host);
 }
 
 Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
@@ -106,26 +144,7 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "reading tensor '", t.name, "': room for ", host.size(), " values, ",
                 volume(t.shape), " elements");
-  AddressMap map(t, chip_);
-  std::vector<std::byte> page(t.page_size);
-  if (t.layout == TileLayout::tile) {
-    TileGrid g = tile_grid(t.shape);
-    auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
-    for (int64_t p = 0; p < g.pages(); ++p) {
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());
-      MESHPLAN_TRY(unpack_tile(t.dtype, page.data(), tiles.get() + p * kTileElems));
-    }
-    untilize(t.shape, std::span<const float>(tiles.get(), g.pages() * kTileElems), host);
-  } else {
-    int64_t w = t.shape.empty() ? 1 : t.shape.back();
-    for (int64_t p = 0; p < page_count(t); ++p) {
-      PageLocation loc = map.page(p);
-      memory_.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());
-      MESHPLAN_TRY(unpack_elements(t.dtype, page.data(), static_cast<size_t>(w), host.data() + p * w));
-    }
-  }
-  return {};
+  return read_tensor(memory_, chip_, t, host);
 }
 
 Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
@@ -140,15 +159,54 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
     auto live = check_live(*t, "result");
     if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
   }
-  // Circular buffers grow from the unreserved base and must stay below every live L1 buffer.
+  // Circular buffers grow from the unreserved base on every core the op runs on, and must stay
+  // below each live L1 buffer those cores hold.
   uint64_t cb_top = chip_.l1_unreserved_base + v.cb_bytes_per_core;
-  if (cb_top > l1_alloc_.lowest_allocated())
-    return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base, ", ", cb_top,
-                ") clash with L1 buffers starting at ", l1_alloc_.lowest_allocated());
+  CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1), static_cast<uint16_t>(op.config.grid_y - 1)};
+  for (const auto& [key, live] : live_) {
+    if (key.first != BufferType::l1 || key.second >= cb_top) continue;
+    for (uint16_t y = op_grid.y0; y <= op_grid.y1; ++y)
+      for (uint16_t x = op_grid.x0; x <= op_grid.x1; ++x)
+        if (holds(live, static_cast<uint32_t>(y) * chip_.grid_x + x))
+          return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base,
+                      ", ", cb_top, ") clash on core (", x, ",", y, ") with L1 buffer '", live.name, "' at ", key.second);
+  }
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));
   clock_ns_ += timing->duration_ns;
   return timing;
+}
+
+EmulatedDevice::L1CoreStats EmulatedDevice::l1_core_stats(uint32_t core) const {
+  L1CoreStats s;
+  s.used_bytes = l1_used_[core];
+  s.high_water_bytes = l1_high_[core];
+  // Free space on this core: the gaps between the live buffers it holds, in [base, top).
+  uint64_t cursor = chip_.l1_unreserved_base, top = chip_.l1_usable_top();
+  auto gap = [&](uint64_t end) {
+    if (end > cursor) {
+      s.free_bytes += end - cursor;
+      s.largest_free = std::max(s.largest_free, end - cursor);
+    }
+  };
+  for (const auto& [key, live] : live_) {
+    if (key.first != BufferType::l1 || !holds(live, core)) continue;
+    gap(key.second);
+    cursor = std::max(cursor, key.second + live.bytes);
+    ++s.buffers;
+  }
+  gap(top);
+  s.fragmentation = s.free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free_bytes);
+  return s;
+}
+
+Status EmulatedDevice::peek(BufferType buffer, uint32_t bank, uint64_t offset, std::span<std::byte> out) const {
+  const auto& mems = buffer == BufferType::dram ? memory_.dram : memory_.l1;
+  if (bank >= mems.size() || offset > mems[bank].size() || out.size() > mems[bank].size() - offset)
+    return fail(ErrorCode::invalid_argument, "peek: ", buffer_name(buffer), " bank ", bank, " [", offset, ", +", out.size(),
+                ") is outside the device");
+  mems[bank].read(offset, out.data(), out.size());
+  return {};
 }
 
 uint64_t EmulatedDevice::resident_bytes() const {

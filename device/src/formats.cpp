@@ -1,7 +1,9 @@
 // bf16 conversion, tile packing and tilize/untilize.
 #include "meshplan/device/formats.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 namespace meshplan::device {
@@ -75,15 +77,72 @@ Status unpack_elements(DType dtype, const std::byte* in, size_t count, float* va
   return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
 }
 
+namespace {
+
+int biased_exponent(float v) { return static_cast<int>((std::bit_cast<uint32_t>(v) >> 23) & 0xffu); }
+
+/// Magnitudes of 16 values against shared exponent `e`; false if one rounds up to 128.
+bool bf8b_mantissas(const float* v, int e, uint8_t* out) {
+  for (int i = 0; i < kBf8bGroup; ++i) {
+    float m = std::nearbyint(std::ldexp(std::fabs(v[i]), kBf8bBias - e));
+    if (m > 127.0f) return false;
+    out[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) | (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
+  }
+  return true;
+}
+
+}  // namespace
+
+Status pack_bf8b_tile(const float* values, std::byte* out) {
+  for (int g = 0; g < kTileElems / kBf8bGroup; ++g) {
+    const float* v = values + g * kBf8bGroup;
+    int e = 0;
+    for (int i = 0; i < kBf8bGroup; ++i) {
+      if (!std::isfinite(v[i]))
+        return fail(ErrorCode::invalid_argument, "bf8b cannot hold ", v[i], " (value ", g * kBf8bGroup + i,
+                    " of the tile): block floats have no inf or NaN");
+      e = std::max(e, biased_exponent(v[i]));
+    }
+    uint8_t mant[kBf8bGroup];
+    if (e == 0) {
+      std::fill(mant, mant + kBf8bGroup, uint8_t{0});  // Zeros and f32 subnormals flush to 0.
+    } else if (!bf8b_mantissas(v, e, mant)) {
+      // Rounding carried into bit 7: one more exponent step always fits (m <= 64), except at
+      // the top of the f32 range where the largest magnitude saturates.
+      if (e < 254) ++e;
+      if (!bf8b_mantissas(v, e, mant))
+        for (int i = 0; i < kBf8bGroup; ++i) {
+          float m = std::min(127.0f, std::nearbyint(std::ldexp(std::fabs(v[i]), kBf8bBias - e)));
+          mant[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) | (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
+        }
+    }
+    out[g] = static_cast<std::byte>(e);
+    std::memcpy(out + kBf8bExponentBytes + g * kBf8bGroup, mant, kBf8bGroup);
+  }
+  return {};
+}
+
+void unpack_bf8b_tile(const std::byte* tile, float* values) {
+  for (int g = 0; g < kTileElems / kBf8bGroup; ++g) {
+    int e = static_cast<int>(tile[g]);
+    for (int i = 0; i < kBf8bGroup; ++i) {
+      auto byte = static_cast<uint8_t>(tile[kBf8bExponentBytes + g * kBf8bGroup + i]);
+      float m = std::ldexp(static_cast<float>(byte & 0x7fu), e - kBf8bBias);
+      values[g * kBf8bGroup + i] = e == 0 ? 0.0f : ((byte & 0x80u) ? -m : m);
+    }
+  }
+}
+
 Status pack_tile(DType dtype, const float* values, std::byte* out) {
-  if (dtype == DType::bf8b)
-    return fail(ErrorCode::unimplemented, "bf8b tiles are not supported by this emulator yet");
+  if (dtype == DType::bf8b) return pack_bf8b_tile(values, out);
   return pack_elements(dtype, values, kTileElems, out);
 }
 
 Status unpack_tile(DType dtype, const std::byte* tile, float* values) {
-  if (dtype == DType::bf8b)
-    return fail(ErrorCode::unimplemented, "bf8b tiles are not supported by this emulator yet");
+  if (dtype == DType::bf8b) {
+    unpack_bf8b_tile(tile, values);
+    return {};
+  }
   return unpack_elements(dtype, tile, kTileElems, values);
 }
 

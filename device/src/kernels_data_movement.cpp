@@ -1,11 +1,21 @@
 // Data movement kernels: to_memory_config copies every tile from one placement to another
-// (DRAM <-> L1, interleaved <-> interleaved; converting dtype if the result's differs).
+// between any two layouts (DRAM/L1, interleaved or sharded, tiled or row-major), converting
+// dtype if the result's differs.
 #include "kernels.hpp"
+#include "tensor_io.hpp"
 #include "tile_io.hpp"
 
 namespace meshplan::device {
 
 Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+  const TensorPlacement& src = *op.operands[0];
+  const TensorPlacement& dst = *op.results[0];
+  if (src.layout != TileLayout::tile || dst.layout != TileLayout::tile) {
+    // Row-major on either side: move logical values (tilize / untilize / re-page on the way).
+    std::vector<float> values(static_cast<size_t>(volume(src.shape)));
+    MESHPLAN_TRY(read_tensor(memory, chip, src, values));
+    return write_tensor(memory, chip, dst, values);
+  }
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
   return for_each_core(out.grid().pages(), cores, [&](uint32_t, int64_t begin, int64_t end) -> Status {
     float tile[kTileElems];

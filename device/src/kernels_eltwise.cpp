@@ -1,26 +1,85 @@
 // Elementwise kernels: unary ops (relu, gelu, exp, ...) and binary ops (add, subtract, multiply,
 // divide, maximum, minimum) with numpy broadcasting over the logical shape and a fused activation.
+#include <algorithm>
+
 #include "kernel_blocks.hpp"
 #include "scalar_ops.hpp"
 
 namespace meshplan::device {
 
+namespace {
+
+/// No broadcasting: operand tile p feeds output tile p, computed in tile order without
+/// untilizing (the common case, and the one tiny ops hit).
+Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                              uint32_t cores) {
+  TileIO out(memory, chip, *op.results[0]);
+  const TileGrid& og = out.grid();
+  std::vector<TileIO> ins;
+  ins.reserve(op.operands.size());
+  for (const TensorPlacement* t : op.operands) ins.emplace_back(memory, chip, *t);
+  bool binary = is_binary(op.kind);
+  Activation act = op.config.activation;
+  return for_each_core(og.pages(), cores, [&](uint32_t, int64_t begin, int64_t end) -> Status {
+    float x[kTileElems], y[kTileElems];
+    for (int64_t p = begin; p < end; ++p) {
+      MESHPLAN_TRY(ins[0].read(p, x));
+      if (binary) {
+        MESHPLAN_TRY(ins[1].read(p, y));
+        switch (op.kind) {  // The common ops as straight loops; the rest through binary_value.
+          case OpKind::add:
+            for (int i = 0; i < kTileElems; ++i) x[i] += y[i];
+            break;
+          case OpKind::multiply:
+            for (int i = 0; i < kTileElems; ++i) x[i] *= y[i];
+            break;
+          default:
+            for (int i = 0; i < kTileElems; ++i) x[i] = binary_value(op.kind, x[i], y[i]);
+        }
+      } else if (op.kind == OpKind::relu) {
+        for (int i = 0; i < kTileElems; ++i) x[i] = std::max(x[i], 0.0f);
+      } else {
+        for (int i = 0; i < kTileElems; ++i) x[i] = unary_value(op.kind, x[i]);
+      }
+      if (act != Activation::none)
+        for (int i = 0; i < kTileElems; ++i) x[i] = apply_activation(act, x[i]);
+      // Edge tiles: padding outside the logical shape is written as 0.
+      TileCoords tc = tile_coords(og, p);
+      if (tc.row0 + kTileH > og.rows || tc.col0 + kTileW > og.cols)
+        for (int r = 0; r < kTileH; ++r)
+          for (int c = 0; c < kTileW; ++c)
+            if (tc.row0 + r >= og.rows || tc.col0 + c >= og.cols) x[tile_offset(r, c)] = 0.0f;
+      MESHPLAN_TRY(out.write(p, x));
+    }
+    return {};
+  });
+}
+
+}  // namespace
+
 Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+  if (!is_unary(op.kind) && !is_binary(op.kind))
+    return fail(ErrorCode::internal, op_name(op.kind), " is not an elementwise op");
+  auto oshape = op.results[0]->shape;
+  bool same_shapes = true;
+  for (const TensorPlacement* t : op.operands)
+    same_shapes =
+        same_shapes && std::equal(t->shape.begin(), t->shape.end(), oshape.begin(), oshape.end());
+  if (same_shapes) return run_eltwise_same_shape(memory, chip, op, cores);
+
   std::vector<Blocks> in;
   for (const TensorPlacement* t : op.operands)
     in.push_back(MESHPLAN_TRY(load_blocks(memory, chip, *t)));
-  size_t rank = op.results[0]->shape.size();
+  size_t rank = oshape.size();
   Activation act = op.config.activation;
   if (is_unary(op.kind))
     return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
       return apply_activation(act, unary_value(op.kind, in[0].at(idx)));
     });
-  if (is_binary(op.kind))
-    return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
-      return apply_activation(
-          act, binary_value(op.kind, in[0].at_broadcast(idx, rank), in[1].at_broadcast(idx, rank)));
-    });
-  return fail(ErrorCode::internal, op_name(op.kind), " is not an elementwise op");
+  return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+    return apply_activation(
+        act, binary_value(op.kind, in[0].at_broadcast(idx, rank), in[1].at_broadcast(idx, rank)));
+  });
 }
 
 }  // namespace meshplan::device

@@ -38,6 +38,12 @@ std::byte* SparseMemory::chunk_for_write(size_t index) {
   return chunks_[index];
 }
 
+void SparseMemory::back(uint64_t offset, uint64_t n) {
+  if (offset >= size_ || n == 0) return;
+  uint64_t end = std::min(size_, offset + n);
+  for (size_t i = offset / chunk_size_; i <= (end - 1) / chunk_size_; ++i) chunk_for_write(i);
+}
+
 void SparseMemory::write(uint64_t offset, const std::byte* src, size_t n) {
   assert(offset + n <= size_ && "SparseMemory::write out of range");
   while (n > 0) {

@@ -4,26 +4,36 @@
 #include <algorithm>
 
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/op_semantics.hpp"
 
 namespace meshplan::device {
 
-Status check_placement(const TensorPlacement& t, const ChipDesc&) {
-  if (t.memory != MemLayout::interleaved)
-    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': ", memory_name(t.memory),
-                " buffers are not supported by this emulator yet");
-  if (t.dtype == DType::bf8b)
-    return fail(ErrorCode::unimplemented, "tensor '", t.name, "': bf8b is not supported by this emulator yet");
+Status check_placement(const TensorPlacement& t, const ChipDesc& chip) {
+  if (static_cast<uint8_t>(t.dtype) > static_cast<uint8_t>(DType::u32))
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown dtype ", static_cast<int>(t.dtype));
+  if (static_cast<uint8_t>(t.memory) > static_cast<uint8_t>(MemLayout::block_sharded) ||
+      static_cast<uint8_t>(t.buffer) > static_cast<uint8_t>(BufferType::l1) ||
+      static_cast<uint8_t>(t.layout) > static_cast<uint8_t>(TileLayout::row_major))
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown buffer, memory or tile layout value");
   if (t.layout == TileLayout::row_major && element_bytes(t.dtype) == 0)
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': ", dtype_name(t.dtype), " must be tiled");
-  uint32_t natural = natural_page_size(t.shape, t.dtype, t.layout);
-  if (t.page_size != natural)
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': ", dtype_name(t.dtype),
+                " is a block format and must be tiled, not row-major");
+  for (int64_t d : t.shape)
+    if (d < 0) return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': negative dimension ", d);
+  MESHPLAN_TRY(check_shard_spec(t, chip));
+  uint32_t expected = expected_page_size(t);
+  if (t.page_size != expected)
     return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': page size ", t.page_size, " does not match its ",
-                t.layout == TileLayout::tile ? "tile" : "row", " size ", natural);
+                t.layout == TileLayout::tile ? "tile" : "row", " size ", expected);
   return {};
 }
 
 uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
+  bool is_matmul = op.kind == OpKind::matmul || op.kind == OpKind::linear;
+  if (is_matmul && op.operands.size() >= 2 && op.results.size() == 1) {
+    if (auto m = resolve_matmul(op, chip_)) return matmul_cb_bytes(*m, op);
+  }
   // Double-buffered input tiles for each operand and output tiles, as TTNN's eltwise and
   // matmul kernels allocate them (2 tiles each; matmul's in0/in1 blocks are one k-tile wide).
   uint64_t bytes = 0;
@@ -54,7 +64,8 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   std::vector<std::span<const int64_t>> shapes;
   for (const TensorPlacement* t : op.operands) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
-    if (t->layout != TileLayout::tile) return reject("operand '", t->name, "' must be tiled");
+    if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
+      return reject("operand '", t->name, "' must be tiled");
     shapes.push_back(t->shape);
   }
   auto inferred = infer_shape(op.kind, shapes, op.config);
@@ -67,17 +78,25 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
                   dtype_name(op.config.dtype));
   for (const TensorPlacement* t : op.results) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
-    if (t->layout != TileLayout::tile) return reject("result '", t->name, "' must be tiled");
+    if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
+      return reject("result '", t->name, "' must be tiled");
     if (!std::equal(t->shape.begin(), t->shape.end(), inferred->begin(), inferred->end()))
       return reject("result '", t->name, "' has the wrong shape for its operands");
     if (t->buffer == BufferType::l1)
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }
-  v.cb_bytes_per_core = circular_buffer_bytes(op);
+  if (op.kind == OpKind::matmul || op.kind == OpKind::linear) {
+    auto m = resolve_matmul(op, chip_);
+    if (!m) return reject(m.error().message);
+    v.cb_bytes_per_core = matmul_cb_bytes(*m, op);
+  } else {
+    v.cb_bytes_per_core = circular_buffer_bytes(op);
+  }
   uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
   if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
     return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ", v.output_l1_bytes_per_core,
-                  " bytes of L1 output per core, more than the ", usable, " usable");
+                  " bytes of L1 output per core (on core (0,0) and every other core of its ", op.config.grid_x, "x",
+                  op.config.grid_y, " grid), more than the ", usable, " usable");
   v.ok = true;
   return v;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/matmul_program.hpp"
 
 namespace meshplan::device {
 
@@ -83,6 +84,12 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
     int64_t k = op.config.transpose_a ? a[a.size() - 2] : a[a.size() - 1];
     int64_t kt = (k + kTileW - 1) / kTileW;
     int64_t tiles_per_core = (out.pages() + t.cores_used - 1) / t.cores_used;
+    // A multicast program's busiest core computes one whole block.
+    if (op.config.program != MatmulProgram::none)
+      if (auto m = resolve_matmul(op, chip)) {
+        tiles_per_core = m->per_core_m * m->per_core_n;
+        t.cores_used = static_cast<uint32_t>(matmul_work(*m, chip.grid_x).size());
+      }
     double cycles_per_tile = 2.0 * kTileH * kTileW * kTileW / chip.matmul_flops_per_cycle * fidelity_factor(op.config.fidelity);
     compute_cycles = static_cast<double>(tiles_per_core * kt) * cycles_per_tile;
   } else if (is_data_movement(op.kind)) {

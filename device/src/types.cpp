@@ -84,6 +84,15 @@ std::string_view fidelity_name(MathFidelity fidelity) {
   return kNames[static_cast<size_t>(fidelity)];
 }
 
+std::string_view program_name(MatmulProgram program) {
+  switch (program) {
+    case MatmulProgram::none: return "none";
+    case MatmulProgram::mcast_1d: return "mcast_1d";
+    case MatmulProgram::mcast_2d: return "mcast_2d";
+  }
+  return "?";
+}
+
 uint32_t tile_bytes(DType dtype) {
   switch (dtype) {
     case DType::f32: case DType::i32: case DType::u32: return 4096;

@@ -79,6 +79,15 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   if (!padding.IsNull()) ob.add_padding(padding);
   if (!dilation.IsNull()) ob.add_dilation(dilation);
   ob.add_groups(c.groups);
+  // Matmul program config (scalars at their defaults are not stored).
+  ob.add_program(static_cast<fb::MatmulProgram>(c.program));
+  ob.add_mcast_in0(c.mcast_in0);
+  ob.add_transpose_mcast(c.transpose_mcast);
+  ob.add_per_core_m(c.per_core_m);
+  ob.add_per_core_n(c.per_core_n);
+  ob.add_in0_block_w(c.in0_block_w);
+  ob.add_out_subblock_h(c.out_subblock_h);
+  ob.add_out_subblock_w(c.out_subblock_w);
   return ob.Finish();
 }
 

@@ -73,6 +73,14 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     if (f->padding()) copy(f->padding(), c.padding, 4);
     if (f->dilation()) copy(f->dilation(), c.dilation, 2);
     c.groups = f->groups();
+    c.program = static_cast<device::MatmulProgram>(f->program());
+    c.mcast_in0 = f->mcast_in0();
+    c.transpose_mcast = f->transpose_mcast();
+    c.per_core_m = f->per_core_m();
+    c.per_core_n = f->per_core_n();
+    c.in0_block_w = f->in0_block_w();
+    c.out_subblock_h = f->out_subblock_h();
+    c.out_subblock_w = f->out_subblock_w();
   }
   return c;
 }

@@ -1,8 +1,10 @@
 // Plan verification and placements over the mapped FlatBuffer.
 #include "meshplan/runtime/plan.hpp"
 
+#include <algorithm>
 #include <cstring>
 
+#include "meshplan/device/placement.hpp"
 #include "meshplan/device/types.hpp"
 
 namespace meshplan::runtime {
@@ -17,6 +19,8 @@ static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DTyp
 static_assert(static_cast<int>(fb::MemLayout::block_sharded) == static_cast<int>(device::MemLayout::block_sharded));
 static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));
 static_assert(static_cast<int>(fb::Activation::tanh) == static_cast<int>(device::Activation::tanh));
+static_assert(static_cast<int>(fb::MatmulProgram::mcast_2d) == static_cast<int>(device::MatmulProgram::mcast_2d));
+static_assert(static_cast<int>(fb::ShardOrientation::col_major) == static_cast<int>(device::ShardOrientation::col_major));
 
 namespace {
 constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
@@ -47,6 +51,23 @@ device::TensorPlacement PlanRef::placement(uint32_t id) const {
   p.memory = static_cast<device::MemLayout>(t->memory());
   p.address = t->address();
   p.page_size = t->page_size();
+  // The shard grid is a core range set of 1..kMaxCoreRanges rectangles (verify_plan checks).
+  if (const fb::ShardSpec* s = t->shard()) {
+    if (s->grid() && s->grid()->size() >= 1) {
+      uint32_t n = std::min<uint32_t>(s->grid()->size(), device::kMaxCoreRanges);
+      for (uint32_t i = 0; i < n; ++i) {
+        const fb::CoreRange* g = s->grid()->Get(i);
+        device::CoreRange r{g->x0(), g->y0(), g->x1(), g->y1()};
+        (i == 0 ? p.shard.grid : p.shard.extra[i - 1]) = r;
+      }
+      p.shard.extra_ranges = static_cast<uint8_t>(n - 1);
+    }
+    if (s->shape() && s->shape()->size() == 2) {
+      p.shard.shape[0] = s->shape()->Get(0);
+      p.shard.shape[1] = s->shape()->Get(1);
+    }
+    p.shard.orientation = static_cast<device::ShardOrientation>(s->orientation());
+  }
   return p;
 }
 
@@ -88,6 +109,15 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
         static_cast<int>(t->role()) > static_cast<int>(fb::TensorRole::MAX))
       return bad("tensor ", i, " has an unknown enum value");
     if (t->page_size() == 0) return bad("tensor ", i, " has page size 0");
+    if (t->memory() != fb::MemLayout::interleaved) {
+      const fb::ShardSpec* s = t->shard();
+      if (!s || !s->grid() || s->grid()->size() < 1 || s->grid()->size() > device::kMaxCoreRanges || !s->shape() ||
+          s->shape()->size() != 2)
+        return bad("sharded tensor ", i, " needs a shard spec with 1 to ", device::kMaxCoreRanges,
+                   " core ranges and a 2-D shard shape");
+      if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
+        return bad("tensor ", i, " has an unknown shard orientation");
+    }
     if (t->role() == fb::TensorRole::constant) {
       if (t->segment() < 0 || static_cast<uint32_t>(t->segment()) >= n_segments)
         return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);

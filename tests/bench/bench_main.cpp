@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
       {"plan 10k-op transformer: greedy vs dram", {"BM_PlanTransformer10k/greedy", "BM_PlanTransformer10k/dram"}},
       {"plan 10k-op transformer: beam (K=8) vs greedy", {"BM_PlanTransformer10k/beam", "BM_PlanTransformer10k/greedy"}},
       {"plan 10k-op transformer: df-sharding vs greedy", {"BM_PlanTransformer10k/df_sharding", "BM_PlanTransformer10k/greedy"}},
+      {"emulated matmul 256 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/256/real_time", "BM_HostTripleLoop/256/real_time"}},
+      {"emulated matmul 512 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
+      {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
+      {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
   });
   benchmark::Shutdown();
   return 0;

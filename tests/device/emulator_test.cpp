@@ -181,10 +181,14 @@ TEST_CASE("a wrong placement fails clearly and the device stays usable") {
   auto w = dev->write(bad, a.data);
   REQUIRE_FALSE(w);
   CHECK(w.error().message.find("page size") != std::string::npos);
-  // Sharded layouts are not emulated yet: a clear unimplemented error.
+  // A sharded DRAM buffer is refused with a clear error naming the tensor.
   TensorPlacement sharded = pa;
   sharded.memory = MemLayout::height_sharded;
-  CHECK(dev->allocate(sharded).error().code == ErrorCode::unimplemented);
+  auto sa = dev->allocate(sharded);
+  REQUIRE_FALSE(sa);
+  CHECK(sa.error().code == ErrorCode::invalid_argument);
+  CHECK(sa.error().message.find("'a'") != std::string::npos);
+  CHECK(sa.error().message.find("L1") != std::string::npos);
   // Still usable.
   REQUIRE(dev->allocate(out));
   CHECK(dev->launch(OpLaunch{OpKind::relu, "act1", in, res, OpConfig{}}));

@@ -77,6 +77,8 @@ TEST_CASE("element and tile packing") {
   REQUIRE(unpack_tile(DType::f32, f32buf.data(), back));
   CHECK(back[100] == vals[100]);
   CHECK(tile_bytes(DType::bf8b) == 1088);
+  // bf8b has no inf/NaN: packing one fails clearly instead of storing garbage.
+  vals[7] = std::numeric_limits<float>::quiet_NaN();
   auto bad = pack_tile(DType::bf8b, vals, buf.data());
   CHECK_FALSE(bad);
   CHECK(bad.error().message.find("bf8b") != std::string::npos);

@@ -88,6 +88,10 @@ TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it
     CAPTURE(chip.name);
     planner::PlannerOptions o;
     o.policy = "beam";
+    // The search is exponential in candidates per tensor; a pool of 4 (the best-ranked
+    // candidates, sharded ones included) keeps it to seconds. Beam plans with the same pool, so
+    // the gap compares like with like.
+    o.max_legal_layouts = 4;
     auto best = planner::exhaustive_search(g, chip, o);
     REQUIRE_MESSAGE(best, (best ? std::string() : best.error().message));
     // The optimum is a real plan: it materializes, fits and costs what the search said.

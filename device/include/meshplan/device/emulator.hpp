@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -13,11 +14,15 @@
 
 namespace meshplan::device {
 
+class CorePool;
+
 /// Memories of one emulated chip: DRAM banks and each core's L1.
 struct ChipMemory {
   std::vector<SparseMemory> dram;  ///< One per DRAM bank.
   std::vector<SparseMemory> l1;    ///< One per Tensix core, row-major over the grid.
   SparseMemory& bank(BufferType buffer, uint32_t index) { return buffer == BufferType::dram ? dram[index] : l1[index]; }
+  /// Threads the kernels may spread cores over (null: run serially).
+  class CorePool* pool = nullptr;
 };
 
 /// An emulated chip. Not thread-safe (see Device).
@@ -25,6 +30,7 @@ class EmulatedDevice final : public Device {
  public:
   /// Fails if the descriptor does not verify.
   static Result<std::unique_ptr<EmulatedDevice>> create(ChipDesc chip);
+  ~EmulatedDevice() override;
 
   const ChipDesc& descriptor() const override { return chip_; }
   Status allocate(const TensorPlacement& t) override;
@@ -40,6 +46,26 @@ class EmulatedDevice final : public Device {
   /// Bytes of emulated memory actually backed by host memory.
   uint64_t resident_bytes() const;
 
+  /// Copies raw bytes out of DRAM bank or L1 core `bank` (for tests and debugging tools).
+  Status peek(BufferType buffer, uint32_t bank, uint64_t offset, std::span<std::byte> out) const;
+
+  /// Host threads that run emulated cores of big ops (1 = serial). Default: min(4, hardware).
+  void set_core_threads(unsigned threads);
+  unsigned core_threads() const;
+
+  /// L1 use of one core (index y * grid_x + x): interleaved L1 buffers count on every core,
+  /// sharded ones on the cores of their grid.
+  struct L1CoreStats {
+    uint64_t used_bytes = 0;        ///< Live tensor bytes on this core now.
+    uint64_t high_water_bytes = 0;  ///< Most live tensor bytes this core held since reset().
+    uint64_t free_bytes = 0;        ///< Free bytes in [unreserved base, usable top) on this core.
+    uint64_t largest_free = 0;      ///< Largest free block on this core.
+    double fragmentation = 0.0;     ///< 1 - largest_free / free_bytes (0 when free space is one block).
+    size_t buffers = 0;             ///< Live buffers on this core.
+  };
+  /// Precondition: core < descriptor().cores().
+  L1CoreStats l1_core_stats(uint32_t core) const;
+
  private:
   explicit EmulatedDevice(ChipDesc chip);
   /// Checks that `t` is a live buffer of the size its placement needs.
@@ -51,9 +77,21 @@ class EmulatedDevice final : public Device {
   ChipMemory memory_;
   BankAllocator dram_alloc_;
   BankAllocator l1_alloc_;
-  /// Live buffers: (buffer type, address) -> bytes per bank.
-  std::map<std::pair<BufferType, uint64_t>, uint64_t> live_;
+  /// A live buffer: bytes per bank (or per core of its shard grid) and which cores hold it.
+  struct LiveBuffer {
+    uint64_t bytes = 0;
+    bool sharded = false;
+    ShardSpec shard;  ///< Which cores hold it (sharded only).
+    std::string name;
+  };
+  /// Whether a live L1 buffer reserves bytes on `core`.
+  bool holds(const LiveBuffer& live, uint32_t core) const;
+  /// Live buffers by (buffer type, address).
+  std::map<std::pair<BufferType, uint64_t>, LiveBuffer> live_;
+  std::vector<uint64_t> l1_used_;  ///< Per core: live L1 tensor bytes.
+  std::vector<uint64_t> l1_high_;  ///< Per core: high-water mark of l1_used_.
   uint64_t clock_ns_ = 0;
+  std::unique_ptr<CorePool> pool_;
 };
 
 }  // namespace meshplan::device

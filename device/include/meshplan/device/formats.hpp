@@ -22,6 +22,22 @@ inline constexpr int tile_offset(int r, int c) {
   return ((r / 16) * 2 + (c / 16)) * 256 + (r % 16) * 16 + (c % 16);
 }
 
+/// bfloat8_b ("bf8b"), a block floating-point tile of 1088 bytes:
+///   bytes [0, 64)     one shared exponent per group of 16 consecutive values in tile order
+///                     (group g = values 16g..16g+15, i.e. one row of one 16x16 face), stored
+///                     as the f32 biased exponent (0 = the whole group is zero);
+///   bytes [64, 1088)  one byte per value in tile order: bit 7 the sign, bits 6..0 an unsigned
+///                     magnitude m with the leading one explicit.
+/// Value = (-1)^sign * m * 2^(e - 127 - 6). Encoding takes e = the largest exponent in the
+/// group and rounds m to nearest, ties to even; a carry to 128 bumps e by one. Values much
+/// smaller than the group's largest lose precision or flush to zero (as on the hardware);
+/// inf and NaN are not representable and make pack fail.
+inline constexpr int kBf8bGroup = 16;
+inline constexpr int kBf8bExponentBytes = kTileElems / kBf8bGroup;  // 64
+inline constexpr int kBf8bBias = 127 + 6;
+Status pack_bf8b_tile(const float* tile_order_values, std::byte* out);
+void unpack_bf8b_tile(const std::byte* tile, float* tile_order_values);
+
 /// Encodes 1024 f32 values in tile order into one tile of `dtype` (tile_bytes(dtype) bytes).
 Status pack_tile(DType dtype, const float* tile_order_values, std::byte* out);
 /// Decodes one tile of `dtype` into 1024 f32 values in tile order.

@@ -24,6 +24,9 @@ class SparseMemory {
   /// Preconditions: offset + n <= size().
   void write(uint64_t offset, const std::byte* src, size_t n);
   void read(uint64_t offset, std::byte* dst, size_t n) const;
+  /// Allocates the chunks under [offset, offset + n) now (clamped to size()), so later writes
+  /// there from several threads touch only existing chunks.
+  void back(uint64_t offset, uint64_t n);
   /// Bytes of chunks actually allocated.
   uint64_t resident_bytes() const;
 

@@ -76,6 +76,16 @@ uint32_t tile_bytes(DType dtype);
 /// Bytes of one element in row-major layout; 0 for block formats (bf8b), which must be tiled.
 uint32_t element_bytes(DType dtype);
 
+/// Matmul programs, after TTNN's program configs. Values match fb::MatmulProgram.
+///  - none: the simple multi-core program; output tiles split in contiguous ranges over the grid.
+///  - mcast_1d: a 1-D multicast program; with mcast_in0 the cores split N (in0 multicast to all;
+///    in0 interleaved or width-sharded, output interleaved or width-sharded), otherwise they split
+///    M (in1 multicast; in0 interleaved or height-sharded, output interleaved or height-sharded).
+///  - mcast_2d: the 2-D multicast program; cores split M along y and N along x (swapped with
+///    transpose_mcast); in0 and output interleaved or block-sharded.
+enum class MatmulProgram : uint8_t { none = 0, mcast_1d = 1, mcast_2d = 2 };
+std::string_view program_name(MatmulProgram program);
+
 /// Per-op settings the planner chooses and the kernels obey.
 struct OpConfig {
   bool transpose_a = false;
@@ -111,6 +121,16 @@ struct OpConfig {
   int32_t padding[4] = {0, 0, 0, 0};
   int32_t dilation[2] = {1, 1};
   int32_t groups = 1;
+  /// Matmul program config (ignored by other ops). Block sizes are in tiles of the output's
+  /// 2-D view [batch * M, N]; 0 means "derive from the shapes and grid".
+  MatmulProgram program = MatmulProgram::none;
+  bool mcast_in0 = true;         ///< mcast_1d: split N (true) or M (false) over the cores.
+  bool transpose_mcast = false;  ///< mcast_2d: M along x and N along y.
+  uint32_t per_core_m = 0;       ///< Output tile rows per core.
+  uint32_t per_core_n = 0;       ///< Output tile columns per core.
+  uint32_t in0_block_w = 0;      ///< K tiles per step (divides K tiles).
+  uint32_t out_subblock_h = 1;   ///< Output sub-block (in the destination registers), tiles.
+  uint32_t out_subblock_w = 1;
 };
 
 /// Product of a shape's dims (1 for a scalar).

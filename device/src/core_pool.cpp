@@ -1,0 +1,92 @@
+// CorePool: persistent helpers woken per job; work items handed out under one mutex.
+#include "core_pool.hpp"
+
+#include <algorithm>
+
+#include "meshplan/device/placement.hpp"
+
+namespace meshplan::device {
+
+CorePool::CorePool(unsigned threads) {
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+}
+
+CorePool::~CorePool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void CorePool::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (next_ < n_) {
+    size_t i = next_++;
+    lock.unlock();
+    (*job_)(i);
+    lock.lock();
+  }
+}
+
+void CorePool::work() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    drain();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--busy_ == 0) finished_.notify_one();
+  }
+}
+
+void CorePool::run(size_t n, const std::function<void(size_t)>& fn) {
+  if (workers_.empty() || n <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    n_ = n;
+    next_ = 0;
+    busy_ = static_cast<unsigned>(workers_.size());
+    ++generation_;
+  }
+  start_.notify_all();
+  drain();
+  std::unique_lock<std::mutex> lock(mutex_);
+  finished_.wait(lock, [&] { return busy_ == 0; });
+  job_ = nullptr;
+  n_ = 0;
+}
+
+void back_for_writes(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t) {
+  AddressMap map(t, chip);
+  uint64_t bytes = map.bytes_per_bank();
+  uint32_t banks =
+      t.buffer == BufferType::dram ? chip.dram_banks : static_cast<uint32_t>(chip.cores());
+  for (uint32_t b = 0; b < banks; ++b)
+    if (t.buffer == BufferType::dram || map.holds(b))
+      memory.bank(t.buffer, b).back(t.address, bytes);
+}
+
+Status run_on_cores(ChipMemory& memory, size_t n, bool parallel,
+                    const std::function<Status(size_t)>& fn) {
+  if (!parallel || n <= 1 || memory.pool == nullptr || memory.pool->threads() <= 1) {
+    for (size_t i = 0; i < n; ++i) MESHPLAN_TRY(fn(i));
+    return {};
+  }
+  std::vector<Status> status(n);
+  memory.pool->run(n, [&](size_t i) { status[i] = fn(i); });
+  for (Status& s : status)
+    if (!s) return s;
+  return {};
+}
+
+}  // namespace meshplan::device

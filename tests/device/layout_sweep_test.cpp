@@ -1,0 +1,374 @@
+// The OpModel/emulator contract as a property, over every op and a sweep of operand and result
+// layouts (DRAM/L1 interleaved, height/width/block sharded in both orientations), dtypes and
+// matmul program configs: whatever validate() accepts runs and matches the f32 reference;
+// whatever it rejects, launch() refuses with the same reason.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/device/op_semantics.hpp"
+#include "meshplan/device/placement.hpp"
+
+using namespace meshplan;
+using namespace meshplan::device;
+
+namespace {
+
+enum class Kind {
+  dram,
+  l1,
+  height,
+  width,
+  block_row,
+  block_col,
+  height_col,
+  block_bad_grid,
+  height_set,
+  width_set
+};
+constexpr Kind kKinds[] = {
+    Kind::dram,      Kind::l1,         Kind::height,         Kind::width,      Kind::block_row,
+    Kind::block_col, Kind::height_col, Kind::block_bad_grid, Kind::height_set, Kind::width_set};
+
+std::string kind_name(Kind k) {
+  switch (k) {
+    case Kind::dram:
+      return "dram";
+    case Kind::l1:
+      return "l1";
+    case Kind::height:
+      return "height";
+    case Kind::width:
+      return "width";
+    case Kind::block_row:
+      return "block_row";
+    case Kind::block_col:
+      return "block_col";
+    case Kind::height_col:
+      return "height_col";
+    case Kind::block_bad_grid:
+      return "block_1x1";
+    case Kind::height_set:
+      return "height_set";
+    case Kind::width_set:
+      return "width_set";
+  }
+  return "?";
+}
+
+/// A placement of `shape` in layout `k` (address filled in later). Sharded layouts use the
+/// 4x2 grid at the origin, the op's grid in this sweep.
+TensorPlacement place(std::string_view name, const std::vector<int64_t>& shape, DType dtype, Kind k,
+                      TileLayout layout = TileLayout::tile) {
+  const CoreRange grid{0, 0, 3, 1};
+  auto sharded = [&](MemLayout m, ShardOrientation o, CoreRange g) {
+    auto s = even_shard_spec(shape, m, g, o, layout);
+    REQUIRE(s);
+    return make_sharded(name, shape, dtype, m, *s, 0, layout);
+  };
+  switch (k) {
+    case Kind::dram:
+      return make_interleaved(name, shape, dtype, BufferType::dram, 0, layout);
+    case Kind::l1:
+      return make_interleaved(name, shape, dtype, BufferType::l1, 0, layout);
+    case Kind::height:
+      return sharded(MemLayout::height_sharded, ShardOrientation::row_major, grid);
+    case Kind::width:
+      return sharded(MemLayout::width_sharded, ShardOrientation::row_major, grid);
+    case Kind::block_row:
+      return sharded(MemLayout::block_sharded, ShardOrientation::row_major, grid);
+    case Kind::block_col:
+      return sharded(MemLayout::block_sharded, ShardOrientation::col_major, grid);
+    case Kind::height_col:
+      return sharded(MemLayout::height_sharded, ShardOrientation::col_major, grid);
+    case Kind::height_set:
+    case Kind::width_set: {
+      // A core range set: (0,0)-(1,0) then (5,6)-(5,7), four cores, shards split evenly.
+      bool height = k == Kind::height_set;
+      View2D v = view_2d(shape, layout);
+      int64_t unit = layout == TileLayout::tile ? 32 : 1;
+      int64_t extent = height ? v.rows : v.cols;
+      ShardSpec s;
+      s.grid = CoreRange{0, 0, 1, 0};
+      s.extra_ranges = 1;
+      s.extra[0] = CoreRange{5, 6, 5, 7};
+      int64_t side = (extent / unit + 3) / 4 * unit;
+      s.shape[0] = height ? side : v.rows;
+      s.shape[1] = height ? v.cols : side;
+      return make_sharded(name, shape, dtype,
+                          height ? MemLayout::height_sharded : MemLayout::width_sharded, s, 0,
+                          layout);
+    }
+    case Kind::block_bad_grid: {
+      // Shards sized for a 4x2 grid declared on one core: check_placement must refuse it.
+      TensorPlacement t = sharded(MemLayout::block_sharded, ShardOrientation::row_major, grid);
+      t.shard.grid = CoreRange{0, 0, 0, 0};
+      return t;
+    }
+  }
+  return {};
+}
+
+std::vector<float> random_values(const std::vector<int64_t>& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(volume(shape)));
+  for (float& x : v) x = round_bf16(d(rng));
+  return v;
+}
+
+struct Sweep {
+  std::unique_ptr<EmulatedDevice> dev;
+  OpModel model{wormhole_b0()};
+  int accepted = 0, rejected = 0;
+  int accepted_sharded = 0;  ///< Accepted launches with a sharded operand or result.
+
+  Sweep() {
+    auto d = EmulatedDevice::create(wormhole_b0());
+    REQUIRE(d);
+    dev = std::move(*d);
+  }
+
+  /// Checks the contract for one launch; `host` holds the operands' values.
+  void check(OpKind kind, std::vector<TensorPlacement> ins, TensorPlacement out,
+             const OpConfig& config, const std::vector<std::vector<float>>& host,
+             double tolerance) {
+    dev->reset();
+    std::vector<const TensorPlacement*> inp, outp{&out};
+    for (auto& t : ins) inp.push_back(&t);
+    // Addresses: DRAM from 0 up, L1 from the usable top down.
+    uint64_t dram = 0, l1 = model.chip().l1_usable_top();
+    std::vector<TensorPlacement*> all;
+    for (auto& t : ins) all.push_back(&t);
+    all.push_back(&out);
+    for (TensorPlacement* t : all) {
+      uint64_t bytes = AddressMap(*t, model.chip()).bytes_per_bank();
+      if (t->buffer == BufferType::dram) {
+        t->address = dram;
+        dram += (bytes + 1023) / 1024 * 1024;
+      } else {
+        l1 = (l1 - bytes) / 64 * 64;
+        t->address = l1;
+      }
+    }
+    OpLaunch op{kind, "op", inp, outp, config};
+    OpValidation v = model.validate(op);
+    if (!v.ok) {
+      ++rejected;
+      auto r = dev->launch(op);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().message == v.reason);
+      return;
+    }
+    ++accepted;
+    for (TensorPlacement* t : all) {
+      if (t->memory != MemLayout::interleaved) {
+        ++accepted_sharded;
+        break;
+      }
+    }
+    for (size_t i = 0; i < ins.size(); ++i) {
+      REQUIRE(dev->allocate(ins[i]));
+      REQUIRE(dev->write(ins[i], host[i]));
+    }
+    REQUIRE(dev->allocate(out));
+    auto r = dev->launch(op);
+    if (!r) FAIL_CHECK(r.error().message);
+    REQUIRE(r);
+    std::vector<float> got(static_cast<size_t>(volume(out.shape))), want(got.size());
+    REQUIRE(dev->read(out, got));
+    std::vector<HostView> views;
+    for (size_t i = 0; i < ins.size(); ++i) views.push_back(HostView{ins[i].shape, host[i]});
+    REQUIRE(reference(kind, views, config, out.shape, want));
+    double err = 0, scale = 1e-6;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
+    }
+    CHECK(err / scale < tolerance);
+  }
+};
+
+OpConfig grid_config() {
+  OpConfig c;
+  c.grid_x = 4;
+  c.grid_y = 2;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("matmul: validate() and launch() agree over layouts x program configs") {
+  Sweep s;
+  const std::vector<int64_t> as{64, 96}, bs{96, 128}, os{64, 128};  // out 2x4 tiles, K 3 tiles
+  auto ha = random_values(as, 1), hb = random_values(bs, 2);
+  std::vector<OpConfig> configs;
+  OpConfig c = grid_config();
+  configs.push_back(c);  // program none
+  c.program = MatmulProgram::mcast_1d;
+  configs.push_back(c);  // split N
+  c.mcast_in0 = false;
+  configs.push_back(c);  // split M
+  c.program = MatmulProgram::mcast_2d;
+  c.mcast_in0 = true;
+  configs.push_back(c);
+  c.in0_block_w = 1;
+  configs.push_back(c);
+  c.transpose_mcast = true;
+  c.grid_x = 2;
+  c.grid_y = 4;
+  configs.push_back(c);
+  c = grid_config();
+  c.program = MatmulProgram::mcast_2d;
+  c.in0_block_w = 2;  // does not divide K = 3 tiles
+  configs.push_back(c);
+  c = grid_config();
+  c.program = MatmulProgram::mcast_1d;
+  c.per_core_n = 2;
+  c.out_subblock_w = 2;
+  c.in0_block_w = 1;
+  c.activation = Activation::relu;
+  configs.push_back(c);
+  for (Kind ka : kKinds)
+    for (Kind kb : {Kind::dram, Kind::l1, Kind::width})
+      for (Kind ko : kKinds)
+        for (size_t ci = 0; ci < configs.size(); ++ci) {
+          CAPTURE(kind_name(ka));
+          CAPTURE(kind_name(kb));
+          CAPTURE(kind_name(ko));
+          CAPTURE(ci);
+          s.check(OpKind::matmul,
+                  {place("a", as, DType::bf16, ka), place("b", bs, DType::bf16, kb)},
+                  place("c", os, DType::bf16, ko), configs[ci], {ha, hb}, 0.01);
+        }
+  MESSAGE("matmul sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 200);
+  CHECK(s.accepted_sharded > 100);
+  CHECK(s.rejected > 200);
+}
+
+TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layouts and dtypes") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96};  // 4 x 3 tiles, a padded row per batch
+  auto h0 = random_values(shape, 3), h1 = random_values(shape, 4);
+  const std::vector<int64_t> row{1, 96};
+  auto hr = random_values(row, 5);
+  OpConfig c = grid_config();
+  for (Kind k0 : kKinds)
+    for (Kind k1 : kKinds) {
+      CAPTURE(kind_name(k0));
+      CAPTURE(kind_name(k1));
+      s.check(OpKind::add, {place("x", shape, DType::bf16, k0), place("y", shape, DType::bf16, k1)},
+              place("z", shape, DType::bf16, k0), c, {h0, h1}, 0.01);
+      s.check(OpKind::add,
+              {place("x", shape, DType::bf16, k0), place("r", row, DType::bf16, Kind::dram)},
+              place("z", shape, DType::bf16, k1), c, {h0, hr}, 0.01);
+      s.check(OpKind::relu, {place("x", shape, DType::bf16, k0)},
+              place("y", shape, DType::bf16, k1), c, {h0}, 1e-6);
+      // Compute ops take tiled operands only.
+      s.check(OpKind::relu, {place("x", shape, DType::bf16, k0, TileLayout::row_major)},
+              place("y", shape, DType::bf16, k1), c, {h0}, 1e-6);
+      // Reshard between any two layouts, tiled or row-major, converting dtype on the way.
+      for (TileLayout lin : {TileLayout::tile, TileLayout::row_major})
+        for (TileLayout lout : {TileLayout::tile, TileLayout::row_major})
+          for (DType from : {DType::f32, DType::bf16})
+            for (DType to : {DType::f32, DType::bf16, DType::bf8b}) {
+              CAPTURE(dtype_name(from));
+              CAPTURE(dtype_name(to));
+              CAPTURE(static_cast<int>(lin));
+              CAPTURE(static_cast<int>(lout));
+              if (lout == TileLayout::row_major && to == DType::bf8b)
+                continue;  // not constructible
+              s.check(OpKind::to_memory_config, {place("x", shape, from, k0, lin)},
+                      place("y", shape, to, k1, lout), c, {h0}, to == DType::bf8b ? 0.01 : 1e-6);
+            }
+    }
+  MESSAGE("eltwise/reshard sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 1000);
+  CHECK(s.accepted_sharded > 900);
+  CHECK(s.rejected > 50);
+}
+
+TEST_CASE("the rest of the op set: validate() and launch() agree over operand and result layouts") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96};
+  auto h0 = random_values(shape, 6), h1 = random_values(shape, 7);
+  struct Case {
+    OpKind kind;
+    int operands;
+    std::vector<int64_t> out;
+    OpConfig config;
+    DType out_dtype = DType::bf16;
+  };
+  std::vector<Case> cases;
+  OpConfig c = grid_config();
+  for (OpKind k : {OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp,
+                   OpKind::neg, OpKind::abs})
+    cases.push_back({k, 1, shape, c});
+  for (OpKind k : {OpKind::subtract, OpKind::multiply, OpKind::maximum, OpKind::minimum})
+    cases.push_back({k, 2, shape, c});
+  OpConfig last = c;
+  last.num_dims = 1;
+  last.dims[0] = -1;
+  cases.push_back({OpKind::softmax, 1, shape, last});
+  last.keepdim = true;
+  cases.push_back({OpKind::reduce_sum, 1, {2, 40, 1}, last});
+  cases.push_back({OpKind::reduce_max, 1, {2, 40, 1}, last});
+  OpConfig perm = c;
+  perm.num_dims = 3;
+  perm.dims[0] = 0;
+  perm.dims[1] = 2;
+  perm.dims[2] = 1;
+  cases.push_back({OpKind::permute, 1, {2, 96, 40}, perm});
+  OpConfig reshape = c;
+  reshape.num_shape = 2;
+  reshape.shape[0] = 80;
+  reshape.shape[1] = 96;
+  cases.push_back({OpKind::reshape, 1, {80, 96}, reshape});
+  OpConfig cast = c;
+  cast.dtype = DType::f32;
+  cases.push_back({OpKind::typecast, 1, shape, cast, DType::f32});
+  for (const Case& k : cases)
+    for (Kind k0 : kKinds)
+      for (Kind k1 : kKinds) {
+        CAPTURE(op_name(k.kind));
+        CAPTURE(kind_name(k0));
+        CAPTURE(kind_name(k1));
+        std::vector<TensorPlacement> ins{place("x", shape, DType::bf16, k0)};
+        std::vector<std::vector<float>> host{h0};
+        if (k.operands == 2) {
+          ins.push_back(place("y", shape, DType::bf16, k1));
+          host.push_back(h1);
+        }
+        s.check(k.kind, ins, place("z", k.out, k.out_dtype, k1), k.config, host, 0.02);
+      }
+  // linear = matmul + broadcast bias, on the program-aware matmul kernel.
+  const std::vector<int64_t> as{64, 96}, ws{96, 128}, bias{128}, os{64, 128};
+  auto ha = random_values(as, 8), hw = random_values(ws, 9), hb = random_values(bias, 10);
+  OpConfig two_d = grid_config();
+  two_d.program = MatmulProgram::mcast_2d;
+  two_d.in0_block_w = 1;
+  for (const OpConfig& cfg : {grid_config(), two_d})
+    for (Kind ka : kKinds)
+      for (Kind ko : kKinds) {
+        CAPTURE(kind_name(ka));
+        CAPTURE(kind_name(ko));
+        s.check(OpKind::linear,
+                {place("a", as, DType::bf16, ka), place("w", ws, DType::bf16, Kind::dram),
+                 place("b", bias, DType::bf16, Kind::l1)},
+                place("c", os, DType::bf16, ko), cfg, {ha, hw, hb}, 0.01);
+      }
+  MESSAGE("op-set sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors), ", s.rejected, " rejected");
+  CHECK(s.accepted > 1400);
+  CHECK(s.accepted_sharded > 1200);
+  CHECK(s.rejected > 100);
+}

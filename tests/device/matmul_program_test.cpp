@@ -1,0 +1,294 @@
+// Matmul program configs: which core computes which output block, the rules validate() applies
+// (and launch() enforces), circular-buffer sizes, the per-core CB/L1 clash at run time, out-of-L1
+// errors, and that the core thread pool gives the same bytes and errors as serial execution.
+#include "meshplan/device/matmul_program.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/device/placement.hpp"
+
+using namespace meshplan;
+using namespace meshplan::device;
+
+namespace {
+
+const std::vector<int64_t> kA{64, 96}, kB{96, 128}, kOut{64, 128};  // out 2x4 tiles, K 3 tiles
+
+OpConfig program(MatmulProgram p, uint16_t gx, uint16_t gy) {
+  OpConfig c;
+  c.program = p;
+  c.grid_x = gx;
+  c.grid_y = gy;
+  return c;
+}
+
+struct Launch {
+  TensorPlacement a = make_interleaved("a", kA, DType::bf16, BufferType::dram, 0);
+  TensorPlacement b = make_interleaved("b", kB, DType::bf16, BufferType::dram, 1 << 20);
+  TensorPlacement out = make_interleaved("c", kOut, DType::bf16, BufferType::dram, 2 << 20);
+  mutable const TensorPlacement* ins[2] = {};
+  mutable const TensorPlacement* outs[1] = {};
+  /// Points at this object's own placements (copies of a Launch stay independent).
+  OpLaunch op(const OpConfig& c) const {
+    ins[0] = &a;
+    ins[1] = &b;
+    outs[0] = &out;
+    return OpLaunch{OpKind::matmul, "mm", ins, outs, c};
+  }
+};
+
+std::string reason(const Launch& l, const OpConfig& c) {
+  OpValidation v = OpModel(wormhole_b0()).validate(l.op(c));
+  return v.ok ? std::string("accepted") : v.reason;
+}
+
+bool has(const std::string& s, const char* what) {
+  return s.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("each program assigns output tiles to the cores TTNN's program would") {
+  ChipDesc chip = wormhole_b0();
+  Launch l;
+  auto core_of = [&](const OpConfig& c, int64_t tr, int64_t tc) {
+    auto m = resolve_matmul(l.op(c), chip);
+    REQUIRE(m);
+    return matmul_core_of(*m, tr, tc, chip.grid_x);
+  };
+  OpConfig two_d = program(MatmulProgram::mcast_2d, 4, 2);
+  CHECK(core_of(two_d, 1, 3) == 1 * 8 + 3);  // block row -> y, block column -> x
+  OpConfig transposed = program(MatmulProgram::mcast_2d, 2, 4);
+  transposed.transpose_mcast = true;
+  CHECK(core_of(transposed, 1, 3) == 3 * 8 + 1);
+  OpConfig split_n = program(MatmulProgram::mcast_1d, 4, 2);
+  CHECK(core_of(split_n, 1, 3) == 3);
+  OpConfig split_m = program(MatmulProgram::mcast_1d, 4, 2);
+  split_m.mcast_in0 = false;
+  CHECK(core_of(split_m, 1, 3) == 1);
+  // Work items: one rectangle per core, in core order, covering the output once.
+  auto m = resolve_matmul(l.op(two_d), chip);
+  REQUIRE(m);
+  auto work = matmul_work(*m, chip.grid_x);
+  REQUIRE(work.size() == 8);
+  std::vector<int> covered(8, 0);
+  for (const MatmulWork& w : work)
+    for (int64_t r = w.r0; r < w.r1; ++r)
+      for (int64_t c = w.c0; c < w.c1; ++c) {
+        ++covered[r * 4 + c];
+        CHECK(matmul_core_of(*m, r, c, chip.grid_x) == w.core);
+      }
+  for (int n : covered) CHECK(n == 1);
+}
+
+TEST_CASE("program rules: layouts, blocks, K steps and sub-blocks") {
+  Launch l;
+  OpConfig c = program(MatmulProgram::mcast_1d, 4, 2);
+  c.per_core_m = 1;  // in0 multicast keeps all 2 tile rows per core
+  CHECK(has(reason(l, c), "computes all 2 output tile rows"));
+  c = program(MatmulProgram::mcast_2d, 4, 2);
+  c.per_core_n = 0xffffffffu;  // as a corrupt plan might say
+  CHECK(has(reason(l, c), "exceeds the 2x4 output tiles"));
+  c = program(MatmulProgram::mcast_2d, 4, 2);
+  c.program = static_cast<MatmulProgram>(7);
+  CHECK(has(reason(l, c), "unknown matmul program 7"));
+  c = program(MatmulProgram::mcast_2d, 4, 2);
+  c.in0_block_w = 2;
+  CHECK(has(reason(l, c), "in0_block_w 2 does not divide the 3 K tiles"));
+  c = program(MatmulProgram::mcast_2d, 2, 1);
+  c.per_core_n = 4;
+  c.per_core_m = 2;
+  c.out_subblock_h = 2;
+  c.out_subblock_w = 4;  // 8 tiles: fits bf16, not f32
+  CHECK(reason(l, c) == "accepted");
+  Launch f32 = l;
+  f32.out.dtype = DType::f32;
+  f32.out.page_size = tile_bytes(DType::f32);
+  CHECK(has(reason(f32, c), "exceeds the 4 destination-register tiles"));
+  c.out_subblock_w = 2;
+  CHECK(has(reason(l, c), "out_subblock_h must be 1"));
+  c = program(MatmulProgram::mcast_2d, 2, 1);
+  c.per_core_m = 1;  // 2 tile rows in blocks of 1 need 2 grid rows
+  CHECK(has(reason(l, c),
+            "2 output tile rows in blocks of per_core_m 1 need 2 cores, the grid offers 1"));
+  // Layouts: 2-D wants block-sharded (or interleaved) in0, 1-D height or width.
+  Launch hs = l;
+  auto spec = even_shard_spec(kA, MemLayout::height_sharded, {0, 0, 1, 0});
+  REQUIRE(spec);
+  hs.a = make_sharded("a", kA, DType::bf16, MemLayout::height_sharded, *spec, 0);
+  std::string r = reason(hs, program(MatmulProgram::mcast_2d, 4, 2));
+  CHECK(has(r, "in0 'a' is height_sharded"));
+  CHECK(has(r, "block_sharded"));
+  CHECK(has(r, "op 'mm' (matmul)"));
+  OpConfig m_split = program(MatmulProgram::mcast_1d, 2, 1);
+  m_split.mcast_in0 = false;
+  CHECK(reason(hs, m_split) == "accepted");
+  // A block-sharded result must be held where each block is computed.
+  Launch bo = l;
+  auto ospec = even_shard_spec(kOut, MemLayout::block_sharded, {0, 0, 3, 1});
+  REQUIRE(ospec);
+  bo.out = make_sharded("c", kOut, DType::bf16, MemLayout::block_sharded, *ospec, 0);
+  CHECK(reason(bo, program(MatmulProgram::mcast_2d, 4, 2)) == "accepted");
+  bo.out.shard.orientation = ShardOrientation::col_major;
+  bo.out.shard.grid = CoreRange{0, 0, 1, 3};
+  r = reason(bo, program(MatmulProgram::mcast_2d, 4, 2));
+  CHECK(has(r,
+            "result 'c' keeps output tile (0,1) on core (0,1) but the program computes it on core "
+            "(1,0)"));
+  // Integer matmul is not supported.
+  Launch ints = l;
+  ints.a.dtype = DType::i32;
+  ints.a.page_size = tile_bytes(DType::i32);
+  CHECK(has(reason(ints, OpConfig{}), "matmul does not support dtype i32"));
+}
+
+TEST_CASE("circular buffers per program config") {
+  Launch l;
+  ChipDesc chip = wormhole_b0();
+  OpConfig c = program(MatmulProgram::mcast_2d, 2, 1);
+  c.per_core_m = 2;
+  c.per_core_n = 2;
+  c.in0_block_w = 1;
+  auto m = resolve_matmul(l.op(c), chip);
+  REQUIRE(m);
+  // in0 2x1 and in1 1x2 double-buffered, output 2x2 bf16, f32 partials (3 K blocks).
+  uint64_t want = 2 * 2 * 2048 + 2 * 2 * 2048 + 4 * 2048 + 4 * 4096;
+  CHECK(matmul_cb_bytes(*m, l.op(c)) == want);
+  OpValidation v = OpModel(chip).validate(l.op(c));
+  REQUIRE(v.ok);
+  CHECK(v.cb_bytes_per_core == want);
+  CHECK(v.output_l1_bytes_per_core == 0);
+  // One K block: no partials. A sharded result is its own output buffer.
+  c.in0_block_w = 3;
+  Launch sharded = l;
+  auto spec = even_shard_spec(kOut, MemLayout::block_sharded, {0, 0, 1, 0});
+  REQUIRE(spec);
+  sharded.out = make_sharded("c", kOut, DType::bf16, MemLayout::block_sharded, *spec, 0);
+  v = OpModel(chip).validate(sharded.op(c));
+  REQUIRE(v.ok);
+  CHECK(v.cb_bytes_per_core == 2 * 2 * 3 * 2048 + 2 * 3 * 2 * 2048);
+  CHECK(v.output_l1_bytes_per_core == 4 * 2048);
+}
+
+TEST_CASE("run time: circular buffers clash only with L1 buffers on the op's cores") {
+  auto d = EmulatedDevice::create(wormhole_b0());
+  REQUIRE(d);
+  auto& dev = **d;
+  ChipDesc chip = wormhole_b0();
+  Launch l;
+  REQUIRE(dev.allocate(l.a));
+  REQUIRE(dev.allocate(l.b));
+  REQUIRE(dev.allocate(l.out));
+  OpConfig c = program(MatmulProgram::mcast_2d, 4, 2);
+  std::vector<int64_t> small{32, 32};
+  ShardSpec s;
+  s.shape[0] = 32;
+  s.shape[1] = 32;
+  s.grid = CoreRange{1, 0, 1, 0};  // inside the op's 4x2 grid
+  TensorPlacement low = make_sharded("low", small, DType::bf16, MemLayout::height_sharded, s,
+                                     chip.l1_unreserved_base + 1024);
+  REQUIRE(dev.allocate(low));
+  auto r = dev.launch(l.op(c));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::resource_exhausted);
+  CHECK(has(r.error().message, "clash on core (1,0) with L1 buffer 'low'"));
+  REQUIRE(dev.deallocate(low));
+  low.shard.grid = CoreRange{6, 6, 6, 6};  // outside it: no clash
+  REQUIRE(dev.allocate(low));
+  CHECK(dev.launch(l.op(c)));
+}
+
+TEST_CASE(
+    "out of L1: validate and allocate name the op, tensor and core; the device stays usable") {
+  auto d = EmulatedDevice::create(wormhole_b0());
+  REQUIRE(d);
+  auto& dev = **d;
+  ChipDesc chip = wormhole_b0();
+  std::vector<int64_t> big{768, 1024};  // 3 MiB of f32 on one core
+  ShardSpec s;
+  s.grid = CoreRange{2, 3, 2, 3};
+  s.shape[0] = 768;
+  s.shape[1] = 1024;
+  TensorPlacement huge =
+      make_sharded("huge", big, DType::f32, MemLayout::height_sharded, s, chip.l1_unreserved_base);
+  TensorPlacement x = make_interleaved("x", big, DType::f32, BufferType::dram, 0);
+  const TensorPlacement* ins[] = {&x};
+  const TensorPlacement* outs[] = {&huge};
+  OpConfig c;
+  OpLaunch op{OpKind::relu, "act", ins, outs, c};
+  OpValidation v = OpModel(chip).validate(op);
+  REQUIRE_FALSE(v.ok);
+  CHECK(has(v.reason, "op 'act'"));
+  CHECK(has(v.reason, "usable"));
+  auto a = dev.allocate(huge);
+  REQUIRE_FALSE(a);
+  CHECK(has(a.error().message, "huge"));
+  REQUIRE(dev.allocate(x));
+  auto r = dev.launch(op);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == v.reason);
+  // Usable afterwards.
+  TensorPlacement y = make_interleaved("y", big, DType::f32, BufferType::dram, 64 << 20);
+  REQUIRE(dev.allocate(y));
+  outs[0] = &y;
+  CHECK(dev.launch(OpLaunch{OpKind::relu, "act", ins, outs, c}));
+}
+
+TEST_CASE("the core thread pool gives the same bytes and the same errors as serial execution") {
+  std::vector<int64_t> as{256, 256}, bs{256, 256};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> ha(256 * 256), hb(256 * 256);
+  for (float& v : ha) v = round_bf16(dist(rng));
+  for (float& v : hb) v = round_bf16(dist(rng));
+  auto run = [&](unsigned threads, DType out_dtype,
+                 bool poison) -> std::pair<std::vector<float>, std::string> {
+    auto d = EmulatedDevice::create(wormhole_b0());
+    REQUIRE(d);
+    auto& dev = **d;
+    dev.set_core_threads(threads);
+    CHECK(dev.core_threads() == threads);
+    TensorPlacement a = make_interleaved("a", as, DType::bf16, BufferType::dram, 0);
+    TensorPlacement b = make_interleaved("b", bs, DType::bf16, BufferType::dram, 1 << 20);
+    TensorPlacement o = make_interleaved("o", as, out_dtype, BufferType::dram, 2 << 20);
+    REQUIRE(dev.allocate(a));
+    REQUIRE(dev.allocate(b));
+    REQUIRE(dev.allocate(o));
+    std::vector<float> pa = ha;
+    if (poison) pa[5 * 256 + 7] = std::numeric_limits<float>::infinity();  // inf * 0 -> NaN
+    REQUIRE(dev.write(a, pa));
+    REQUIRE(dev.write(b, hb));
+    const TensorPlacement* ins[] = {&a, &b};
+    const TensorPlacement* outs[] = {&o};
+    OpConfig c = program(MatmulProgram::mcast_2d, 8, 8);
+    auto r = dev.launch(OpLaunch{OpKind::matmul, "mm", ins, outs, c});
+    if (!r) return {{}, r.error().message};
+    std::vector<float> got(256 * 256);
+    REQUIRE(dev.read(o, got));
+    return {got, ""};
+  };
+  auto serial = run(1, DType::bf16, false), pooled = run(4, DType::bf16, false);
+  CHECK(serial.second.empty());
+  CHECK(serial.first == pooled.first);
+  // Work items fail on their own threads; the lowest failing item's error wins either way.
+  auto bad1 = run(1, DType::bf8b, true), bad4 = run(4, DType::bf8b, true);
+  CHECK(has(bad1.second, "bf8b cannot hold"));
+  CHECK(bad1.second == bad4.second);
+}
+
+TEST_CASE("CB queries on placements without shapes fall back instead of crashing") {
+  TensorPlacement a, b, out;  // dtype only, as a plan report builds them
+  const TensorPlacement* ins[] = {&a, &b};
+  const TensorPlacement* outs[] = {&out};
+  OpLaunch op{OpKind::matmul, "mm", ins, outs, OpConfig{}};
+  CHECK_FALSE(resolve_matmul(op, wormhole_b0()));
+  CHECK(OpModel(wormhole_b0()).circular_buffer_bytes(op) == 2 * 3 * 2048 + 4096);
+  CHECK_FALSE(OpModel(wormhole_b0()).validate(op).ok);
+}
