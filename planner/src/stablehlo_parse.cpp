@@ -941,8 +941,8 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     return same_or_func_type(op, results);
   }
   if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.all_reduce" ||
-      n == "sdy.all_to_all" || n == "sdy.collective_permute") {
-    if (n == "sdy.all_gather" || n == "sdy.all_slice") {
+      n == "sdy.all_to_all" || n == "sdy.collective_permute" || n == "sdy.reduce_scatter") {
+    if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.reduce_scatter") {
       MESHPLAN_TRY(expect("[", "'[' opening the per-dimension axes"));
       if (!accept("]")) {
         do op.dim_axes.push_back(MESHPLAN_TRY(axis_set()));

@@ -547,10 +547,10 @@ bool Printer::pretty(const Op& op, int indent) {
       return true;
     }
     if (s == "all_gather" || s == "all_slice" || s == "all_reduce" || s == "all_to_all" ||
-        s == "collective_permute") {
+        s == "collective_permute" || s == "reduce_scatter") {
       if (!op.sharding || op.operands.size() != 1) return false;
       out_ << n << " ";
-      if (s == "all_gather" || s == "all_slice") {
+      if (s == "all_gather" || s == "all_slice" || s == "reduce_scatter") {
         out_ << "[";
         for (size_t d = 0; d < op.dim_axes.size(); ++d)
           out_ << (d ? ", " : "") << axes_string(op.dim_axes[d]);
