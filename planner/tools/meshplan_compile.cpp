@@ -2,6 +2,8 @@
 //
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy dram] [--device NAME]
 //                    [--emit=plan-json|graph-json]
+//   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
+//                    [--arg-types=input,parameter,...] [-o OUT.mlir]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
@@ -9,12 +11,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <iostream>
 #include <string>
 
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -27,10 +32,18 @@ constexpr const char* kUsage =
     "                        [--emit=plan-json|graph-json]\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
-    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n";
+    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
+    "       meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]\n"
+    "                        [--arg-types=input,parameter,...] [-o OUT.mlir]\n"
+    "  Runs the mesh pipeline on a StableHLO/Shardy module and prints it (to OUT.mlir or stdout).\n"
+    "  --emit=sdy stops after STAGE (default: close); --emit=stablehlo prints the imported module\n"
+    "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, argument-sharding,\n"
+    "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, close.\n"
+    "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  std::string mesh = "1x1", stop_after, arg_types;
 };
 
 Result<Args> parse_args(int argc, char** argv) {
@@ -52,14 +65,20 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
     else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
+    else if (is("--mesh")) a.mesh = MESHPLAN_TRY(value("--mesh"));
+    else if (is("--stop-after")) a.stop_after = MESHPLAN_TRY(value("--stop-after"));
+    else if (is("--arg-types")) a.arg_types = MESHPLAN_TRY(value("--arg-types"));
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
     else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
   if (a.output.empty() && a.emit.empty()) return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc or --emit");
-  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json")
-    return fail(ErrorCode::invalid_argument, "--emit takes plan-json or graph-json, not '", a.emit, "'");
+  bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
+  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && !mlir_emit)
+    return fail(ErrorCode::invalid_argument, "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
+  if (mlir_emit && !a.model.ends_with(".mlir"))
+    return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir model");
   return a;
 }
 
@@ -76,10 +95,53 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
+/// A .mlir model: the mesh pipeline, then either the printed module (--emit=sdy|stablehlo)
+/// or the per-device program lowered to the graph IR.
+Result<std::optional<planner::Graph>> run_mlir(const Args& args) {
+  planner::shlo::Module module = MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
+  planner::shlo::PipelineOptions options;
+  size_t x = args.mesh.find('x');
+  char* end = nullptr;
+  options.mesh_rows = std::strtoll(args.mesh.c_str(), &end, 10);
+  options.mesh_cols = x == std::string::npos ? 0 : std::strtoll(args.mesh.c_str() + x + 1, &end, 10);
+  if (x == std::string::npos || *end != '\0' || options.mesh_rows < 1 || options.mesh_cols < 1)
+    return fail(ErrorCode::invalid_argument, "--mesh takes RxC (e.g. 2x4), not '", args.mesh, "'");
+  std::string stage = !args.stop_after.empty() ? args.stop_after : args.emit == "stablehlo" ? "import" : "close";
+  auto stop = planner::shlo::stage_from_name(stage);
+  if (!stop) return fail(ErrorCode::invalid_argument, "--stop-after: unknown stage '", stage, "'");
+  options.stop_after = *stop;
+  for (size_t at = 0; !args.arg_types.empty() && at <= args.arg_types.size();) {
+    size_t comma = args.arg_types.find(',', at);
+    if (comma == std::string::npos) comma = args.arg_types.size();
+    options.argument_types.push_back(args.arg_types.substr(at, comma - at));
+    at = comma + 1;
+  }
+  MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
+  if (args.emit == "sdy" || args.emit == "stablehlo") {
+    std::string text = planner::shlo::print_module(module);
+    if (args.output.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+      out << text;
+      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
+    }
+    return std::nullopt;
+  }
+  return planner::shlo::lower_to_graph(module);
+}
+
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t0 = std::chrono::steady_clock::now();
-  planner::Graph graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
+  planner::Graph graph;
+  if (args.model.ends_with(".mlir")) {
+    auto lowered = MESHPLAN_TRY(run_mlir(args));
+    if (!lowered) return {};
+    graph = std::move(*lowered);
+  } else {
+    graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
+  }
   if (args.emit == "graph-json") {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));
     if (args.output.empty()) return {};

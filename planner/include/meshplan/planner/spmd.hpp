@@ -125,3 +125,17 @@ Result<std::vector<HostArray>> evaluate_spmd(const Module& m, const std::vector<
 std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
 
 }  // namespace meshplan::planner::shlo
+
+#include "meshplan/planner/graph.hpp"
+
+namespace meshplan::planner::shlo {
+
+/// Lowers the per-device program (the manual computation's body when there is one, else the
+/// entry function) to the graph IR the layout planner takes, with local shapes. Only ops with
+/// a meshplan op lower: dot_general (2-D, one contracting dim) -> matmul, add -> add (a
+/// numpy-compatible broadcast_in_dim operand is folded into add's broadcast), maximum with a
+/// splat-zero constant -> relu. Anything else fails with
+/// "file:line:col: unimplemented: stablehlo.X has no meshplan op yet".
+Result<Graph> lower_to_graph(const Module& m);
+
+}  // namespace meshplan::planner::shlo
