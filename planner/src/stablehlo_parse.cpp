@@ -78,17 +78,19 @@ class Parser {
     pos_ = end;
     return true;
   }
+  /// Line and column of offset `p`; scans forward from the last answer (ops are parsed in
+  /// order), so locating every op stays linear in the text size.
   Location loc_at(size_t p) const {
-    Location l{m_.file, 1, 1};
-    for (size_t i = 0; i < p && i < t_.size(); ++i) {
-      if (t_[i] == '\n') {
-        ++l.line;
-        l.col = 1;
+    if (p < cache_pos_) cache_pos_ = 0, cache_line_ = 1, cache_col_ = 1;
+    for (; cache_pos_ < p && cache_pos_ < t_.size(); ++cache_pos_) {
+      if (t_[cache_pos_] == '\n') {
+        ++cache_line_;
+        cache_col_ = 1;
       } else {
-        ++l.col;
+        ++cache_col_;
       }
     }
-    return l;
+    return Location{m_.file, cache_line_, cache_col_};
   }
   Location here() {
     ws();
@@ -814,6 +816,9 @@ class Parser {
 
   std::string_view t_;
   size_t pos_ = 0;
+  mutable size_t cache_pos_ = 0;
+  mutable int cache_line_ = 1;
+  mutable int cache_col_ = 1;
   size_t type_pos_ = 0;
   Module m_;
   std::vector<std::map<std::string, ValueId>> scopes_;

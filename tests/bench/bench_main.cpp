@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"mesh: propagation+collectives vs parse (10k ops)", {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
   });
   benchmark::Shutdown();
   return 0;
