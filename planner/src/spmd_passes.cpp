@@ -401,7 +401,10 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (done(Stage::collectives)) return {};
   MESHPLAN_TRY(global_to_local_shapes(m));
   if (done(Stage::local_shapes)) return {};
-  return close_shardings(m);
+  MESHPLAN_TRY(close_shardings(m));
+  // The result must be a well-formed per-device program (a bug here is meshplan's).
+  if (m.main_mesh() && has_manual_computation(m, *m.entry())) MESHPLAN_TRY(verify_local_program(m));
+  return {};
 }
 
 }  // namespace meshplan::planner::shlo

@@ -139,3 +139,31 @@ namespace meshplan::planner::shlo {
 Result<Graph> lower_to_graph(const Module& m);
 
 }  // namespace meshplan::planner::shlo
+
+namespace meshplan::planner::shlo {
+
+/// A host <-> mesh transfer at the boundary of the per-device program (TTIR MeshShardOp).
+struct MeshShard {
+  bool to_device = true;             ///< FullToShard (an input) or ShardToFull (an output).
+  size_t index = 0;                  ///< Operand / result index of the manual computation.
+  std::string type;                  ///< "identity" (pre-sharded), "replicate" or "devices".
+  std::vector<int64_t> shard_shape;  ///< Pieces per tensor dim.
+  std::vector<int64_t> shard_dims;   ///< Per mesh axis: the tensor dim it splits, or -1.
+  std::string str() const;
+};
+
+/// The mesh_shard ops of a per-device program (after local-shapes): one per manual computation
+/// operand and result. Inputs marked ttcore.shard_status<sharded> are `identity`.
+Result<std::vector<MeshShard>> mesh_shards(const Module& local_program);
+
+/// Checks a per-device program: one manual computation over all mesh axes; its block arguments
+/// and results have the local shapes of their shardings; no sdy.reshard/sharding_constraint and
+/// no sdy.sharding annotation remains inside; every collective's replica groups partition the
+/// mesh. Errors name the op and location.
+Status verify_local_program(const Module& local_program);
+
+/// Deterministic summary of a per-device program: mesh, boundary mesh_shards and collectives
+/// (kind, dim, cluster_axis, group size, bytes), one per line.
+Result<std::string> print_spmd_summary(const Module& local_program);
+
+}  // namespace meshplan::planner::shlo
