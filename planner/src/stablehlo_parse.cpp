@@ -1,6 +1,7 @@
 // Recursive-descent parser for the StableHLO/Shardy textual form (pretty and generic syntax).
 // Works on characters (MLIR's lexing is context dependent: `32x48xf32`, `0->1`, `p1`), and
 // reports every error as "file:line:col: expected X, found 'Y'".
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -384,6 +385,52 @@ class Parser {
     return {};
   }
 
+  /// `dense<"0x...">`: little-endian element bytes (as JAX prints large constants). Decoded
+  /// for f32/f64/bf16/f16-free integer types; other types keep the raw text.
+  Status decode_hex(Attr& a, size_t at) {
+    std::string_view hex = a.text;
+    if (hex.size() < 4 || !hex.substr(1).starts_with("0x")) return {};
+    hex = hex.substr(3, hex.size() - 4);
+    const std::string& e = a.type.element;
+    size_t width = e == "f32" || e == "i32" || e == "ui32" ? 4
+                   : e == "f64" || e == "i64"              ? 8
+                   : e == "bf16"                           ? 2
+                   : e == "i1" || e == "i8"                ? 1
+                                                           : 0;
+    if (width == 0) return {};
+    if (hex.size() % (2 * width) != 0)
+      return error_at(at, "hex dense literal does not hold whole elements");
+    std::vector<double> values;
+    for (size_t i = 0; i < hex.size(); i += 2 * width) {
+      uint64_t bits = 0;
+      for (size_t b = 0; b < width; ++b) {
+        uint64_t byte = 0;
+        auto [p, ec] =
+            std::from_chars(hex.data() + i + 2 * b, hex.data() + i + 2 * b + 2, byte, 16);
+        if (ec != std::errc() || p != hex.data() + i + 2 * b + 2)
+          return error_at(at, "bad hex digit in a dense literal");
+        bits |= byte << (8 * b);
+      }
+      if (e == "f32")
+        values.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+      else if (e == "f64")
+        values.push_back(std::bit_cast<double>(bits));
+      else if (e == "bf16")
+        values.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits << 16)));
+      else if (e == "i32")
+        values.push_back(static_cast<int32_t>(bits));
+      else if (e == "i64")
+        values.push_back(static_cast<double>(static_cast<int64_t>(bits)));
+      else if (e == "i8")
+        values.push_back(static_cast<int8_t>(bits));
+      else
+        values.push_back(static_cast<double>(bits));
+    }
+    a.values = std::move(values);
+    a.text.clear();
+    return {};
+  }
+
   Result<Attr> dense() {
     Attr a;
     a.kind = Attr::Kind::dense;
@@ -400,6 +447,7 @@ class Parser {
     ws();
     size_t tp = pos_;
     a.type = MESHPLAN_TRY(type());
+    if (!a.text.empty()) MESHPLAN_TRY(decode_hex(a, tp));
     if (a.text.empty() && a.values.size() != 1 &&
         static_cast<int64_t>(a.values.size()) != a.type.volume())
       return error_at(tp, str("dense literal has ", a.values.size(), " values but its type ",
@@ -762,6 +810,7 @@ class Parser {
   }
 
   Result<OpId> operation();
+  void normalize_generic(Op& op);
   Status pretty(Op& op, std::vector<TensorType>& result_types, size_t name_pos);
   void skip_loc() {
     if (accept("loc(")) {
@@ -865,6 +914,7 @@ Result<OpId> Parser::operation() {
     auto [ins, outs] = MESHPLAN_TRY(func_type());
     MESHPLAN_TRY(check_operand_types(op, ins));
     result_types = outs;
+    normalize_generic(op);
   } else {
     op.name = MESHPLAN_TRY(ident("an op name"));
     MESHPLAN_TRY(pretty(op, result_types, name_pos));
@@ -891,6 +941,86 @@ Result<OpId> Parser::operation() {
                                   " shardings for ", op.results.size(), " results"));
   m_.ops.push_back(std::move(op));
   return id;
+}
+
+/// Generic-form ops as older exporters write them: inherent attributes in the trailing dict,
+/// dot_general's `#stablehlo.dot<...>`, compare's `#stablehlo<comparison_direction GT>`. Brought
+/// to the canonical properties the passes and the pretty printer use.
+void Parser::normalize_generic(Op& op) {
+  if (!std::string_view(op.name).starts_with("stablehlo.")) return;
+  static const char* kInherent[] = {"dimensions",
+                                    "broadcast_dimensions",
+                                    "permutation",
+                                    "dimension",
+                                    "iota_dimension",
+                                    "start_indices",
+                                    "limit_indices",
+                                    "strides",
+                                    "comparison_direction",
+                                    "compare_type",
+                                    "dot_dimension_numbers",
+                                    "precision_config",
+                                    "value",
+                                    "all_gather_dim",
+                                    "replica_groups",
+                                    "channel_handle",
+                                    "use_global_device_ids",
+                                    "scatter_dimension",
+                                    "split_dimension",
+                                    "concat_dimension",
+                                    "split_count",
+                                    "source_target_pairs"};
+  for (auto it = op.attrs.begin(); it != op.attrs.end();) {
+    if (std::find(std::begin(kInherent), std::end(kInherent), it->first) != std::end(kInherent)) {
+      op.set_prop(it->first, it->second);
+      it = op.attrs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto keyword_of = [](const Attr& a) {
+    std::string t = a.text;
+    size_t sp = t.rfind(' ');
+    if (a.kind != Attr::Kind::opaque || sp == std::string::npos || !t.ends_with(">"))
+      return std::string();
+    return t.substr(sp + 1, t.size() - sp - 2);
+  };
+  for (const char* k : {"comparison_direction", "compare_type"})
+    if (const Attr* a = op.prop(k); a && !keyword_of(*a).empty())
+      op.set_prop(k, Attr::keyword(keyword_of(*a)));
+  if (const Attr* a = op.prop("precision_config"); a && a->kind == Attr::Kind::array) {
+    Attr list = *a;
+    for (Attr& e : list.list)
+      if (!keyword_of(e).empty()) e = Attr::keyword(keyword_of(e));
+    op.set_prop("precision_config", list);
+  }
+  if (const Attr* a = op.prop("dot_dimension_numbers"); a && a->kind == Attr::Kind::opaque) {
+    // #stablehlo.dot<lhs_batching_dimensions = [0], ..., rhs_contracting_dimensions = [1]>
+    std::string t = a->text;
+    std::vector<NamedAttr> dims;
+    for (const char* k : {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                          "lhs_contracting_dimensions", "rhs_contracting_dimensions"}) {
+      std::vector<int64_t> v;
+      size_t at = t.find(k);
+      if (at != std::string::npos) {
+        size_t open = t.find('[', at), close = t.find(']', at);
+        std::string body = t.substr(open + 1, close - open - 1);
+        for (size_t p = 0; p < body.size();) {
+          size_t c = body.find(',', p);
+          if (c == std::string::npos) c = body.size();
+          std::string num = body.substr(p, c - p);
+          if (num.find_first_of("0123456789") != std::string::npos) v.push_back(std::stoll(num));
+          p = c + 1;
+        }
+      }
+      dims.emplace_back(k, Attr::ints_array(v));
+    }
+    op.props.erase(
+        std::remove_if(op.props.begin(), op.props.end(),
+                       [](const NamedAttr& p) { return p.first == "dot_dimension_numbers"; }),
+        op.props.end());
+    for (auto& [k, v] : dims) op.set_prop(k, v);
+  }
 }
 
 bool is_unary_name(std::string_view s) {

@@ -261,3 +261,35 @@ TEST_CASE("replica groups follow the mesh, sub-axes included") {
   CHECK(replica_groups(mesh, {AxisRef{"y", 1, 0}, AxisRef{"x", 1, 0}}) ==
         G{{0, 4, 1, 5, 2, 6, 3, 7}});
 }
+
+TEST_CASE("convolution: batch and output features propagate, spatial dims stay replicated") {
+  std::string text =
+      "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+      "func.func @main(%a: tensor<8x32x32x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+      "{\"y\"}, {}, {}]>}, "
+      "%k: tensor<3x3x4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}, {\"y\"}]>}) -> "
+      "tensor<8x30x30x16xf32> "
+      "{\n"
+      "  %0 = stablehlo.convolution(%a, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+      "window = {stride "
+      "= [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, "
+      "feature_group_count = 1 "
+      ": i64} : (tensor<8x32x32x4xf32>, tensor<3x3x4x16xf32>) -> tensor<8x30x30x16xf32>\n"
+      "  return %0 : tensor<8x30x30x16xf32>\n}\n";
+  Module m = compile(text, "propagation", 2, 2);
+  CHECK(result_sharding(m, 0) == "<@mesh, [{\"x\", ?}, {?}, {?}, {\"y\", ?}]>");
+  auto rule = sharding_rule(m, m.ops[m.entry()->body.ops[0]]);
+  REQUIRE(rule.has_value());
+  CHECK(rule->print() ==
+        "a b c d, e f d g -> a h i g {a=8 b=32(need_replication) c=32(need_replication) "
+        "d=4(reduction) "
+        "e=3(need_replication) f=3(need_replication) g=16 h=30(need_replication) "
+        "i=30(need_replication)}");
+  // The spatially sharded input is gathered before the convolution.
+  Module r = compile(text, "explicit-reshards", 2, 2);
+  CHECK(print_module(r).find("sdy.reshard %arg0 <@mesh, [{\"x\"}, {}, {}, {}]>") !=
+        std::string::npos);
+  auto again = parse_module(print_module(r), "again.mlir");
+  REQUIRE(again.has_value());
+  CHECK(print_module(*again) == print_module(r));
+}

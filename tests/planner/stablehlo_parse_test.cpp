@@ -115,3 +115,21 @@ TEST_CASE("syntax errors report file:line:col and what was expected") {
   CHECK(error_of("func.func @f(%a: tensor<2xf32>, %a: tensor<2xf32>) -> tensor<2xf32> {}") ==
         "m.mlir:1:33: value %a is defined twice");
 }
+
+TEST_CASE("generic-form ops (older exporters) normalize to the pretty form; hex constants decode") {
+  auto m = parse_module_file(test::source_path("tests/planner/golden/generic_form.mlir"));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  std::string text = print_module(*m);
+  CHECK(
+      text.find(
+          "stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, "
+          "DEFAULT] : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>") != std::string::npos);
+  CHECK(
+      text.find("stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0], [-1.0, -2.0], [-3.0, -4.0]]> : "
+                "tensor<4x2xf32>") != std::string::npos);
+  CHECK(text.find("stablehlo.compare  GT, %0, %1,  FLOAT") != std::string::npos);
+  CHECK(text.find("stablehlo.broadcast_in_dim %2, dims = [0, 1]") != std::string::npos);
+  auto again = parse_module(text, "printed.mlir");
+  REQUIRE(again.has_value());
+  CHECK(print_module(*again) == text);
+}

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/planner/graph.hpp"
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/stablehlo.hpp"
 
@@ -126,7 +127,6 @@ std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
 
 }  // namespace meshplan::planner::shlo
 
-#include "meshplan/planner/graph.hpp"
 
 namespace meshplan::planner::shlo {
 
