@@ -249,10 +249,11 @@ class Propagator {
   PropagationStats stats_;
 
  private:
-  /// Values whose sharding an op fixes (constraint, reshard and collective results).
+  /// Values whose sharding an op fixes (constraint, reshard and collective results, constants).
   bool fixed(ValueId v) const {
     OpId d = m_.values[v].def;
-    return d != kNone && m_.ops[d].sharding.has_value();
+    // Constants stay replicated: their literal is the whole tensor on every device.
+    return d != kNone && (m_.ops[d].sharding.has_value() || m_.ops[d].name == "stablehlo.constant");
   }
 
   Module& m_;

@@ -810,7 +810,7 @@ class Parser {
   }
 
   Result<OpId> operation();
-  void normalize_generic(Op& op);
+  Status normalize_generic(Op& op, const std::vector<TensorType>& results, size_t at);
   Status pretty(Op& op, std::vector<TensorType>& result_types, size_t name_pos);
   void skip_loc() {
     if (accept("loc(")) {
@@ -828,6 +828,8 @@ class Parser {
   /// `: T` (every operand and the result) or `: (T...) -> T`.
   Status same_or_func_type(Op& op, std::vector<TensorType>& results) {
     MESHPLAN_TRY(expect(":", "':' and the op's type"));
+    ws();
+    type_pos_ = pos_;
     if (peek('(')) {
       auto [ins, outs] = MESHPLAN_TRY(func_type());
       MESHPLAN_TRY(check_operand_types(op, ins));
@@ -914,7 +916,7 @@ Result<OpId> Parser::operation() {
     auto [ins, outs] = MESHPLAN_TRY(func_type());
     MESHPLAN_TRY(check_operand_types(op, ins));
     result_types = outs;
-    normalize_generic(op);
+    MESHPLAN_TRY(normalize_generic(op, result_types, name_pos));
   } else {
     op.name = MESHPLAN_TRY(ident("an op name"));
     MESHPLAN_TRY(pretty(op, result_types, name_pos));
@@ -946,8 +948,8 @@ Result<OpId> Parser::operation() {
 /// Generic-form ops as older exporters write them: inherent attributes in the trailing dict,
 /// dot_general's `#stablehlo.dot<...>`, compare's `#stablehlo<comparison_direction GT>`. Brought
 /// to the canonical properties the passes and the pretty printer use.
-void Parser::normalize_generic(Op& op) {
-  if (!std::string_view(op.name).starts_with("stablehlo.")) return;
+Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results, size_t at) {
+  if (!std::string_view(op.name).starts_with("stablehlo.")) return {};
   static const char* kInherent[] = {"dimensions",
                                     "broadcast_dimensions",
                                     "permutation",
@@ -1021,6 +1023,12 @@ void Parser::normalize_generic(Op& op) {
         op.props.end());
     for (auto& [k, v] : dims) op.set_prop(k, v);
   }
+  if (const Attr* v = op.prop("value"); op.name == "stablehlo.constant" && v &&
+                                        v->kind == Attr::Kind::dense &&
+                                        (results.size() != 1 || !(v->type == results[0])))
+    return error_at(at, str("stablehlo.constant: the value's type ", type_string(v->type),
+                            " differs from the result type"));
+  return {};
 }
 
 bool is_unary_name(std::string_view s) {

@@ -569,7 +569,7 @@ bool Printer::pretty(const Op& op, int indent) {
       }
       out_ << name(op.operands[0]) << " out_sharding=" << sharding_string(*op.sharding);
       op_attrs(op);
-      out_ << " : " << type(op.results[0]);
+      same_or_func_type(op);  // a per-device all_slice changes the type
       return true;
     }
     if (s == "manual_computation") {

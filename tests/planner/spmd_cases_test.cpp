@@ -101,7 +101,7 @@ TEST_CASE("case 6: sharding constraint -> reshards -> all_gather + all_slice") {
   CHECK(local.find("(%arg1: tensor<32x16xf32>)") != std::string::npos);
   CHECK(local.find("all_gather_dim = 1 : i64") != std::string::npos);
   CHECK(local.find("sdy.all_slice [{\"y\"}, {}] %1 out_sharding=<@mesh, [{\"y\"}, {}]> : "
-                   "tensor<16x32xf32>") != std::string::npos);
+                   "(tensor<32x32xf32>) -> tensor<16x32xf32>") != std::string::npos);
 }
 
 TEST_CASE("every stage prints a module that parses back unchanged") {

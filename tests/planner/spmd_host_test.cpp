@@ -77,6 +77,9 @@ TEST_CASE("the seed cases that run on one chip give the reference per device") {
     check_spmd(original, 1, 2);
   }
   check_spmd(load("tests/planner/golden/case4_input.mlir", true), 1, 8);
+  // A replicated constant meets a batch-sharded value: it is sliced per device (all_slice).
+  Module g = check_spmd(load("tests/planner/golden/generic_form.mlir", true), 1, 2);
+  CHECK(print_module(g).find("sdy.all_slice") != std::string::npos);
 }
 
 TEST_CASE("2-D sharded matmul: all_reduce, reduce_scatter and all_to_all computed on host arrays") {
