@@ -240,7 +240,7 @@ Status reshards_to_collectives(Module& m) {
     }
     fused.push_back(out[i]);
   }
-  *body = fused;
+  m.ops[mc].regions[0].ops = fused;  // `body` may dangle: add_op grew m.ops
   return {};
 }
 
@@ -369,7 +369,7 @@ Status global_to_local_shapes(Module& m) {
     m.ops[o].shardings.clear();
     out.push_back(o);
   }
-  *body = out;
+  m.ops[mc].regions[0].ops = out;  // `body` may dangle: add_op grew m.ops
   Func* f = m.entry();
   for (ArgInfo& a : f->args) m.values[a.value].sharding.reset();
   for (ResultInfo& r : f->results) r.sharding.reset();

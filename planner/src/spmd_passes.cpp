@@ -186,7 +186,7 @@ Status insert_explicit_reshards(Module& m) {
   const std::vector<OpId> body = f->body.ops;
   for (OpId o : body) {
     for (ValueId& v : m.ops[o].operands) v = remap[v];
-    const Op& op = m.ops[o];
+    const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
     if (op.name == "func.return") {
       for (size_t k = 0; k < op.operands.size(); ++k) {
         const auto& want = f->results[k].sharding;
