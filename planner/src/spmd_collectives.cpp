@@ -327,7 +327,9 @@ Status global_to_local_shapes(Module& m) {
       } else if (n == "sdy.all_reduce") {
         const Attr* kind = op.attr("meshplan.reduction");
         OpId c = collective("stablehlo.all_reduce", x, t, op.reduce_axes, op.loc);
-        m.ops[c].regions.push_back(reducer(elem, kind ? kind->text : "sum", op.loc));
+        Block reduce_body = reducer(elem, kind ? kind->text : "sum",
+                                    op.loc);  // adds ops: call before indexing m.ops
+        m.ops[c].regions.push_back(std::move(reduce_body));
         out.push_back(c);
         x = m.ops[c].results[0];
       } else if (n == "sdy.reduce_scatter") {
@@ -337,7 +339,8 @@ Status global_to_local_shapes(Module& m) {
           t.shape[d] /= math.product(axes);
           OpId c = collective("stablehlo.reduce_scatter", x, t, axes, op.loc);
           m.ops[c].set_prop("scatter_dimension", Attr::integer(static_cast<int64_t>(d)));
-          m.ops[c].regions.push_back(reducer(elem, "sum", op.loc));
+          Block reduce_body = reducer(elem, "sum", op.loc);  // adds ops: call before indexing m.ops
+          m.ops[c].regions.push_back(std::move(reduce_body));
           out.push_back(c);
           x = m.ops[c].results[0];
         }
