@@ -13,32 +13,23 @@ namespace meshplan::planner {
 
 namespace {
 
-fb::Hash128 to_fb(const Hash128& h) {
-  return fb::Hash128(h.lo, h.hi);
-}
+fb::Hash128 to_fb(const Hash128& h) { return fb::Hash128(h.lo, h.hi); }
 
-uint64_t align64(uint64_t v) {
-  return (v + 63) & ~uint64_t{63};
-}
+uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
 
 fb::TensorRole role_of(const Value& v) {
   if (v.argument < 0) return fb::TensorRole::intermediate;
   switch (v.kind) {
-    case ArgKind::input:
-      return fb::TensorRole::input;
-    case ArgKind::parameter:
-      return fb::TensorRole::parameter;
-    case ArgKind::constant:
-      return fb::TensorRole::constant;
+    case ArgKind::input: return fb::TensorRole::input;
+    case ArgKind::parameter: return fb::TensorRole::parameter;
+    case ArgKind::constant: return fb::TensorRole::constant;
   }
   return fb::TensorRole::intermediate;
 }
 
-device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m,
-                                  ValueId v) {
+device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m, ValueId v) {
   const TensorLayout& t = l.tensors[v];
-  device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype,
-                                                       t.buffer, m.address[v], t.layout);
+  device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype, t.buffer, m.address[v], t.layout);
   p.memory = t.memory;
   p.page_size = m.page_size[v];
   return p;
@@ -46,8 +37,7 @@ device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const Mem
 
 }  // namespace
 
-Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip,
-                             const PlannerOptions& options) {
+Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
   Schedule schedule = Schedule::build(g);
   LayoutPlan layout = MESHPLAN_TRY(run_layout_policy(g, schedule, chip, options));
@@ -108,15 +98,10 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip,
     std::vector<const device::TensorPlacement*> inp, resp;
     for (auto& p : in) inp.push_back(&p);
     for (auto& p : res) resp.push_back(&p);
-    device::OpTiming timing =
-        device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
+    device::OpTiming timing = device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
     total_ns += timing.duration_ns;
-    for (auto* p : inp)
-      dram_bytes +=
-          p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
-    for (auto* p : resp)
-      dram_bytes +=
-          p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+    for (auto* p : inp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+    for (auto* p : resp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
 
     auto name = b.CreateString(op.name);
     std::vector<uint32_t> operands(op.operands.begin(), op.operands.end());
@@ -126,11 +111,9 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip,
     auto fo = b.CreateVector(operands);
     auto fr = b.CreateVector(results);
     auto ff = b.CreateVector(frees);
-    auto config = fb::CreateOpConfig(b, c.transpose_a, c.transpose_b,
-                                     static_cast<fb::Activation>(c.activation),
+    auto config = fb::CreateOpConfig(b, c.transpose_a, c.transpose_b, static_cast<fb::Activation>(c.activation),
                                      static_cast<fb::MathFidelity>(c.fidelity), c.grid_x, c.grid_y);
-    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff,
-                                   timing.duration_ns));
+    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns));
   }
 
   std::vector<uint32_t> inputs, outputs(g.outputs.begin(), g.outputs.end());
@@ -142,19 +125,16 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip,
     for (ValueId r : op.results) l1_outputs += layout.tensors[r].buffer == device::BufferType::l1;
 
   fb::Hash128 desc_hash = to_fb(chip.hash());
-  auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y,
-                                          chip.l1_size, chip.l1_unreserved_base, chip.dram_banks,
-                                          chip.dram_bank_size, &desc_hash);
+  auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y, chip.l1_size,
+                                          chip.l1_unreserved_base, chip.dram_banks, chip.dram_bank_size, &desc_hash);
   auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
-  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, 0, 0,
-                                       dram_bytes, memory.l1_high_water, total_ns, 0);
+  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, 0, 0, dram_bytes,
+                                       memory.l1_high_water, total_ns, 0);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
-  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor,
-                                     b.CreateString(std::string(kPlannerVersion)), &key, &gkey,
-                                     b.CreateString(g.name), device_info, opts, metrics);
-  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops),
-                             b.CreateVector(inputs), b.CreateVector(outputs),
-                             b.CreateVectorOfStructs(segments));
+  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(std::string(kPlannerVersion)),
+                                     &key, &gkey, b.CreateString(g.name), device_info, opts, metrics);
+  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(inputs),
+                             b.CreateVector(outputs), b.CreateVectorOfStructs(segments));
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
   uint64_t data_start = align64(b.GetSize());
@@ -163,8 +143,7 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip,
   for (ValueId a : g.arguments)
     if (segment_of[a] >= 0) {
       const fb::Segment& s = segments[segment_of[a]];
-      std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(),
-                  out.bytes.begin() + data_start + s.offset());
+      std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(), out.bytes.begin() + data_start + s.offset());
     }
   return out;
 }

@@ -22,27 +22,22 @@ Result<LayoutPlan> dram_policy(const Graph& g, const device::ChipDesc& chip) {
 
 }  // namespace
 
-std::vector<std::string_view> policy_names() {
-  return {"dram"};
-}
+std::vector<std::string_view> policy_names() { return {"dram"}; }
 
 Result<LayoutPlan> run_layout_policy(const Graph& g, const Schedule&, const device::ChipDesc& chip,
                                      const PlannerOptions& options) {
   if (options.policy == "dram") return dram_policy(g, chip);
   std::string known;
   for (auto n : policy_names()) known += (known.empty() ? "" : ", ") + std::string(n);
-  return fail(ErrorCode::invalid_argument, "unknown policy '", options.policy,
-              "' (policies: ", known, ")");
+  return fail(ErrorCode::invalid_argument, "unknown policy '", options.policy, "' (policies: ", known, ")");
 }
 
 std::string LayoutPlan::print(const Graph& g) const {
   std::ostringstream out;
   for (ValueId v = 0; v < tensors.size(); ++v) {
     const TensorLayout& t = tensors[v];
-    out << "%" << g.values[v].name << ": " << device::buffer_name(t.buffer) << " "
-        << device::memory_name(t.memory) << " "
-        << (t.layout == device::TileLayout::tile ? "tile" : "row_major") << " "
-        << device::dtype_name(t.dtype) << "\n";
+    out << "%" << g.values[v].name << ": " << device::buffer_name(t.buffer) << " " << device::memory_name(t.memory) << " "
+        << (t.layout == device::TileLayout::tile ? "tile" : "row_major") << " " << device::dtype_name(t.dtype) << "\n";
   }
   for (OpId o = 0; o < configs.size(); ++o)
     out << g.ops[o].name << ": grid " << configs[o].grid_x << "x" << configs[o].grid_y << " "

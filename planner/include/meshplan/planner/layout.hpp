@@ -33,7 +33,7 @@ struct LayoutPlan {
 std::vector<std::string_view> policy_names();
 
 /// Runs the policy named in `options` over the graph.
-Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule,
-                                     const device::ChipDesc& chip, const PlannerOptions& options);
+Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule, const device::ChipDesc& chip,
+                                     const PlannerOptions& options);
 
 }  // namespace meshplan::planner

@@ -22,8 +22,8 @@ struct MemoryPlan {
 /// Assigns addresses in schedule order: arguments first, then each op's results, freeing values
 /// after their last use (Schedule::dying_at). Fails with resource_exhausted naming the tensor
 /// that does not fit.
-Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule,
-                               const LayoutPlan& layout, const device::ChipDesc& chip);
+Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
+                               const device::ChipDesc& chip);
 
 /// Replays the plan and proves that no two simultaneously live tensors of one memory overlap.
 Status verify_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
