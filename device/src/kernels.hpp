@@ -14,6 +14,9 @@ Result<OpTiming> run_kernel(ChipMemory& memory, const ChipDesc& chip, const OpLa
 /// One kernel per op family; `cores` is the number of cores the op uses.
 Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
 Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
+Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
+Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
+Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
 Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
 
 }  // namespace meshplan::device

@@ -1,6 +1,7 @@
-// Matmul kernel: tile-by-tile f32 accumulation over the k-tiles, optional fused activation.
-#include "kernels.hpp"
-#include "tile_io.hpp"
+// Matmul and linear kernel: tile-by-tile f32 accumulation over the k-tiles, then (linear) the
+// broadcast bias, then the optional fused activation.
+#include "kernel_blocks.hpp"
+#include "scalar_ops.hpp"
 
 namespace meshplan::device {
 
@@ -18,6 +19,10 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
   std::vector<float> a_blocks, b_blocks;
   MESHPLAN_TRY(a.read_all_blocks(a_blocks));
   MESHPLAN_TRY(b.read_all_blocks(b_blocks));
+  Blocks bias;
+  bool has_bias = op.kind == OpKind::linear;
+  if (has_bias) bias = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[2]));
+  auto oshape = op.results[0]->shape;
   auto a_block = [&](int64_t batch, int64_t mt, int64_t kt) -> const float* {
     int64_t r = cfg.transpose_a ? kt : mt, c = cfg.transpose_a ? mt : kt;
     return a_blocks.data() + ((batch * a_th + r) * a_tw + c) * kTileElems;
@@ -45,10 +50,16 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
               acc[i * kTileW + j] += xv * (cfg.transpose_b ? y[j * kTileW + p2] : yrow[j]);
           }
       }
+      int64_t idx[kMaxRank] = {};
       for (int r = 0; r < kTileH; ++r)
         for (int c = 0; c < kTileW; ++c) {
           bool inside = tc.row0 + r < og.rows && tc.col0 + c < og.cols;
-          tile[tile_offset(r, c)] = inside ? activate(cfg.activation, acc[r * kTileW + c]) : 0.0f;
+          float v = acc[r * kTileW + c];
+          if (inside && has_bias) {
+            output_index(oshape, tc, r, c, idx);
+            v += bias.at_broadcast(idx, oshape.size());
+          }
+          tile[tile_offset(r, c)] = inside ? apply_activation(cfg.activation, v) : 0.0f;
         }
       MESHPLAN_TRY(out.write(p, tile));
     }

@@ -29,7 +29,11 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
   uint64_t bytes = 0;
   for (const TensorPlacement* t : op.operands) bytes += 2ull * tile_bytes(t->dtype);
   for (const TensorPlacement* t : op.results) bytes += 2ull * tile_bytes(t->dtype);
-  if (op.kind == OpKind::matmul && !op.results.empty()) bytes += kTileElems * 4;  // f32 partials
+  if ((op.kind == OpKind::matmul || op.kind == OpKind::linear) && !op.results.empty())
+    bytes += kTileElems * 4;  // f32 partials
+  // Row ops keep a whole tile row of the operand in f32 to compute its statistics.
+  bool row_op = op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm;
+  if (row_op && !op.operands.empty()) bytes += static_cast<uint64_t>(tile_grid(op.operands[0]->shape).tiles_w) * kTileElems * 4;
   return bytes;
 }
 
@@ -41,9 +45,9 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     return v;
   };
   const OpInfo& info = op_info(op.kind);
-  if (static_cast<int>(op.operands.size()) != info.operands || static_cast<int>(op.results.size()) != info.results)
-    return reject("expected ", info.operands, " operands and ", info.results, " results, got ", op.operands.size(), " and ",
-                  op.results.size());
+  if (!operand_count_ok(op.kind, op.operands.size()) || static_cast<int>(op.results.size()) != info.results)
+    return reject("expected ", operand_count_text(op.kind), " operands and ", info.results, " results, got ",
+                  op.operands.size(), " and ", op.results.size());
   if (op.config.grid_x == 0 || op.config.grid_y == 0 || op.config.grid_x > chip_.grid_x || op.config.grid_y > chip_.grid_y)
     return reject("core grid ", op.config.grid_x, "x", op.config.grid_y, " does not fit the chip's ", chip_.grid_x, "x",
                   chip_.grid_y);
@@ -55,6 +59,12 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   }
   auto inferred = infer_shape(op.kind, shapes, op.config);
   if (!inferred) return reject(inferred.error().message);
+  // Ops whose dtypes are part of their meaning: integer indices, and typecast's target.
+  if (op.kind == OpKind::embedding && op.operands[0]->dtype != DType::i32 && op.operands[0]->dtype != DType::u32)
+    return reject("indices '", op.operands[0]->name, "' must be i32 or u32, not ", dtype_name(op.operands[0]->dtype));
+  if (op.kind == OpKind::typecast && op.results[0]->dtype != op.config.dtype)
+    return reject("result '", op.results[0]->name, "' is ", dtype_name(op.results[0]->dtype), " but the op casts to ",
+                  dtype_name(op.config.dtype));
   for (const TensorPlacement* t : op.results) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
     if (t->layout != TileLayout::tile) return reject("result '", t->name, "' must be tiled");

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "op_semantics_ext.hpp"
+#include "scalar_ops.hpp"
+
 namespace meshplan::device {
 
 namespace {
@@ -16,7 +19,7 @@ std::string shape_str(std::span<const int64_t> s) {
   return out.str();
 }
 
-float activate(Activation a, float v) { return a == Activation::relu ? std::max(v, 0.0f) : v; }
+float activate(Activation a, float v) { return apply_activation(a, v); }
 
 struct MatmulDims {
   int64_t batch, m, k, n;
@@ -74,10 +77,30 @@ Result<Shape> broadcast_shapes(std::span<const int64_t> a, std::span<const int64
   return out;
 }
 
+Result<DType> infer_dtype(OpKind kind, std::span<const DType> in, const OpConfig& config) {
+  if (in.empty()) return fail(ErrorCode::invalid_argument, op_name(kind), " has no operands");
+  if (kind == OpKind::embedding) {
+    if (in.size() != 2) return fail(ErrorCode::invalid_argument, "embedding takes 2 operands, got ", in.size());
+    if (in[0] != DType::i32 && in[0] != DType::u32)
+      return fail(ErrorCode::invalid_argument, "embedding indices must be i32 or u32, got ", dtype_name(in[0]));
+    return in[1];
+  }
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i] != in[0])
+      return fail(ErrorCode::invalid_argument, "dtype mismatch: operand 0 is ", dtype_name(in[0]), ", operand ", i, " is ",
+                  dtype_name(in[i]));
+  return kind == OpKind::typecast ? config.dtype : in[0];
+}
+
 Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>> operands, const OpConfig& config) {
   const OpInfo& info = op_info(kind);
-  if (static_cast<int>(operands.size()) != info.operands)
-    return fail(ErrorCode::invalid_argument, info.name, " takes ", info.operands, " operand(s), got ", operands.size());
+  if (!operand_count_ok(kind, operands.size()))
+    return fail(ErrorCode::invalid_argument, info.name, " takes ", operand_count_text(kind), " operand(s), got ",
+                operands.size());
+  for (auto s : operands)
+    if (s.size() > static_cast<size_t>(kMaxRank))
+      return fail(ErrorCode::invalid_argument, "operand ", shape_str(s), " has rank ", s.size(), ", more than the ", kMaxRank,
+                  " dims ops support");
   for (auto s : operands)
     for (int64_t d : s)
       if (d <= 0) return fail(ErrorCode::invalid_argument, "dimension ", d, " in ", shape_str(s), " is not positive");
@@ -90,6 +113,7 @@ Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>>
     case OpKind::add: return broadcast_shapes(operands[0], operands[1]);
     case OpKind::relu:
     case OpKind::to_memory_config: return Shape(operands[0].begin(), operands[0].end());
+    default: return infer_shape_ext(kind, operands, config);
   }
   return fail(ErrorCode::internal, "no shape rule for op kind ", static_cast<int>(kind));
 }
@@ -134,6 +158,7 @@ Status reference(OpKind kind, std::span<const HostView> in, const OpConfig& conf
       std::copy(in[0].data.begin(), in[0].data.end(), out.begin());
       return {};
     }
+    default: return reference_ext(kind, in, config, out_shape, out);
   }
   return fail(ErrorCode::internal, "no reference for op kind ", static_cast<int>(kind));
 }

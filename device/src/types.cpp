@@ -16,6 +16,39 @@ constexpr std::array<OpInfo, kNumOpKinds> kOpInfos = {{
 const OpInfo& op_info(OpKind kind) { return kOpInfos[static_cast<size_t>(kind)]; }
 std::string_view op_name(OpKind kind) { return op_info(kind).name; }
 
+OperandRange operand_range(OpKind kind) {
+  int n = op_info(kind).operands;
+  if (n >= 0) return {n, n};
+  switch (kind) {
+    case OpKind::layer_norm: return {1, 3};  // x, optional weight, optional bias
+    case OpKind::rms_norm: return {1, 2};    // x, optional weight
+    case OpKind::conv2d: return {2, 3};      // input, weight, optional bias
+    default: return {1, kMaxOperands};       // concat
+  }
+}
+
+bool operand_count_ok(OpKind kind, size_t count) {
+  OperandRange r = operand_range(kind);
+  return count >= static_cast<size_t>(r.min) && count <= static_cast<size_t>(r.max);
+}
+
+std::string operand_count_text(OpKind kind) {
+  OperandRange r = operand_range(kind);
+  return r.min == r.max ? std::to_string(r.min) : std::to_string(r.min) + " to " + std::to_string(r.max);
+}
+
+namespace {
+constexpr std::array<std::string_view, 6> kActivationNames = {"none", "relu", "gelu", "silu", "sigmoid", "tanh"};
+}
+
+std::string_view activation_name(Activation activation) { return kActivationNames[static_cast<size_t>(activation)]; }
+
+std::optional<Activation> activation_from_name(std::string_view name) {
+  for (size_t i = 0; i < kActivationNames.size(); ++i)
+    if (kActivationNames[i] == name) return static_cast<Activation>(i);
+  return std::nullopt;
+}
+
 std::optional<OpKind> op_from_name(std::string_view name) {
   for (size_t i = 0; i < kOpInfos.size(); ++i)
     if (kOpInfos[i].name == name) return static_cast<OpKind>(i);

@@ -35,6 +35,51 @@ device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const Mem
   return p;
 }
 
+/// The op config as a plan.fbs OpConfig; attribute vectors are written only when set, so plans
+/// of ops without attributes stay as small as before.
+flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b, const device::OpConfig& c) {
+  auto ints = [&](const auto* v, size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int32_t>> {
+    if (n == 0) return 0;
+    std::vector<int32_t> x(v, v + n);
+    return b.CreateVector(x);
+  };
+  auto longs = [&](const int64_t* v, size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int64_t>> {
+    return n == 0 ? 0 : b.CreateVector(v, n);
+  };
+  auto dims = ints(c.dims, c.num_dims);
+  auto shape = longs(c.shape, c.num_shape);
+  auto begins = longs(c.begins, c.num_slice), ends = longs(c.ends, c.num_slice), steps = longs(c.steps, c.num_slice);
+  // Window attributes only when they differ from the defaults (the runtime reads absent as default).
+  auto is = [](const int32_t* v, std::initializer_list<int32_t> want) { return std::equal(want.begin(), want.end(), v); };
+  auto kernel = ints(c.kernel, is(c.kernel, {1, 1}) ? 0 : 2), stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
+  auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
+  auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
+  fb::OpConfigBuilder ob(b);
+  ob.add_transpose_a(c.transpose_a);
+  ob.add_transpose_b(c.transpose_b);
+  ob.add_activation(static_cast<fb::Activation>(c.activation));
+  ob.add_fidelity(static_cast<fb::MathFidelity>(c.fidelity));
+  ob.add_grid_x(c.grid_x);
+  ob.add_grid_y(c.grid_y);
+  if (!dims.IsNull()) ob.add_dims(dims);
+  ob.add_keepdim(c.keepdim);
+  ob.add_axis(c.axis);
+  ob.add_epsilon(c.epsilon);
+  ob.add_dtype(static_cast<fb::DType>(c.dtype));
+  if (!shape.IsNull()) ob.add_shape(shape);
+  if (!begins.IsNull()) {
+    ob.add_begins(begins);
+    ob.add_ends(ends);
+    ob.add_steps(steps);
+  }
+  if (!kernel.IsNull()) ob.add_kernel(kernel);
+  if (!stride.IsNull()) ob.add_stride(stride);
+  if (!padding.IsNull()) ob.add_padding(padding);
+  if (!dilation.IsNull()) ob.add_dilation(dilation);
+  ob.add_groups(c.groups);
+  return ob.Finish();
+}
+
 }  // namespace
 
 Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options) {
@@ -111,8 +156,7 @@ Result<CompiledPlan> compile(const Graph& g, const device::ChipDesc& chip, const
     auto fo = b.CreateVector(operands);
     auto fr = b.CreateVector(results);
     auto ff = b.CreateVector(frees);
-    auto config = fb::CreateOpConfig(b, c.transpose_a, c.transpose_b, static_cast<fb::Activation>(c.activation),
-                                     static_cast<fb::MathFidelity>(c.fidelity), c.grid_x, c.grid_y);
+    auto config = write_config(b, c);
     ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns));
   }
 

@@ -40,22 +40,140 @@ std::string op_label(const Op& op) {
 
 }  // namespace
 
+namespace {
+
+bool is_eltwise_binary(OpKind k) {
+  return k == OpKind::add || k == OpKind::subtract || k == OpKind::multiply || k == OpKind::divide ||
+         k == OpKind::maximum || k == OpKind::minimum;
+}
+bool is_reduce(OpKind k) { return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max; }
+bool is_pool(OpKind k) { return k == OpKind::max_pool2d || k == OpKind::avg_pool2d; }
+
+/// Parses one attribute into `c`; false if `op` has no attribute of that name.
+Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig& c, bool* required_seen) {
+  OpKind k = op.kind;
+  auto bad = [&](auto&&... why) { return fail(ErrorCode::invalid_argument, op_label(op), ": attribute '", a.name, "' ", why...); };
+  auto as_bool = [&]() -> Result<bool> {
+    if (auto* b = std::get_if<bool>(&a.value)) return *b;
+    return bad("must be a bool (\"b\")");
+  };
+  auto as_int = [&](int64_t lo, int64_t hi) -> Result<int64_t> {
+    auto* i = std::get_if<int64_t>(&a.value);
+    if (!i) return bad("must be an integer (\"i\")");
+    if (*i < lo || *i > hi) return bad("is ", *i, ", outside [", lo, ", ", hi, "]");
+    return *i;
+  };
+  auto as_ints = [&](size_t min_len, size_t max_len, int64_t lo, int64_t hi) -> Result<std::vector<int64_t>> {
+    auto* v = std::get_if<std::vector<int64_t>>(&a.value);
+    if (!v) return bad("must be a list of integers (\"ints\")");
+    if (v->size() < min_len || v->size() > max_len)
+      return bad("has ", v->size(), " entries, expected ", min_len == max_len ? str(min_len) : str(min_len, " to ", max_len));
+    for (int64_t x : *v)
+      if (x < lo || x > hi) return bad("entry ", x, " is outside [", lo, ", ", hi, "]");
+    return *v;
+  };
+  auto pair = [&](int32_t* dst, int64_t lo) -> Status {
+    auto v = MESHPLAN_TRY(as_ints(2, 2, lo, 1 << 16));
+    dst[0] = static_cast<int32_t>(v[0]);
+    dst[1] = static_cast<int32_t>(v[1]);
+    return {};
+  };
+  constexpr int64_t kRank = device::kMaxRank;
+  constexpr int64_t kBig = int64_t{1} << 40;
+  const std::string& n = a.name;
+  if ((n == "transpose_a" || n == "transpose_b") && (k == OpKind::matmul || k == OpKind::linear)) {
+    (n == "transpose_a" ? c.transpose_a : c.transpose_b) = MESHPLAN_TRY(as_bool());
+  } else if (n == "activation" && (k == OpKind::matmul || k == OpKind::linear || k == OpKind::conv2d || is_eltwise_binary(k))) {
+    const std::string* s = std::get_if<std::string>(&a.value);
+    auto act = s ? device::activation_from_name(*s) : std::nullopt;
+    if (!act) return bad("must be one of \"none\", \"relu\", \"gelu\", \"silu\", \"sigmoid\", \"tanh\"");
+    c.activation = *act;
+  } else if ((n == "dims" && is_reduce(k)) || (n == "perm" && k == OpKind::permute)) {
+    auto v = MESHPLAN_TRY(as_ints(n == "perm" ? 1 : 0, kRank, -kRank, kRank - 1));
+    c.num_dims = static_cast<uint8_t>(v.size());
+    for (size_t i = 0; i < v.size(); ++i) c.dims[i] = static_cast<int8_t>(v[i]);
+    if (n == "perm") *required_seen = true;
+  } else if (n == "keepdim" && is_reduce(k)) {
+    c.keepdim = MESHPLAN_TRY(as_bool());
+  } else if (n == "dim" && k == OpKind::softmax) {
+    c.num_dims = 1;
+    c.dims[0] = static_cast<int8_t>(MESHPLAN_TRY(as_int(-kRank, kRank - 1)));
+  } else if (n == "axis" && k == OpKind::concat) {
+    c.axis = static_cast<int32_t>(MESHPLAN_TRY(as_int(-kRank, kRank - 1)));
+  } else if (n == "epsilon" && (k == OpKind::layer_norm || k == OpKind::rms_norm)) {
+    const double* f = std::get_if<double>(&a.value);
+    const int64_t* i = std::get_if<int64_t>(&a.value);
+    if (!f && !i) return bad("must be a number (\"f\")");
+    double e = f ? *f : static_cast<double>(*i);
+    if (!(e >= 0.0 && e < 1.0)) return bad("is ", e, ", expected a value in [0, 1)");
+    c.epsilon = static_cast<float>(e);
+  } else if (n == "shape" && k == OpKind::reshape) {
+    auto v = MESHPLAN_TRY(as_ints(1, kRank, -1, kBig));
+    c.num_shape = static_cast<uint8_t>(v.size());
+    std::copy(v.begin(), v.end(), c.shape);
+    *required_seen = true;
+  } else if ((n == "begins" || n == "ends" || n == "steps") && k == OpKind::slice) {
+    auto v = MESHPLAN_TRY(as_ints(1, kRank, n == "steps" ? 1 : -kBig, kBig));
+    if (c.num_slice != 0 && c.num_slice != v.size())
+      return bad("has ", v.size(), " entries but another of begins/ends/steps has ", int(c.num_slice));
+    c.num_slice = static_cast<uint8_t>(v.size());
+    std::copy(v.begin(), v.end(), n == "begins" ? c.begins : n == "ends" ? c.ends : c.steps);
+  } else if (n == "dtype" && k == OpKind::typecast) {
+    const std::string* s = std::get_if<std::string>(&a.value);
+    auto dt = s ? device::dtype_from_name(*s) : std::nullopt;
+    if (!dt || *dt == DType::bf8b) return bad("must be one of \"f32\", \"bf16\", \"i32\", \"u32\"");
+    c.dtype = *dt;
+    *required_seen = true;
+  } else if (n == "kernel" && is_pool(k)) {
+    MESHPLAN_TRY(pair(c.kernel, 1));
+    *required_seen = true;
+  } else if (n == "stride" && (k == OpKind::conv2d || is_pool(k))) {
+    MESHPLAN_TRY(pair(c.stride, 1));
+  } else if (n == "dilation" && (k == OpKind::conv2d || is_pool(k))) {
+    MESHPLAN_TRY(pair(c.dilation, 1));
+  } else if (n == "padding" && (k == OpKind::conv2d || is_pool(k))) {
+    auto v = MESHPLAN_TRY(as_ints(2, 4, 0, 1 << 16));
+    if (v.size() == 3) return bad("must be [pad_h, pad_w] or [top, bottom, left, right]");
+    if (v.size() == 2) v = {v[0], v[0], v[1], v[1]};
+    for (int i = 0; i < 4; ++i) c.padding[i] = static_cast<int32_t>(v[i]);
+  } else if (n == "groups" && k == OpKind::conv2d) {
+    c.groups = static_cast<int32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The attribute an op cannot do without, if any.
+std::string_view required_attribute(OpKind k) {
+  switch (k) {
+    case OpKind::permute: return "perm";
+    case OpKind::reshape: return "shape";
+    case OpKind::typecast: return "dtype";
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d: return "kernel";
+    default: return {};
+  }
+}
+
+}  // namespace
+
 Result<device::OpConfig> op_config(const Op& op) {
   device::OpConfig config;
+  bool required_seen = false;
   for (const Attribute& a : op.attributes) {
-    bool is_matmul = op.kind == OpKind::matmul;
-    if ((a.name == "transpose_a" || a.name == "transpose_b") && is_matmul) {
-      const bool* b = std::get_if<bool>(&a.value);
-      if (!b) return fail(ErrorCode::invalid_argument, op_label(op), ": attribute '", a.name, "' must be a bool");
-      (a.name == "transpose_a" ? config.transpose_a : config.transpose_b) = *b;
-    } else if (a.name == "activation" && op.kind != OpKind::relu) {
-      const std::string* s = std::get_if<std::string>(&a.value);
-      if (!s || (*s != "none" && *s != "relu"))
-        return fail(ErrorCode::invalid_argument, op_label(op), ": attribute 'activation' must be \"none\" or \"relu\"");
-      config.activation = *s == "relu" ? device::Activation::relu : device::Activation::none;
-    } else {
-      return fail(ErrorCode::invalid_argument, op_label(op), ": unknown attribute '", a.name, "'");
-    }
+    bool known = MESHPLAN_TRY(parse_attribute(op, a, config, &required_seen));
+    if (!known) return fail(ErrorCode::invalid_argument, op_label(op), ": unknown attribute '", a.name, "'");
+  }
+  std::string_view required = required_attribute(op.kind);
+  if (!required.empty() && !required_seen)
+    return fail(ErrorCode::invalid_argument, op_label(op), ": missing attribute '", required, "'");
+  if (op.kind == OpKind::slice) {
+    bool has_begins = op.attribute("begins"), has_ends = op.attribute("ends");
+    if (!has_begins || !has_ends)
+      return fail(ErrorCode::invalid_argument, op_label(op), ": missing attribute '", has_begins ? "ends" : "begins", "'");
+    if (!op.attribute("steps"))
+      for (int i = 0; i < config.num_slice; ++i) config.steps[i] = 1;
   }
   return config;
 }
@@ -79,8 +197,9 @@ Status validate(Graph& g) {
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const device::OpInfo& info = device::op_info(op.kind);
-    if (static_cast<int>(op.operands.size()) != info.operands)
-      return fail(ErrorCode::invalid_argument, op_label(op), " takes ", info.operands, " operand(s), got ", op.operands.size());
+    if (!device::operand_count_ok(op.kind, op.operands.size()))
+      return fail(ErrorCode::invalid_argument, op_label(op), " takes ", device::operand_count_text(op.kind), " operand(s), got ",
+                  op.operands.size());
     if (static_cast<int>(op.results.size()) != info.results)
       return fail(ErrorCode::invalid_argument, op_label(op), " has ", info.results, " result(s), got ", op.results.size());
     for (ValueId r : op.results) {
@@ -144,14 +263,19 @@ Status validate(Graph& g) {
   for (Op& op : g.ops) {
     device::OpConfig config = MESHPLAN_TRY(op_config(op));
     std::vector<std::span<const int64_t>> shapes;
-    DType dtype = g.values[op.operands[0]].dtype;
+    std::vector<DType> dtypes;
     for (ValueId v : op.operands) {
       shapes.emplace_back(g.values[v].shape);
-      if (g.values[v].dtype != dtype)
-        return fail(ErrorCode::invalid_argument, op_label(op), ": dtype mismatch: operand '", g.values[op.operands[0]].name,
-                    "' is ", device::dtype_name(dtype), ", operand '", g.values[v].name, "' is ",
-                    device::dtype_name(g.values[v].dtype));
+      dtypes.push_back(g.values[v].dtype);
     }
+    auto dtype_or = device::infer_dtype(op.kind, dtypes, config);
+    if (!dtype_or) {
+      std::string operands;
+      for (ValueId v : op.operands)
+        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' is " + std::string(device::dtype_name(g.values[v].dtype));
+      return fail(ErrorCode::invalid_argument, op_label(op), ": ", dtype_or.error().message, " (operands ", operands, ")");
+    }
+    DType dtype = *dtype_or;
     auto inferred = device::infer_shape(op.kind, shapes, config);
     if (!inferred) {
       std::string operands;

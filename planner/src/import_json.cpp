@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "meshplan/schemas/schemas.hpp"
@@ -39,6 +40,15 @@ AttrValue attr_value(const fb::Attribute& a, bool* ok) {
   return false;
 }
 
+// flatbuffers::Parser says "file:15: 1: error: expecting..."; we say "file:15:1: expecting...".
+std::string tidy_parser_error(std::string msg) {
+  static const std::regex kPosition(R"(^(.*?):(\d+): (\d+): error: )");
+  msg = std::regex_replace(msg, kPosition, "$1:$2:$3: ", std::regex_constants::format_first_only);
+  if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return msg;
+}
+
 }  // namespace
 
 Result<std::string> read_text_file(const std::string& path) {
@@ -55,9 +65,7 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
   std::string text(json);
   std::string src(source_name);
   if (!parser->Parse(text.c_str(), nullptr, src.c_str())) {
-    std::string msg = parser->error_;
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    return fail(ErrorCode::invalid_argument, msg);
+    return fail(ErrorCode::invalid_argument, tidy_parser_error(parser->error_));
   }
   flatbuffers::Verifier verifier(parser->builder_.GetBufferPointer(), parser->builder_.GetSize());
   if (!fb::VerifyGraphBuffer(verifier))
@@ -86,7 +94,8 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
       v.argument = static_cast<int>(g.arguments.size());
       if (v.shape.empty() && !a->value()->shape())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has no shape");
-      if (a->data()) v.data.assign(a->data()->begin(), a->data()->end());
+      if (a->data())
+        for (double d : *a->data()) v.data.push_back(static_cast<float>(d));
       if (v.kind != ArgKind::constant && a->data())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has data but is not a constant");
       g.arguments.push_back(id);
@@ -161,8 +170,9 @@ Result<std::string> export_graph_json(const Graph& g) {
   for (ValueId a : g.arguments) {
     const Value& v = g.values[a];
     auto fv = value(v);
+    std::vector<double> data(v.data.begin(), v.data.end());
     args.push_back(fb::CreateArgumentDirect(b, fv, static_cast<fb::ArgKind>(v.kind),
-                                            v.kind == ArgKind::constant ? &v.data : nullptr));
+                                            v.kind == ArgKind::constant ? &data : nullptr));
   }
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (const Op& op : g.ops) {

@@ -1,4 +1,5 @@
-// Layout policies. `dram`: every tensor DRAM-interleaved, tiled bf16, every op on the full grid.
+// Layout policies. `dram`: every tensor DRAM-interleaved, tiled, in its value's dtype (bf16 for
+// bf8b), every op on the full grid.
 #include "meshplan/planner/layout.hpp"
 
 #include <sstream>
@@ -10,6 +11,9 @@ namespace {
 Result<LayoutPlan> dram_policy(const Graph& g, const device::ChipDesc& chip) {
   LayoutPlan plan;
   plan.tensors.assign(g.values.size(), TensorLayout{});
+  // Each tensor keeps its value's dtype (integer indices stay integers; bf8b is not emulated).
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    if (g.values[v].dtype != device::DType::bf8b) plan.tensors[v].dtype = g.values[v].dtype;
   plan.configs.reserve(g.ops.size());
   for (const Op& op : g.ops) {
     device::OpConfig config = MESHPLAN_TRY(op_config(op));

@@ -20,6 +20,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/report.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -29,7 +30,7 @@ using namespace meshplan;
 
 constexpr const char* kUsage =
     "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device DEVICE]\n"
-    "                        [--emit=plan-json|graph-json]\n"
+    "                        [--emit=plan-json|graph-json] [--report=PLAN.html [--compare=POLICY,...]]\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
@@ -39,11 +40,14 @@ constexpr const char* kUsage =
     "  --emit=sdy stops after STAGE (default: close); --emit=stablehlo prints the imported module\n"
     "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, argument-sharding,\n"
     "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, close.\n"
-    "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n";
+    "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
+    "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
   std::string mesh = "1x1", stop_after, arg_types;
+  std::string report;                // --report=FILE.html
+  std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
 };
 
 Result<Args> parse_args(int argc, char** argv) {
@@ -68,12 +72,23 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--mesh")) a.mesh = MESHPLAN_TRY(value("--mesh"));
     else if (is("--stop-after")) a.stop_after = MESHPLAN_TRY(value("--stop-after"));
     else if (is("--arg-types")) a.arg_types = MESHPLAN_TRY(value("--arg-types"));
+    else if (is("--report")) a.report = MESHPLAN_TRY(value("--report"));
+    else if (is("--compare")) {
+      std::string list = MESHPLAN_TRY(value("--compare"));
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = list.find(',', at);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > at) a.compare.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
     else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
-  if (a.output.empty() && a.emit.empty()) return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc or --emit");
+  if (a.output.empty() && a.emit.empty() && a.report.empty())
+    return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
   bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
   if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && !mlir_emit)
     return fail(ErrorCode::invalid_argument, "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
@@ -131,6 +146,29 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args) {
   return planner::shlo::lower_to_graph(module);
 }
 
+/// Writes the HTML report for `plan` (and one plan per --compare policy) to args.report.
+Status write_report(const Args& args, const planner::Graph& graph, const device::ChipDesc& chip,
+                    const planner::CompiledPlan& plan) {
+  std::vector<planner::CompiledPlan> others;
+  for (const std::string& policy : args.compare) {
+    planner::PlannerOptions options;
+    options.policy = policy;
+    auto other = planner::compile(graph, chip, options);
+    if (!other) return std::unexpected(with_context(other.error(), "--compare " + policy));
+    others.push_back(std::move(*other));
+  }
+  std::vector<planner::ReportPlan> plans;
+  plans.push_back({fb::GetSizePrefixedPlan(plan.bytes.data()), args.policy});
+  for (size_t i = 0; i < others.size(); ++i) plans.push_back({fb::GetSizePrefixedPlan(others[i].bytes.data()), args.compare[i]});
+  std::string html = MESHPLAN_TRY(planner::render_report(plans));
+  std::ofstream out(args.report, std::ios::binary | std::ios::trunc);
+  out << html;
+  out.close();
+  if (!out) return fail(ErrorCode::io, "cannot write report '", args.report, "'");
+  std::fprintf(stderr, "meshplan-compile: report written to %s\n", args.report.c_str());
+  return {};
+}
+
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t0 = std::chrono::steady_clock::now();
@@ -152,6 +190,7 @@ Status run(int argc, char** argv) {
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (args.emit == "plan-json") std::cout << MESHPLAN_TRY(plan_json(plan.bytes));
+  if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, plan));
   if (args.output.empty()) return {};
   std::string name = !args.name.empty() ? args.name : !graph.name.empty() ? graph.name : "main";
   size_t size = plan.bytes.size();

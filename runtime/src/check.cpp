@@ -7,6 +7,30 @@
 
 namespace meshplan::runtime {
 
+namespace {
+
+/// Fan-in of a weight, from the first op that reads it as its second operand: conv2d weights
+/// [O, KH, KW, I] -> KH*KW*I; matmul/linear [K, N] -> K (N when transposed). 0 if unknown.
+int64_t fan_in(const PlanRef& plan, uint32_t id) {
+  for (const fb::OpPlan* op : *plan.plan().ops()) {
+    if (op->operands()->size() < 2 || op->operands()->Get(1) != id) continue;
+    auto shape = plan.placement(id).shape;
+    if (shape.size() < 2) return 0;
+    switch (static_cast<device::OpKind>(op->kind())) {
+      case device::OpKind::conv2d: return device::volume(shape.subspan(1));
+      case device::OpKind::matmul:
+      case device::OpKind::linear: {
+        bool transposed = op->config() && op->config()->transpose_b();
+        return transposed ? shape[shape.size() - 1] : shape[shape.size() - 2];
+      }
+      default: return 0;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::vector<Tensor> random_inputs(const PlanRef& plan, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -14,11 +38,13 @@ std::vector<Tensor> random_inputs(const PlanRef& plan, uint64_t seed) {
   for (uint32_t id : *plan.plan().inputs()) {
     device::TensorPlacement t = plan.placement(id);
     Tensor x(std::vector<int64_t>(t.shape.begin(), t.shape.end()));
-    // Parameters are scaled by 1/sqrt(fan-in), as initialisers do, so activations stay O(1).
+    // Weights are scaled by sqrt(3 / fan-in) (unit-variance outputs for uniform inputs, as
+    // initialisers do) so that activations stay O(1) through deep models; other parameters
+    // (biases, norm weights) stay in [-1, 1).
     const fb::TensorPlan* tp = plan.plan().tensors()->Get(id);
     float scale = 1.0f;
-    if (tp->role() == fb::TensorRole::parameter && t.shape.size() >= 2)
-      scale = 1.0f / std::sqrt(static_cast<float>(t.shape[t.shape.size() - 2]));
+    if (tp->role() == fb::TensorRole::parameter)
+      if (int64_t k = fan_in(plan, id); k > 0) scale = std::sqrt(3.0f / static_cast<float>(k));
     for (float& v : x.data) v = dist(rng) * scale;
     out.push_back(std::move(x));
   }

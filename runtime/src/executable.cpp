@@ -1,7 +1,9 @@
 // Executing a plan on a device, and the host reference interpreter.
 #include "meshplan/runtime/executable.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "meshplan/device/op_semantics.hpp"
 
@@ -9,7 +11,7 @@ namespace meshplan::runtime {
 
 namespace {
 
-constexpr size_t kMaxOperands = 8;
+constexpr size_t kMaxOperands = device::kMaxOperands;
 
 std::string shape_text(std::span<const int64_t> s) {
   std::string out = "[";
@@ -50,6 +52,27 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.fidelity = static_cast<device::MathFidelity>(f->fidelity());
     c.grid_x = f->grid_x();
     c.grid_y = f->grid_y();
+    // Attribute vectors: verify_plan bounds them by kMaxRank; copy at most that many regardless.
+    auto copy = [](const auto* v, auto* dst, size_t max) -> size_t {
+      size_t n = v ? std::min<size_t>(v->size(), max) : 0;
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<std::remove_reference_t<decltype(dst[0])>>(v->Get(static_cast<uint32_t>(i)));
+      return n;
+    };
+    constexpr size_t kRank = device::kMaxRank;
+    c.num_dims = static_cast<uint8_t>(copy(f->dims(), c.dims, kRank));
+    c.keepdim = f->keepdim();
+    c.axis = f->axis();
+    c.epsilon = f->epsilon();
+    c.dtype = static_cast<device::DType>(f->dtype());
+    c.num_shape = static_cast<uint8_t>(copy(f->shape(), c.shape, kRank));
+    c.num_slice = static_cast<uint8_t>(copy(f->begins(), c.begins, kRank));
+    copy(f->ends(), c.ends, kRank);
+    copy(f->steps(), c.steps, kRank);
+    if (f->kernel()) copy(f->kernel(), c.kernel, 2);
+    if (f->stride()) copy(f->stride(), c.stride, 2);
+    if (f->padding()) copy(f->padding(), c.padding, 4);
+    if (f->dilation()) copy(f->dilation(), c.dilation, 2);
+    c.groups = f->groups();
   }
   return c;
 }

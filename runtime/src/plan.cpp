@@ -16,6 +16,7 @@ static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds, "ops
 static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DType::bf8b));
 static_assert(static_cast<int>(fb::MemLayout::block_sharded) == static_cast<int>(device::MemLayout::block_sharded));
 static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));
+static_assert(static_cast<int>(fb::Activation::tanh) == static_cast<int>(device::Activation::tanh));
 
 namespace {
 constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
@@ -106,9 +107,28 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
     const fb::OpPlan* op = plan->ops()->Get(o);
     if (static_cast<int>(op->kind()) >= device::kNumOpKinds) return bad("op ", o, " has unknown kind ", static_cast<int>(op->kind()));
     const device::OpInfo& info = device::op_info(static_cast<device::OpKind>(op->kind()));
-    if (!op->operands() || !op->results() || static_cast<int>(op->operands()->size()) != info.operands ||
+    if (!op->operands() || !op->results() || !device::operand_count_ok(static_cast<device::OpKind>(op->kind()), op->operands()->size()) ||
         static_cast<int>(op->results()->size()) != info.results)
       return bad("op ", o, " (", info.name, ") has the wrong number of operands or results");
+    // The runtime launches ops from fixed arrays of kMaxOperands placements.
+    if (op->operands()->size() > static_cast<uint32_t>(device::kMaxOperands) ||
+        op->results()->size() > static_cast<uint32_t>(device::kMaxOperands))
+      return bad("op ", o, " (", info.name, ") has ", op->operands()->size(), " operands and ", op->results()->size(),
+                 " results; the runtime takes at most ", device::kMaxOperands);
+    if (const fb::OpConfig* c = op->config()) {
+      auto too_long = [](const auto* v, uint32_t max) { return v && v->size() > max; };
+      constexpr uint32_t kRank = device::kMaxRank;
+      if (too_long(c->dims(), kRank) || too_long(c->shape(), kRank) || too_long(c->begins(), kRank) ||
+          too_long(c->ends(), kRank) || too_long(c->steps(), kRank) || too_long(c->kernel(), 2) ||
+          too_long(c->stride(), 2) || too_long(c->padding(), 4) || too_long(c->dilation(), 2))
+        return bad("op ", o, " (", info.name, ") has an attribute list longer than the runtime supports");
+      if (static_cast<int>(c->activation()) > static_cast<int>(fb::Activation::MAX) ||
+          static_cast<int>(c->dtype()) > static_cast<int>(fb::DType::MAX))
+        return bad("op ", o, " (", info.name, ") has an unknown activation or dtype");
+      if (c->begins() && (!c->ends() || !c->steps() || c->ends()->size() != c->begins()->size() ||
+                          c->steps()->size() != c->begins()->size()))
+        return bad("op ", o, " (", info.name, ") has slice begins, ends and steps of different lengths");
+    }
     MESHPLAN_TRY(check_ids(op->operands(), "operand", o));
     MESHPLAN_TRY(check_ids(op->results(), "result", o));
     MESHPLAN_TRY(check_ids(op->frees(), "free", o));

@@ -213,6 +213,8 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
   // offsets to learn its size, then again with the real ones.
   auto build_index = [&](uint64_t first_plan) {
     flatbuffers::FlatBufferBuilder b;
+    // Offsets of 0 (the first pass) must still be stored, or the two passes differ in size.
+    b.ForceDefaults(true);
     std::vector<flatbuffers::Offset<fb::CacheEntry>> fe;
     uint64_t offset = first_plan;
     for (const Item& it : items) {

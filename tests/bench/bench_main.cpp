@@ -1,5 +1,6 @@
 // Benchmark main: runs every benchmark, then prints the ratios the README quotes.
 #include <cstdio>
+#include <cstdlib>
 
 #include "bench_util.hpp"
 #include "meshplan/device/op_semantics.hpp"
@@ -49,10 +50,25 @@ void RatioReporter::ReportRuns(const std::vector<Run>& runs) {
 
 void RatioReporter::print_ratios(const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& pairs) const {
   std::printf("\nratios measured in this run:\n");
+  // MESHPLAN_RATIOS_JSON names a file to also write the ratios to (make bench collects it).
+  const char* json_path = std::getenv("MESHPLAN_RATIOS_JSON");
+  FILE* json = json_path ? std::fopen(json_path, "w") : nullptr;
+  if (json) std::fprintf(json, "[\n");
+  bool first = true;
   for (const auto& [label, ab] : pairs) {
     auto a = ns_.find(ab.first), b = ns_.find(ab.second);
     if (a == ns_.end() || b == ns_.end()) continue;
     std::printf("  %-48s %12.1f ns / %12.1f ns = %10.1fx\n", label.c_str(), a->second, b->second, a->second / b->second);
+    if (json)
+      std::fprintf(json, "%s  {\"name\": \"%s\", \"numerator\": \"%s\", \"denominator\": \"%s\", \"numerator_ns\": %.1f, "
+                   "\"denominator_ns\": %.1f, \"ratio\": %.3f, \"ratio_text\": \"%.1fx\"}",
+                   first ? "" : ",\n", label.c_str(), ab.first.c_str(), ab.second.c_str(), a->second, b->second,
+                   a->second / b->second, a->second / b->second);
+    first = false;
+  }
+  if (json) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
   }
 }
 
@@ -64,6 +80,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"transformer_block: emulator vs f32 host reference", {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
+      {"small_cnn: emulator vs f32 host reference", {"BM_EmulateSmallCnn", "BM_ReferenceSmallCnn"}},
       {"mesh: propagation+collectives vs parse (10k ops)", {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
   });
   benchmark::Shutdown();

@@ -17,6 +17,10 @@ using Shape = std::vector<int64_t>;
 /// what is wrong with the shapes; callers add which op and values.
 Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>> operands, const OpConfig& config);
 
+/// Result dtype of `kind` on operands of these dtypes: the operands' common dtype, except
+/// embedding (integer indices, any table: the table's dtype) and typecast (config.dtype).
+Result<DType> infer_dtype(OpKind kind, std::span<const DType> operands, const OpConfig& config);
+
 /// Numpy broadcast of two shapes, or an error naming both.
 Result<Shape> broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b);
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace meshplan::device {
@@ -17,7 +18,7 @@ enum class MemLayout : uint8_t { interleaved = 0, height_sharded = 1, width_shar
 /// Values match fb::TileLayout.
 enum class TileLayout : uint8_t { tile = 0, row_major = 1 };
 /// Values match fb::Activation.
-enum class Activation : uint8_t { none = 0, relu = 1 };
+enum class Activation : uint8_t { none = 0, relu = 1, gelu = 2, silu = 3, sigmoid = 4, tanh = 5 };
 /// Values match fb::MathFidelity.
 enum class MathFidelity : uint8_t { lofi = 0, hifi2 = 1, hifi3 = 2, hifi4 = 3 };
 
@@ -33,13 +34,30 @@ inline constexpr int kNumOpKinds = 0
 #undef MESHPLAN_OP
     ;
 
+/// Most operands or results one op may have (the runtime's fixed launch arrays); verify_plan
+/// rejects plans that exceed it.
+inline constexpr int kMaxOperands = 8;
+/// Most dims of a tensor that op attributes (perm, slice bounds, reshape target) can describe.
+inline constexpr int kMaxRank = 8;
+
 /// Static facts about an op kind.
 struct OpInfo {
   std::string_view name;
-  int operands;
+  int operands;  ///< -1: variable; see operand_range().
   int results;
 };
 const OpInfo& op_info(OpKind kind);
+/// Fewest and most operands `kind` takes (equal unless ops.def says -1).
+struct OperandRange {
+  int min, max;
+};
+OperandRange operand_range(OpKind kind);
+/// True if `kind` accepts `count` operands.
+bool operand_count_ok(OpKind kind, size_t count);
+/// "2", "1 to 3" or "1 to 8": the operand counts `kind` takes, for messages.
+std::string operand_count_text(OpKind kind);
+std::string_view activation_name(Activation activation);
+std::optional<Activation> activation_from_name(std::string_view name);
 std::string_view op_name(OpKind kind);
 std::optional<OpKind> op_from_name(std::string_view name);
 
@@ -67,6 +85,32 @@ struct OpConfig {
   /// The op runs on a grid_x by grid_y rectangle of cores starting at (0, 0).
   uint16_t grid_x = 1;
   uint16_t grid_y = 1;
+  // Op attributes, fixed-size so an OpConfig stays a plain value the runtime fills from the plan
+  // without allocating. Axes may be negative (counted from the end) until an op normalises them.
+  /// reduce_*: dims reduced (none = all); permute: the permutation; softmax: its dim (one entry).
+  uint8_t num_dims = 0;
+  int8_t dims[kMaxRank] = {};
+  bool keepdim = false;
+  /// concat: the axis joined along.
+  int32_t axis = 0;
+  /// layer_norm / rms_norm.
+  float epsilon = 1e-5f;
+  /// typecast: the result's dtype.
+  DType dtype = DType::bf16;
+  /// reshape: the target shape (one entry may be -1).
+  uint8_t num_shape = 0;
+  int64_t shape[kMaxRank] = {};
+  /// slice: one (begin, end, step) per dim; ends are clamped, negatives count from the end.
+  uint8_t num_slice = 0;
+  int64_t begins[kMaxRank] = {};
+  int64_t ends[kMaxRank] = {};
+  int64_t steps[kMaxRank] = {};
+  /// conv2d and pools (NHWC): window, stride, padding (top, bottom, left, right), dilation, groups.
+  int32_t kernel[2] = {1, 1};
+  int32_t stride[2] = {1, 1};
+  int32_t padding[4] = {0, 0, 0, 0};
+  int32_t dilation[2] = {1, 1};
+  int32_t groups = 1;
 };
 
 /// Product of a shape's dims (1 for a scalar).

@@ -8,8 +8,8 @@
 
 namespace meshplan::runtime {
 
-/// Inputs for `plan` drawn uniformly from [-1, 1) by a generator seeded with `seed`; parameters
-/// of rank >= 2 are scaled by 1/sqrt(fan-in) (their second-to-last dim).
+/// Inputs for `plan` drawn uniformly from [-1, 1) by a generator seeded with `seed`; weights
+/// (second operands of matmul, linear, conv2d) are scaled by sqrt(3 / fan-in).
 std::vector<Tensor> random_inputs(const PlanRef& plan, uint64_t seed);
 std::vector<TensorView> views_of(const std::vector<Tensor>& tensors);
 

@@ -1,0 +1,110 @@
+// Data-rearranging kernels: reshape, permute, concat, slice and embedding gather each output
+// tile element from its source operand element; typecast converts tile by tile.
+#include "kernel_blocks.hpp"
+#include "op_semantics_ext.hpp"
+#include "scalar_ops.hpp"
+
+namespace meshplan::device {
+
+namespace {
+
+Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+  TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
+  DType to = op.config.dtype;
+  return for_each_core(out.grid().pages(), cores,
+                       [&](uint32_t, int64_t begin, int64_t end) -> Status {
+                         float tile[kTileElems];
+                         for (int64_t p = begin; p < end; ++p) {
+                           MESHPLAN_TRY(in.read(p, tile));
+                           for (float& v : tile) v = storage_value(to, v);
+                           MESHPLAN_TRY(out.write(p, tile));
+                         }
+                         return {};
+                       });
+}
+
+}  // namespace
+
+Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+  if (op.kind == OpKind::typecast) return run_typecast(memory, chip, op, cores);
+  std::vector<Blocks> in;
+  for (const TensorPlacement* t : op.operands)
+    in.push_back(MESHPLAN_TRY(load_blocks(memory, chip, *t)));
+  auto oshape = op.results[0]->shape;
+  size_t rank = oshape.size();
+  const OpConfig& c = op.config;
+  switch (op.kind) {
+    case OpKind::reshape: {
+      auto ost = strides_of(oshape);
+      auto ishape = in[0].shape;
+      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < rank; ++d) flat += idx[d] * ost[d];
+        int64_t src[kMaxRank];
+        for (size_t d = ishape.size(); d-- > 0;) {
+          src[d] = flat % ishape[d];
+          flat /= ishape[d];
+        }
+        return in[0].at(src);
+      });
+    }
+    case OpKind::permute: {
+      auto perm = MESHPLAN_TRY(resolve_perm(c, rank));
+      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        int64_t src[kMaxRank];
+        for (size_t d = 0; d < rank; ++d) src[perm[d]] = idx[d];
+        return in[0].at(src);
+      });
+    }
+    case OpKind::slice: {
+      SliceSpec s = MESHPLAN_TRY(resolve_slice(c, in[0].shape));
+      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        int64_t src[kMaxRank];
+        for (size_t d = 0; d < rank; ++d) src[d] = s.begin[d] + idx[d] * s.step[d];
+        return in[0].at(src);
+      });
+    }
+    case OpKind::concat: {
+      int axis = MESHPLAN_TRY(resolve_axis(c.axis, rank, "concat axis"));
+      std::vector<int64_t> starts;
+      int64_t at = 0;
+      for (const Blocks& b : in) {
+        starts.push_back(at);
+        at += b.shape[axis];
+      }
+      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        size_t i = in.size() - 1;
+        while (idx[axis] < starts[i]) --i;
+        int64_t src[kMaxRank];
+        std::copy(idx, idx + rank, src);
+        src[axis] -= starts[i];
+        return in[i].at(src);
+      });
+    }
+    case OpKind::embedding: {
+      // Indices are checked before any tile is written, so a bad index leaves the result untouched.
+      int64_t rows = in[1].shape[0];
+      const Blocks& ids = in[0];
+      std::vector<int64_t> idx(ids.shape.size(), 0);
+      for (int64_t i = 0; i < volume(ids.shape); ++i) {
+        int64_t rem = i;
+        for (size_t d = idx.size(); d-- > 0;) {
+          idx[d] = rem % ids.shape[d];
+          rem /= ids.shape[d];
+        }
+        float v = ids.at(idx.data());
+        if (!(v >= 0.0f) || v >= static_cast<float>(rows))
+          return fail(ErrorCode::invalid_argument, "embedding index ", v, " at position ", i,
+                      " is outside the table's ", rows, " rows");
+      }
+      return write_elements(memory, chip, op, cores, [&](const int64_t* out_idx) {
+        int64_t row[2] = {static_cast<int64_t>(ids.at(out_idx)), out_idx[rank - 1]};
+        return in[1].at(row);
+      });
+    }
+    default:
+      return fail(ErrorCode::internal, op_name(op.kind), " is not a shape op");
+  }
+}
+
+}  // namespace meshplan::device

@@ -1,0 +1,246 @@
+// meshplan-zoo: the main job. Precompiles the model zoo into one plan cache, opens it as an
+// inference server would, runs every model on the emulated device, verifies it against the f32
+// host reference and prints a table. With --bench-json it also writes the policy comparison.
+//
+//   meshplan-zoo [--cache PATH] [--policies dram,...] [--models a,b] [--bench-json FILE] [--no-run]
+//
+// Plans are made for the full published shapes (the figures) and for reduced widths with the same
+// structure (those are executed and checked, since the emulator runs on the host CPU).
+#include <mimalloc-new-delete.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/planner/import_json.hpp"
+#include "meshplan/planner/layout.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/plan_cache.hpp"
+#include "zoo.hpp"
+
+using namespace meshplan;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  std::string cache = "build/demo/zoo.mpc";
+  std::vector<std::string> policies;
+  std::vector<std::string> models;
+  std::string bench_json;
+  std::string write_json;  ///< Folder to write each model's graph.json (full size) into.
+  bool run = true;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t comma = s.find(',', at);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > at) out.push_back(s.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+void progress(size_t done, size_t total, const std::string& what) {
+  bool tty = ::isatty(2);
+  int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-48s%s", tty ? "\r" : "", filled, "##############################",
+               width - filled, "", done, total, what.c_str(), tty ? "" : "\n");
+  if (tty && done == total) std::fprintf(stderr, "\n");
+}
+
+struct Row {
+  std::string model, device, policy;
+  uint32_t ops = 0, l1_outputs = 0, spills = 0, reshards = 0;
+  double simulated_us = 0, planning_ms = 0, load_us = 0, max_error = -1, relative_error = -1;
+  bool verified = false;
+  std::string note;
+  std::string run_entry;  ///< Cache entry executed: the reduced plan, or the full one if identical.
+};
+
+Result<int> run(const Args& args) {
+  std::vector<models::ModelSpec> zoo = models::zoo();
+  if (!args.models.empty()) {
+    std::vector<models::ModelSpec> chosen;
+    for (const std::string& m : args.models) {
+      auto it = std::find_if(zoo.begin(), zoo.end(), [&](const models::ModelSpec& s) { return s.name == m; });
+      if (it == zoo.end()) return fail(ErrorCode::not_found, "no model '", m, "' in the zoo");
+      chosen.push_back(*it);
+    }
+    zoo = chosen;
+  }
+  if (!args.write_json.empty()) {
+    for (const models::ModelSpec& spec : zoo) {
+      if (spec.name == "mlp") continue;  // examples/models/mlp.json is hand-written (same graph key)
+      auto g = spec.full();
+      if (!g) return std::unexpected(with_context(g.error(), "model " + spec.name));
+      std::string json = MESHPLAN_TRY(planner::export_graph_json(*g));
+      std::string path = args.write_json + "/" + spec.name + ".json";
+      std::ofstream out(path, std::ios::trunc);
+      out << json;
+      if (!out) return fail(ErrorCode::io, "cannot write ", path);
+      std::printf("wrote %s\n", path.c_str());
+    }
+    return 0;
+  }
+  std::vector<std::string> policies = args.policies;
+  if (policies.empty())
+    for (auto p : planner::policy_names()) policies.emplace_back(p);
+
+  // 1. Precompile: full shapes (figures) and reduced shapes (executed), every policy.
+  std::filesystem::create_directories(std::filesystem::path(args.cache).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(args.cache).parent_path());
+  std::vector<runtime::CacheEntryData> entries;
+  std::vector<Row> rows;
+  size_t total = zoo.size() * policies.size(), done = 0;
+  for (const models::ModelSpec& spec : zoo) {
+    auto full = spec.full();
+    auto reduced = spec.reduced();
+    if (!full) return std::unexpected(with_context(full.error(), "model " + spec.name));
+    if (!reduced) return std::unexpected(with_context(reduced.error(), "model " + spec.name + " (reduced)"));
+    device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(spec.device));
+    for (const std::string& policy : policies) {
+      progress(done, total, "planning " + spec.name + " (" + policy + ")");
+      planner::PlannerOptions options;
+      options.policy = policy;
+      Row row;
+      row.model = spec.name;
+      row.device = spec.device;
+      row.policy = policy;
+      auto t0 = Clock::now();
+      auto plan = planner::compile(*full, chip, options);
+      Hash128 full_key = plan ? plan->key : Hash128{};
+      row.planning_ms = ms_since(t0);
+      if (!plan) {
+        row.note = plan.error().to_string();
+      } else {
+        const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan->bytes.data())->header()->metrics();
+        row.ops = m->ops();
+        row.l1_outputs = m->l1_outputs();
+        row.spills = m->spills();
+        row.reshards = m->reshards();
+        row.simulated_us = m->estimated_ns() / 1000.0;
+        entries.push_back({spec.name + "/" + policy, std::move(plan->bytes)});
+      }
+      auto small = planner::compile(*reduced, chip, options);
+      row.run_entry = spec.name + "/" + policy + "/reduced";
+      if (small && small->key == full_key) row.run_entry = spec.name + "/" + policy;  // same graph
+      else if (small) entries.push_back({row.run_entry, std::move(small->bytes)});
+      else if (row.note.empty()) row.note = "reduced: " + small.error().to_string();
+      rows.push_back(std::move(row));
+      progress(++done, total, "planned " + spec.name + " (" + policy + ")");
+    }
+  }
+  MESHPLAN_TRY(runtime::write_cache(args.cache, std::move(entries)));
+
+  // 2. Serve: open the cache once, then for each model find, bind and run the reduced plan.
+  auto t_open = Clock::now();
+  runtime::PlanCache cache = MESHPLAN_TRY(runtime::PlanCache::open(args.cache));
+  double open_us = ms_since(t_open) * 1000.0;
+  bool all_ok = true;
+  for (Row& row : rows) {
+    if (!row.note.empty()) {
+      all_ok = false;
+      continue;
+    }
+    auto t_load = Clock::now();
+    auto full = cache.find(row.model + "/" + row.policy);
+    if (!full) return std::unexpected(full.error());
+    row.load_us = ms_since(t_load) * 1000.0;
+    if (!args.run) continue;
+    runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.run_entry));
+    device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
+    auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
+    auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
+    auto inputs = runtime::random_inputs(plan, 7);
+    auto views = runtime::views_of(inputs);
+    auto result = (*exe).run(views);
+    if (!result) {
+      row.note = result.error().to_string();
+      all_ok = false;
+      continue;
+    }
+    auto ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
+    runtime::CheckReport rep = runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
+    row.max_error = rep.max_abs_error;
+    row.relative_error = rep.relative_error;
+    row.verified = rep.ok;
+    all_ok = all_ok && rep.ok;
+  }
+
+  std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(), args.cache.c_str(), open_us);
+  std::printf("%-22s %-12s %-14s %6s %6s %6s %8s %14s %11s %9s %10s %s\n", "model", "device", "policy", "ops", "%L1",
+              "spills", "reshards", "simulated us", "plan ms", "load us", "rel err", "check (reduced widths)");
+  for (const Row& r : rows) {
+    double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
+    std::printf("%-22s %-12s %-14s %6u %5.1f%% %6u %8u %14.1f %11.1f %9.1f %10.5f %s\n", r.model.c_str(), r.device.c_str(),
+                r.policy.c_str(), r.ops, l1, r.spills, r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.relative_error,
+                !r.note.empty() ? r.note.c_str() : !args.run ? "not run" : r.verified ? "VERIFIED" : "FAILED");
+  }
+  std::printf("(collectives: 0 — single-chip plans; the mesh variants need the mesh planner)\n");
+
+  if (!args.bench_json.empty()) {
+    std::ofstream out(args.bench_json, std::ios::trunc);
+    out << "{\n  \"policies\": [\n";
+    for (size_t m = 0; m < zoo.size(); ++m) {
+      out << "    {\"model\": \"" << zoo[m].name << "\", \"simulated_us\": {";
+      bool first = true;
+      for (const Row& r : rows)
+        if (r.model == zoo[m].name) {
+          out << (first ? "" : ", ") << "\"" << r.policy << "\": ";
+          if (r.note.empty()) out << r.simulated_us;
+          else out << "null";
+          first = false;
+        }
+      out << "}, \"planning_ms\": {";
+      first = true;
+      for (const Row& r : rows)
+        if (r.model == zoo[m].name) {
+          out << (first ? "" : ", ") << "\"" << r.policy << "\": " << r.planning_ms;
+          first = false;
+        }
+      out << "}}" << (m + 1 < zoo.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    if (!out) return fail(ErrorCode::io, "cannot write ", args.bench_json);
+  }
+  return all_ok ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (s == "--cache") args.cache = next();
+    else if (s == "--policies") args.policies = split(next());
+    else if (s == "--models") args.models = split(next());
+    else if (s == "--bench-json") args.bench_json = next();
+    else if (s == "--no-run") args.run = false;
+    else if (s == "--write-json") args.write_json = next();
+    else {
+      std::fprintf(stderr, "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [--bench-json FILE] [--no-run] [--write-json DIR]\n");
+      return 1;
+    }
+  }
+  auto rc = run(args);
+  if (!rc) {
+    std::fprintf(stderr, "meshplan-zoo: error: %s\n", rc.error().to_string().c_str());
+    return 1;
+  }
+  return *rc;
+}
