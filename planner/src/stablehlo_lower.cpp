@@ -1,6 +1,7 @@
 // Lowering of a per-device StableHLO program to planner::Graph, for the ops meshplan has.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "meshplan/planner/spmd.hpp"
 
@@ -44,6 +45,22 @@ bool numpy_broadcast(const Module& m, const Op& op) {
     if (dims->ints[i] != static_cast<int64_t>(od) || (in[i] != out[od] && in[i] != 1)) return false;
   }
   return true;
+}
+
+/// StableHLO elementwise ops with a meshplan op of the same meaning (numpy broadcasting).
+std::optional<OpKind> elementwise_kind(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> kMap[] = {
+      {"stablehlo.add", "add"},           {"stablehlo.subtract", "subtract"},
+      {"stablehlo.multiply", "multiply"}, {"stablehlo.divide", "divide"},
+      {"stablehlo.minimum", "minimum"},   {"stablehlo.tanh", "tanh"},
+      {"stablehlo.exponential", "exp"},   {"stablehlo.log", "log"},
+      {"stablehlo.sqrt", "sqrt"},         {"stablehlo.rsqrt", "rsqrt"},
+      {"stablehlo.negate", "neg"},        {"stablehlo.abs", "abs"},
+      {"stablehlo.logistic", "sigmoid"},
+  };
+  for (const auto& [shlo, ours] : kMap)
+    if (shlo == name) return device::op_from_name(ours);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -109,12 +126,14 @@ Result<Graph> lower_to_graph(const Module& m) {
       bool absorbed = !users[op.results[0]].empty();
       for (const Op* u : users[op.results[0]]) {
         bool relu = u->name == "stablehlo.maximum" && splat_zero(m, op.results[0]);
-        bool bcast = n == "stablehlo.broadcast_in_dim" && u->name == "stablehlo.add" &&
-                     numpy_broadcast(m, op);
+        bool bcast = n == "stablehlo.broadcast_in_dim" && u->operands.size() == 2 &&
+                     elementwise_kind(u->name) && numpy_broadcast(m, op);
         bool feeds = n == "stablehlo.constant" && u->name == "stablehlo.broadcast_in_dim" &&
                      splat_zero(m, op.results[0]);
         absorbed &= relu || bcast || feeds;
       }
+      // A constant no pattern absorbs is reported by the first user that needs it.
+      if (!absorbed && n == "stablehlo.constant") continue;
       if (!absorbed) return no_op(op);
       if (n == "stablehlo.broadcast_in_dim" && map.count(op.operands[0]))
         map[op.results[0]] = map[op.operands[0]];
@@ -134,8 +153,8 @@ Result<Graph> lower_to_graph(const Module& m) {
       pop.kind = OpKind::matmul;
       if (lc->ints[0] == 0) pop.attributes.push_back({"transpose_a", true});
       if (rc->ints[0] == 1) pop.attributes.push_back({"transpose_b", true});
-    } else if (n == "stablehlo.add") {
-      pop.kind = OpKind::add;
+    } else if (auto kind = elementwise_kind(n)) {
+      pop.kind = *kind;
     } else if (n == "stablehlo.maximum" &&
                (splat_zero(m, op.operands[0]) || splat_zero(m, op.operands[1]))) {
       pop.kind = OpKind::relu;

@@ -80,7 +80,7 @@ TEST_CASE("ops without a meshplan op name themselves and their location") {
   auto dp = lower_to_graph(compiled("examples/models/mlp_dp.mlir", 2, 4));
   REQUIRE_FALSE(dp.has_value());
   CHECK(dp.error().message.ends_with(
-      "mlp_dp.mlir:3:3: unimplemented: stablehlo.tanh has no meshplan op yet"));
+      "mlp_dp.mlir:6:3: unimplemented: stablehlo.reduce has no meshplan op yet"));
 }
 
 TEST_CASE("meshplan-compile --emit=sdy / --stop-after print each stage") {
@@ -104,4 +104,12 @@ TEST_CASE("meshplan-compile --emit=sdy / --stop-after print each stage") {
   CHECK(run_tool(case1 + " --mesh 1x2 --emit=sdy --stop-after=nowhere") ==
         "meshplan-compile: error: invalid_argument: --stop-after: unknown stage 'nowhere'\n");
   CHECK(run_tool(case1 + " --mesh 3x2 --emit=sdy").empty() == false);
+}
+
+TEST_CASE("elementwise StableHLO ops lower to the meshplan op of the same meaning") {
+  auto g = lower_to_graph(compiled("tests/planner/golden/case1_input.mlir", 1, 2));
+  REQUIRE_MESSAGE(g.has_value(), g.error().message);
+  REQUIRE(g->ops.size() == 1);
+  CHECK(g->ops[0].kind == *device::op_from_name("abs"));
+  CHECK(g->values[g->arguments[0]].shape == std::vector<int64_t>{16, 48, 24, 32});
 }
