@@ -2,7 +2,9 @@
 //
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
 //                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig OP:I=l1|dram]
-//                    [--device NAME] [--emit=plan-json|graph-json]
+//                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
+//   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
+//                    [--arg-types=input,parameter,...] [-o OUT.mlir]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
@@ -12,12 +14,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <string>
 
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/report.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
@@ -36,10 +40,18 @@ constexpr const char* kUsage =
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
+    "       meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]\n"
+    "                        [--arg-types=input,parameter,...] [-o OUT.mlir]\n"
+    "  Runs the mesh pipeline on a StableHLO/Shardy module and prints it (to OUT.mlir or stdout).\n"
+    "  --emit=sdy stops after STAGE (default: close); --emit=stablehlo prints the imported module\n"
+    "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, argument-sharding,\n"
+    "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, close.\n"
+    "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
     "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  std::string mesh = "1x1", stop_after, arg_types;
   std::string report;                // --report=FILE.html
   std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
   planner::PlannerOptions options;
@@ -80,6 +92,9 @@ Result<Args> parse_args(int argc, char** argv) {
     } else if (is("--override")) a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
     else if (is("--memreconfig")) a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
+    else if (is("--mesh")) a.mesh = MESHPLAN_TRY(value("--mesh"));
+    else if (is("--stop-after")) a.stop_after = MESHPLAN_TRY(value("--stop-after"));
+    else if (is("--arg-types")) a.arg_types = MESHPLAN_TRY(value("--arg-types"));
     else if (is("--report")) a.report = MESHPLAN_TRY(value("--report"));
     else if (is("--compare")) {
       std::string list = MESHPLAN_TRY(value("--compare"));
@@ -97,8 +112,11 @@ Result<Args> parse_args(int argc, char** argv) {
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
   if (a.output.empty() && a.emit.empty() && a.report.empty())
     return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
-  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json")
-    return fail(ErrorCode::invalid_argument, "--emit takes plan-json or graph-json, not '", a.emit, "'");
+  bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
+  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && !mlir_emit)
+    return fail(ErrorCode::invalid_argument, "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
+  if (mlir_emit && !a.model.ends_with(".mlir"))
+    return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir model");
   return a;
 }
 
@@ -113,6 +131,42 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   if (!flatbuffers::GenerateText(parser, bytes.data() + sizeof(flatbuffers::uoffset_t), &text))
     return fail(ErrorCode::internal, "cannot print the plan as JSON");
   return text;
+}
+
+/// A .mlir model: the mesh pipeline, then either the printed module (--emit=sdy|stablehlo)
+/// or the per-device program lowered to the graph IR.
+Result<std::optional<planner::Graph>> run_mlir(const Args& args) {
+  planner::shlo::Module module = MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
+  planner::shlo::PipelineOptions options;
+  size_t x = args.mesh.find('x');
+  char* end = nullptr;
+  options.mesh_rows = std::strtoll(args.mesh.c_str(), &end, 10);
+  options.mesh_cols = x == std::string::npos ? 0 : std::strtoll(args.mesh.c_str() + x + 1, &end, 10);
+  if (x == std::string::npos || *end != '\0' || options.mesh_rows < 1 || options.mesh_cols < 1)
+    return fail(ErrorCode::invalid_argument, "--mesh takes RxC (e.g. 2x4), not '", args.mesh, "'");
+  std::string stage = !args.stop_after.empty() ? args.stop_after : args.emit == "stablehlo" ? "import" : "close";
+  auto stop = planner::shlo::stage_from_name(stage);
+  if (!stop) return fail(ErrorCode::invalid_argument, "--stop-after: unknown stage '", stage, "'");
+  options.stop_after = *stop;
+  for (size_t at = 0; !args.arg_types.empty() && at <= args.arg_types.size();) {
+    size_t comma = args.arg_types.find(',', at);
+    if (comma == std::string::npos) comma = args.arg_types.size();
+    options.argument_types.push_back(args.arg_types.substr(at, comma - at));
+    at = comma + 1;
+  }
+  MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
+  if (args.emit == "sdy" || args.emit == "stablehlo") {
+    std::string text = planner::shlo::print_module(module);
+    if (args.output.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+      out << text;
+      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
+    }
+    return std::nullopt;
+  }
+  return planner::shlo::lower_to_graph(module);
 }
 
 /// Writes the HTML report for `plan` (and one plan per --compare policy) to args.report.
@@ -141,7 +195,14 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t0 = std::chrono::steady_clock::now();
-  planner::Graph graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
+  planner::Graph graph;
+  if (args.model.ends_with(".mlir")) {
+    auto lowered = MESHPLAN_TRY(run_mlir(args));
+    if (!lowered) return {};
+    graph = std::move(*lowered);
+  } else {
+    graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
+  }
   if (args.emit == "graph-json") {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));
     if (args.output.empty()) return {};

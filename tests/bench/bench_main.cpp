@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       {"emulated matmul 512 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
       {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
       {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
+      {"mesh: propagation+collectives vs parse (10k ops)", {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
   });
   benchmark::Shutdown();
   return 0;

@@ -1,0 +1,169 @@
+// The mesh (SPMD) pipeline of seed 003 on the StableHLO module IR: argument annotations,
+// propagation, explicit reshards, wrapping into a manual computation, reshards -> collectives,
+// global -> local shapes, closing shardings. Each pass is a function; run_pipeline chains them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "meshplan/planner/graph.hpp"
+#include "meshplan/planner/sharding.hpp"
+#include "meshplan/planner/stablehlo.hpp"
+
+namespace meshplan::planner::shlo {
+
+/// Pipeline stages, in order; `--stop-after` names them.
+enum class Stage {
+  import,
+  tt_arguments,
+  shard_status,
+  argument_sharding,
+  sharding_constraints,
+  propagation,
+  constraint_to_reshard,
+  explicit_reshards,
+  wrap,
+  collectives,
+  local_shapes,
+  close,
+};
+/// "import", "propagation", "explicit-reshards", "collectives", "local-shapes", ... or nullopt.
+std::optional<Stage> stage_from_name(std::string_view name);
+std::string_view stage_name(Stage stage);
+
+struct PipelineOptions {
+  /// Mesh used when the module declares none: `sdy.mesh @mesh = <["model"=rows, "batch"=cols]>`.
+  int64_t mesh_rows = 1;
+  int64_t mesh_cols = 1;
+  /// Per argument: "input", "parameter", "constant" (empty: none given, no ttcore annotation).
+  std::vector<std::string> argument_types;
+  Stage stop_after = Stage::close;
+};
+
+/// Pass 2: ttcore.argument_type from options.argument_types.
+Status apply_argument_types(Module& m, const std::vector<std::string>& types);
+/// Pass 3: ttcore.shard_status = sharded when the argument carries an sdy.sharding.
+Status apply_shard_status(Module& m);
+/// Pass 4: when nothing is annotated, declare the mesh and shard the batch dim (dim 0) of the
+/// inputs over every mesh axis of size > 1 ("batch" first). Inputs are the arguments typed
+/// `input`, or argument 0 when no types are given.
+Status apply_argument_sharding(Module& m, const PipelineOptions& options);
+/// Pass 7: sdy.sharding_constraint -> sdy.reshard.
+Status constraints_to_reshards(Module& m);
+/// Pass 8: an sdy.reshard wherever an operand's sharding differs from what its op's factor
+/// shardings need (and at the return against the function's result shardings); an
+/// sdy.all_reduce after each op whose reduction factors are sharded.
+Status insert_explicit_reshards(Module& m);
+/// Pass 9: every op of the entry function under one sdy.manual_computation (manual_axes={}).
+Status wrap_under_manual_computation(Module& m);
+/// Pass 10: each sdy.reshard becomes sdy.all_to_all / sdy.all_gather / sdy.all_slice;
+/// sdy.all_reduce + sdy.all_slice on the same axes fuse into sdy.reduce_scatter.
+Status reshards_to_collectives(Module& m);
+/// Pass 11: manual_axes = all mesh axes, every tensor inside gets its local shape, sdy.sharding
+/// annotations leave; Shardy collectives become StableHLO collectives with replica groups
+/// (sdy.all_slice stays: it is a local slice, no communication).
+Status global_to_local_shapes(Module& m);
+/// Pass 12: open dimensions of the manual computation's shardings are closed.
+Status close_shardings(Module& m);
+
+/// Runs the passes up to and including options.stop_after.
+Status run_pipeline(Module& m, const PipelineOptions& options);
+
+/// A collective of the per-device program, as the runtime will see it.
+struct CollectiveInfo {
+  std::string
+      kind;  ///< all_gather, all_reduce, reduce_scatter, all_to_all, collective_permute, all_slice
+  int64_t dim = -1;  ///< gather / scatter / split dim
+  int64_t concat_dim = -1;
+  int cluster_axis = -1;  ///< mesh axis index when the groups run along one whole axis, else -1
+  std::vector<std::vector<int64_t>> groups;  ///< device ids, in order along the group
+  std::string reduction = "sum";
+};
+/// Reads a collective op of a local program (StableHLO generic form or sdy.all_slice).
+Result<CollectiveInfo> collective_info(const Module& m, const Op& op);
+
+/// Devices grouped along `axes` (major first): devices differing only in those axes' coordinates
+/// form one group, ordered by their coordinate along the axes. Device ids are row-major.
+std::vector<std::vector<int64_t>> replica_groups(const MeshDecl& mesh,
+                                                 const std::vector<AxisRef>& axes);
+
+/// Sum of the bytes each device sends over the bottleneck link per collective of the local
+/// program (all_gather / reduce_scatter (N-1)/N*T, all_reduce 2(N-1)/N*T, all_to_all (N-1)/N*T,
+/// T = the full tensor of the group), with the op counts by kind.
+struct CommStats {
+  double bytes = 0;
+  std::vector<std::pair<std::string, int>> counts;
+  int count(std::string_view kind) const;
+};
+Result<CommStats> communication(const Module& local_program);
+
+}  // namespace meshplan::planner::shlo
+
+namespace meshplan::planner::shlo {
+
+/// A row-major f32 host array (integers and booleans are held as floats).
+struct HostArray {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+/// Evaluates the entry function on one host "device" with f32 math: the single-device
+/// reference. Sharding annotations and sdy.reshard/sharding_constraint are identities.
+/// Errors name the op (file:line:col) that has no host evaluation.
+Result<std::vector<HostArray>> evaluate_reference(const Module& m,
+                                                  const std::vector<HostArray>& inputs);
+
+/// Simulates the SPMD program on the host: the manual computation's operands are split per
+/// in_shardings onto every device of the mesh (mesh_shard FullToShard), each device runs the
+/// body on its local arrays in lockstep, collectives combine host arrays along their replica
+/// groups, and the results are assembled per out_shardings (ShardToFull), checking that
+/// replicated copies agree.
+Result<std::vector<HostArray>> evaluate_spmd(const Module& m, const std::vector<HostArray>& inputs);
+
+/// Deterministic pseudo-random inputs for the entry function's arguments (values in [-1, 1)).
+std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
+
+}  // namespace meshplan::planner::shlo
+
+
+namespace meshplan::planner::shlo {
+
+/// Lowers the per-device program (the manual computation's body when there is one, else the
+/// entry function) to the graph IR the layout planner takes, with local shapes. Only ops with
+/// a meshplan op lower: dot_general (2-D, one contracting dim) -> matmul, add -> add (a
+/// numpy-compatible broadcast_in_dim operand is folded into add's broadcast), maximum with a
+/// splat-zero constant -> relu. Anything else fails with
+/// "file:line:col: unimplemented: stablehlo.X has no meshplan op yet".
+Result<Graph> lower_to_graph(const Module& m);
+
+}  // namespace meshplan::planner::shlo
+
+namespace meshplan::planner::shlo {
+
+/// A host <-> mesh transfer at the boundary of the per-device program (TTIR MeshShardOp).
+struct MeshShard {
+  bool to_device = true;             ///< FullToShard (an input) or ShardToFull (an output).
+  size_t index = 0;                  ///< Operand / result index of the manual computation.
+  std::string type;                  ///< "identity" (pre-sharded), "replicate" or "devices".
+  std::vector<int64_t> shard_shape;  ///< Pieces per tensor dim.
+  std::vector<int64_t> shard_dims;   ///< Per mesh axis: the tensor dim it splits, or -1.
+  std::string str() const;
+};
+
+/// The mesh_shard ops of a per-device program (after local-shapes): one per manual computation
+/// operand and result. Inputs marked ttcore.shard_status<sharded> are `identity`.
+Result<std::vector<MeshShard>> mesh_shards(const Module& local_program);
+
+/// Checks a per-device program: one manual computation over all mesh axes; its block arguments
+/// and results have the local shapes of their shardings; no sdy.reshard/sharding_constraint and
+/// no sdy.sharding annotation remains inside; every collective's replica groups partition the
+/// mesh. Errors name the op and location.
+Status verify_local_program(const Module& local_program);
+
+/// Deterministic summary of a per-device program: mesh, boundary mesh_shards and collectives
+/// (kind, dim, cluster_axis, group size, bytes), one per line.
+Result<std::string> print_spmd_summary(const Module& local_program);
+
+}  // namespace meshplan::planner::shlo

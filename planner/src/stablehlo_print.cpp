@@ -1,0 +1,811 @@
+// The module IR's helpers and its printer: StableHLO/Shardy textual syntax, values renumbered
+// in pre-order (%argN for block arguments, %N for results) as MLIR's printer does.
+#include "meshplan/planner/stablehlo.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace meshplan::planner::shlo {
+
+std::string Location::str() const {
+  return meshplan::str(file, ":", line, ":", col);
+}
+
+int64_t TensorType::volume() const {
+  int64_t v = 1;
+  for (int64_t d : shape) v *= d;
+  return v;
+}
+
+std::string type_string(const TensorType& type) {
+  std::string s = "tensor<";
+  for (int64_t d : type.shape) s += std::to_string(d) + "x";
+  return s + type.element + ">";
+}
+
+int64_t MeshDecl::axis_size(std::string_view axis) const {
+  for (const auto& [n, s] : axes)
+    if (n == axis) return s;
+  return 0;
+}
+
+int64_t MeshDecl::size_of(const AxisRef& ref) const {
+  return ref.size > 0 ? ref.size : axis_size(ref.name);
+}
+
+int64_t MeshDecl::devices() const {
+  int64_t n = 1;
+  for (const auto& a : axes) n *= a.second;
+  return n;
+}
+
+Attr Attr::integer(int64_t v, std::string type) {
+  Attr a;
+  a.kind = Kind::integer;
+  a.i = v;
+  a.text = std::move(type);
+  return a;
+}
+
+Attr Attr::ints_array(std::vector<int64_t> v) {
+  Attr a;
+  a.kind = Kind::dense_array;
+  a.ints = std::move(v);
+  a.text = "i64";
+  return a;
+}
+
+Attr Attr::keyword(std::string word) {
+  Attr a;
+  a.kind = Kind::keyword;
+  a.text = std::move(word);
+  return a;
+}
+
+const Attr* Op::prop(std::string_view n) const {
+  for (const auto& [k, v] : props)
+    if (k == n) return &v;
+  return nullptr;
+}
+
+const Attr* Op::attr(std::string_view n) const {
+  for (const auto& [k, v] : attrs)
+    if (k == n) return &v;
+  return nullptr;
+}
+
+void Op::set_prop(std::string n, Attr value) {
+  for (auto& [k, v] : props)
+    if (k == n) {
+      v = std::move(value);
+      return;
+    }
+  props.emplace_back(std::move(n), std::move(value));
+}
+
+ValueId Module::add_value(TensorType type, OpId def, uint32_t index) {
+  values.push_back(Value{std::move(type), def, index, std::nullopt});
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+OpId Module::add_op(std::string name, std::vector<ValueId> operands,
+                    const std::vector<TensorType>& result_types, Location loc) {
+  OpId id = static_cast<OpId>(ops.size());
+  Op op;
+  op.name = std::move(name);
+  op.operands = std::move(operands);
+  op.loc = std::move(loc);
+  for (uint32_t i = 0; i < result_types.size(); ++i)
+    op.results.push_back(add_value(result_types[i], id, i));
+  ops.push_back(std::move(op));
+  return id;
+}
+
+const MeshDecl* Module::mesh(std::string_view name) const {
+  for (const MeshDecl& m : meshes)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+Func* Module::entry() {
+  return const_cast<Func*>(std::as_const(*this).entry());
+}
+
+const Func* Module::entry() const {
+  for (const Func& f : funcs)
+    if (f.name == "main") return &f;
+  for (const Func& f : funcs)
+    if (f.visibility != "private") return &f;
+  return funcs.empty() ? nullptr : &funcs.front();
+}
+
+namespace {
+
+bool is_float_type(std::string_view t) {
+  return !t.empty() && (t[0] == 'f' || t.starts_with("bf"));
+}
+
+std::string float_text(double v) {
+  if (std::isnan(v) || std::isinf(v)) {
+    float f = static_cast<float>(v);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", std::bit_cast<uint32_t>(f));
+    return buf;
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+void dense_values(std::ostringstream& out, const Attr& a, size_t dim, size_t& at) {
+  const std::vector<int64_t>& shape = a.type.shape;
+  if (dim == shape.size()) {
+    double v = at < a.values.size() ? a.values[at] : 0;
+    ++at;
+    if (a.type.element == "i1")
+      out << (v != 0 ? "true" : "false");
+    else if (is_float_type(a.type.element))
+      out << float_text(v);
+    else
+      out << static_cast<int64_t>(v);
+    return;
+  }
+  out << "[";
+  for (int64_t i = 0; i < shape[dim]; ++i) {
+    if (i) out << ", ";
+    dense_values(out, a, dim + 1, at);
+  }
+  out << "]";
+}
+
+}  // namespace
+
+std::string axis_string(const AxisRef& axis) {
+  std::string s = quote(axis.name);
+  if (axis.size > 0) s += str(":(", axis.pre_size, ")", axis.size);
+  return s;
+}
+
+namespace {
+std::string axes_string(const std::vector<AxisRef>& axes) {
+  std::string s = "{";
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axis_string(axes[i]);
+  return s + "}";
+}
+}  // namespace
+
+std::string sharding_string(const TensorSharding& sh) {
+  std::string s = "<@" + sh.mesh + ", [";
+  for (size_t d = 0; d < sh.dims.size(); ++d) {
+    const DimSharding& dim = sh.dims[d];
+    s += d ? ", {" : "{";
+    for (size_t i = 0; i < dim.axes.size(); ++i) s += (i ? ", " : "") + axis_string(dim.axes[i]);
+    if (dim.open) s += dim.axes.empty() ? "?" : ", ?";
+    s += "}";
+    if (dim.priority >= 0) s += "p" + std::to_string(dim.priority);
+  }
+  s += "]";
+  if (!sh.replicated.empty()) s += ", replicated=" + axes_string(sh.replicated);
+  if (!sh.unreduced.empty()) s += ", unreduced=" + axes_string(sh.unreduced);
+  return s + ">";
+}
+
+std::string attr_string(const Attr& a) {
+  using K = Attr::Kind;
+  std::ostringstream out;
+  switch (a.kind) {
+    case K::unit:
+      out << "unit";
+      break;
+    case K::integer:
+      out << a.i;
+      if (!a.text.empty()) out << " : " << a.text;
+      break;
+    case K::floating:
+      out << float_text(a.f);
+      if (!a.text.empty()) out << " : " << a.text;
+      break;
+    case K::boolean:
+      out << (a.i ? "true" : "false");
+      break;
+    case K::string:
+      out << quote(a.text);
+      break;
+    case K::keyword:
+    case K::opaque:
+      out << a.text;
+      break;
+    case K::symbol:
+      out << "@" << a.text;
+      break;
+    case K::type:
+      out << type_string(a.type);
+      break;
+    case K::array:
+      out << "[";
+      for (size_t i = 0; i < a.list.size(); ++i) out << (i ? ", " : "") << attr_string(a.list[i]);
+      out << "]";
+      break;
+    case K::dense_array:
+      out << "array<" << a.text;
+      for (size_t i = 0; i < a.ints.size(); ++i) out << (i ? ", " : ": ") << a.ints[i];
+      out << ">";
+      break;
+    case K::dense: {
+      out << "dense<";
+      if (!a.text.empty()) {
+        out << a.text;  // hex string literal kept verbatim
+      } else if (a.values.size() == 1) {
+        Attr scalar = a;
+        scalar.type.shape.clear();
+        size_t at = 0;
+        dense_values(out, scalar, 0, at);
+      } else {
+        size_t at = 0;
+        dense_values(out, a, 0, at);
+      }
+      out << "> : " << type_string(a.type);
+      break;
+    }
+    case K::dict: {
+      out << "{";
+      for (size_t i = 0; i < a.dict.size(); ++i) {
+        out << (i ? ", " : "") << a.dict[i].first;
+        if (a.dict[i].second.kind != K::unit) out << " = " << attr_string(a.dict[i].second);
+      }
+      out << "}";
+      break;
+    }
+  }
+  return out.str();
+}
+
+namespace {
+
+/// Renders one function: names values in pre-order, then prints.
+class Printer {
+ public:
+  explicit Printer(const Module& m) : m_(m) {}
+
+  void func(const Func& f, int indent) {
+    names_.clear();
+    next_arg_ = 0;
+    next_result_ = 0;
+    for (const ArgInfo& a : f.args) names_[a.value] = "%arg" + std::to_string(next_arg_++);
+    name_block(f.body);
+    pad(indent);
+    out_ << "func.func " << (f.visibility.empty() ? "" : f.visibility + " ") << "@" << f.name
+         << "(";
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const ArgInfo& a = f.args[i];
+      const Value& v = m_.values[a.value];
+      out_ << (i ? ", " : "") << names_[a.value] << ": " << type_string(v.type);
+      dict(a.attrs, v.sharding ? "#sdy.sharding" + sharding_string(*v.sharding) : "",
+           "sdy.sharding", " ");
+    }
+    out_ << ") -> ";
+    bool any_attrs = false;
+    for (const ResultInfo& r : f.results) any_attrs |= !r.attrs.empty() || r.sharding.has_value();
+    bool parens = f.results.size() != 1 || any_attrs || f.paren_results;
+    if (parens) out_ << "(";
+    for (size_t i = 0; i < f.results.size(); ++i) {
+      const ResultInfo& r = f.results[i];
+      out_ << (i ? ", " : "") << type_string(r.type);
+      dict(r.attrs, r.sharding ? "#sdy.sharding" + sharding_string(*r.sharding) : "",
+           "sdy.sharding", " ");
+    }
+    if (parens) out_ << ")";
+    if (!f.attrs.empty()) dict(f.attrs, "", "", " attributes ");
+    out_ << " {\n";
+    block(f.body, indent + 1);
+    pad(indent);
+    out_ << "}\n";
+  }
+
+  std::string take() { return out_.str(); }
+  void mesh(const MeshDecl& mesh, int indent) {
+    pad(indent);
+    out_ << "sdy.mesh @" << mesh.name << " = <[";
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      out_ << (i ? ", " : "") << quote(mesh.axes[i].first) << "=" << mesh.axes[i].second;
+    out_ << "]";
+    if (!mesh.device_ids.empty()) {
+      out_ << ", device_ids=[";
+      for (size_t i = 0; i < mesh.device_ids.size(); ++i)
+        out_ << (i ? ", " : "") << mesh.device_ids[i];
+      out_ << "]";
+    }
+    out_ << ">\n";
+  }
+  void raw(std::string_view s) { out_ << s; }
+  void pad(int indent) {
+    for (int i = 0; i < indent; ++i) out_ << "  ";
+  }
+  /// `{a = 1, b}` sorted by name with an extra pre-rendered entry; nothing when empty.
+  void dict(const std::vector<NamedAttr>& attrs, const std::string& extra,
+            const std::string& extra_name, const char* lead) {
+    std::vector<std::pair<std::string, std::string>> items;
+    for (const auto& [k, v] : attrs)
+      items.emplace_back(k, v.kind == Attr::Kind::unit ? "" : attr_string(v));
+    if (!extra.empty()) items.emplace_back(extra_name, extra);
+    if (items.empty()) return;
+    std::sort(items.begin(), items.end());
+    out_ << lead << "{";
+    for (size_t i = 0; i < items.size(); ++i)
+      out_ << (i ? ", " : "") << items[i].first
+           << (items[i].second.empty() ? "" : " = " + items[i].second);
+    out_ << "}";
+  }
+
+ private:
+  void name_block(const Block& b) {
+    for (OpId o : b.ops) {
+      const Op& op = m_.ops[o];
+      if (op.results.size() == 1) {
+        names_[op.results[0]] = "%" + std::to_string(next_result_++);
+      } else if (op.results.size() > 1) {
+        std::string base = "%" + std::to_string(next_result_++);
+        for (size_t i = 0; i < op.results.size(); ++i)
+          names_[op.results[i]] = base + "#" + std::to_string(i);
+      }
+      // As MLIR's printer: a region continues the numbering, and the ids it used are free
+      // again after it.
+      for (const Block& r : op.regions) {
+        int saved_arg = next_arg_, saved_result = next_result_;
+        for (ValueId a : r.args) names_[a] = "%arg" + std::to_string(next_arg_++);
+        name_block(r);
+        next_arg_ = saved_arg;
+        next_result_ = saved_result;
+      }
+    }
+  }
+
+  std::string name(ValueId v) {
+    auto it = names_.find(v);
+    return it == names_.end() ? "%<undefined>" : it->second;
+  }
+  std::string type(ValueId v) { return type_string(m_.values[v].type); }
+
+  void operands(const Op& op, size_t from = 0, size_t to = SIZE_MAX) {
+    to = std::min(to, op.operands.size());
+    for (size_t i = from; i < to; ++i) out_ << (i > from ? ", " : "") << name(op.operands[i]);
+  }
+  void func_type(const Op& op) {
+    out_ << "(";
+    for (size_t i = 0; i < op.operands.size(); ++i) out_ << (i ? ", " : "") << type(op.operands[i]);
+    out_ << ") -> ";
+    if (op.results.size() == 1) {
+      out_ << type(op.results[0]);
+    } else {
+      out_ << "(";
+      for (size_t i = 0; i < op.results.size(); ++i) out_ << (i ? ", " : "") << type(op.results[i]);
+      out_ << ")";
+    }
+  }
+  /// `: T` when every operand and the result share one type, else the function type.
+  void same_or_func_type(const Op& op) {
+    bool same = op.results.size() == 1;
+    for (ValueId v : op.operands) same = same && m_.values[v].type == m_.values[op.results[0]].type;
+    out_ << " : ";
+    if (same)
+      out_ << type(op.results[0]);
+    else
+      func_type(op);
+  }
+  void op_attrs(const Op& op) {
+    std::string extra;
+    if (!op.shardings.empty()) {
+      extra = "#sdy.sharding_per_value<[";
+      for (size_t i = 0; i < op.shardings.size(); ++i)
+        extra += (i ? ", " : "") + sharding_string(op.shardings[i]);
+      extra += "]>";
+    }
+    dict(op.attrs, extra, "sdy.sharding", " ");
+  }
+  std::string ints(const Attr* a) {
+    std::string s = "[";
+    if (a)
+      for (size_t i = 0; i < a->ints.size(); ++i) s += (i ? ", " : "") + std::to_string(a->ints[i]);
+    return s + "]";
+  }
+  void region(const Block& b, int indent, bool with_header) {
+    out_ << "{\n";
+    if (with_header && !b.args.empty()) {
+      pad(indent);
+      out_ << "^bb0(";
+      for (size_t i = 0; i < b.args.size(); ++i)
+        out_ << (i ? ", " : "") << name(b.args[i]) << ": " << type(b.args[i]);
+      out_ << "):\n";
+    }
+    block(b, indent + 1);
+    pad(indent);
+    out_ << "}";
+  }
+
+  void block(const Block& b, int indent) {
+    for (OpId o : b.ops) op(m_.ops[o], indent);
+  }
+
+  void op(const Op& op, int indent);
+  bool pretty(const Op& op, int indent);
+  void generic(const Op& op, int indent);
+
+  const Module& m_;
+  std::ostringstream out_;
+  std::map<ValueId, std::string> names_;
+  int next_arg_ = 0;
+  int next_result_ = 0;
+};
+
+bool is_unary(std::string_view n) {
+  static const char* k[] = {"abs",
+                            "negate",
+                            "exponential",
+                            "log",
+                            "sqrt",
+                            "rsqrt",
+                            "tanh",
+                            "logistic",
+                            "not",
+                            "floor",
+                            "ceil",
+                            "sine",
+                            "cosine",
+                            "sign",
+                            "exponential_minus_one",
+                            "log_plus_one",
+                            "round_nearest_even"};
+  for (const char* s : k)
+    if (n == s) return true;
+  return false;
+}
+bool is_binary(std::string_view n) {
+  static const char* k[] = {"add",   "subtract",  "multiply", "divide", "maximum", "minimum",
+                            "power", "remainder", "and",      "or",     "xor",     "atan2"};
+  for (const char* s : k)
+    if (n == s) return true;
+  return false;
+}
+
+void Printer::op(const Op& op, int indent) {
+  pad(indent);
+  if (!op.results.empty()) {
+    std::string n = name(op.results[0]);
+    if (op.results.size() > 1)
+      n = n.substr(0, n.find('#')) + ":" + std::to_string(op.results.size());
+    out_ << n << " = ";
+  }
+  if (!pretty(op, indent)) generic(op, indent);
+  out_ << "\n";
+}
+
+void Printer::generic(const Op& op, int indent) {
+  out_ << '"' << op.name << "\"(";
+  operands(op);
+  out_ << ")";
+  if (!op.props.empty()) {
+    Attr d;
+    d.kind = Attr::Kind::dict;
+    d.dict = op.props;
+    std::sort(d.dict.begin(), d.dict.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out_ << " <" << attr_string(d) << ">";
+  }
+  if (!op.regions.empty()) {
+    out_ << " (";
+    for (size_t i = 0; i < op.regions.size(); ++i) {
+      if (i) out_ << ", ";
+      region(op.regions[i], indent, true);
+    }
+    out_ << ")";
+  }
+  op_attrs(op);
+  out_ << " : ";
+  func_type(op);
+}
+
+bool Printer::pretty(const Op& op, int indent) {
+  std::string_view n = op.name;
+  if (n == "func.return" || n == "stablehlo.return" || n == "sdy.return") {
+    out_ << (n == "func.return" ? "return" : n);
+    if (!op.operands.empty()) {
+      out_ << " ";
+      operands(op);
+      out_ << " : ";
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        out_ << (i ? ", " : "") << type(op.operands[i]);
+    }
+    return true;
+  }
+  if (n.starts_with("sdy.")) {
+    std::string_view s = n.substr(4);
+    if (s == "sharding_constraint" || s == "reshard") {
+      if (!op.sharding || op.operands.size() != 1) return false;
+      out_ << n << " " << name(op.operands[0]) << " " << sharding_string(*op.sharding);
+      op_attrs(op);
+      out_ << " : " << type(op.results[0]);
+      return true;
+    }
+    if (s == "all_gather" || s == "all_slice" || s == "all_reduce" || s == "all_to_all" ||
+        s == "collective_permute" || s == "reduce_scatter") {
+      if (!op.sharding || op.operands.size() != 1) return false;
+      out_ << n << " ";
+      if (s == "all_gather" || s == "all_slice" || s == "reduce_scatter") {
+        out_ << "[";
+        for (size_t d = 0; d < op.dim_axes.size(); ++d)
+          out_ << (d ? ", " : "") << axes_string(op.dim_axes[d]);
+        out_ << "] ";
+      } else if (s == "all_reduce") {
+        out_ << axes_string(op.reduce_axes) << " ";
+      } else if (s == "all_to_all") {
+        out_ << "[";
+        for (size_t i = 0; i < op.all_to_all.size(); ++i) {
+          const auto& p = op.all_to_all[i];
+          std::string ax = axes_string(p.axes);
+          out_ << (i ? ", " : "") << ax.substr(0, ax.size() - 1) << ": " << p.src << "->" << p.tgt
+               << "}";
+        }
+        out_ << "] ";
+      }
+      out_ << name(op.operands[0]) << " out_sharding=" << sharding_string(*op.sharding);
+      op_attrs(op);
+      same_or_func_type(op);  // a per-device all_slice changes the type
+      return true;
+    }
+    if (s == "manual_computation") {
+      if (op.regions.size() != 1) return false;
+      out_ << "sdy.manual_computation(";
+      operands(op);
+      out_ << ") in_shardings=[";
+      for (size_t i = 0; i < op.in_shardings.size(); ++i)
+        out_ << (i ? ", " : "") << sharding_string(op.in_shardings[i]);
+      out_ << "] out_shardings=[";
+      for (size_t i = 0; i < op.out_shardings.size(); ++i)
+        out_ << (i ? ", " : "") << sharding_string(op.out_shardings[i]);
+      out_ << "] manual_axes={";
+      for (size_t i = 0; i < op.manual_axes.size(); ++i)
+        out_ << (i ? ", " : "") << quote(op.manual_axes[i]);
+      out_ << "} (";
+      const Block& b = op.regions[0];
+      for (size_t i = 0; i < b.args.size(); ++i)
+        out_ << (i ? ", " : "") << name(b.args[i]) << ": " << type(b.args[i]);
+      out_ << ") ";
+      region(b, indent, false);
+      op_attrs(op);
+      out_ << " : ";
+      func_type(op);
+      return true;
+    }
+    return false;
+  }
+  if (!n.starts_with("stablehlo.") || op.results.size() != 1) return false;
+  std::string_view s = n.substr(10);
+  if (is_unary(s) && op.operands.size() == 1 && op.props.empty()) {
+    out_ << n << " " << name(op.operands[0]);
+    op_attrs(op);
+    same_or_func_type(op);
+    return true;
+  }
+  if (is_binary(s) && op.operands.size() == 2 && op.props.empty()) {
+    out_ << n << " ";
+    operands(op);
+    op_attrs(op);
+    same_or_func_type(op);
+    return true;
+  }
+  auto only = [&](std::initializer_list<std::string_view> names) {
+    for (const auto& [k, v] : op.props)
+      if (std::find(names.begin(), names.end(), k) == names.end()) return false;
+    return true;
+  };
+  auto has_ints = [&](std::string_view p) {
+    const Attr* a = op.prop(p);
+    return a && a->kind == Attr::Kind::dense_array;
+  };
+  if ((s == "convert" || s == "reshape") && op.operands.size() == 1 && op.props.empty()) {
+    out_ << n << " " << name(op.operands[0]);
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if ((s == "broadcast_in_dim" || s == "transpose") && op.operands.size() == 1) {
+    const char* p = s == "transpose" ? "permutation" : "broadcast_dimensions";
+    if (!has_ints(p) || !only({p})) return false;
+    out_ << n << " " << name(op.operands[0]) << ", dims = " << ints(op.prop(p));
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "concatenate") {
+    const Attr* d = op.prop("dimension");
+    if (!d || d->kind != Attr::Kind::integer || !only({"dimension"})) return false;
+    out_ << n << " ";
+    operands(op);
+    out_ << ", dim = " << d->i;
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "iota") {
+    const Attr* d = op.prop("iota_dimension");
+    if (!d || d->kind != Attr::Kind::integer || !only({"iota_dimension"}) || !op.operands.empty())
+      return false;
+    out_ << n << " dim = " << d->i;
+    op_attrs(op);
+    out_ << " : " << type(op.results[0]);
+    return true;
+  }
+  if (s == "constant") {
+    const Attr* v = op.prop("value");
+    if (!v || v->kind != Attr::Kind::dense || !only({"value"}) || !op.operands.empty())
+      return false;
+    out_ << n;
+    op_attrs(op);
+    out_ << " " << attr_string(*v);
+    return true;
+  }
+  if (s == "compare") {
+    const Attr* d = op.prop("comparison_direction");
+    const Attr* t = op.prop("compare_type");
+    if (!d || d->kind != Attr::Kind::keyword || (t && t->kind != Attr::Kind::keyword) ||
+        op.operands.size() != 2 || !only({"comparison_direction", "compare_type"}))
+      return false;
+    out_ << n << "  " << d->text << ", ";
+    operands(op);
+    if (t) out_ << ",  " << t->text;
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "select" && op.operands.size() == 3 && op.props.empty()) {
+    out_ << n << " ";
+    operands(op);
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "slice" && op.operands.size() == 1) {
+    if (!has_ints("start_indices") || !has_ints("limit_indices") || !has_ints("strides") ||
+        !only({"start_indices", "limit_indices", "strides"}))
+      return false;
+    const auto& st = op.prop("start_indices")->ints;
+    const auto& li = op.prop("limit_indices")->ints;
+    const auto& sr = op.prop("strides")->ints;
+    if (st.size() != li.size() || st.size() != sr.size()) return false;
+    out_ << n << " " << name(op.operands[0]) << " [";
+    for (size_t i = 0; i < st.size(); ++i) {
+      out_ << (i ? ", " : "") << st[i] << ":" << li[i];
+      if (sr[i] != 1) out_ << ":" << sr[i];
+    }
+    out_ << "]";
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "dot_general" && op.operands.size() == 2) {
+    static const char* keys[] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                                 "lhs_contracting_dimensions", "rhs_contracting_dimensions"};
+    for (const char* k : keys)
+      if (!has_ints(k)) return false;
+    const Attr* prec = op.prop("precision_config");
+    if (prec && prec->kind != Attr::Kind::array) return false;
+    if (!only({keys[0], keys[1], keys[2], keys[3], "precision_config"})) return false;
+    out_ << n << " ";
+    operands(op);
+    if (!op.prop(keys[0])->ints.empty() || !op.prop(keys[1])->ints.empty())
+      out_ << ", batching_dims = " << ints(op.prop(keys[0])) << " x " << ints(op.prop(keys[1]));
+    out_ << ", contracting_dims = " << ints(op.prop(keys[2])) << " x " << ints(op.prop(keys[3]));
+    if (prec) out_ << ", precision = " << attr_string(*prec);
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (s == "reduce" && op.regions.size() == 1 && op.operands.size() == 2) {
+    if (!has_ints("dimensions") || !only({"dimensions"})) return false;
+    const Block& b = op.regions[0];
+    out_ << n << "(" << name(op.operands[0]) << " init: " << name(op.operands[1]) << ")";
+    // The short form when the body is one binary op of the two block arguments.
+    bool short_form = b.args.size() == 2 && b.ops.size() == 2;
+    if (short_form) {
+      const Op& body = m_.ops[b.ops[0]];
+      const Op& ret = m_.ops[b.ops[1]];
+      short_form = body.operands.size() == 2 && body.operands[0] == b.args[0] &&
+                   body.operands[1] == b.args[1] && body.props.empty() && body.attrs.empty() &&
+                   body.shardings.empty() &&
+                   is_binary(std::string_view(body.name).substr(
+                       body.name.starts_with("stablehlo.") ? 10 : 0)) &&
+                   body.name.starts_with("stablehlo.") && ret.name == "stablehlo.return" &&
+                   ret.operands.size() == 1 && ret.operands[0] == body.results[0];
+    }
+    if (short_form) out_ << " applies " << m_.ops[b.ops[0]].name;
+    out_ << " across dimensions = " << ints(op.prop("dimensions"));
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    if (!short_form) {
+      out_ << "\n";
+      pad(indent + 1);
+      out_ << "reducer(";
+      for (size_t i = 0; i < b.args.size(); ++i)
+        out_ << (i ? ", " : "") << name(b.args[i]) << ": " << type(b.args[i]);
+      out_ << ") ";
+      region(b, indent + 1, false);
+    }
+    return true;
+  }
+  if (s == "convolution" && op.operands.size() == 2) {
+    const Attr* dn = op.prop("dim_numbers");
+    const Attr* win = op.prop("window");
+    if (!dn || dn->kind != Attr::Kind::opaque || (win && win->kind != Attr::Kind::opaque))
+      return false;
+    std::vector<NamedAttr> rest;
+    for (const auto& p : op.props)
+      if (p.first != "dim_numbers" && p.first != "window") rest.push_back(p);
+    out_ << n << "(";
+    operands(op);
+    out_ << ") dim_numbers = " << dn->text;
+    if (win) out_ << ", window = " << win->text;
+    // The remaining inherent attributes go in the trailing dict, as StableHLO prints them.
+    std::vector<NamedAttr> all = rest;
+    for (const auto& a : op.attrs) all.push_back(a);
+    std::string extra;
+    if (!op.shardings.empty()) {
+      extra = "#sdy.sharding_per_value<[";
+      for (size_t i = 0; i < op.shardings.size(); ++i)
+        extra += (i ? ", " : "") + sharding_string(op.shardings[i]);
+      extra += "]>";
+    }
+    dict(all, extra, "sdy.sharding", " ");
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string print_module(const Module& m) {
+  Printer p(m);
+  int indent = 0;
+  if (m.has_module_op) {
+    p.raw("module");
+    if (!m.module_name.empty()) p.raw(" @" + m.module_name);
+    if (!m.module_attrs.empty()) p.dict(m.module_attrs, "", "", " attributes ");
+    p.raw(" {\n");
+    indent = 1;
+  }
+  for (const MeshDecl& mesh : m.meshes) p.mesh(mesh, indent);
+  for (const Func& f : m.funcs) p.func(f, indent);
+  if (m.has_module_op) p.raw("}\n");
+  return p.take();
+}
+
+}  // namespace meshplan::planner::shlo

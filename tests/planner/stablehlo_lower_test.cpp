@@ -1,0 +1,115 @@
+// The per-device program lowered to the graph IR and planned chip by chip; ops without a
+// meshplan op fail with a clear unimplemented error; the meshplan-compile .mlir flags.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "meshplan/device/descriptor.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "test_util.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+
+namespace {
+
+Module compiled(const char* path, int64_t rows, int64_t cols) {
+  auto m = parse_module_file(test::source_path(path));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  PipelineOptions o;
+  o.mesh_rows = rows;
+  o.mesh_cols = cols;
+  o.argument_types = {};
+  auto s = run_pipeline(*m, o);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  return std::move(*m);
+}
+
+std::string run_tool(const std::string& args) {
+  std::string tool = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
+  REQUIRE_MESSAGE(std::filesystem::exists(tool), "build meshplan-compile first: ", tool);
+  std::string cmd = tool + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::string golden(const std::string& name) {
+  std::ifstream in(test::source_path("tests/planner/golden/" + name + ".mlir"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("a data-parallel MLP's per-device program lowers to matmul/add/relu and plans") {
+  Module m = compiled("examples/models/dp_mlp_relu.mlir", 2, 4);
+  auto g = lower_to_graph(m);
+  REQUIRE_MESSAGE(g.has_value(), g.error().message);
+  REQUIRE(g->ops.size() == 4);
+  CHECK(g->ops[0].kind == device::OpKind::matmul);
+  CHECK(g->ops[1].kind == device::OpKind::add);
+  CHECK(g->ops[2].kind == device::OpKind::relu);
+  CHECK(g->ops[3].kind == device::OpKind::matmul);
+  CHECK(g->values[g->arguments[0]].shape ==
+        std::vector<int64_t>{8, 128});  // local: 64 rows over 8 chips
+  CHECK(g->values[g->outputs[0]].shape == std::vector<int64_t>{8, 128});
+  auto chip = device::builtin_chip("wormhole_b0");
+  REQUIRE(chip.has_value());
+  auto plan = planner::compile(*g, *chip, planner::PlannerOptions{});
+  REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
+  CHECK(!plan->bytes.empty());
+}
+
+TEST_CASE("ops without a meshplan op name themselves and their location") {
+  auto tp = lower_to_graph(compiled("examples/models/tp_mlp.mlir", 1, 8));
+  REQUIRE_FALSE(tp.has_value());
+  CHECK(tp.error().code == ErrorCode::unimplemented);
+  CHECK(tp.error().message.ends_with(
+      "examples/models/tp_mlp.mlir:10:5: unimplemented: stablehlo.all_reduce has no "
+      "meshplan op yet"));
+  auto dp = lower_to_graph(compiled("examples/models/mlp_dp.mlir", 2, 4));
+  REQUIRE_FALSE(dp.has_value());
+  CHECK(dp.error().message.ends_with(
+      "mlp_dp.mlir:6:3: unimplemented: stablehlo.reduce has no meshplan op yet"));
+}
+
+TEST_CASE("meshplan-compile --emit=sdy / --stop-after print each stage") {
+  std::string case1 = test::source_path("tests/planner/golden/case1_input.mlir");
+  CHECK(run_tool(case1 + " --mesh 1x2 --arg-types=input --emit=sdy") == golden("case1_12_close"));
+  CHECK(run_tool(case1 + " --mesh 1x2 --arg-types=input --emit=sdy --stop-after=propagation") ==
+        golden("case1_06_propagation"));
+  std::string case6 = test::source_path("tests/planner/golden/case6_input.mlir");
+  CHECK(run_tool(case6 + " --mesh 1x2 --emit=sdy --stop-after=explicit-reshards") ==
+        golden("case6_08_explicit_reshards"));
+  CHECK(run_tool(case6 + " --mesh 1x2 --emit=sdy --stop-after=collectives") ==
+        golden("case6_10_collectives"));
+  CHECK(run_tool(case6 + " --mesh 1x2 --emit=stablehlo") == golden("case6_input"));
+  test::TempDir dir;
+  std::string out = dir.file("out.mlir");
+  CHECK(run_tool(case1 + " --mesh 1x2 --arg-types=input --emit=sdy -o " + out).empty());
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == golden("case1_12_close"));
+  CHECK(run_tool(case1 + " --mesh 1x2 --emit=sdy --stop-after=nowhere") ==
+        "meshplan-compile: error: invalid_argument: --stop-after: unknown stage 'nowhere'\n");
+  CHECK(run_tool(case1 + " --mesh 3x2 --emit=sdy").empty() == false);
+}
+
+TEST_CASE("elementwise StableHLO ops lower to the meshplan op of the same meaning") {
+  auto g = lower_to_graph(compiled("tests/planner/golden/case1_input.mlir", 1, 2));
+  REQUIRE_MESSAGE(g.has_value(), g.error().message);
+  REQUIRE(g->ops.size() == 1);
+  CHECK(g->ops[0].kind == *device::op_from_name("abs"));
+  CHECK(g->values[g->arguments[0]].shape == std::vector<int64_t>{16, 48, 24, 32});
+}
