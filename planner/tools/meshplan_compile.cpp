@@ -2,6 +2,7 @@
 //
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy dram] [--device NAME]
 //                    [--emit=plan-json|graph-json]
+//   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
@@ -15,6 +16,7 @@
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -27,10 +29,13 @@ constexpr const char* kUsage =
     "                        [--emit=plan-json|graph-json]\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
-    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n";
+    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
+    "       meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n"
+    "  Removes entries from CACHE.mpc (atomically, under the cache's writer lock).\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  std::vector<std::string> remove;
 };
 
 Result<Args> parse_args(int argc, char** argv) {
@@ -52,9 +57,15 @@ Result<Args> parse_args(int argc, char** argv) {
     else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
     else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
     else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
+    else if (is("--remove")) a.remove.push_back(MESHPLAN_TRY(value("--remove")));
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
     else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
+  }
+  if (!a.remove.empty()) {
+    if (!a.model.empty() || a.output.empty())
+      return fail(ErrorCode::invalid_argument, "--remove takes -o CACHE.mpc and no model");
+    return a;
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
   if (a.output.empty() && a.emit.empty()) return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc or --emit");
@@ -76,8 +87,17 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
+/// --remove: drops entries by name from the cache, nothing else.
+Status remove_entries(const Args& args) {
+  runtime::CacheEditReport report = MESHPLAN_TRY(runtime::remove_from_cache(args.output, args.remove));
+  for (const auto& d : report.dropped) std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(), args.output.c_str());
+  std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(), args.output.c_str());
+  return {};
+}
+
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
+  if (!args.remove.empty()) return remove_entries(args);
   auto t0 = std::chrono::steady_clock::now();
   planner::Graph graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
   if (args.emit == "graph-json") {

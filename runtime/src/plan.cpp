@@ -49,6 +49,15 @@ device::TensorPlacement PlanRef::placement(uint32_t id) const {
   return p;
 }
 
+PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
+  PlanRef ref;
+  ref.plan_ = fb::GetSizePrefixedPlan(bytes.data());
+  ref.bytes_ = bytes;
+  const fb::PlanHeader* h = ref.plan_->header();
+  ref.name_ = h->graph_name() ? h->graph_name()->string_view() : std::string_view();
+  return ref;
+}
+
 Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what) {
   auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
   if (bytes.size() < 8) return bad("truncated: ", bytes.size(), " bytes");

@@ -2,6 +2,7 @@
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
 //   meshplan-run CACHE.mpc ls
+//   meshplan-run cache ls|verify|gc CACHE.mpc [...]   (see cache_commands.cpp)
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "cache_commands.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -21,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: meshplan-run CACHE.mpc (--name NAME | --key HEX) [--check] [--seed N] [--tolerance T] [--print]\n"
     "       meshplan-run CACHE.mpc ls\n"
+    "       meshplan-run cache ls|verify|gc CACHE.mpc [--keep NAMES] [--dry-run]  (cache --help for more)\n"
     "  Runs a plan on the emulated device with random inputs (seed N, default 1) and prints timing.\n"
     "  --check compares with the host f32 reference and fails if the relative error exceeds T\n"
     "  (default 0.03). --print prints the outputs.\n";
@@ -136,6 +139,7 @@ Result<int> run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "cache") return meshplan::tools::cache_command(argc - 1, argv + 1);
   auto code = run(argc, argv);
   if (!code) {
     std::fprintf(stderr, "meshplan-run: error: %s\n", code.error().to_string().c_str());

@@ -12,6 +12,8 @@
 
 namespace meshplan::runtime {
 
+class PlanCache;
+
 /// A plan that passed verify_plan(). Points into memory owned elsewhere (a PlanCache's mapping
 /// or a caller's buffer), which must outlive it. Cheap to copy.
 class PlanRef {
@@ -25,6 +27,11 @@ class PlanRef {
   std::span<const uint8_t> segment(uint32_t i) const;
   /// Device placement of tensor `id`; views into the plan.
   device::TensorPlacement placement(uint32_t id) const;
+
+ private:
+  friend class PlanCache;
+  /// A PlanRef over bytes that already passed verify_plan() (a cache entry verified earlier).
+  static PlanRef trusted(std::span<const uint8_t> bytes);
 
  private:
   friend Result<PlanRef> verify_plan(std::span<const uint8_t>, std::string_view);

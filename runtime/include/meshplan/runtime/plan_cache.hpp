@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "meshplan/runtime/plan.hpp"
+#include "meshplan/runtime/plan_query.hpp"
 
 namespace meshplan::runtime {
 
@@ -46,6 +47,10 @@ class PlanCache {
   Result<PlanRef> find(const Hash128& key) const;
   /// The verified plan with this name (binary search over the name index).
   Result<PlanRef> find(std::string_view name) const;
+  /// The verified plan with this name, checked field by field against `query`: a plan made by
+  /// another planner version, for another device or with other options is an `incompatible`
+  /// error that says which fields differ ("stale: planner 0.0.9 ≠ 0.1.0").
+  Result<PlanRef> find(std::string_view name, const PlanQuery& query) const;
   /// Verifies entry i (idempotent; cheap after the first success).
   Result<PlanRef> load(size_t i) const;
   const std::string& path() const;
