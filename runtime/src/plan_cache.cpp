@@ -56,6 +56,7 @@ struct PlanCache::Impl {
   size_t size = 0;
   const fb::CacheIndex* index = nullptr;
   std::unique_ptr<std::atomic<uint8_t>[]> verified;  // 0 unknown, 1 ok.
+  PlanCacheOptions options;
 
   ~Impl() {
     if (base) munmap(const_cast<uint8_t*>(base), size);
@@ -67,9 +68,10 @@ PlanCache::PlanCache(PlanCache&&) noexcept = default;
 PlanCache& PlanCache::operator=(PlanCache&&) noexcept = default;
 PlanCache::~PlanCache() = default;
 
-Result<PlanCache> PlanCache::open(const std::string& path) {
+Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->options = options;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io, sys_error("cannot open plan cache", path));
   struct stat st;
@@ -82,7 +84,7 @@ Result<PlanCache> PlanCache::open(const std::string& path) {
     ::close(fd);
     return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size, " bytes, the header alone is 64");
   }
-  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (m == MAP_FAILED) return fail(ErrorCode::io, sys_error("cannot map plan cache", path));
   impl->base = static_cast<const uint8_t*>(m);
@@ -153,7 +155,7 @@ Result<PlanRef> PlanCache::load(size_t i) const {
   char what[512];
   std::snprintf(what, sizeof what, "'%.*s' in '%s'", static_cast<int>(std::min<size_t>(name.size(), 200)), name.data(),
                 impl_->path.c_str());
-  auto ref = verify_plan(bytes, what);
+  auto ref = verify_plan(bytes, what, impl_->options.verify);
   if (!ref) return std::unexpected(ref.error());
   if (ref->key() != key_of(e))
     return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': key in the index differs from the plan's own");
@@ -306,7 +308,7 @@ Status add_to_cache(const std::string& path, CacheEntryData entry) {
   if (!new_ref) return std::unexpected(new_ref.error());
   Hash128 new_key = new_ref->key();
   std::vector<CacheEntryData> entries;
-  auto existing = PlanCache::open(path);
+  auto existing = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
   if (existing) {
     for (size_t i = 0; i < existing->size(); ++i) {
       CacheEntryInfo info = existing->entry(i);

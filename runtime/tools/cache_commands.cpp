@@ -103,7 +103,7 @@ int cache_command(int argc, char** argv) {
     if (argc != 3)
       return print_error(
           Error{ErrorCode::invalid_argument, str("cache ", verb, " takes only CACHE.mpc")});
-    auto cache = PlanCache::open(path);
+    auto cache = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
     if (!cache) return print_error(cache.error());
     return verb == "ls" ? list(*cache) : verify(*cache);
   }

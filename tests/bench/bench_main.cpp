@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
       {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"cold start: plan JSON parse+verify+bind vs cache", {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
+      {"cold start vs warm find (verified once)", {"BM_ColdStartFromCache", "BM_WarmFind"}},
+      {"cold start: full structural verify vs checksummed", {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
+      {"verify_plan vs checksum alone", {"BM_VerifyPlanOnly", "BM_ChecksumOnly"}},
   });
   benchmark::Shutdown();
   return 0;

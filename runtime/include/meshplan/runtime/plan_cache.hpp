@@ -28,6 +28,13 @@ struct CacheEntryInfo {
   uint64_t size = 0;
 };
 
+struct PlanCacheOptions {
+  /// How entries are verified on first use, after their checksum matched. `checksummed`
+  /// trusts the structure the writer verified (the default, for caches this host wrote);
+  /// `full` re-runs the FlatBuffers verifier too (caches from untrusted sources).
+  VerifyMode verify = VerifyMode::checksummed;
+};
+
 /// A read-only, memory-mapped plan cache. Immutable after open(); find() may be called from many
 /// threads at once. Plans are verified (checksum, FlatBuffers verifier, invariants) on first use.
 /// Move-only; PlanRefs it returns stay valid while it lives.
@@ -35,7 +42,7 @@ class PlanCache {
  public:
   /// Maps `path` and checks its header and index. Errors: not_found (no file), corrupt
   /// (truncated, bad magic, index checksum), incompatible (other format major version).
-  static Result<PlanCache> open(const std::string& path);
+  static Result<PlanCache> open(const std::string& path, PlanCacheOptions options = {});
 
   PlanCache(PlanCache&&) noexcept;
   PlanCache& operator=(PlanCache&&) noexcept;
