@@ -15,7 +15,8 @@ ASAN_DIR     ?= build-asan
 TSAN_DIR     ?= build-tsan
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+# clang >= 16: older clang cannot compile libstdc++ 12's std::expected (no P0848).
+FUZZ_PACKAGES := clang-16 libclang-rt-16-dev
 NINJA_OR_MAKE = $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')
 
 .PHONY: all deps configure build test demo bench format clean test-asan test-tsan fuzz ci
@@ -60,10 +61,10 @@ test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_DIR)/tests/runtime_tests --test-case='8 threads*'
 
 # libFuzzer runs of FUZZ_SECONDS per target from the seed corpus, with ASan+UBSan. Installs
-# clang if missing (as root); the GCC build's fuzz_smoke_* tests cover the targets without it.
+# clang-16 if missing (as root); the GCC build's fuzz_smoke_* tests cover the targets without it.
 fuzz:
 	@./cmake/install-deps.sh $(DEB_PACKAGES) $(FUZZ_PACKAGES)
-	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DMESHPLAN_SANITIZE=ON -DMESHPLAN_LIBFUZZER=ON -DMESHPLAN_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target plan_cache_fuzz graph_json_fuzz meshplan_fuzz_corpus
 	rm -rf $(FUZZ_DIR)/run && mkdir -p $(FUZZ_DIR)/run/cache $(FUZZ_DIR)/run/graph
