@@ -5,6 +5,7 @@
 //                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
+//   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <flatbuffers/idl.h>
@@ -23,6 +24,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/report.hpp"
+#include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -47,7 +49,9 @@ constexpr const char* kUsage =
     "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, argument-sharding,\n"
     "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, close.\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
-    "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n";
+    "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n"
+    "       meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n"
+    "  Removes entries from CACHE.mpc (atomically, under the cache's writer lock).\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
@@ -55,6 +59,7 @@ struct Args {
   std::string report;                // --report=FILE.html
   std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
   planner::PlannerOptions options;
+  std::vector<std::string> remove;   // --remove NAME: drop cache entries
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
@@ -105,9 +110,15 @@ Result<Args> parse_args(int argc, char** argv) {
         at = comma + 1;
       }
     }
+    else if (is("--remove")) a.remove.push_back(MESHPLAN_TRY(value("--remove")));
     else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else if (a.model.empty()) a.model = s;
     else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
+  }
+  if (!a.remove.empty()) {
+    if (!a.model.empty() || a.output.empty())
+      return fail(ErrorCode::invalid_argument, "--remove takes -o CACHE.mpc and no model");
+    return a;
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
   if (a.output.empty() && a.emit.empty() && a.report.empty())
@@ -192,8 +203,17 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
   return {};
 }
 
+/// --remove: drops entries by name from the cache, nothing else.
+Status remove_entries(const Args& args) {
+  runtime::CacheEditReport report = MESHPLAN_TRY(runtime::remove_from_cache(args.output, args.remove));
+  for (const auto& d : report.dropped) std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(), args.output.c_str());
+  std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(), args.output.c_str());
+  return {};
+}
+
 Status run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
+  if (!args.remove.empty()) return remove_entries(args);
   auto t0 = std::chrono::steady_clock::now();
   planner::Graph graph;
   if (args.model.ends_with(".mlir")) {

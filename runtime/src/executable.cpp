@@ -104,6 +104,56 @@ size_t Executable::output_count() const { return plan_.plan().outputs()->size();
 std::string_view Executable::output_name(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name; }
 std::span<const int64_t> Executable::output_shape(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).shape; }
 
+namespace {
+
+template <class NameAt>
+Result<size_t> index_of(std::string_view what, std::string_view plan, size_t n, NameAt name_at, std::string_view name) {
+  for (size_t i = 0; i < n; ++i)
+    if (name_at(i) == name) return i;
+  std::string names;
+  for (size_t i = 0; i < n; ++i) names += str(i ? ", '" : "'", name_at(i), "'");
+  return fail(ErrorCode::not_found, "plan '", plan, "' has no ", what, " named '", name, "' (its ", what, "s: ", names, ")");
+}
+
+}  // namespace
+
+Result<size_t> Executable::input_index(std::string_view name) const {
+  return index_of("input", plan_.name(), input_count(), [&](size_t i) { return input_name(i); }, name);
+}
+
+Result<size_t> Executable::output_index(std::string_view name) const {
+  return index_of("output", plan_.name(), output_count(), [&](size_t i) { return output_name(i); }, name);
+}
+
+Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
+  constexpr size_t kInline = 16;
+  size_t n = input_count();
+  // Positions by name; small plans need no heap.
+  TensorView inline_views[kInline];
+  std::vector<TensorView> heap_views;
+  std::span<TensorView> views(inline_views, std::min(n, kInline));
+  if (n > kInline) {
+    heap_views.resize(n);
+    views = heap_views;
+  }
+  bool seen_inline[kInline] = {};
+  std::vector<bool> seen_heap(n > kInline ? n : 0);
+  auto seen = [&](size_t i) -> bool { return n > kInline ? static_cast<bool>(seen_heap[i]) : seen_inline[i]; };
+  auto mark = [&](size_t i) {
+    if (n > kInline) seen_heap[i] = true;
+    else seen_inline[i] = true;
+  };
+  for (const NamedTensorView& in : inputs) {
+    size_t i = MESHPLAN_TRY(input_index(in.name));
+    if (seen(i)) return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input '", in.name, "' is given twice");
+    mark(i);
+    views[i] = in.view;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!seen(i)) return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input ", i, " '", input_name(i), "' is missing");
+  return run(std::span<const TensorView>(views.data(), n));
+}
+
 Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
   MESHPLAN_TRY(check_inputs(plan_, inputs));
   std::lock_guard<std::mutex> lock(mutex_);

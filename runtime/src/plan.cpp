@@ -71,7 +71,16 @@ device::TensorPlacement PlanRef::placement(uint32_t id) const {
   return p;
 }
 
-Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what) {
+PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
+  PlanRef ref;
+  ref.plan_ = fb::GetSizePrefixedPlan(bytes.data());
+  ref.bytes_ = bytes;
+  const fb::PlanHeader* h = ref.plan_->header();
+  ref.name_ = h->graph_name() ? h->graph_name()->string_view() : std::string_view();
+  return ref;
+}
+
+Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what, VerifyMode mode) {
   auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
   if (bytes.size() < 8) return bad("truncated: ", bytes.size(), " bytes");
   uint32_t prefix;
@@ -80,8 +89,10 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
     return bad("truncated: size prefix says ", prefix + 4ull, " bytes, only ", bytes.size(), " present");
   if (!flatbuffers::BufferHasIdentifier(bytes.data(), fb::PlanIdentifier(), true))
     return bad("wrong file identifier (expected '", fb::PlanIdentifier(), "')");
-  flatbuffers::Verifier verifier(bytes.data(), prefix + 4ull, kMaxDepth, kMaxTables);
-  if (!fb::VerifySizePrefixedPlanBuffer(verifier)) return bad("FlatBuffer verification failed");
+  if (mode == VerifyMode::full) {
+    flatbuffers::Verifier verifier(bytes.data(), prefix + 4ull, kMaxDepth, kMaxTables);
+    if (!fb::VerifySizePrefixedPlanBuffer(verifier)) return bad("FlatBuffer verification failed");
+  }
   const fb::Plan* plan = fb::GetSizePrefixedPlan(bytes.data());
   const fb::PlanHeader* h = plan->header();
   if (h->format_major() != kPlanFormatMajor)

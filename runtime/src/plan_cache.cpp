@@ -1,6 +1,8 @@
 // Plan cache: mmap'd reader with binary search, and the atomic writer.
 #include "meshplan/runtime/plan_cache.hpp"
 
+#include "cache_lock.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -53,6 +56,7 @@ struct PlanCache::Impl {
   size_t size = 0;
   const fb::CacheIndex* index = nullptr;
   std::unique_ptr<std::atomic<uint8_t>[]> verified;  // 0 unknown, 1 ok.
+  PlanCacheOptions options;
 
   ~Impl() {
     if (base) munmap(const_cast<uint8_t*>(base), size);
@@ -64,9 +68,10 @@ PlanCache::PlanCache(PlanCache&&) noexcept = default;
 PlanCache& PlanCache::operator=(PlanCache&&) noexcept = default;
 PlanCache::~PlanCache() = default;
 
-Result<PlanCache> PlanCache::open(const std::string& path) {
+Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->options = options;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io, sys_error("cannot open plan cache", path));
   struct stat st;
@@ -79,7 +84,7 @@ Result<PlanCache> PlanCache::open(const std::string& path) {
     ::close(fd);
     return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size, " bytes, the header alone is 64");
   }
-  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (m == MAP_FAILED) return fail(ErrorCode::io, sys_error("cannot map plan cache", path));
   impl->base = static_cast<const uint8_t*>(m);
@@ -143,10 +148,14 @@ Result<PlanRef> PlanCache::load(size_t i) const {
   const fb::CacheEntry* e = impl_->index->entries()->Get(static_cast<uint32_t>(i));
   std::span<const uint8_t> bytes(impl_->base + e->offset(), e->size());
   std::string_view name = e->name() ? e->name()->string_view() : std::string_view();
-  bool known_good = impl_->verified[i].load(std::memory_order_acquire) == 1;
-  if (!known_good && xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()})
+  if (impl_->verified[i].load(std::memory_order_acquire) == 1) return PlanRef::trusted(bytes);
+  if (xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()})
     return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': checksum mismatch (the file is damaged)");
-  auto ref = verify_plan(bytes, str("'", name, "' in '", impl_->path, "'"));
+  // The context for error messages lives on the stack: a successful load allocates nothing.
+  char what[512];
+  std::snprintf(what, sizeof what, "'%.*s' in '%s'", static_cast<int>(std::min<size_t>(name.size(), 200)), name.data(),
+                impl_->path.c_str());
+  auto ref = verify_plan(bytes, what, impl_->options.verify);
   if (!ref) return std::unexpected(ref.error());
   if (ref->key() != key_of(e))
     return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': key in the index differs from the plan's own");
@@ -183,6 +192,12 @@ Result<PlanRef> PlanCache::find(std::string_view name) const {
   return fail(ErrorCode::not_found, "no plan named '", name, "' in '", impl_->path, "' (", size(), " entries)");
 }
 
+Result<PlanRef> PlanCache::find(std::string_view name, const PlanQuery& query) const {
+  PlanRef plan = MESHPLAN_TRY(find(name));
+  MESHPLAN_TRY(check_plan_matches(plan, query));
+  return plan;
+}
+
 Status write_cache(const std::string& path, std::vector<CacheEntryData> entries) {
   struct Item {
     Hash128 key;
@@ -209,8 +224,9 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
     if (items[by_name[i]].data->name == items[by_name[i - 1]].data->name)
       return fail(ErrorCode::invalid_argument, "two plans are named '", items[by_name[i]].data->name, "'");
 
-  // The index's size does not depend on the offsets' values, so build it once with zero
-  // offsets to learn its size, then again with the real ones.
+  // The index's size does not depend on the offsets' values as long as none is zero (FlatBuffers
+  // omits fields equal to their default, and 0 is the default), so build it once with offsets
+  // counted from a non-zero placeholder to learn its size, then again with the real ones.
   auto build_index = [&](uint64_t first_plan) {
     flatbuffers::FlatBufferBuilder b;
     // Offsets of 0 (the first pass) must still be stored, or the two passes differ in size.
@@ -228,7 +244,7 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
     b.FinishSizePrefixed(fb::CreateCacheIndexDirect(b, &fe, &by_name), fb::CacheIndexIdentifier());
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   };
-  std::vector<uint8_t> index = build_index(0);
+  std::vector<uint8_t> index = build_index(64);
   uint64_t first_plan = align64(sizeof(FileHeader) + index.size());
   index = build_index(first_plan);
   if (align64(sizeof(FileHeader) + index.size()) != first_plan)
@@ -289,20 +305,12 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
 }
 
 Status add_to_cache(const std::string& path, CacheEntryData entry) {
-  std::string lock_path = path + ".lock";
-  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return fail(ErrorCode::io, sys_error("cannot open lock file", lock_path));
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::close(fd); }
-  } unlock{lock};
-  if (::flock(lock, LOCK_EX) != 0) return fail(ErrorCode::io, sys_error("cannot lock", lock_path));
-
+  CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
   auto new_ref = verify_plan(entry.plan, str("'", entry.name, "'"));
   if (!new_ref) return std::unexpected(new_ref.error());
   Hash128 new_key = new_ref->key();
   std::vector<CacheEntryData> entries;
-  auto existing = PlanCache::open(path);
+  auto existing = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
   if (existing) {
     for (size_t i = 0; i < existing->size(); ++i) {
       CacheEntryInfo info = existing->entry(i);

@@ -2,16 +2,23 @@
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
 //   meshplan-run CACHE.mpc ls
+//   meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]
+//   ... [--input=2x3xf32=[[1,2,3],[4,5,6]] | --input=@x.npy]... [--output=@y.npy]...
+//   [--trace=trace.json] meshplan-run cache ls|verify|gc CACHE.mpc [...]   (see cache_commands.cpp)
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 
+#include "cache_commands.hpp"
+#include "inspect_trace.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
+#include "tensor_io.hpp"
 
 namespace {
 
@@ -19,20 +26,32 @@ using namespace meshplan;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    "usage: meshplan-run CACHE.mpc (--name NAME | --key HEX) [--check] [--seed N] [--tolerance T] [--print]\n"
+    "usage: meshplan-run CACHE.mpc (--name NAME | --key HEX) [--check] [--seed N] [--tolerance T] "
+    "[--print]\n"
     "       meshplan-run CACHE.mpc ls\n"
-    "  Runs a plan on the emulated device with random inputs (seed N, default 1) and prints timing.\n"
+    "       meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]\n"
+    "  Run options: --input=SHAPExf32=VALUES or --input=@x.npy (one per plan input, in order;\n"
+    "  default: random), --output=@y.npy (one per output, in order; '-' prints it), --trace=FILE\n"
+    "  writes a Chrome trace (chrome://tracing, Perfetto) of the simulated timeline.\n"
+    "       meshplan-run cache ls|verify|gc CACHE.mpc [--keep NAMES] [--dry-run]  (cache --help "
+    "for more)\n"
+    "  Runs a plan on the emulated device with random inputs (seed N, default 1) and prints "
+    "timing.\n"
     "  --check compares with the host f32 reference and fails if the relative error exceeds T\n"
     "  (default 0.03). --print prints the outputs.\n";
 
 struct Args {
   std::string cache, name, key;
-  bool check = false, print = false, list = false;
+  bool check = false, print = false, list = false, inspect = false, json = false;
+  std::vector<std::string> inputs, outputs;
+  std::string trace;
   uint64_t seed = 1;
   double tolerance = runtime::kDefaultTolerance;
 };
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 Result<Args> parse_args(int argc, char** argv) {
   Args a;
@@ -47,36 +66,90 @@ Result<Args> parse_args(int argc, char** argv) {
     if (s == "-h" || s == "--help") {
       std::cout << kUsage;
       std::exit(0);
-    } else if (is("--name")) a.name = MESHPLAN_TRY(value("--name"));
-    else if (is("--key")) a.key = MESHPLAN_TRY(value("--key"));
-    else if (s == "--check") a.check = true;
-    else if (s == "--print") a.print = true;
+    } else if (is("--name"))
+      a.name = MESHPLAN_TRY(value("--name"));
+    else if (is("--key"))
+      a.key = MESHPLAN_TRY(value("--key"));
+    else if (s == "--check")
+      a.check = true;
+    else if (is("--input"))
+      a.inputs.push_back(MESHPLAN_TRY(value("--input")));
+    else if (is("--output"))
+      a.outputs.push_back(MESHPLAN_TRY(value("--output")));
+    else if (is("--trace"))
+      a.trace = MESHPLAN_TRY(value("--trace"));
+    else if (s == "--json")
+      a.json = true;
+    else if (s == "--print")
+      a.print = true;
     else if (is("--seed")) {
       std::string v = MESHPLAN_TRY(value("--seed"));
       char* end = nullptr;
       a.seed = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end) return fail(ErrorCode::invalid_argument, "--seed takes a number, not '", v, "'");
+      if (v.empty() || *end)
+        return fail(ErrorCode::invalid_argument, "--seed takes a number, not '", v, "'");
     } else if (is("--tolerance")) {
       std::string v = MESHPLAN_TRY(value("--tolerance"));
       char* end = nullptr;
       a.tolerance = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || a.tolerance < 0) return fail(ErrorCode::invalid_argument, "--tolerance takes a number >= 0");
-    } else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
-    else if (a.cache.empty()) a.cache = s;
-    else if (s == "ls") a.list = true;
-    else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
+      if (v.empty() || *end || a.tolerance < 0)
+        return fail(ErrorCode::invalid_argument, "--tolerance takes a number >= 0");
+    } else if (!s.empty() && s[0] == '-')
+      return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
+    else if (s == "inspect" && !a.inspect)
+      a.inspect = true;
+    else if (a.cache.empty())
+      a.cache = s;
+    else if (s == "ls")
+      a.list = true;
+    else
+      return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
   }
   if (a.cache.empty()) return fail(ErrorCode::invalid_argument, "no plan cache given");
-  if (!a.list && a.name.empty() == a.key.empty()) return fail(ErrorCode::invalid_argument, "give exactly one of --name and --key");
+  if (!a.list && a.name.empty() == a.key.empty())
+    return fail(ErrorCode::invalid_argument, "give exactly one of --name and --key");
   return a;
 }
 
 void print_tensor(std::string_view name, const runtime::Tensor& t) {
   std::printf("  %.*s [", static_cast<int>(name.size()), name.data());
-  for (size_t i = 0; i < t.shape.size(); ++i) std::printf("%s%lld", i ? "x" : "", static_cast<long long>(t.shape[i]));
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    std::printf("%s%lld", i ? "x" : "", static_cast<long long>(t.shape[i]));
   std::printf("] =");
   for (size_t i = 0; i < t.data.size() && i < 8; ++i) std::printf(" %.5g", t.data[i]);
   std::printf("%s\n", t.data.size() > 8 ? " ..." : "");
+}
+
+/// --input values in plan input order, or seeded random inputs when none is given.
+Result<std::vector<runtime::Tensor>> load_inputs(const Args& args, const runtime::PlanRef& plan) {
+  if (args.inputs.empty()) return runtime::random_inputs(plan, args.seed);
+  size_t want = plan.plan().inputs()->size();
+  if (args.inputs.size() != want)
+    return fail(ErrorCode::invalid_argument, "plan '", plan.name(), "' takes ", want, " inputs, ",
+                args.inputs.size(), " --input given");
+  std::vector<runtime::Tensor> out;
+  for (const std::string& text : args.inputs) out.push_back(MESHPLAN_TRY(tools::parse_input(text)));
+  return out;
+}
+
+/// --output=@file.npy writes output i to a file; --output=- prints it in IREE form.
+Status save_outputs(const Args& args, const runtime::Executable& exe,
+                    const runtime::RunResult& result) {
+  if (args.outputs.size() > result.outputs.size())
+    return fail(ErrorCode::invalid_argument, args.outputs.size(), " --output given, the plan has ",
+                result.outputs.size(), " outputs");
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    const std::string& o = args.outputs[i];
+    if (o == "-") {
+      std::printf("%.*s = %s\n", static_cast<int>(exe.output_name(i).size()),
+                  exe.output_name(i).data(), tools::format_tensor(result.outputs[i]).c_str());
+    } else if (!o.empty() && o[0] == '@') {
+      MESHPLAN_TRY(tools::write_npy(o.substr(1), result.outputs[i]));
+    } else {
+      return fail(ErrorCode::invalid_argument, "--output takes @file.npy or -, not '", o, "'");
+    }
+  }
+  return {};
 }
 
 Result<int> run(int argc, char** argv) {
@@ -88,8 +161,9 @@ Result<int> run(int argc, char** argv) {
     std::printf("%-24s %-32s %-14s %-10s %10s\n", "name", "key", "device", "policy", "bytes");
     for (size_t i = 0; i < cache.size(); ++i) {
       auto e = cache.entry(i);
-      std::printf("%-24.*s %-32s %-14.*s %-10.*s %10llu\n", static_cast<int>(e.name.size()), e.name.data(), e.key.hex().c_str(),
-                  static_cast<int>(e.device.size()), e.device.data(), static_cast<int>(e.policy.size()), e.policy.data(),
+      std::printf("%-24.*s %-32s %-14.*s %-10.*s %10llu\n", static_cast<int>(e.name.size()),
+                  e.name.data(), e.key.hex().c_str(), static_cast<int>(e.device.size()),
+                  e.device.data(), static_cast<int>(e.policy.size()), e.policy.data(),
                   static_cast<unsigned long long>(e.size));
     }
     return 0;
@@ -98,36 +172,57 @@ Result<int> run(int argc, char** argv) {
   runtime::PlanRef plan;
   if (!args.key.empty()) {
     Hash128 key;
-    if (!Hash128::parse(args.key, &key)) return fail(ErrorCode::invalid_argument, "--key takes 32 hex digits, not '", args.key, "'");
+    if (!Hash128::parse(args.key, &key))
+      return fail(ErrorCode::invalid_argument, "--key takes 32 hex digits, not '", args.key, "'");
     plan = MESHPLAN_TRY(cache.find(key));
   } else {
     plan = MESHPLAN_TRY(cache.find(args.name));
   }
   double find_ms = ms_since(t_find);
   const fb::DeviceInfo* want = plan.plan().header()->device();
-  device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(want->name() ? want->name()->string_view() : ""));
+  device::ChipDesc chip =
+      MESHPLAN_TRY(device::builtin_chip(want->name() ? want->name()->string_view() : ""));
   auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
   double bind_ms = ms_since(t_bind);
 
-  std::vector<runtime::Tensor> inputs = runtime::random_inputs(plan, args.seed);
+  if (args.inspect) {
+    if (args.json)
+      std::cout << MESHPLAN_TRY(tools::inspect_json(plan));
+    else
+      std::cout << tools::inspect_table(plan);
+    return 0;
+  }
+  std::vector<runtime::Tensor> inputs = MESHPLAN_TRY(load_inputs(args, plan));
   auto views = runtime::views_of(inputs);
   auto t_run = Clock::now();
   runtime::RunResult result = MESHPLAN_TRY(exe->run(views));
   double run_ms = ms_since(t_run);
 
-  std::printf("plan '%.*s' (%s, %u ops) on %s\n", static_cast<int>(plan.name().size()), plan.name().data(),
-              plan.key().hex().c_str(), plan.plan().ops()->size(), chip.name.c_str());
-  std::printf("open %.3f ms, find+verify %.3f ms, bind %.3f ms, run %.3f ms (host), %.3f us simulated device time\n", open_ms,
-              find_ms, bind_ms, run_ms, result.device_ns / 1000.0);
+  std::printf("plan '%.*s' (%s, %u ops) on %s\n", static_cast<int>(plan.name().size()),
+              plan.name().data(), plan.key().hex().c_str(), plan.plan().ops()->size(),
+              chip.name.c_str());
+  std::printf(
+      "open %.3f ms, find+verify %.3f ms, bind %.3f ms, run %.3f ms (host), %.3f us simulated "
+      "device time\n",
+      open_ms, find_ms, bind_ms, run_ms, result.device_ns / 1000.0);
   if (args.print)
-    for (size_t i = 0; i < result.outputs.size(); ++i) print_tensor(exe->output_name(i), result.outputs[i]);
+    for (size_t i = 0; i < result.outputs.size(); ++i)
+      print_tensor(exe->output_name(i), result.outputs[i]);
+  MESHPLAN_TRY(save_outputs(args, *exe, result));
+  if (!args.trace.empty()) {
+    std::ofstream out(args.trace, std::ios::trunc);
+    out << tools::chrome_trace(plan, result, chip.name);
+    if (!out) return fail(ErrorCode::io, "cannot write trace '", args.trace, "'");
+    std::printf("trace: %s (%zu ops)\n", args.trace.c_str(), result.ops.size());
+  }
   if (args.check) {
     std::vector<runtime::Tensor> ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
     runtime::CheckReport rep = runtime::check_outputs(result.outputs, ref, args.tolerance);
-    std::printf("check: max abs error %.6g, output scale %.6g, relative error %.6g (tolerance %.3g): %s\n", rep.max_abs_error,
-                rep.scale, rep.relative_error, args.tolerance, rep.ok ? "PASS" : "FAIL");
+    std::printf(
+        "check: max abs error %.6g, output scale %.6g, relative error %.6g (tolerance %.3g): %s\n",
+        rep.max_abs_error, rep.scale, rep.relative_error, args.tolerance, rep.ok ? "PASS" : "FAIL");
     return rep.ok ? 0 : 2;
   }
   return 0;
@@ -136,6 +231,8 @@ Result<int> run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "cache")
+    return meshplan::tools::cache_command(argc - 1, argv + 1);
   auto code = run(argc, argv);
   if (!code) {
     std::fprintf(stderr, "meshplan-run: error: %s\n", code.error().to_string().c_str());

@@ -90,6 +90,10 @@ int main(int argc, char** argv) {
       {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
       {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
       {"mesh: propagation+collectives vs parse (10k ops)", {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
+      {"cold start: plan JSON parse+verify+bind vs cache", {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
+      {"cold start vs warm find (verified once)", {"BM_ColdStartFromCache", "BM_WarmFind"}},
+      {"cold start: full structural verify vs checksummed", {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
+      {"verify_plan vs checksum alone", {"BM_VerifyPlanOnly", "BM_ChecksumOnly"}},
   });
   benchmark::Shutdown();
   return 0;

@@ -27,6 +27,12 @@ struct RunResult {
   uint64_t device_ns = 0;  ///< Simulated device time of the whole run.
 };
 
+/// An input bound by name (the plan's input tensor name).
+struct NamedTensorView {
+  std::string_view name;
+  TensorView view;
+};
+
 /// A plan bound to a device. Binding checks that the plan was made for this device and
 /// allocates nothing that grows with the plan. run() may be called from several threads; runs on
 /// one Executable are serialised (the device is single-threaded). The plan's memory and the
@@ -44,9 +50,18 @@ class Executable {
   std::string_view output_name(size_t i) const;
   std::span<const int64_t> output_shape(size_t i) const;
 
+  /// Position of the input named `name`; not_found lists the names the plan has.
+  Result<size_t> input_index(std::string_view name) const;
+  /// Position of the output named `name`; not_found lists the names the plan has.
+  Result<size_t> output_index(std::string_view name) const;
+
   /// Runs the plan with `inputs` bound by position (plan input order). Shape mismatches name the
-  /// offending input. The device is reset first.
+  /// offending input. The device is reset first. Thread-safe: concurrent calls are serialised
+  /// on this Executable's device; bind one Executable per device to run in parallel.
   Result<RunResult> run(std::span<const TensorView> inputs);
+  /// Runs the plan with every input bound by name, in any order. Errors name the input: unknown
+  /// names, inputs given twice, inputs missing, shape or size mismatches.
+  Result<RunResult> run(std::span<const NamedTensorView> inputs);
 
  private:
   Executable(PlanRef plan, device::Device& device) : plan_(plan), device_(device) {}

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "meshplan/runtime/plan.hpp"
+#include "meshplan/runtime/plan_query.hpp"
 
 namespace meshplan::runtime {
 
@@ -27,6 +28,13 @@ struct CacheEntryInfo {
   uint64_t size = 0;
 };
 
+struct PlanCacheOptions {
+  /// How entries are verified on first use, after their checksum matched. `checksummed`
+  /// trusts the structure the writer verified (the default, for caches this host wrote);
+  /// `full` re-runs the FlatBuffers verifier too (caches from untrusted sources).
+  VerifyMode verify = VerifyMode::checksummed;
+};
+
 /// A read-only, memory-mapped plan cache. Immutable after open(); find() may be called from many
 /// threads at once. Plans are verified (checksum, FlatBuffers verifier, invariants) on first use.
 /// Move-only; PlanRefs it returns stay valid while it lives.
@@ -34,7 +42,7 @@ class PlanCache {
  public:
   /// Maps `path` and checks its header and index. Errors: not_found (no file), corrupt
   /// (truncated, bad magic, index checksum), incompatible (other format major version).
-  static Result<PlanCache> open(const std::string& path);
+  static Result<PlanCache> open(const std::string& path, PlanCacheOptions options = {});
 
   PlanCache(PlanCache&&) noexcept;
   PlanCache& operator=(PlanCache&&) noexcept;
@@ -46,6 +54,10 @@ class PlanCache {
   Result<PlanRef> find(const Hash128& key) const;
   /// The verified plan with this name (binary search over the name index).
   Result<PlanRef> find(std::string_view name) const;
+  /// The verified plan with this name, checked field by field against `query`: a plan made by
+  /// another planner version, for another device or with other options is an `incompatible`
+  /// error that says which fields differ ("stale: planner 0.0.9 ≠ 0.1.0").
+  Result<PlanRef> find(std::string_view name, const PlanQuery& query) const;
   /// Verifies entry i (idempotent; cheap after the first success).
   Result<PlanRef> load(size_t i) const;
   const std::string& path() const;
