@@ -2,8 +2,10 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,25 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// What a shell command printed (stdout and stderr) and its exit status (-1 if it did not exit).
+struct CommandOutput {
+  int status;
+  std::string text;
+};
+
+/// Runs `cmd` through the shell and collects its output.
+inline CommandOutput run_shell(const std::string& cmd) {
+  CommandOutput o{-1, ""};
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) o.text.append(buf, n);
+  int rc = ::pclose(pipe);
+  o.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return o;
 }
 
 inline std::string source_path(const std::string& relative) { return std::string(MESHPLAN_SOURCE_DIR) + "/" + relative; }

@@ -18,22 +18,8 @@ using namespace meshplan;
 
 namespace {
 
-struct Command {
-  int status;
-  std::string output;
-};
-
-Command run_command(const std::string& cmd) {
-  Command c{-1, ""};
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) c.output.append(buf, n);
-  int rc = ::pclose(pipe);
-  c.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return c;
-}
+using Command = test::CommandOutput;
+Command run_command(const std::string& cmd) { return test::run_shell(cmd); }
 
 const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
@@ -77,26 +63,26 @@ TEST_CASE("meshplan-compile and meshplan-run: compile, list, run with --check") 
   test::TempDir dir;
   std::string cache = dir.file("plans.mpc");
   Command c = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache + " --name mlp");
-  INFO(c.output);
+  INFO(c.text);
   REQUIRE(c.status == 0);
-  CHECK(c.output.find("as 'mlp'") != std::string::npos);
+  CHECK(c.text.find("as 'mlp'") != std::string::npos);
 
   Command ls = run_command(kRun + " " + cache + " ls");
-  INFO(ls.output);
+  INFO(ls.text);
   REQUIRE(ls.status == 0);
-  CHECK(ls.output.find("mlp") != std::string::npos);
-  CHECK(ls.output.find("wormhole_b0") != std::string::npos);
+  CHECK(ls.text.find("mlp") != std::string::npos);
+  CHECK(ls.text.find("wormhole_b0") != std::string::npos);
 
   Command r = run_command(kRun + " " + cache + " --name mlp --check --seed 7");
-  INFO(r.output);
+  INFO(r.text);
   CHECK(r.status == 0);
-  CHECK(r.output.find("PASS") != std::string::npos);
-  CHECK(r.output.find("simulated device time") != std::string::npos);
+  CHECK(r.text.find("PASS") != std::string::npos);
+  CHECK(r.text.find("simulated device time") != std::string::npos);
 
   // A tolerance no bf16 run can meet makes --check fail with exit code 2.
   Command strict = run_command(kRun + " " + cache + " --name mlp --check --tolerance 0");
   CHECK(strict.status == 2);
-  CHECK(strict.output.find("FAIL") != std::string::npos);
+  CHECK(strict.text.find("FAIL") != std::string::npos);
 }
 
 TEST_CASE("the tools report bad input clearly and exit non-zero") {
@@ -104,22 +90,22 @@ TEST_CASE("the tools report bad input clearly and exit non-zero") {
   std::string cache = dir.file("plans.mpc");
   Command missing = run_command(kCompile + " " + dir.file("nope.json") + " -o " + cache);
   CHECK(missing.status == 1);
-  CHECK(missing.output.find("nope.json") != std::string::npos);
+  CHECK(missing.text.find("nope.json") != std::string::npos);
 
   Command no_cache = run_command(kRun + " " + dir.file("absent.mpc") + " --name mlp");
   CHECK(no_cache.status == 1);
-  CHECK(no_cache.output.find("absent.mpc") != std::string::npos);
+  CHECK(no_cache.text.find("absent.mpc") != std::string::npos);
 
   Command bad_flag = run_command(kRun + " " + cache + " --name mlp --frobnicate");
   CHECK(bad_flag.status == 1);
-  CHECK(bad_flag.output.find("unknown option '--frobnicate'") != std::string::npos);
+  CHECK(bad_flag.text.find("unknown option '--frobnicate'") != std::string::npos);
 
   REQUIRE(run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache).status == 0);
   Command no_plan = run_command(kRun + " " + cache + " --name other");
   CHECK(no_plan.status == 1);
-  CHECK(no_plan.output.find("no plan named 'other'") != std::string::npos);
+  CHECK(no_plan.text.find("no plan named 'other'") != std::string::npos);
 
   Command bad_policy = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache + " --policy nope");
   CHECK(bad_policy.status == 1);
-  CHECK(bad_policy.output.find("unknown policy 'nope'") != std::string::npos);
+  CHECK(bad_policy.text.find("unknown policy 'nope'") != std::string::npos);
 }

@@ -10,22 +10,8 @@
 
 namespace {
 
-struct Output {
-  int status;
-  std::string text;
-};
-
-Output sh(const std::string& cmd) {
-  Output o{-1, ""};
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) o.text.append(buf, n);
-  int rc = ::pclose(pipe);
-  o.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return o;
-}
+using Output = meshplan::test::CommandOutput;
+Output sh(const std::string& cmd) { return meshplan::test::run_shell(cmd); }
 
 const std::string kBin = MESHPLAN_BINARY_DIR;
 bool has(const Output& o, const std::string& s) {
