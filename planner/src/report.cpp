@@ -75,26 +75,21 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
   o << "</tbody>\n</table>\n";
 }
 
-// L1 over the schedule: x = schedule position, y = address (top of L1 at the top); one
-// rectangle per L1 tensor over its live range; each op's circular-buffer region shaded from the
-// unreserved base up; moves to DRAM (spills) marked.
+// L1 over the schedule: x = schedule position, y = address. Two strips, each scaled to what is
+// used: the tensor strip spans the lowest L1 tensor address to the top of usable L1 (tensors are
+// placed from the top down), the circular-buffer strip spans the unreserved base to the largest
+// op's circular buffers (they grow from the base up). Moves to DRAM (spills) are marked in red.
 void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& chip) {
-  const int width = 900, height = 360, left = 70, top = 10, bottom = 30;
+  const int width = 900, left = 80, right = 10, top = 10, tensor_h = 240, gap = 24, cb_h = 70, bottom = 20;
+  const int height = top + tensor_h + gap + cb_h + bottom;
   int n = std::max<int>(1, static_cast<int>(p.ops()->size()));
-  double lo = static_cast<double>(chip.l1_unreserved_base), hi = static_cast<double>(chip.l1_usable_top());
-  double col = static_cast<double>(width - left - 10) / n;
-  auto y_of = [&](double addr) { return top + (hi - addr) / (hi - lo) * (height - top - bottom); };
-  o << "<h2>L1 memory map</h2>\n<p>Address (per core, bytes) against schedule position. Rectangles are L1 tensors over "
-       "their live range; grey bands are each op's circular buffers; red marks are moves to DRAM (spills).</p>\n";
-  o << "<svg class=\"l1map\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\">\n";
-  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width - left - 10 << "\" height=\"" << height - top - bottom
-    << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
-  o << "<text x=\"2\" y=\"" << top + 10 << "\" font-size=\"10\">" << chip.l1_usable_top() << "</text>\n";
-  o << "<text x=\"2\" y=\"" << height - bottom << "\" font-size=\"10\">" << chip.l1_unreserved_base << "</text>\n";
+  double base = static_cast<double>(chip.l1_unreserved_base), hi = static_cast<double>(chip.l1_usable_top());
+  double col = static_cast<double>(width - left - right) / n;
+  // Circular-buffer bytes per op: 2 tiles per operand and result, plus f32 partials for matmul
+  // (OpModel's rule with the default config).
   device::OpModel model(chip);
-  for (uint32_t i = 0; i < p.ops()->size(); ++i) {
-    const fb::OpPlan* op = p.ops()->Get(i);
-    // Circular buffers: 2 tiles per operand and result, plus f32 partials for matmul (OpModel's rule).
+  std::vector<double> cbs;
+  for (const fb::OpPlan* op : *p.ops()) {
     std::vector<device::TensorPlacement> ts;
     for (uint32_t id : *op->operands()) {
       device::TensorPlacement t;
@@ -107,24 +102,54 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
     res.dtype = static_cast<device::DType>(p.tensors()->Get(op->results()->Get(0))->dtype());
     const device::TensorPlacement* outs[] = {&res};
     device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), "", ins, outs, device::OpConfig{}};
-    double cb = static_cast<double>(model.circular_buffer_bytes(launch));
-    double y = y_of(lo + cb);
+    cbs.push_back(static_cast<double>(model.circular_buffer_bytes(launch)));
+  }
+  double lowest = hi;
+  for (const fb::TensorPlan* t : *p.tensors())
+    if (t->buffer() == fb::BufferType::l1) lowest = std::min(lowest, static_cast<double>(t->address()));
+  double t_lo = std::max(base, lowest - std::max(1024.0, (hi - lowest) * 0.05));
+  double cb_hi = base + std::max(1024.0, (cbs.empty() ? 0.0 : *std::max_element(cbs.begin(), cbs.end())) * 1.1);
+  auto y_tensor = [&](double addr) { return top + (hi - addr) / (hi - t_lo) * tensor_h; };
+  const int cb_top = top + tensor_h + gap;
+  auto y_cb = [&](double addr) { return cb_top + (cb_hi - addr) / (cb_hi - base) * cb_h; };
+
+  o << "<h2>L1 memory map</h2>\n<p>Per-core L1 address against schedule position. Upper strip: L1 tensors over their "
+       "live range (placed from the top of L1 down). Lower strip: each op's circular buffers (from the unreserved base "
+       "up). Red lines: moves to DRAM (spills). The strips are scaled separately; the space between them is free.</p>\n";
+  o << "<svg class=\"l1map\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\">\n";
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width - left - right << "\" height=\"" << tensor_h
+    << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  o << "<rect x=\"" << left << "\" y=\"" << cb_top << "\" width=\"" << width - left - right << "\" height=\"" << cb_h
+    << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  auto label = [&](double y, uint64_t addr) {
+    o << "<text x=\"2\" y=\"" << fmt("%.1f", y) << "\" font-size=\"10\">" << addr << "</text>\n";
+  };
+  label(top + 10, chip.l1_usable_top());
+  label(top + tensor_h, static_cast<uint64_t>(t_lo));
+  label(cb_top + 10, static_cast<uint64_t>(cb_hi));
+  label(cb_top + cb_h, chip.l1_unreserved_base);
+  for (uint32_t i = 0; i < p.ops()->size(); ++i) {
+    const fb::OpPlan* op = p.ops()->Get(i);
+    double y = y_cb(base + cbs[i]);
     o << "<rect class=\"cb\" x=\"" << fmt("%.1f", left + i * col) << "\" y=\"" << fmt("%.1f", y) << "\" width=\""
-      << fmt("%.1f", col) << "\" height=\"" << fmt("%.1f", y_of(lo) - y) << "\" fill=\"#ccc\"/>\n";
+      << fmt("%.1f", col) << "\" height=\"" << fmt("%.1f", y_cb(base) - y) << "\" fill=\"#bbb\"><title>"
+      << html_escape(op->name() ? op->name()->str() : "") << " circular buffers " << static_cast<uint64_t>(cbs[i])
+      << " B</title></rect>\n";
     if (op->kind() == fb::OpKind::to_memory_config &&
         p.tensors()->Get(op->results()->Get(0))->buffer() == fb::BufferType::dram)
       o << "<line class=\"spill\" x1=\"" << fmt("%.1f", left + (i + 0.5) * col) << "\" y1=\"" << top << "\" x2=\""
-        << fmt("%.1f", left + (i + 0.5) * col) << "\" y2=\"" << height - bottom << "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
+        << fmt("%.1f", left + (i + 0.5) * col) << "\" y2=\"" << cb_top + cb_h << "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
   }
   for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
     const fb::TensorPlan* t = p.tensors()->Get(id);
     if (t->buffer() != fb::BufferType::l1) continue;
     int from = std::max(0, t->first_use()), to = t->last_use() < 0 ? from : std::min(n - 1, t->last_use());
     double a = static_cast<double>(t->address()), b = a + static_cast<double>(t->bytes_per_bank());
-    o << "<rect class=\"tensor\" x=\"" << fmt("%.1f", left + from * col) << "\" y=\"" << fmt("%.1f", y_of(b)) << "\" width=\""
-      << fmt("%.1f", (to - from + 1) * col) << "\" height=\"" << fmt("%.1f", std::max(1.0, y_of(a) - y_of(b)))
-      << "\" fill=\"" << colour(id) << "\" fill-opacity=\"0.8\"><title>" << html_escape(name_of(t)) << " @" << t->address()
-      << " +" << t->bytes_per_bank() << "</title></rect>\n";
+    o << "<rect class=\"tensor\" x=\"" << fmt("%.1f", left + from * col) << "\" y=\"" << fmt("%.1f", y_tensor(b))
+      << "\" width=\"" << fmt("%.1f", (to - from + 1) * col) << "\" height=\""
+      << fmt("%.1f", std::max(1.0, y_tensor(a) - y_tensor(b))) << "\" fill=\"" << colour(id)
+      << "\" fill-opacity=\"0.8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << html_escape(name_of(t)) << " @"
+      << t->address() << " +" << t->bytes_per_bank() << "</title></rect>\n";
   }
   o << "</svg>\n";
 }
