@@ -93,7 +93,7 @@ class OpModelChecker final : public ShardChecker {
     return in;
   }
   const Graph& g_;
-  const device::ChipDesc& chip_;
+  device::ChipDesc chip_;  // A copy: callers may pass a temporary descriptor.
   OpQuery q_;
   uint32_t max_;
 };
