@@ -82,11 +82,13 @@ PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
 
 Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what, VerifyMode mode) {
   auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
-  if (bytes.size() < 8) return bad("truncated: ", bytes.size(), " bytes");
+  // The smallest plan holds a size prefix, a root offset and the 4-byte file identifier.
+  if (bytes.size() < 12) return bad("truncated: ", bytes.size(), " bytes");
   uint32_t prefix;
   std::memcpy(&prefix, bytes.data(), 4);
   if (static_cast<uint64_t>(prefix) + 4 > bytes.size())
     return bad("truncated: size prefix says ", prefix + 4ull, " bytes, only ", bytes.size(), " present");
+  if (prefix < 8) return bad("truncated: size prefix ", prefix, " leaves no room for the root and identifier");
   if (!flatbuffers::BufferHasIdentifier(bytes.data(), fb::PlanIdentifier(), true))
     return bad("wrong file identifier (expected '", fb::PlanIdentifier(), "')");
   if (mode == VerifyMode::full) {

@@ -100,7 +100,7 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
     return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated or extended: header says ", h.file_size,
                 " bytes, file has ", impl->size);
   if (h.index_offset < sizeof(FileHeader) || h.index_offset > impl->size || h.index_size > impl->size - h.index_offset ||
-      h.index_size < 8)
+      h.index_size < 12)
     return fail(ErrorCode::corrupt, "plan cache '", path, "': index [", h.index_offset, ", +", h.index_size, ") out of range");
   const uint8_t* index = impl->base + h.index_offset;
   if (xxh3_128(index, h.index_size) != Hash128{h.index_checksum_lo, h.index_checksum_hi})

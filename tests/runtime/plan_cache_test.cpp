@@ -220,6 +220,17 @@ TEST_CASE("verify_plan rejects foreign and damaged plan bytes") {
     std::vector<uint8_t> v(p.begin(), p.begin() + 3);
     CHECK_FALSE(verify_plan(v, "x"));
   }
+  SUBCASE("a size prefix with no room for the identifier (found by the fuzzer)") {
+    // 8 bytes: prefix 1, then 4 bytes; the identifier would be read at bytes 8..11.
+    std::vector<uint8_t> v = {0x01, 0x00, 0x00, 0x00, 'M', 'P', 'L', 'A'};
+    auto r = verify_plan(v, "x");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("truncated") != std::string::npos);
+    std::vector<uint8_t> w = {0x04, 0x00, 0x00, 0x00, 0, 0, 0, 0, 'M', 'P', 'L', 'N'};
+    auto r2 = verify_plan(w, "x");
+    REQUIRE_FALSE(r2);
+    CHECK(r2.error().message.find("truncated") != std::string::npos);
+  }
   SUBCASE("every byte flipped: never a crash") {
     for (size_t i = 0; i < p.size(); ++i) {
       std::vector<uint8_t> v = p;
