@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "meshplan/planner/stablehlo.hpp"
+#include "stablehlo_ops.hpp"
 
 namespace meshplan::planner::shlo {
 namespace {
@@ -1031,37 +1032,9 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
   return {};
 }
 
-bool is_unary_name(std::string_view s) {
-  static const char* k[] = {"abs",
-                            "negate",
-                            "exponential",
-                            "log",
-                            "sqrt",
-                            "rsqrt",
-                            "tanh",
-                            "logistic",
-                            "not",
-                            "floor",
-                            "ceil",
-                            "sine",
-                            "cosine",
-                            "sign",
-                            "exponential_minus_one",
-                            "log_plus_one",
-                            "round_nearest_even",
-                            "convert",
-                            "reshape"};
-  for (const char* n : k)
-    if (s == n) return true;
-  return false;
-}
-bool is_binary_name(std::string_view s) {
-  static const char* k[] = {"add",   "subtract",  "multiply", "divide", "maximum", "minimum",
-                            "power", "remainder", "and",      "or",     "xor",     "atan2"};
-  for (const char* n : k)
-    if (s == n) return true;
-  return false;
-}
+// The parser also reads convert and reshape in the short one-operand form.
+bool is_unary_name(std::string_view s) { return is_elementwise_unary(s) || s == "convert" || s == "reshape"; }
+bool is_binary_name(std::string_view s) { return is_elementwise_binary(s); }
 
 Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos) {
   std::string_view n = op.name;

@@ -1,6 +1,7 @@
 // The module IR's helpers and its printer: StableHLO/Shardy textual syntax, values renumbered
 // in pre-order (%argN for block arguments, %N for results) as MLIR's printer does.
 #include "meshplan/planner/stablehlo.hpp"
+#include "stablehlo_ops.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -457,35 +458,8 @@ class Printer {
   int next_result_ = 0;
 };
 
-bool is_unary(std::string_view n) {
-  static const char* k[] = {"abs",
-                            "negate",
-                            "exponential",
-                            "log",
-                            "sqrt",
-                            "rsqrt",
-                            "tanh",
-                            "logistic",
-                            "not",
-                            "floor",
-                            "ceil",
-                            "sine",
-                            "cosine",
-                            "sign",
-                            "exponential_minus_one",
-                            "log_plus_one",
-                            "round_nearest_even"};
-  for (const char* s : k)
-    if (n == s) return true;
-  return false;
-}
-bool is_binary(std::string_view n) {
-  static const char* k[] = {"add",   "subtract",  "multiply", "divide", "maximum", "minimum",
-                            "power", "remainder", "and",      "or",     "xor",     "atan2"};
-  for (const char* s : k)
-    if (n == s) return true;
-  return false;
-}
+bool is_unary(std::string_view n) { return is_elementwise_unary(n); }
+bool is_binary(std::string_view n) { return is_elementwise_binary(n); }
 
 void Printer::op(const Op& op, int indent) {
   pad(indent);

@@ -1,0 +1,29 @@
+// Names of StableHLO's elementwise ops (without the "stablehlo." prefix), shared by the parser
+// and the printer, which both use the short "op %a, %b : type" form for them (internal).
+#pragma once
+
+#include <string_view>
+
+namespace meshplan::planner::shlo {
+
+/// One-operand elementwise math ops.
+inline bool is_elementwise_unary(std::string_view n) {
+  static constexpr std::string_view kNames[] = {
+      "abs",  "negate", "exponential", "log",  "sqrt",  "rsqrt", "tanh", "logistic", "not",
+      "floor", "ceil",  "sine",        "cosine", "sign", "exponential_minus_one", "log_plus_one",
+      "round_nearest_even"};
+  for (std::string_view k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+/// Two-operand elementwise ops.
+inline bool is_elementwise_binary(std::string_view n) {
+  static constexpr std::string_view kNames[] = {"add",   "subtract",  "multiply", "divide", "maximum", "minimum",
+                                                "power", "remainder", "and",      "or",     "xor",     "atan2"};
+  for (std::string_view k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+}  // namespace meshplan::planner::shlo
