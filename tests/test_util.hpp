@@ -18,7 +18,8 @@ namespace meshplan::test {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "meshplan-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "meshplan-test-XXXXXX").string();
     char* made = mkdtemp(pattern.data());
     REQUIRE(made != nullptr);
     path_ = made;
@@ -41,7 +42,8 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 /// What a shell command printed (stdout and stderr) and its exit status (-1 if it did not exit).
@@ -63,6 +65,8 @@ inline CommandOutput run_shell(const std::string& cmd) {
   return o;
 }
 
-inline std::string source_path(const std::string& relative) { return std::string(MESHPLAN_SOURCE_DIR) + "/" + relative; }
+inline std::string source_path(const std::string& relative) {
+  return std::string(MESHPLAN_SOURCE_DIR) + "/" + relative;
+}
 
 }  // namespace meshplan::test

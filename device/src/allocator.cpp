@@ -8,7 +8,11 @@ namespace meshplan::device {
 
 BankAllocator::BankAllocator(std::string what, uint64_t base, uint64_t limit, uint64_t alignment,
                              Direction direction)
-    : what_(std::move(what)), base_(base), limit_(limit), alignment_(alignment), direction_(direction) {
+    : what_(std::move(what)),
+      base_(base),
+      limit_(limit),
+      alignment_(alignment),
+      direction_(direction) {
   clear();
 }
 
@@ -19,7 +23,8 @@ void BankAllocator::clear() {
   allocated_ = 0;
 }
 
-void BankAllocator::take(std::map<uint64_t, uint64_t>::iterator block, uint64_t address, uint64_t size) {
+void BankAllocator::take(std::map<uint64_t, uint64_t>::iterator block, uint64_t address,
+                         uint64_t size) {
   uint64_t start = block->first, end = block->first + block->second;
   free_.erase(block);
   if (address > start) free_[start] = address - start;
@@ -29,7 +34,8 @@ void BankAllocator::take(std::map<uint64_t, uint64_t>::iterator block, uint64_t 
 }
 
 Result<uint64_t> BankAllocator::allocate(uint64_t size, std::string_view owner) {
-  if (size == 0) return fail(ErrorCode::invalid_argument, what_, ": zero-byte buffer '", owner, "'");
+  if (size == 0)
+    return fail(ErrorCode::invalid_argument, what_, ": zero-byte buffer '", owner, "'");
   uint64_t need = align_up(size);
   if (direction_ == Direction::bottom_up) {
     for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -53,19 +59,21 @@ Result<uint64_t> BankAllocator::allocate(uint64_t size, std::string_view owner) 
       }
     }
   }
-  return fail(ErrorCode::resource_exhausted, what_, " out of memory: buffer '", owner, "' needs ", need,
-              " bytes per bank, largest free block is ", largest_free(), " of ", limit_ - base_, " bytes");
+  return fail(ErrorCode::resource_exhausted, what_, " out of memory: buffer '", owner, "' needs ",
+              need, " bytes per bank, largest free block is ", largest_free(), " of ",
+              limit_ - base_, " bytes");
 }
 
 Status BankAllocator::allocate_at(uint64_t address, uint64_t size, std::string_view owner) {
-  if (size == 0) return fail(ErrorCode::invalid_argument, what_, ": zero-byte buffer '", owner, "'");
+  if (size == 0)
+    return fail(ErrorCode::invalid_argument, what_, ": zero-byte buffer '", owner, "'");
   if (address % alignment_ != 0)
     return fail(ErrorCode::invalid_argument, what_, ": buffer '", owner, "' at address ", address,
                 " is not aligned to ", alignment_, " bytes");
   uint64_t need = align_up(size);
   if (address < base_ || address + need > limit_)
-    return fail(ErrorCode::resource_exhausted, what_, ": buffer '", owner, "' [", address, ", ", address + need,
-                ") lies outside the allocatable range [", base_, ", ", limit_, ")");
+    return fail(ErrorCode::resource_exhausted, what_, ": buffer '", owner, "' [", address, ", ",
+                address + need, ") lies outside the allocatable range [", base_, ", ", limit_, ")");
   auto it = free_.upper_bound(address);
   if (it != free_.begin()) {
     --it;
@@ -77,8 +85,9 @@ Status BankAllocator::allocate_at(uint64_t address, uint64_t size, std::string_v
   }
   for (const auto& [a, u] : used_)
     if (a < address + need && address < a + u.size)
-      return fail(ErrorCode::invalid_argument, what_, ": buffer '", owner, "' [", address, ", ", address + need,
-                  ") overlaps live buffer '", u.owner, "' [", a, ", ", a + u.size, ")");
+      return fail(ErrorCode::invalid_argument, what_, ": buffer '", owner, "' [", address, ", ",
+                  address + need, ") overlaps live buffer '", u.owner, "' [", a, ", ", a + u.size,
+                  ")");
   return fail(ErrorCode::internal, what_, ": range for '", owner, "' is neither free nor used");
 }
 
@@ -111,7 +120,9 @@ uint64_t BankAllocator::largest_free() const {
   return best;
 }
 
-uint64_t BankAllocator::lowest_allocated() const { return used_.empty() ? limit_ : used_.begin()->first; }
+uint64_t BankAllocator::lowest_allocated() const {
+  return used_.empty() ? limit_ : used_.begin()->first;
+}
 
 double BankAllocator::fragmentation() const {
   uint64_t total = 0;
@@ -121,7 +132,8 @@ double BankAllocator::fragmentation() const {
 
 std::string BankAllocator::print() const {
   std::ostringstream out;
-  out << what_ << " [" << base_ << ", " << limit_ << ") allocated " << allocated_ << " high-water " << high_water_ << "\n";
+  out << what_ << " [" << base_ << ", " << limit_ << ") allocated " << allocated_ << " high-water "
+      << high_water_ << "\n";
   auto f = free_.begin();
   auto u = used_.begin();
   while (f != free_.end() || u != used_.end()) {
@@ -146,14 +158,20 @@ Status BankAllocator::verify() const {
     uint64_t addr = is_free ? f->first : u->first;
     uint64_t size = is_free ? f->second : u->second.size;
     if (addr != cursor)
-      return fail(ErrorCode::internal, what_, ": block at ", addr, " does not start where the previous ended (", cursor, ")");
-    if (is_free && last_free) return fail(ErrorCode::internal, what_, ": adjacent free blocks at ", addr, " not merged");
+      return fail(ErrorCode::internal, what_, ": block at ", addr,
+                  " does not start where the previous ended (", cursor, ")");
+    if (is_free && last_free)
+      return fail(ErrorCode::internal, what_, ": adjacent free blocks at ", addr, " not merged");
     cursor = addr + size;
     last_free = is_free;
-    if (is_free) ++f; else ++u;
+    if (is_free)
+      ++f;
+    else
+      ++u;
   }
   if (cursor != limit_ && !(free_.empty() && used_.empty() && base_ >= limit_))
-    return fail(ErrorCode::internal, what_, ": blocks end at ", cursor, ", not at the limit ", limit_);
+    return fail(ErrorCode::internal, what_, ": blocks end at ", cursor, ", not at the limit ",
+                limit_);
   return {};
 }
 

@@ -7,8 +7,9 @@
 namespace meshplan::device {
 
 uint64_t ChipDesc::l1_usable_top() const {
-  uint64_t top = l1_unreserved_base +
-                 static_cast<uint64_t>(static_cast<double>(l1_size - l1_unreserved_base) * l1_usable_fraction);
+  uint64_t top =
+      l1_unreserved_base +
+      static_cast<uint64_t>(static_cast<double>(l1_size - l1_unreserved_base) * l1_usable_fraction);
   return top / l1_alignment * l1_alignment;
 }
 
@@ -58,10 +59,11 @@ ChipDesc wormhole_b0() {
   d.name = "wormhole_b0";
   d.grid_x = 8;
   d.grid_y = 8;
-  d.l1_size = 1499136;            // 1464 KiB per Tensix.
-  d.l1_unreserved_base = 102400;  // 100 KiB; system descriptors show 97,248-104,224: we take 100 KiB.
-  d.l1_usable_fraction = 0.95;    // tt-mlir's cap.
-  d.dram_banks = 12;              // 6 GDDR6 channels, 12 banks of 1 GiB.
+  d.l1_size = 1499136;  // 1464 KiB per Tensix.
+  d.l1_unreserved_base =
+      102400;                   // 100 KiB; system descriptors show 97,248-104,224: we take 100 KiB.
+  d.l1_usable_fraction = 0.95;  // tt-mlir's cap.
+  d.dram_banks = 12;            // 6 GDDR6 channels, 12 banks of 1 GiB.
   d.dram_bank_size = 1ull << 30;
   d.l1_alignment = 16;
   d.dram_alignment = 32;

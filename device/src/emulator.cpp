@@ -7,9 +7,9 @@
 
 #include "core_pool.hpp"
 #include "kernels.hpp"
-#include "tensor_io.hpp"
-#include "meshplan/device/op_model.hpp"
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "tensor_io.hpp"
 
 namespace meshplan::device {
 
@@ -30,11 +30,13 @@ Result<std::unique_ptr<EmulatedDevice>> EmulatedDevice::create(ChipDesc chip) {
 EmulatedDevice::EmulatedDevice(ChipDesc chip)
     : chip_(std::move(chip)),
       op_model_(chip_),
-      dram_alloc_("DRAM", 0, chip_.dram_bank_size, chip_.dram_alignment, BankAllocator::Direction::bottom_up),
+      dram_alloc_("DRAM", 0, chip_.dram_bank_size, chip_.dram_alignment,
+                  BankAllocator::Direction::bottom_up),
       l1_alloc_("L1", chip_.l1_unreserved_base, chip_.l1_usable_top(), chip_.l1_alignment,
                 BankAllocator::Direction::top_down) {
   memory_.dram.reserve(chip_.dram_banks);
-  for (uint32_t b = 0; b < chip_.dram_banks; ++b) memory_.dram.emplace_back(chip_.dram_bank_size, kDramChunk);
+  for (uint32_t b = 0; b < chip_.dram_banks; ++b)
+    memory_.dram.emplace_back(chip_.dram_bank_size, kDramChunk);
   memory_.l1.reserve(chip_.cores());
   for (int c = 0; c < chip_.cores(); ++c) memory_.l1.emplace_back(chip_.l1_size, kL1Chunk);
   l1_used_.assign(chip_.cores(), 0);
@@ -49,9 +51,13 @@ void EmulatedDevice::set_core_threads(unsigned threads) {
   memory_.pool = pool_.get();
 }
 
-unsigned EmulatedDevice::core_threads() const { return pool_->threads(); }
+unsigned EmulatedDevice::core_threads() const {
+  return pool_->threads();
+}
 
-Status EmulatedDevice::check_supported(const TensorPlacement& t) const { return check_placement(t, chip_); }
+Status EmulatedDevice::check_supported(const TensorPlacement& t) const {
+  return check_placement(t, chip_);
+}
 
 Status EmulatedDevice::allocate(const TensorPlacement& t) {
   MESHPLAN_TRY(check_supported(t));
@@ -63,11 +69,13 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
     std::string where;
     if (map.sharded()) {
       const CoreRange& g = t.shard.grid;
-      where = str(" on cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", t.shard.extra_ranges ? " and more" : "");
+      where = str(" on cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")",
+                  t.shard.extra_ranges ? " and more" : "");
     } else if (t.buffer == BufferType::l1) {
       where = " on every core";
     }
-    return std::unexpected(with_context(status.error(), str("allocating tensor '", t.name, "'", where)));
+    return std::unexpected(
+        with_context(status.error(), str("allocating tensor '", t.name, "'", where)));
   }
   live_[{t.buffer, t.address}] = LiveBuffer{bytes, map.sharded(), t.shard, std::string(t.name)};
   if (t.buffer == BufferType::l1)
@@ -82,8 +90,8 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
 Status EmulatedDevice::deallocate(const TensorPlacement& t) {
   auto it = live_.find({t.buffer, t.address});
   if (it == live_.end())
-    return fail(ErrorCode::invalid_argument, "deallocating tensor '", t.name, "': no live ", buffer_name(t.buffer),
-                " buffer at address ", t.address);
+    return fail(ErrorCode::invalid_argument, "deallocating tensor '", t.name, "': no live ",
+                buffer_name(t.buffer), " buffer at address ", t.address);
   if (t.buffer == BufferType::l1)
     for (uint32_t c = 0; c < l1_used_.size(); ++c)
       if (holds(it->second, c)) l1_used_[c] -= it->second.bytes;
@@ -103,14 +111,14 @@ void EmulatedDevice::reset() {
 Status EmulatedDevice::check_live(const TensorPlacement& t, std::string_view role) const {
   auto it = live_.find({t.buffer, t.address});
   if (it == live_.end())
-    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': no live ", buffer_name(t.buffer),
-                " buffer at address ", t.address);
+    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': no live ",
+                buffer_name(t.buffer), " buffer at address ", t.address);
   AddressMap map(t, chip_);
   uint64_t need = map.bytes_per_bank();
   const LiveBuffer& live = it->second;
   if (live.bytes < need)
-    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address, " holds ", live.bytes,
-                " bytes per bank, the tensor needs ", need);
+    return fail(ErrorCode::invalid_argument, role, " '", t.name, "': buffer at ", t.address,
+                " holds ", live.bytes, " bytes per bank, the tensor needs ", need);
   // The access may only touch cores the live buffer reserved.
   if (live.sharded) {
     bool inside = map.sharded();
@@ -121,8 +129,9 @@ Status EmulatedDevice::check_live(const TensorPlacement& t, std::string_view rol
     }
     if (!inside) {
       const CoreRange& g = live.shard.grid;
-      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ", t.address, " is sharded over cores (",
-                  g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1, ")", live.shard.extra_ranges ? " and more" : "",
+      return fail(ErrorCode::invalid_argument, role, " '", t.name, "': the L1 buffer at ",
+                  t.address, " is sharded over cores (", g.x0, ",", g.y0, ")-(", g.x1, ",", g.y1,
+                  ")", live.shard.extra_ranges ? " and more" : "",
                   ", this access reaches cores outside it");
     }
   }
@@ -133,8 +142,8 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
   MESHPLAN_TRY(check_supported(t));
   MESHPLAN_TRY(check_live(t, "writing tensor"));
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
-    return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(), " values for ",
-                volume(t.shape), " elements");
+    return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(),
+                " values for ", volume(t.shape), " elements");
   return write_tensor(memory_, chip_, t, host);
 }
 
@@ -142,8 +151,8 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
   MESHPLAN_TRY(check_supported(t));
   MESHPLAN_TRY(check_live(t, "reading tensor"));
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
-    return fail(ErrorCode::invalid_argument, "reading tensor '", t.name, "': room for ", host.size(), " values, ",
-                volume(t.shape), " elements");
+    return fail(ErrorCode::invalid_argument, "reading tensor '", t.name, "': room for ",
+                host.size(), " values, ", volume(t.shape), " elements");
   return read_tensor(memory_, chip_, t, host);
 }
 
@@ -162,14 +171,16 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
   // Circular buffers grow from the unreserved base on every core the op runs on, and must stay
   // below each live L1 buffer those cores hold.
   uint64_t cb_top = chip_.l1_unreserved_base + v.cb_bytes_per_core;
-  CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1), static_cast<uint16_t>(op.config.grid_y - 1)};
+  CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1),
+                    static_cast<uint16_t>(op.config.grid_y - 1)};
   for (const auto& [key, live] : live_) {
     if (key.first != BufferType::l1 || key.second >= cb_top) continue;
     for (uint16_t y = op_grid.y0; y <= op_grid.y1; ++y)
       for (uint16_t x = op_grid.x0; x <= op_grid.x1; ++x)
         if (holds(live, static_cast<uint32_t>(y) * chip_.grid_x + x))
-          return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [", chip_.l1_unreserved_base,
-                      ", ", cb_top, ") clash on core (", x, ",", y, ") with L1 buffer '", live.name, "' at ", key.second);
+          return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [",
+                      chip_.l1_unreserved_base, ", ", cb_top, ") clash on core (", x, ",", y,
+                      ") with L1 buffer '", live.name, "' at ", key.second);
   }
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));
@@ -196,15 +207,18 @@ EmulatedDevice::L1CoreStats EmulatedDevice::l1_core_stats(uint32_t core) const {
     ++s.buffers;
   }
   gap(top);
-  s.fragmentation = s.free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free_bytes);
+  s.fragmentation = s.free_bytes == 0 ? 0.0
+                                      : 1.0 - static_cast<double>(s.largest_free) /
+                                                  static_cast<double>(s.free_bytes);
   return s;
 }
 
-Status EmulatedDevice::peek(BufferType buffer, uint32_t bank, uint64_t offset, std::span<std::byte> out) const {
+Status EmulatedDevice::peek(BufferType buffer, uint32_t bank, uint64_t offset,
+                            std::span<std::byte> out) const {
   const auto& mems = buffer == BufferType::dram ? memory_.dram : memory_.l1;
   if (bank >= mems.size() || offset > mems[bank].size() || out.size() > mems[bank].size() - offset)
-    return fail(ErrorCode::invalid_argument, "peek: ", buffer_name(buffer), " bank ", bank, " [", offset, ", +", out.size(),
-                ") is outside the device");
+    return fail(ErrorCode::invalid_argument, "peek: ", buffer_name(buffer), " bank ", bank, " [",
+                offset, ", +", out.size(), ") is outside the device");
   mems[bank].read(offset, out.data(), out.size());
   return {};
 }

@@ -16,7 +16,9 @@ uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bf16_to_f32(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 Status pack_elements(DType dtype, const float* values, size_t count, std::byte* out) {
   switch (dtype) {
@@ -41,7 +43,8 @@ Status pack_elements(DType dtype, const float* values, size_t count, std::byte* 
         std::memcpy(out + 4 * i, &v, 4);
       }
       return {};
-    case DType::bf8b: break;
+    case DType::bf8b:
+      break;
   }
   return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
 }
@@ -72,21 +75,25 @@ Status unpack_elements(DType dtype, const std::byte* in, size_t count, float* va
         values[i] = static_cast<float>(v);
       }
       return {};
-    case DType::bf8b: break;
+    case DType::bf8b:
+      break;
   }
   return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
 }
 
 namespace {
 
-int biased_exponent(float v) { return static_cast<int>((std::bit_cast<uint32_t>(v) >> 23) & 0xffu); }
+int biased_exponent(float v) {
+  return static_cast<int>((std::bit_cast<uint32_t>(v) >> 23) & 0xffu);
+}
 
 /// Magnitudes of 16 values against shared exponent `e`; false if one rounds up to 128.
 bool bf8b_mantissas(const float* v, int e, uint8_t* out) {
   for (int i = 0; i < kBf8bGroup; ++i) {
     float m = std::nearbyint(std::ldexp(std::fabs(v[i]), kBf8bBias - e));
     if (m > 127.0f) return false;
-    out[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) | (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
+    out[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) |
+                                  (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
   }
   return true;
 }
@@ -99,8 +106,8 @@ Status pack_bf8b_tile(const float* values, std::byte* out) {
     int e = 0;
     for (int i = 0; i < kBf8bGroup; ++i) {
       if (!std::isfinite(v[i]))
-        return fail(ErrorCode::invalid_argument, "bf8b cannot hold ", v[i], " (value ", g * kBf8bGroup + i,
-                    " of the tile): block floats have no inf or NaN");
+        return fail(ErrorCode::invalid_argument, "bf8b cannot hold ", v[i], " (value ",
+                    g * kBf8bGroup + i, " of the tile): block floats have no inf or NaN");
       e = std::max(e, biased_exponent(v[i]));
     }
     uint8_t mant[kBf8bGroup];
@@ -113,7 +120,8 @@ Status pack_bf8b_tile(const float* values, std::byte* out) {
       if (!bf8b_mantissas(v, e, mant))
         for (int i = 0; i < kBf8bGroup; ++i) {
           float m = std::min(127.0f, std::nearbyint(std::ldexp(std::fabs(v[i]), kBf8bBias - e)));
-          mant[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) | (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
+          mant[i] = static_cast<uint8_t>(static_cast<uint8_t>(m) |
+                                         (std::signbit(v[i]) && m != 0.0f ? 0x80u : 0u));
         }
     }
     out[g] = static_cast<std::byte>(e);
@@ -167,7 +175,8 @@ void tilize(std::span<const int64_t> shape, std::span<const float> host, std::sp
       const float* row = host.data() + (b * g.rows + r) * g.cols;
       for (int64_t c = 0; c < g.cols; ++c) {
         int64_t page = tr * g.tiles_w + c / kTileW;
-        tiles[page * kTileElems + tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))] = row[c];
+        tiles[page * kTileElems +
+              tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))] = row[c];
       }
     }
 }
@@ -181,7 +190,8 @@ void untilize(std::span<const int64_t> shape, std::span<const float> tiles, std:
       float* row = host.data() + (b * g.rows + r) * g.cols;
       for (int64_t c = 0; c < g.cols; ++c) {
         int64_t page = tr * g.tiles_w + c / kTileW;
-        row[c] = tiles[page * kTileElems + tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))];
+        row[c] = tiles[page * kTileElems +
+                       tile_offset(static_cast<int>(r % kTileH), static_cast<int>(c % kTileW))];
       }
     }
 }

@@ -17,6 +17,7 @@ Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
 Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
 Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
 Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
-Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores);
+Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                         uint32_t cores);
 
 }  // namespace meshplan::device

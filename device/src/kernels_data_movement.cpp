@@ -7,7 +7,8 @@
 
 namespace meshplan::device {
 
-Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                         uint32_t cores) {
   const TensorPlacement& src = *op.operands[0];
   const TensorPlacement& dst = *op.results[0];
   if (src.layout != TileLayout::tile || dst.layout != TileLayout::tile) {
@@ -17,14 +18,15 @@ Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunc
     return write_tensor(memory, chip, dst, values);
   }
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
-  return for_each_core(out.grid().pages(), cores, [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    float tile[kTileElems];
-    for (int64_t p = begin; p < end; ++p) {
-      MESHPLAN_TRY(in.read(p, tile));
-      MESHPLAN_TRY(out.write(p, tile));
-    }
-    return {};
-  });
+  return for_each_core(out.grid().pages(), cores,
+                       [&](uint32_t, int64_t begin, int64_t end) -> Status {
+                         float tile[kTileElems];
+                         for (int64_t p = begin; p < end; ++p) {
+                           MESHPLAN_TRY(in.read(p, tile));
+                           MESHPLAN_TRY(out.write(p, tile));
+                         }
+                         return {};
+                       });
 }
 
 }  // namespace meshplan::device

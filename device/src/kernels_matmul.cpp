@@ -18,7 +18,8 @@ constexpr int64_t kParallelTileMacs = 16;
 void transpose_blocks(std::vector<float>& blocks) {
   for (size_t off = 0; off < blocks.size(); off += kTileElems)
     for (int r = 0; r < kTileH; ++r)
-      for (int c = r + 1; c < kTileW; ++c) std::swap(blocks[off + r * kTileW + c], blocks[off + c * kTileW + r]);
+      for (int c = r + 1; c < kTileW; ++c)
+        std::swap(blocks[off + r * kTileW + c], blocks[off + c * kTileW + r]);
 }
 
 /// acc += x * y for row-major 32x32 blocks. The pointers never alias (restrict lets -O2
@@ -42,8 +43,10 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
   const OpConfig& cfg = op.config;
   auto as = op.operands[0]->shape, bs = op.operands[1]->shape;
   // Tile counts per matrix as stored.
-  int64_t a_th = (as[as.size() - 2] + kTileH - 1) / kTileH, a_tw = (as.back() + kTileW - 1) / kTileW;
-  int64_t b_th = (bs[bs.size() - 2] + kTileH - 1) / kTileH, b_tw = (bs.back() + kTileW - 1) / kTileW;
+  int64_t a_th = (as[as.size() - 2] + kTileH - 1) / kTileH,
+          a_tw = (as.back() + kTileW - 1) / kTileW;
+  int64_t b_th = (bs[bs.size() - 2] + kTileH - 1) / kTileH,
+          b_tw = (bs.back() + kTileW - 1) / kTileW;
   bool b_batched = bs.size() > 2;
   TileGrid og = tile_grid(op.results[0]->shape);
 
@@ -89,7 +92,8 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
     for (int64_t k0 = 0; k0 < m.kt; k0 += m.in0_block_w)
       for (int t = 0; t < count; ++t)
         for (int64_t kt = k0; kt < k0 + m.in0_block_w; ++kt)
-          mac_tile(acc[t], a_block(tc[t].batch, tc[t].row0 / kTileH, kt), b_block(tc[t].batch, kt, tc[t].col0 / kTileW));
+          mac_tile(acc[t], a_block(tc[t].batch, tc[t].row0 / kTileH, kt),
+                   b_block(tc[t].batch, kt, tc[t].col0 / kTileW));
     float tile[kTileElems];
     for (int t = 0; t < count; ++t) {
       for (int r = 0; r < kTileH; ++r)
@@ -118,7 +122,8 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
       for (int64_t c = w.c0; c < w.c1; c += m.sub_w) {
         int count = 0;
         for (int64_t sr = r; sr < std::min(w.r1, r + m.sub_h); ++sr)
-          for (int64_t sc = c; sc < std::min(w.c1, c + m.sub_w); ++sc) pages[count++] = sr * m.nt + sc;
+          for (int64_t sc = c; sc < std::min(w.c1, c + m.sub_w); ++sc)
+            pages[count++] = sr * m.nt + sc;
         MESHPLAN_TRY(compute(out, pages, count));
       }
     return {};

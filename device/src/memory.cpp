@@ -11,7 +11,9 @@
 namespace meshplan::device {
 
 SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
-    : size_(size), chunk_size_(chunk_size), chunks_((size + chunk_size - 1) / chunk_size, nullptr) {}
+    : size_(size),
+      chunk_size_(chunk_size),
+      chunks_((size + chunk_size - 1) / chunk_size, nullptr) {}
 
 SparseMemory::~SparseMemory() {
   for (std::byte* c : chunks_) mi_free(c);
@@ -63,8 +65,10 @@ void SparseMemory::read(uint64_t offset, std::byte* dst, size_t n) const {
     size_t index = offset / chunk_size_;
     uint64_t in_chunk = offset % chunk_size_;
     size_t take = static_cast<size_t>(std::min<uint64_t>(n, chunk_size_ - in_chunk));
-    if (chunks_[index]) std::memcpy(dst, chunks_[index] + in_chunk, take);
-    else std::memset(dst, 0, take);
+    if (chunks_[index])
+      std::memcpy(dst, chunks_[index] + in_chunk, take);
+    else
+      std::memset(dst, 0, take);
     offset += take;
     dst += take;
     n -= take;
@@ -77,7 +81,9 @@ uint64_t SparseMemory::resident_bytes() const {
   return n;
 }
 
-void MiFree::operator()(void* p) const { mi_free(p); }
+void MiFree::operator()(void* p) const {
+  mi_free(p);
+}
 
 std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
   return std::unique_ptr<float[], MiFree>(
@@ -94,6 +100,8 @@ void* aligned_alloc_bytes(size_t bytes) {
   return p;
 }
 
-void aligned_free_bytes(void* p) { mi_free(p); }
+void aligned_free_bytes(void* p) {
+  mi_free(p);
+}
 
 }  // namespace meshplan::device

@@ -11,21 +11,25 @@ namespace meshplan::device {
 
 Status check_placement(const TensorPlacement& t, const ChipDesc& chip) {
   if (static_cast<uint8_t>(t.dtype) > static_cast<uint8_t>(DType::u32))
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown dtype ", static_cast<int>(t.dtype));
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown dtype ",
+                static_cast<int>(t.dtype));
   if (static_cast<uint8_t>(t.memory) > static_cast<uint8_t>(MemLayout::block_sharded) ||
       static_cast<uint8_t>(t.buffer) > static_cast<uint8_t>(BufferType::l1) ||
       static_cast<uint8_t>(t.layout) > static_cast<uint8_t>(TileLayout::row_major))
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown buffer, memory or tile layout value");
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name,
+                "': unknown buffer, memory or tile layout value");
   if (t.layout == TileLayout::row_major && element_bytes(t.dtype) == 0)
     return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': ", dtype_name(t.dtype),
                 " is a block format and must be tiled, not row-major");
   for (int64_t d : t.shape)
-    if (d < 0) return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': negative dimension ", d);
+    if (d < 0)
+      return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': negative dimension ", d);
   MESHPLAN_TRY(check_shard_spec(t, chip));
   uint32_t expected = expected_page_size(t);
   if (t.page_size != expected)
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': page size ", t.page_size, " does not match its ",
-                t.layout == TileLayout::tile ? "tile" : "row", " size ", expected);
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': page size ", t.page_size,
+                " does not match its ", t.layout == TileLayout::tile ? "tile" : "row", " size ",
+                expected);
   return {};
 }
 
@@ -42,8 +46,10 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
   if ((op.kind == OpKind::matmul || op.kind == OpKind::linear) && !op.results.empty())
     bytes += kTileElems * 4;  // f32 partials
   // Row ops keep a whole tile row of the operand in f32 to compute its statistics.
-  bool row_op = op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm;
-  if (row_op && !op.operands.empty()) bytes += static_cast<uint64_t>(tile_grid(op.operands[0]->shape).tiles_w) * kTileElems * 4;
+  bool row_op =
+      op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm;
+  if (row_op && !op.operands.empty())
+    bytes += static_cast<uint64_t>(tile_grid(op.operands[0]->shape).tiles_w) * kTileElems * 4;
   return bytes;
 }
 
@@ -55,12 +61,14 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     return v;
   };
   const OpInfo& info = op_info(op.kind);
-  if (!operand_count_ok(op.kind, op.operands.size()) || static_cast<int>(op.results.size()) != info.results)
-    return reject("expected ", operand_count_text(op.kind), " operands and ", info.results, " results, got ",
-                  op.operands.size(), " and ", op.results.size());
-  if (op.config.grid_x == 0 || op.config.grid_y == 0 || op.config.grid_x > chip_.grid_x || op.config.grid_y > chip_.grid_y)
-    return reject("core grid ", op.config.grid_x, "x", op.config.grid_y, " does not fit the chip's ", chip_.grid_x, "x",
-                  chip_.grid_y);
+  if (!operand_count_ok(op.kind, op.operands.size()) ||
+      static_cast<int>(op.results.size()) != info.results)
+    return reject("expected ", operand_count_text(op.kind), " operands and ", info.results,
+                  " results, got ", op.operands.size(), " and ", op.results.size());
+  if (op.config.grid_x == 0 || op.config.grid_y == 0 || op.config.grid_x > chip_.grid_x ||
+      op.config.grid_y > chip_.grid_y)
+    return reject("core grid ", op.config.grid_x, "x", op.config.grid_y,
+                  " does not fit the chip's ", chip_.grid_x, "x", chip_.grid_y);
   std::vector<std::span<const int64_t>> shapes;
   for (const TensorPlacement* t : op.operands) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
@@ -71,11 +79,13 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   auto inferred = infer_shape(op.kind, shapes, op.config);
   if (!inferred) return reject(inferred.error().message);
   // Ops whose dtypes are part of their meaning: integer indices, and typecast's target.
-  if (op.kind == OpKind::embedding && op.operands[0]->dtype != DType::i32 && op.operands[0]->dtype != DType::u32)
-    return reject("indices '", op.operands[0]->name, "' must be i32 or u32, not ", dtype_name(op.operands[0]->dtype));
+  if (op.kind == OpKind::embedding && op.operands[0]->dtype != DType::i32 &&
+      op.operands[0]->dtype != DType::u32)
+    return reject("indices '", op.operands[0]->name, "' must be i32 or u32, not ",
+                  dtype_name(op.operands[0]->dtype));
   if (op.kind == OpKind::typecast && op.results[0]->dtype != op.config.dtype)
-    return reject("result '", op.results[0]->name, "' is ", dtype_name(op.results[0]->dtype), " but the op casts to ",
-                  dtype_name(op.config.dtype));
+    return reject("result '", op.results[0]->name, "' is ", dtype_name(op.results[0]->dtype),
+                  " but the op casts to ", dtype_name(op.config.dtype));
   for (const TensorPlacement* t : op.results) {
     if (auto s = check_placement(*t, chip_); !s) return reject(s.error().message);
     if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
@@ -94,9 +104,11 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   }
   uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
   if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
-    return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ", v.output_l1_bytes_per_core,
-                  " bytes of L1 output per core (on core (0,0) and every other core of its ", op.config.grid_x, "x",
-                  op.config.grid_y, " grid), more than the ", usable, " usable");
+    return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ",
+                  v.output_l1_bytes_per_core,
+                  " bytes of L1 output per core (on core (0,0) and every other core of its ",
+                  op.config.grid_x, "x", op.config.grid_y, " grid), more than the ", usable,
+                  " usable");
   v.ok = true;
   return v;
 }

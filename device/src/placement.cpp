@@ -8,8 +8,8 @@
 
 namespace meshplan::device {
 
-TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype, BufferType buffer,
-                                 uint64_t address, TileLayout layout) {
+TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype,
+                                 BufferType buffer, uint64_t address, TileLayout layout) {
   TensorPlacement t;
   t.name = name;
   t.shape = shape;
@@ -22,8 +22,9 @@ TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t>
   return t;
 }
 
-TensorPlacement make_sharded(std::string_view name, std::span<const int64_t> shape, DType dtype, MemLayout memory,
-                             const ShardSpec& shard, uint64_t address, TileLayout layout) {
+TensorPlacement make_sharded(std::string_view name, std::span<const int64_t> shape, DType dtype,
+                             MemLayout memory, const ShardSpec& shard, uint64_t address,
+                             TileLayout layout) {
   TensorPlacement t = make_interleaved(name, shape, dtype, BufferType::l1, address, layout);
   t.memory = memory;
   t.shard = shard;
@@ -41,7 +42,9 @@ View2D view_2d(std::span<const int64_t> shape, TileLayout layout) {
 }
 
 namespace {
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 /// Grid sides as the orientation walks them: (cores along rows of the view, along columns).
 std::pair<int64_t, int64_t> block_sides(const CoreRange& g, ShardOrientation o) {
   int64_t gw = g.x1 - g.x0 + 1, gh = g.y1 - g.y0 + 1;
@@ -58,25 +61,35 @@ int64_t row_major_page_width(const TensorPlacement& t) {
 Result<ShardSpec> even_shard_spec(std::span<const int64_t> shape, MemLayout memory, CoreRange grid,
                                   ShardOrientation orientation, TileLayout layout) {
   if (memory == MemLayout::interleaved)
-    return fail(ErrorCode::invalid_argument, "even_shard_spec: interleaved is not a sharded layout");
+    return fail(ErrorCode::invalid_argument,
+                "even_shard_spec: interleaved is not a sharded layout");
   if (grid.x1 < grid.x0 || grid.y1 < grid.y0)
     return fail(ErrorCode::invalid_argument, "even_shard_spec: empty core grid");
   View2D v = view_2d(shape, layout);
   int64_t unit = layout == TileLayout::tile ? kTileH : 1;
-  auto split = [&](int64_t extent, int64_t parts) { return std::max<int64_t>(1, ceil_div(extent / unit, parts)) * unit; };
+  auto split = [&](int64_t extent, int64_t parts) {
+    return std::max<int64_t>(1, ceil_div(extent / unit, parts)) * unit;
+  };
   ShardSpec s;
   s.grid = grid;
   s.orientation = orientation;
   switch (memory) {
-    case MemLayout::height_sharded: s.shape[0] = split(v.rows, grid.cores()); s.shape[1] = v.cols; break;
-    case MemLayout::width_sharded: s.shape[0] = v.rows; s.shape[1] = split(v.cols, grid.cores()); break;
+    case MemLayout::height_sharded:
+      s.shape[0] = split(v.rows, grid.cores());
+      s.shape[1] = v.cols;
+      break;
+    case MemLayout::width_sharded:
+      s.shape[0] = v.rows;
+      s.shape[1] = split(v.cols, grid.cores());
+      break;
     case MemLayout::block_sharded: {
       auto [along_rows, along_cols] = block_sides(grid, orientation);
       s.shape[0] = split(v.rows, along_rows);
       s.shape[1] = split(v.cols, along_cols);
       break;
     }
-    case MemLayout::interleaved: break;
+    case MemLayout::interleaved:
+      break;
   }
   return s;
 }
@@ -99,7 +112,8 @@ uint32_t expected_page_size(const TensorPlacement& t) {
   return static_cast<uint32_t>(row_major_page_width(t) * element_bytes(t.dtype));
 }
 
-uint64_t interleaved_bytes_per_bank(int64_t pages, uint32_t page_size, uint32_t banks, uint32_t alignment) {
+uint64_t interleaved_bytes_per_bank(int64_t pages, uint32_t page_size, uint32_t banks,
+                                    uint32_t alignment) {
   uint64_t aligned = (page_size + alignment - 1) / alignment * alignment;
   uint64_t per_bank = (static_cast<uint64_t>(pages) + banks - 1) / banks;
   return per_bank * aligned;
@@ -108,25 +122,31 @@ uint64_t interleaved_bytes_per_bank(int64_t pages, uint32_t page_size, uint32_t 
 Status check_shard_spec(const TensorPlacement& t, const ChipDesc& chip) {
   if (t.memory == MemLayout::interleaved) return {};
   auto bad = [&](auto&&... msg) {
-    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "' (", memory_name(t.memory), "): ", msg...);
+    return fail(ErrorCode::invalid_argument, "tensor '", t.name, "' (", memory_name(t.memory),
+                "): ", msg...);
   };
-  if (t.buffer != BufferType::l1) return bad("sharded buffers must be in L1 (DRAM sharding is not supported)");
+  if (t.buffer != BufferType::l1)
+    return bad("sharded buffers must be in L1 (DRAM sharding is not supported)");
   const CoreRange& g = t.shard.grid;
   if (t.shard.extra_ranges > kMaxCoreRanges - 1)
-    return bad("a core range set holds at most ", kMaxCoreRanges, " ranges, got ", t.shard.range_count());
+    return bad("a core range set holds at most ", kMaxCoreRanges, " ranges, got ",
+               t.shard.range_count());
   if (t.shard.extra_ranges > 0 && t.memory == MemLayout::block_sharded)
     return bad("block sharding needs one core rectangle, got a set of ", t.shard.range_count());
   for (int i = 0; i < t.shard.range_count(); ++i) {
     const CoreRange& r = t.shard.range(i);
-    if (r.x1 < r.x0 || r.y1 < r.y0) return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1, ") is empty");
+    if (r.x1 < r.x0 || r.y1 < r.y0)
+      return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1, ") is empty");
     if (r.x1 >= chip.grid_x || r.y1 >= chip.grid_y)
-      return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1, ") does not fit the chip's ", chip.grid_x, "x",
-                 chip.grid_y, " cores: core (", r.x1, ",", r.y1, ") does not exist");
+      return bad("shard grid (", r.x0, ",", r.y0, ")-(", r.x1, ",", r.y1,
+                 ") does not fit the chip's ", chip.grid_x, "x", chip.grid_y, " cores: core (",
+                 r.x1, ",", r.y1, ") does not exist");
     for (int j = 0; j < i; ++j) {
       const CoreRange& q = t.shard.range(j);
       uint16_t x = std::max(q.x0, r.x0), y = std::max(q.y0, r.y0);
       if (x <= std::min(q.x1, r.x1) && y <= std::min(q.y1, r.y1))
-        return bad("core ranges ", j, " and ", i, " of the shard grid overlap at core (", x, ",", y, ")");
+        return bad("core ranges ", j, " and ", i, " of the shard grid overlap at core (", x, ",", y,
+                   ")");
     }
   }
   int64_t sh = t.shard.shape[0], sw = t.shard.shape[1];
@@ -138,22 +158,30 @@ Status check_shard_spec(const TensorPlacement& t, const ChipDesc& chip) {
   int64_t nh = ceil_div(v.rows, sh), nw = ceil_div(v.cols, sw);
   switch (t.memory) {
     case MemLayout::height_sharded:
-      if (sw != v.cols) return bad("height shards must span the full width ", v.cols, ", shard width is ", sw);
-      if (nh > cores) return bad(nh, " shards of ", sh, " rows for ", v.rows, " rows, but the grid has ", cores, " cores");
+      if (sw != v.cols)
+        return bad("height shards must span the full width ", v.cols, ", shard width is ", sw);
+      if (nh > cores)
+        return bad(nh, " shards of ", sh, " rows for ", v.rows, " rows, but the grid has ", cores,
+                   " cores");
       break;
     case MemLayout::width_sharded:
-      if (sh != v.rows) return bad("width shards must span the full height ", v.rows, ", shard height is ", sh);
-      if (nw > cores) return bad(nw, " shards of ", sw, " columns for ", v.cols, " columns, but the grid has ", cores, " cores");
+      if (sh != v.rows)
+        return bad("width shards must span the full height ", v.rows, ", shard height is ", sh);
+      if (nw > cores)
+        return bad(nw, " shards of ", sw, " columns for ", v.cols, " columns, but the grid has ",
+                   cores, " cores");
       break;
     case MemLayout::block_sharded: {
       auto [along_rows, along_cols] = block_sides(g, t.shard.orientation);
       if (nh > along_rows || nw > along_cols)
-        return bad(nh, "x", nw, " blocks of [", sh, ", ", sw, "] for a [", v.rows, ", ", v.cols, "] view do not fit a ",
-                   along_rows, "x", along_cols, " grid in ",
-                   t.shard.orientation == ShardOrientation::row_major ? "row-major" : "col-major", " orientation");
+        return bad(nh, "x", nw, " blocks of [", sh, ", ", sw, "] for a [", v.rows, ", ", v.cols,
+                   "] view do not fit a ", along_rows, "x", along_cols, " grid in ",
+                   t.shard.orientation == ShardOrientation::row_major ? "row-major" : "col-major",
+                   " orientation");
       break;
     }
-    case MemLayout::interleaved: break;
+    case MemLayout::interleaved:
+      break;
   }
   return {};
 }
@@ -195,7 +223,8 @@ uint32_t AddressMap::core_of_shard(int64_t i, int64_t j) const {
   // Height/width: the k-th core of the range set, each range walked in orientation order.
   int64_t k = memory_ == MemLayout::height_sharded ? i : j;
   int r = 0;
-  while (r + 1 < shard_.range_count() && k >= static_cast<int64_t>(shard_.range(r).cores())) k -= shard_.range(r++).cores();
+  while (r + 1 < shard_.range_count() && k >= static_cast<int64_t>(shard_.range(r).cores()))
+    k -= shard_.range(r++).cores();
   const CoreRange& g = shard_.range(r);
   int64_t gw = g.x1 - g.x0 + 1, gh = g.y1 - g.y0 + 1;
   int64_t x = row_major ? k % gw : k / gh, y = row_major ? k / gw : k % gh;
@@ -205,7 +234,8 @@ uint32_t AddressMap::core_of_shard(int64_t i, int64_t j) const {
 PageLocation AddressMap::sharded_page(int64_t p) const {
   int64_t r = p / page_cols_, c = p % page_cols_;
   int64_t local = (r % shard_rows_) * shard_cols_ + c % shard_cols_;
-  return PageLocation{core_of_shard(r / shard_rows_, c / shard_cols_), address_ + static_cast<uint64_t>(local) * aligned_page_};
+  return PageLocation{core_of_shard(r / shard_rows_, c / shard_cols_),
+                      address_ + static_cast<uint64_t>(local) * aligned_page_};
 }
 
 bool AddressMap::holds(uint32_t core) const {

@@ -54,7 +54,9 @@ class TileIO {
   std::vector<std::byte> page_;
 };
 
-inline float activate(Activation a, float v) { return a == Activation::relu ? std::max(v, 0.0f) : v; }
+inline float activate(Activation a, float v) {
+  return a == Activation::relu ? std::max(v, 0.0f) : v;
+}
 
 /// Logical coordinates of tile page `p` element (r, c): batch index, row, column.
 struct TileCoords {

@@ -13,17 +13,25 @@ constexpr std::array<OpInfo, kNumOpKinds> kOpInfos = {{
 }};
 }  // namespace
 
-const OpInfo& op_info(OpKind kind) { return kOpInfos[static_cast<size_t>(kind)]; }
-std::string_view op_name(OpKind kind) { return op_info(kind).name; }
+const OpInfo& op_info(OpKind kind) {
+  return kOpInfos[static_cast<size_t>(kind)];
+}
+std::string_view op_name(OpKind kind) {
+  return op_info(kind).name;
+}
 
 OperandRange operand_range(OpKind kind) {
   int n = op_info(kind).operands;
   if (n >= 0) return {n, n};
   switch (kind) {
-    case OpKind::layer_norm: return {1, 3};  // x, optional weight, optional bias
-    case OpKind::rms_norm: return {1, 2};    // x, optional weight
-    case OpKind::conv2d: return {2, 3};      // input, weight, optional bias
-    default: return {1, kMaxOperands};       // concat
+    case OpKind::layer_norm:
+      return {1, 3};  // x, optional weight, optional bias
+    case OpKind::rms_norm:
+      return {1, 2};  // x, optional weight
+    case OpKind::conv2d:
+      return {2, 3};  // input, weight, optional bias
+    default:
+      return {1, kMaxOperands};  // concat
   }
 }
 
@@ -34,14 +42,18 @@ bool operand_count_ok(OpKind kind, size_t count) {
 
 std::string operand_count_text(OpKind kind) {
   OperandRange r = operand_range(kind);
-  return r.min == r.max ? std::to_string(r.min) : std::to_string(r.min) + " to " + std::to_string(r.max);
+  return r.min == r.max ? std::to_string(r.min)
+                        : std::to_string(r.min) + " to " + std::to_string(r.max);
 }
 
 namespace {
-constexpr std::array<std::string_view, 6> kActivationNames = {"none", "relu", "gelu", "silu", "sigmoid", "tanh"};
+constexpr std::array<std::string_view, 6> kActivationNames = {"none", "relu",    "gelu",
+                                                              "silu", "sigmoid", "tanh"};
 }
 
-std::string_view activation_name(Activation activation) { return kActivationNames[static_cast<size_t>(activation)]; }
+std::string_view activation_name(Activation activation) {
+  return kActivationNames[static_cast<size_t>(activation)];
+}
 
 std::optional<Activation> activation_from_name(std::string_view name) {
   for (size_t i = 0; i < kActivationNames.size(); ++i)
@@ -59,7 +71,9 @@ namespace {
 constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "bf16", "bf8b", "i32", "u32"};
 }
 
-std::string_view dtype_name(DType dtype) { return kDTypeNames[static_cast<size_t>(dtype)]; }
+std::string_view dtype_name(DType dtype) {
+  return kDTypeNames[static_cast<size_t>(dtype)];
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (size_t i = 0; i < kDTypeNames.size(); ++i)
@@ -67,14 +81,20 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view buffer_name(BufferType buffer) { return buffer == BufferType::dram ? "dram" : "l1"; }
+std::string_view buffer_name(BufferType buffer) {
+  return buffer == BufferType::dram ? "dram" : "l1";
+}
 
 std::string_view memory_name(MemLayout memory) {
   switch (memory) {
-    case MemLayout::interleaved: return "interleaved";
-    case MemLayout::height_sharded: return "height_sharded";
-    case MemLayout::width_sharded: return "width_sharded";
-    case MemLayout::block_sharded: return "block_sharded";
+    case MemLayout::interleaved:
+      return "interleaved";
+    case MemLayout::height_sharded:
+      return "height_sharded";
+    case MemLayout::width_sharded:
+      return "width_sharded";
+    case MemLayout::block_sharded:
+      return "block_sharded";
   }
   return "?";
 }
@@ -86,27 +106,40 @@ std::string_view fidelity_name(MathFidelity fidelity) {
 
 std::string_view program_name(MatmulProgram program) {
   switch (program) {
-    case MatmulProgram::none: return "none";
-    case MatmulProgram::mcast_1d: return "mcast_1d";
-    case MatmulProgram::mcast_2d: return "mcast_2d";
+    case MatmulProgram::none:
+      return "none";
+    case MatmulProgram::mcast_1d:
+      return "mcast_1d";
+    case MatmulProgram::mcast_2d:
+      return "mcast_2d";
   }
   return "?";
 }
 
 uint32_t tile_bytes(DType dtype) {
   switch (dtype) {
-    case DType::f32: case DType::i32: case DType::u32: return 4096;
-    case DType::bf16: return 2048;
-    case DType::bf8b: return 1088;
+    case DType::f32:
+    case DType::i32:
+    case DType::u32:
+      return 4096;
+    case DType::bf16:
+      return 2048;
+    case DType::bf8b:
+      return 1088;
   }
   return 0;
 }
 
 uint32_t element_bytes(DType dtype) {
   switch (dtype) {
-    case DType::f32: case DType::i32: case DType::u32: return 4;
-    case DType::bf16: return 2;
-    case DType::bf8b: return 0;
+    case DType::f32:
+    case DType::i32:
+    case DType::u32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::bf8b:
+      return 0;
   }
   return 0;
 }

@@ -16,14 +16,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+double us_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+}
 
 Result<int> demo(const std::string& cache_path, const std::string& name) {
   // Start-up: map the cache, find and verify the plan, bind it to the device.
   auto t0 = Clock::now();
   runtime::PlanCache cache = MESHPLAN_TRY(runtime::PlanCache::open(cache_path));
   runtime::PlanRef plan = MESHPLAN_TRY(cache.find(name));
-  device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(plan.plan().header()->device()->name()->string_view()));
+  device::ChipDesc chip =
+      MESHPLAN_TRY(device::builtin_chip(plan.plan().header()->device()->name()->string_view()));
   auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
@@ -36,30 +39,40 @@ Result<int> demo(const std::string& cache_path, const std::string& name) {
   runtime::RunResult result = MESHPLAN_TRY(exe->run(views));
   double run_us = us_since(t_run);
   std::vector<runtime::Tensor> ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
-  runtime::CheckReport check = runtime::check_outputs(result.outputs, ref, runtime::kDefaultTolerance);
+  runtime::CheckReport check =
+      runtime::check_outputs(result.outputs, ref, runtime::kDefaultTolerance);
 
   const fb::PlanHeader* h = plan.plan().header();
   std::printf("meshplan demo: plan '%s' from %s\n", name.c_str(), cache_path.c_str());
-  std::printf("  key %s, policy %s, device %s (%ux%u cores), planner %s, format %u.%u\n", plan.key().hex().c_str(),
-              h->options()->policy()->c_str(), chip.name.c_str(), chip.grid_x, chip.grid_y, h->planner_version()->c_str(),
-              h->format_major(), h->format_minor());
-  std::printf("  start-up (open + find + verify + bind): %.1f us (bind %.1f us), %zu plan(s) in the cache\n", startup_us,
-              bind_us, cache.size());
+  std::printf("  key %s, policy %s, device %s (%ux%u cores), planner %s, format %u.%u\n",
+              plan.key().hex().c_str(), h->options()->policy()->c_str(), chip.name.c_str(),
+              chip.grid_x, chip.grid_y, h->planner_version()->c_str(), h->format_major(),
+              h->format_minor());
+  std::printf(
+      "  start-up (open + find + verify + bind): %.1f us (bind %.1f us), %zu plan(s) in the "
+      "cache\n",
+      startup_us, bind_us, cache.size());
   std::printf("\n  %-10s %-8s %6s %14s\n", "op", "kind", "cores", "simulated us");
   for (const runtime::OpProfile& op : result.ops)
     std::printf("  %-10.*s %-8.*s %6u %14.3f\n", static_cast<int>(op.name.size()), op.name.data(),
-                static_cast<int>(device::op_name(op.kind).size()), device::op_name(op.kind).data(), op.cores,
-                op.device_ns / 1000.0);
-  std::printf("\n  simulated device time %.3f us (planner estimate %.3f us); host run time %.1f us\n", result.device_ns / 1000.0,
-              h->metrics()->estimated_ns() / 1000.0, run_us);
+                static_cast<int>(device::op_name(op.kind).size()), device::op_name(op.kind).data(),
+                op.cores, op.device_ns / 1000.0);
+  std::printf(
+      "\n  simulated device time %.3f us (planner estimate %.3f us); host run time %.1f us\n",
+      result.device_ns / 1000.0, h->metrics()->estimated_ns() / 1000.0, run_us);
   for (size_t i = 0; i < result.outputs.size(); ++i) {
     const runtime::Tensor& t = result.outputs[i];
-    std::printf("  output %.*s: [", static_cast<int>(exe->output_name(i).size()), exe->output_name(i).data());
-    for (size_t d = 0; d < t.shape.size(); ++d) std::printf("%s%lld", d ? "x" : "", static_cast<long long>(t.shape[d]));
+    std::printf("  output %.*s: [", static_cast<int>(exe->output_name(i).size()),
+                exe->output_name(i).data());
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      std::printf("%s%lld", d ? "x" : "", static_cast<long long>(t.shape[d]));
     std::printf("] first values %.4f %.4f %.4f\n", t.data[0], t.data[1], t.data[2]);
   }
-  std::printf("  check against the f32 host reference: max abs error %.5f, relative %.5f (tolerance %.2f): %s\n",
-              check.max_abs_error, check.relative_error, runtime::kDefaultTolerance, check.ok ? "VERIFIED" : "FAILED");
+  std::printf(
+      "  check against the f32 host reference: max abs error %.5f, relative %.5f (tolerance %.2f): "
+      "%s\n",
+      check.max_abs_error, check.relative_error, runtime::kDefaultTolerance,
+      check.ok ? "VERIFIED" : "FAILED");
   return check.ok ? 0 : 2;
 }
 

@@ -14,12 +14,14 @@ using V = GraphBuilder::Value;
 
 namespace {
 
-std::vector<int64_t> ints(std::initializer_list<int64_t> v) { return std::vector<int64_t>(v); }
+std::vector<int64_t> ints(std::initializer_list<int64_t> v) {
+  return std::vector<int64_t>(v);
+}
 
 /// Attention over grouped heads. q: [seq, heads*hd]; k, v: [kv_heads, kv_len, hd]; mask:
 /// [group*seq, kv_len] added to the scores. Returns [seq, heads*hd].
-V attention(GraphBuilder& b, V q, V k, V v, V mask, int64_t seq, int64_t heads, int64_t kv_heads, int64_t hd,
-            const std::string& p) {
+V attention(GraphBuilder& b, V q, V k, V v, V mask, int64_t seq, int64_t heads, int64_t kv_heads,
+            int64_t hd, const std::string& p) {
   int64_t group = heads / kv_heads;
   V q4 = b.op("reshape", {q}, {attr("shape", ints({seq, kv_heads, group, hd}))}, p + "q_split");
   V qp = b.op("permute", {q4}, {attr("perm", ints({1, 2, 0, 3}))}, p + "q_heads");
@@ -62,8 +64,10 @@ Result<planner::Graph> llama_decoder(const LlamaConfig& c, const std::string& na
 
     V h = b.op("rms_norm", {x, norm_w}, {attr("epsilon", c.epsilon)}, p + "attn_norm");
     V q = b.op("matmul", {h, wq}, {}, p + "q_proj");
-    V k_new = to_heads(b, b.op("matmul", {h, wk}, {}, p + "k_proj"), c.seq, c.kv_heads, hd, p + "k");
-    V v_new = to_heads(b, b.op("matmul", {h, wv}, {}, p + "v_proj"), c.seq, c.kv_heads, hd, p + "v");
+    V k_new =
+        to_heads(b, b.op("matmul", {h, wk}, {}, p + "k_proj"), c.seq, c.kv_heads, hd, p + "k");
+    V v_new =
+        to_heads(b, b.op("matmul", {h, wv}, {}, p + "v_proj"), c.seq, c.kv_heads, hd, p + "v");
     V k = k_new, v = v_new;
     if (c.past > 0) {
       V k_cache = b.input(p + "k_cache", {c.kv_heads, c.past, hd});
@@ -133,11 +137,13 @@ Result<planner::Graph> bert_encoder(const BertConfig& c, const std::string& name
 namespace {
 
 /// conv2d with folded batch-norm (bias) and optional relu. x: NHWC; weights [O, KH, KW, I].
-V conv_bn(GraphBuilder& b, V x, int64_t in, int64_t out, int64_t k, int64_t stride, bool relu, const std::string& p) {
+V conv_bn(GraphBuilder& b, V x, int64_t in, int64_t out, int64_t k, int64_t stride, bool relu,
+          const std::string& p) {
   V w = b.parameter(p + ".weight", {out, k, k, in});
   V bias = b.parameter(p + ".bias", {out});
   int64_t pad = k / 2;
-  std::vector<planner::Attribute> attrs = {attr("stride", ints({stride, stride})), attr("padding", ints({pad, pad, pad, pad}))};
+  std::vector<planner::Attribute> attrs = {attr("stride", ints({stride, stride})),
+                                           attr("padding", ints({pad, pad, pad, pad}))};
   if (relu) attrs.push_back(attr("activation", "relu"));
   return b.op("conv2d", {x, w, bias}, std::move(attrs), p);
 }
@@ -148,7 +154,9 @@ Result<planner::Graph> resnet(const ResNetConfig& c, const std::string& name) {
   GraphBuilder b(name);
   V x = b.input("image", {c.batch, c.image, c.image, 3});
   x = conv_bn(b, x, 3, c.width, 7, 2, true, "stem.conv");
-  x = b.op("max_pool2d", {x}, {attr("kernel", ints({3, 3})), attr("stride", ints({2, 2})), attr("padding", ints({1, 1, 1, 1}))},
+  x = b.op("max_pool2d", {x},
+           {attr("kernel", ints({3, 3})), attr("stride", ints({2, 2})),
+            attr("padding", ints({1, 1, 1, 1}))},
            "stem.pool");
   int64_t in = c.width;
   for (size_t s = 0; s < c.blocks.size(); ++s) {
@@ -188,8 +196,13 @@ Result<planner::Graph> mlp(int64_t batch, std::vector<int64_t> widths, const std
 
 std::vector<ModelSpec> zoo() {
   std::vector<ModelSpec> z;
-  z.push_back({"mlp", "wormhole_b0", [] { return mlp(64, {256, 512, 512, 128}, "mlp"); },
-               [] { return mlp(64, {256, 512, 512, 128}, "mlp"); }});
+  z.push_back({"mlp", "wormhole_b0",
+               [] {
+                 return mlp(64, {256, 512, 512, 128}, "mlp");
+               },
+               [] {
+                 return mlp(64, {256, 512, 512, 128}, "mlp");
+               }});
   auto llama = [](int64_t seq, int64_t past, int layers, bool reduced, std::string n) {
     LlamaConfig c;
     c.seq = seq;
@@ -205,15 +218,20 @@ std::vector<ModelSpec> zoo() {
     }
     return llama_decoder(c, n);
   };
-  z.push_back({"llama3_8b_prefill", "wormhole_b0", [=] { return llama(128, 0, 1, false, "llama3_8b_prefill"); },
+  z.push_back({"llama3_8b_prefill", "wormhole_b0",
+               [=] { return llama(128, 0, 1, false, "llama3_8b_prefill"); },
                [=] { return llama(128, 0, 1, true, "llama3_8b_prefill"); }});
-  z.push_back({"llama3_8b_decode", "wormhole_b0", [=] { return llama(1, 127, 1, false, "llama3_8b_decode"); },
+  z.push_back({"llama3_8b_decode", "wormhole_b0",
+               [=] { return llama(1, 127, 1, false, "llama3_8b_decode"); },
                [=] { return llama(1, 127, 1, true, "llama3_8b_decode"); }});
-  z.push_back({"llama3_8b_prefill_4l", "wormhole_b0", [=] { return llama(128, 0, 4, false, "llama3_8b_prefill_4l"); },
+  z.push_back({"llama3_8b_prefill_4l", "wormhole_b0",
+               [=] { return llama(128, 0, 4, false, "llama3_8b_prefill_4l"); },
                [=] { return llama(128, 0, 4, true, "llama3_8b_prefill_4l"); }});
-  z.push_back({"llama3_8b_decode_4l", "wormhole_b0", [=] { return llama(1, 127, 4, false, "llama3_8b_decode_4l"); },
+  z.push_back({"llama3_8b_decode_4l", "wormhole_b0",
+               [=] { return llama(1, 127, 4, false, "llama3_8b_decode_4l"); },
                [=] { return llama(1, 127, 4, true, "llama3_8b_decode_4l"); }});
-  z.push_back({"bert_base_layer", "wormhole_b0", [] { return bert_encoder(BertConfig{}, "bert_base_layer"); },
+  z.push_back({"bert_base_layer", "wormhole_b0",
+               [] { return bert_encoder(BertConfig{}, "bert_base_layer"); },
                [] {
                  BertConfig c;
                  c.hidden = 128;

@@ -15,10 +15,11 @@ namespace meshplan::models {
 struct LlamaConfig {
   int64_t hidden = 4096;
   int64_t heads = 32;
-  int64_t kv_heads = 8;  ///< Grouped-query attention: heads / kv_heads query heads share a K/V head.
+  int64_t kv_heads =
+      8;  ///< Grouped-query attention: heads / kv_heads query heads share a K/V head.
   int64_t ffn = 14336;
-  int64_t seq = 128;     ///< Tokens in this step: 128 for prefill, 1 for decode.
-  int64_t past = 0;      ///< Cached tokens (decode): the K/V cache inputs hold `past` positions.
+  int64_t seq = 128;  ///< Tokens in this step: 128 for prefill, 1 for decode.
+  int64_t past = 0;   ///< Cached tokens (decode): the K/V cache inputs hold `past` positions.
   int layers = 1;
   double epsilon = 1e-5;
 };

@@ -50,13 +50,16 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 void progress(size_t done, size_t total, const std::string& what) {
   bool tty = ::isatty(2);
   int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-  std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-48s%s", tty ? "\r" : "", filled, "##############################",
-               width - filled, "", done, total, what.c_str(), tty ? "" : "\n");
+  std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-48s%s", tty ? "\r" : "", filled,
+               "##############################", width - filled, "", done, total, what.c_str(),
+               tty ? "" : "\n");
   if (tty && done == total) std::fprintf(stderr, "\n");
 }
 
@@ -74,7 +77,8 @@ Result<int> run(const Args& args) {
   if (!args.models.empty()) {
     std::vector<models::ModelSpec> chosen;
     for (const std::string& m : args.models) {
-      auto it = std::find_if(zoo.begin(), zoo.end(), [&](const models::ModelSpec& s) { return s.name == m; });
+      auto it = std::find_if(zoo.begin(), zoo.end(),
+                             [&](const models::ModelSpec& s) { return s.name == m; });
       if (it == zoo.end()) return fail(ErrorCode::not_found, "no model '", m, "' in the zoo");
       chosen.push_back(*it);
     }
@@ -82,7 +86,8 @@ Result<int> run(const Args& args) {
   }
   if (!args.write_json.empty()) {
     for (const models::ModelSpec& spec : zoo) {
-      if (spec.name == "mlp") continue;  // examples/models/mlp.json is hand-written (same graph key)
+      if (spec.name == "mlp")
+        continue;  // examples/models/mlp.json is hand-written (same graph key)
       auto g = spec.full();
       if (!g) return std::unexpected(with_context(g.error(), "model " + spec.name));
       std::string json = MESHPLAN_TRY(planner::export_graph_json(*g));
@@ -109,7 +114,8 @@ Result<int> run(const Args& args) {
     auto full = spec.full();
     auto reduced = spec.reduced();
     if (!full) return std::unexpected(with_context(full.error(), "model " + spec.name));
-    if (!reduced) return std::unexpected(with_context(reduced.error(), "model " + spec.name + " (reduced)"));
+    if (!reduced)
+      return std::unexpected(with_context(reduced.error(), "model " + spec.name + " (reduced)"));
     device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(spec.device));
     for (const std::string& policy : policies) {
       progress(done, total, "planning " + spec.name + " (" + policy + ")");
@@ -136,9 +142,12 @@ Result<int> run(const Args& args) {
       }
       auto small = planner::compile(*reduced, chip, options);
       row.run_entry = spec.name + "/" + policy + "/reduced";
-      if (small && small->key == full_key) row.run_entry = spec.name + "/" + policy;  // same graph
-      else if (small) entries.push_back({row.run_entry, std::move(small->bytes)});
-      else if (row.note.empty()) row.note = "reduced: " + small.error().to_string();
+      if (small && small->key == full_key)
+        row.run_entry = spec.name + "/" + policy;  // same graph
+      else if (small)
+        entries.push_back({row.run_entry, std::move(small->bytes)});
+      else if (row.note.empty())
+        row.note = "reduced: " + small.error().to_string();
       rows.push_back(std::move(row));
       progress(++done, total, "planned " + spec.name + " (" + policy + ")");
     }
@@ -173,21 +182,28 @@ Result<int> run(const Args& args) {
       continue;
     }
     auto ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
-    runtime::CheckReport rep = runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
+    runtime::CheckReport rep =
+        runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
     row.max_error = rep.max_abs_error;
     row.relative_error = rep.relative_error;
     row.verified = rep.ok;
     all_ok = all_ok && rep.ok;
   }
 
-  std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(), args.cache.c_str(), open_us);
-  std::printf("%-22s %-12s %-14s %6s %6s %6s %8s %14s %11s %9s %10s %s\n", "model", "device", "policy", "ops", "%L1",
-              "spills", "reshards", "simulated us", "plan ms", "load us", "rel err", "check (reduced widths)");
+  std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(),
+              args.cache.c_str(), open_us);
+  std::printf("%-22s %-12s %-14s %6s %6s %6s %8s %14s %11s %9s %10s %s\n", "model", "device",
+              "policy", "ops", "%L1", "spills", "reshards", "simulated us", "plan ms", "load us",
+              "rel err", "check (reduced widths)");
   for (const Row& r : rows) {
     double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
-    std::printf("%-22s %-12s %-14s %6u %5.1f%% %6u %8u %14.1f %11.1f %9.1f %10.5f %s\n", r.model.c_str(), r.device.c_str(),
-                r.policy.c_str(), r.ops, l1, r.spills, r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.relative_error,
-                !r.note.empty() ? r.note.c_str() : !args.run ? "not run" : r.verified ? "VERIFIED" : "FAILED");
+    std::printf("%-22s %-12s %-14s %6u %5.1f%% %6u %8u %14.1f %11.1f %9.1f %10.5f %s\n",
+                r.model.c_str(), r.device.c_str(), r.policy.c_str(), r.ops, l1, r.spills,
+                r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.relative_error,
+                !r.note.empty() ? r.note.c_str()
+                : !args.run     ? "not run"
+                : r.verified    ? "VERIFIED"
+                                : "FAILED");
   }
   std::printf("(collectives: 0 — single-chip plans; the mesh variants need the mesh planner)\n");
 
@@ -200,8 +216,10 @@ Result<int> run(const Args& args) {
       for (const Row& r : rows)
         if (r.model == zoo[m].name) {
           out << (first ? "" : ", ") << "\"" << r.policy << "\": ";
-          if (r.note.empty()) out << r.simulated_us;
-          else out << "null";
+          if (r.note.empty())
+            out << r.simulated_us;
+          else
+            out << "null";
           first = false;
         }
       out << "}, \"planning_ms\": {";
@@ -226,14 +244,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--cache") args.cache = next();
-    else if (s == "--policies") args.policies = split(next());
-    else if (s == "--models") args.models = split(next());
-    else if (s == "--bench-json") args.bench_json = next();
-    else if (s == "--no-run") args.run = false;
-    else if (s == "--write-json") args.write_json = next();
+    if (s == "--cache")
+      args.cache = next();
+    else if (s == "--policies")
+      args.policies = split(next());
+    else if (s == "--models")
+      args.models = split(next());
+    else if (s == "--bench-json")
+      args.bench_json = next();
+    else if (s == "--no-run")
+      args.run = false;
+    else if (s == "--write-json")
+      args.write_json = next();
     else {
-      std::fprintf(stderr, "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [--bench-json FILE] [--no-run] [--write-json DIR]\n");
+      std::fprintf(stderr,
+                   "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] "
+                   "[--bench-json FILE] [--no-run] [--write-json DIR]\n");
       return 1;
     }
   }

@@ -14,23 +14,32 @@ namespace meshplan::planner {
 
 namespace {
 
-fb::Hash128 to_fb(const Hash128& h) { return fb::Hash128(h.lo, h.hi); }
+fb::Hash128 to_fb(const Hash128& h) {
+  return fb::Hash128(h.lo, h.hi);
+}
 
-uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+uint64_t align64(uint64_t v) {
+  return (v + 63) & ~uint64_t{63};
+}
 
 fb::TensorRole role_of(const Value& v) {
   if (v.argument < 0) return fb::TensorRole::intermediate;
   switch (v.kind) {
-    case ArgKind::input: return fb::TensorRole::input;
-    case ArgKind::parameter: return fb::TensorRole::parameter;
-    case ArgKind::constant: return fb::TensorRole::constant;
+    case ArgKind::input:
+      return fb::TensorRole::input;
+    case ArgKind::parameter:
+      return fb::TensorRole::parameter;
+    case ArgKind::constant:
+      return fb::TensorRole::constant;
   }
   return fb::TensorRole::intermediate;
 }
 
-device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m, ValueId v) {
+device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const MemoryPlan& m,
+                                  ValueId v) {
   const TensorLayout& t = l.tensors[v];
-  device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype, t.buffer, m.address[v], t.layout);
+  device::TensorPlacement p = device::make_interleaved(g.values[v].name, g.values[v].shape, t.dtype,
+                                                       t.buffer, m.address[v], t.layout);
   p.memory = t.memory;
   p.shard = t.shard;
   p.page_size = m.page_size[v];
@@ -39,21 +48,28 @@ device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const Mem
 
 /// The op config as a plan.fbs OpConfig; attribute vectors are written only when set, so plans
 /// of ops without attributes stay as small as before.
-flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b, const device::OpConfig& c) {
+flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b,
+                                               const device::OpConfig& c) {
   auto ints = [&](const auto* v, size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int32_t>> {
     if (n == 0) return 0;
     std::vector<int32_t> x(v, v + n);
     return b.CreateVector(x);
   };
-  auto longs = [&](const int64_t* v, size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int64_t>> {
+  auto longs = [&](const int64_t* v,
+                   size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int64_t>> {
     return n == 0 ? 0 : b.CreateVector(v, n);
   };
   auto dims = ints(c.dims, c.num_dims);
   auto shape = longs(c.shape, c.num_shape);
-  auto begins = longs(c.begins, c.num_slice), ends = longs(c.ends, c.num_slice), steps = longs(c.steps, c.num_slice);
-  // Window attributes only when they differ from the defaults (the runtime reads absent as default).
-  auto is = [](const int32_t* v, std::initializer_list<int32_t> want) { return std::equal(want.begin(), want.end(), v); };
-  auto kernel = ints(c.kernel, is(c.kernel, {1, 1}) ? 0 : 2), stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
+  auto begins = longs(c.begins, c.num_slice), ends = longs(c.ends, c.num_slice),
+       steps = longs(c.steps, c.num_slice);
+  // Window attributes only when they differ from the defaults (the runtime reads absent as
+  // default).
+  auto is = [](const int32_t* v, std::initializer_list<int32_t> want) {
+    return std::equal(want.begin(), want.end(), v);
+  };
+  auto kernel = ints(c.kernel, is(c.kernel, {1, 1}) ? 0 : 2),
+       stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
   auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
   auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
   fb::OpConfigBuilder ob(b);
@@ -93,7 +109,8 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
 
 }  // namespace
 
-Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip, const PlannerOptions& options) {
+Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip,
+                             const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
   LayoutResult planned = MESHPLAN_TRY(plan_layout(original, chip, options));
@@ -165,10 +182,15 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     std::vector<const device::TensorPlacement*> inp, resp;
     for (auto& p : in) inp.push_back(&p);
     for (auto& p : res) resp.push_back(&p);
-    device::OpTiming timing = device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
+    device::OpTiming timing =
+        device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
     total_ns += timing.duration_ns;
-    for (auto* p : inp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
-    for (auto* p : resp) dram_bytes += p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+    for (auto* p : inp)
+      dram_bytes +=
+          p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
+    for (auto* p : resp)
+      dram_bytes +=
+          p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
 
     auto name = b.CreateString(op.name);
     std::vector<uint32_t> operands(op.operands.begin(), op.operands.end());
@@ -179,7 +201,8 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     auto fr = b.CreateVector(results);
     auto ff = b.CreateVector(frees);
     auto config = write_config(b, c);
-    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff, timing.duration_ns,
+    ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff,
+                                   timing.duration_ns,
                                    static_cast<fb::OpOrigin>(planned.origin[o])));
   }
 
@@ -190,16 +213,20 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   uint32_t l1_outputs = planned.l1_outputs();
 
   fb::Hash128 desc_hash = to_fb(chip.hash());
-  auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y, chip.l1_size,
-                                          chip.l1_unreserved_base, chip.dram_banks, chip.dram_bank_size, &desc_hash);
+  auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y,
+                                          chip.l1_size, chip.l1_unreserved_base, chip.dram_banks,
+                                          chip.dram_bank_size, &desc_hash);
   auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
-  auto metrics = fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills, planned.reshards, dram_bytes,
-                                       memory.l1_high_water, total_ns, 0);
+  auto metrics =
+      fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills,
+                            planned.reshards, dram_bytes, memory.l1_high_water, total_ns, 0);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
-  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(std::string(kPlannerVersion)),
-                                     &key, &gkey, b.CreateString(g.name), device_info, opts, metrics);
-  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(inputs),
-                             b.CreateVector(outputs), b.CreateVectorOfStructs(segments));
+  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor,
+                                     b.CreateString(std::string(kPlannerVersion)), &key, &gkey,
+                                     b.CreateString(g.name), device_info, opts, metrics);
+  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops),
+                             b.CreateVector(inputs), b.CreateVector(outputs),
+                             b.CreateVectorOfStructs(segments));
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
   uint64_t data_start = align64(b.GetSize());
@@ -208,7 +235,8 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   for (ValueId a : g.arguments)
     if (segment_of[a] >= 0) {
       const fb::Segment& s = segments[segment_of[a]];
-      std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(), out.bytes.begin() + data_start + s.offset());
+      std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(),
+                  out.bytes.begin() + data_start + s.offset());
     }
   return out;
 }

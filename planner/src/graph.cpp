@@ -11,9 +11,12 @@ namespace meshplan::planner {
 
 std::string_view arg_kind_name(ArgKind kind) {
   switch (kind) {
-    case ArgKind::input: return "input";
-    case ArgKind::parameter: return "parameter";
-    case ArgKind::constant: return "constant";
+    case ArgKind::input:
+      return "input";
+    case ArgKind::parameter:
+      return "parameter";
+    case ArgKind::constant:
+      return "constant";
   }
   return "?";
 }
@@ -43,16 +46,23 @@ std::string op_label(const Op& op) {
 namespace {
 
 bool is_eltwise_binary(OpKind k) {
-  return k == OpKind::add || k == OpKind::subtract || k == OpKind::multiply || k == OpKind::divide ||
-         k == OpKind::maximum || k == OpKind::minimum;
+  return k == OpKind::add || k == OpKind::subtract || k == OpKind::multiply ||
+         k == OpKind::divide || k == OpKind::maximum || k == OpKind::minimum;
 }
-bool is_reduce(OpKind k) { return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max; }
-bool is_pool(OpKind k) { return k == OpKind::max_pool2d || k == OpKind::avg_pool2d; }
+bool is_reduce(OpKind k) {
+  return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max;
+}
+bool is_pool(OpKind k) {
+  return k == OpKind::max_pool2d || k == OpKind::avg_pool2d;
+}
 
 /// Parses one attribute into `c`; false if `op` has no attribute of that name.
-Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig& c, bool* required_seen) {
+Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig& c,
+                             bool* required_seen) {
   OpKind k = op.kind;
-  auto bad = [&](auto&&... why) { return fail(ErrorCode::invalid_argument, op_label(op), ": attribute '", a.name, "' ", why...); };
+  auto bad = [&](auto&&... why) {
+    return fail(ErrorCode::invalid_argument, op_label(op), ": attribute '", a.name, "' ", why...);
+  };
   auto as_bool = [&]() -> Result<bool> {
     if (auto* b = std::get_if<bool>(&a.value)) return *b;
     return bad("must be a bool (\"b\")");
@@ -63,11 +73,13 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     if (*i < lo || *i > hi) return bad("is ", *i, ", outside [", lo, ", ", hi, "]");
     return *i;
   };
-  auto as_ints = [&](size_t min_len, size_t max_len, int64_t lo, int64_t hi) -> Result<std::vector<int64_t>> {
+  auto as_ints = [&](size_t min_len, size_t max_len, int64_t lo,
+                     int64_t hi) -> Result<std::vector<int64_t>> {
     auto* v = std::get_if<std::vector<int64_t>>(&a.value);
     if (!v) return bad("must be a list of integers (\"ints\")");
     if (v->size() < min_len || v->size() > max_len)
-      return bad("has ", v->size(), " entries, expected ", min_len == max_len ? str(min_len) : str(min_len, " to ", max_len));
+      return bad("has ", v->size(), " entries, expected ",
+                 min_len == max_len ? str(min_len) : str(min_len, " to ", max_len));
     for (int64_t x : *v)
       if (x < lo || x > hi) return bad("entry ", x, " is outside [", lo, ", ", hi, "]");
     return *v;
@@ -83,10 +95,12 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
   const std::string& n = a.name;
   if ((n == "transpose_a" || n == "transpose_b") && (k == OpKind::matmul || k == OpKind::linear)) {
     (n == "transpose_a" ? c.transpose_a : c.transpose_b) = MESHPLAN_TRY(as_bool());
-  } else if (n == "activation" && (k == OpKind::matmul || k == OpKind::linear || k == OpKind::conv2d || is_eltwise_binary(k))) {
+  } else if (n == "activation" && (k == OpKind::matmul || k == OpKind::linear ||
+                                   k == OpKind::conv2d || is_eltwise_binary(k))) {
     const std::string* s = std::get_if<std::string>(&a.value);
     auto act = s ? device::activation_from_name(*s) : std::nullopt;
-    if (!act) return bad("must be one of \"none\", \"relu\", \"gelu\", \"silu\", \"sigmoid\", \"tanh\"");
+    if (!act)
+      return bad("must be one of \"none\", \"relu\", \"gelu\", \"silu\", \"sigmoid\", \"tanh\"");
     c.activation = *act;
   } else if ((n == "dims" && is_reduce(k)) || (n == "perm" && k == OpKind::permute)) {
     auto v = MESHPLAN_TRY(as_ints(n == "perm" ? 1 : 0, kRank, -kRank, kRank - 1));
@@ -115,7 +129,8 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
   } else if ((n == "begins" || n == "ends" || n == "steps") && k == OpKind::slice) {
     auto v = MESHPLAN_TRY(as_ints(1, kRank, n == "steps" ? 1 : -kBig, kBig));
     if (c.num_slice != 0 && c.num_slice != v.size())
-      return bad("has ", v.size(), " entries but another of begins/ends/steps has ", int(c.num_slice));
+      return bad("has ", v.size(), " entries but another of begins/ends/steps has ",
+                 int(c.num_slice));
     c.num_slice = static_cast<uint8_t>(v.size());
     std::copy(v.begin(), v.end(), n == "begins" ? c.begins : n == "ends" ? c.ends : c.steps);
   } else if (n == "dtype" && k == OpKind::typecast) {
@@ -147,12 +162,17 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
 /// The attribute an op cannot do without, if any.
 std::string_view required_attribute(OpKind k) {
   switch (k) {
-    case OpKind::permute: return "perm";
-    case OpKind::reshape: return "shape";
-    case OpKind::typecast: return "dtype";
+    case OpKind::permute:
+      return "perm";
+    case OpKind::reshape:
+      return "shape";
+    case OpKind::typecast:
+      return "dtype";
     case OpKind::max_pool2d:
-    case OpKind::avg_pool2d: return "kernel";
-    default: return {};
+    case OpKind::avg_pool2d:
+      return "kernel";
+    default:
+      return {};
   }
 }
 
@@ -163,7 +183,8 @@ Result<device::OpConfig> op_config(const Op& op) {
   bool required_seen = false;
   for (const Attribute& a : op.attributes) {
     bool known = MESHPLAN_TRY(parse_attribute(op, a, config, &required_seen));
-    if (!known) return fail(ErrorCode::invalid_argument, op_label(op), ": unknown attribute '", a.name, "'");
+    if (!known)
+      return fail(ErrorCode::invalid_argument, op_label(op), ": unknown attribute '", a.name, "'");
   }
   std::string_view required = required_attribute(op.kind);
   if (!required.empty() && !required_seen)
@@ -171,7 +192,8 @@ Result<device::OpConfig> op_config(const Op& op) {
   if (op.kind == OpKind::slice) {
     bool has_begins = op.attribute("begins"), has_ends = op.attribute("ends");
     if (!has_begins || !has_ends)
-      return fail(ErrorCode::invalid_argument, op_label(op), ": missing attribute '", has_begins ? "ends" : "begins", "'");
+      return fail(ErrorCode::invalid_argument, op_label(op), ": missing attribute '",
+                  has_begins ? "ends" : "begins", "'");
     if (!op.attribute("steps"))
       for (int i = 0; i < config.num_slice; ++i) config.steps[i] = 1;
   }
@@ -184,13 +206,15 @@ Status validate(Graph& g) {
   for (ValueId v = 0; v < g.values.size(); ++v) {
     const std::string& n = g.values[v].name;
     if (n.empty()) return fail(ErrorCode::invalid_argument, "value #", v, " has no name");
-    if (!value_names.emplace(n, v).second) return fail(ErrorCode::invalid_argument, "duplicate value name '", n, "'");
+    if (!value_names.emplace(n, v).second)
+      return fail(ErrorCode::invalid_argument, "duplicate value name '", n, "'");
   }
   std::map<std::string, OpId, std::less<>> op_names;
   for (OpId o = 0; o < g.ops.size(); ++o) {
     Op& op = g.ops[o];
     if (op.name.empty()) op.name = str(device::op_name(op.kind), "_", o);
-    if (!op_names.emplace(op.name, o).second) return fail(ErrorCode::invalid_argument, "duplicate op name '", op.name, "'");
+    if (!op_names.emplace(op.name, o).second)
+      return fail(ErrorCode::invalid_argument, "duplicate op name '", op.name, "'");
   }
   // Producers and operand counts.
   for (Value& v : g.values) v.producer = kNoOp;
@@ -198,29 +222,36 @@ Status validate(Graph& g) {
     const Op& op = g.ops[o];
     const device::OpInfo& info = device::op_info(op.kind);
     if (!device::operand_count_ok(op.kind, op.operands.size()))
-      return fail(ErrorCode::invalid_argument, op_label(op), " takes ", device::operand_count_text(op.kind), " operand(s), got ",
-                  op.operands.size());
+      return fail(ErrorCode::invalid_argument, op_label(op), " takes ",
+                  device::operand_count_text(op.kind), " operand(s), got ", op.operands.size());
     if (static_cast<int>(op.results.size()) != info.results)
-      return fail(ErrorCode::invalid_argument, op_label(op), " has ", info.results, " result(s), got ", op.results.size());
+      return fail(ErrorCode::invalid_argument, op_label(op), " has ", info.results,
+                  " result(s), got ", op.results.size());
     for (ValueId r : op.results) {
-      if (r >= g.values.size()) return fail(ErrorCode::invalid_argument, op_label(op), ": result #", r, " does not exist");
+      if (r >= g.values.size())
+        return fail(ErrorCode::invalid_argument, op_label(op), ": result #", r, " does not exist");
       if (g.values[r].argument >= 0)
-        return fail(ErrorCode::invalid_argument, op_label(op), ": result '", g.values[r].name, "' is a program argument");
+        return fail(ErrorCode::invalid_argument, op_label(op), ": result '", g.values[r].name,
+                    "' is a program argument");
       if (g.values[r].producer != kNoOp)
-        return fail(ErrorCode::invalid_argument, "value '", g.values[r].name, "' is produced by both op '",
-                    g.ops[g.values[r].producer].name, "' and op '", op.name, "'");
+        return fail(ErrorCode::invalid_argument, "value '", g.values[r].name,
+                    "' is produced by both op '", g.ops[g.values[r].producer].name, "' and op '",
+                    op.name, "'");
       g.values[r].producer = o;
     }
   }
   for (ValueId v = 0; v < g.values.size(); ++v)
     if (g.values[v].producer == kNoOp && g.values[v].argument < 0)
-      return fail(ErrorCode::invalid_argument, "value '", g.values[v].name, "' is neither an argument nor produced by an op");
+      return fail(ErrorCode::invalid_argument, "value '", g.values[v].name,
+                  "' is neither an argument nor produced by an op");
   // Topological order (Kahn's algorithm, stable: ready ops keep their file order).
   std::vector<int> pending(g.ops.size(), 0);
   std::vector<std::vector<OpId>> users(g.ops.size());
   for (OpId o = 0; o < g.ops.size(); ++o)
     for (ValueId v : g.ops[o].operands) {
-      if (v >= g.values.size()) return fail(ErrorCode::invalid_argument, op_label(g.ops[o]), ": operand #", v, " does not exist");
+      if (v >= g.values.size())
+        return fail(ErrorCode::invalid_argument, op_label(g.ops[o]), ": operand #", v,
+                    " does not exist");
       OpId p = g.values[v].producer;
       if (p != kNoOp) {
         ++pending[o];
@@ -255,10 +286,13 @@ Status validate(Graph& g) {
   for (const Value& v : g.values)
     if (v.argument >= 0) {
       for (int64_t d : v.shape)
-        if (d <= 0) return fail(ErrorCode::invalid_argument, "argument '", v.name, "': dimension ", d, " in ", shape_string(v.shape), " is not positive");
-      if (v.kind == ArgKind::constant && static_cast<int64_t>(v.data.size()) != device::volume(v.shape))
-        return fail(ErrorCode::invalid_argument, "constant '", v.name, "' has ", v.data.size(), " values, shape ",
-                    shape_string(v.shape), " needs ", device::volume(v.shape));
+        if (d <= 0)
+          return fail(ErrorCode::invalid_argument, "argument '", v.name, "': dimension ", d, " in ",
+                      shape_string(v.shape), " is not positive");
+      if (v.kind == ArgKind::constant &&
+          static_cast<int64_t>(v.data.size()) != device::volume(v.shape))
+        return fail(ErrorCode::invalid_argument, "constant '", v.name, "' has ", v.data.size(),
+                    " values, shape ", shape_string(v.shape), " needs ", device::volume(v.shape));
     }
   for (Op& op : g.ops) {
     device::OpConfig config = MESHPLAN_TRY(op_config(op));
@@ -272,27 +306,34 @@ Status validate(Graph& g) {
     if (!dtype_or) {
       std::string operands;
       for (ValueId v : op.operands)
-        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' is " + std::string(device::dtype_name(g.values[v].dtype));
-      return fail(ErrorCode::invalid_argument, op_label(op), ": ", dtype_or.error().message, " (operands ", operands, ")");
+        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' is " +
+                    std::string(device::dtype_name(g.values[v].dtype));
+      return fail(ErrorCode::invalid_argument, op_label(op), ": ", dtype_or.error().message,
+                  " (operands ", operands, ")");
     }
     DType dtype = *dtype_or;
     auto inferred = device::infer_shape(op.kind, shapes, config);
     if (!inferred) {
       std::string operands;
-      for (ValueId v : op.operands) operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' " + shape_string(g.values[v].shape);
-      return fail(ErrorCode::invalid_argument, op_label(op), ": shape mismatch: ", inferred.error().message, " (operands ", operands, ")");
+      for (ValueId v : op.operands)
+        operands += (operands.empty() ? "'" : ", '") + g.values[v].name + "' " +
+                    shape_string(g.values[v].shape);
+      return fail(ErrorCode::invalid_argument, op_label(op),
+                  ": shape mismatch: ", inferred.error().message, " (operands ", operands, ")");
     }
     Value& r = g.values[op.results[0]];
     if (!r.shape.empty() && r.shape != *inferred)
-      return fail(ErrorCode::invalid_argument, op_label(op), ": result '", r.name, "' is declared ", shape_string(r.shape),
-                  " but the operands give ", shape_string(*inferred));
+      return fail(ErrorCode::invalid_argument, op_label(op), ": result '", r.name, "' is declared ",
+                  shape_string(r.shape), " but the operands give ", shape_string(*inferred));
     r.shape = *inferred;
     r.dtype = dtype;
   }
   // Outputs.
-  if (g.outputs.empty()) return fail(ErrorCode::invalid_argument, "graph '", g.name, "' has no outputs");
+  if (g.outputs.empty())
+    return fail(ErrorCode::invalid_argument, "graph '", g.name, "' has no outputs");
   for (ValueId v : g.outputs)
-    if (v >= g.values.size()) return fail(ErrorCode::invalid_argument, "output #", v, " does not exist");
+    if (v >= g.values.size())
+      return fail(ErrorCode::invalid_argument, "output #", v, " does not exist");
   return {};
 }
 
@@ -301,29 +342,39 @@ std::string Graph::print() const {
   out << "graph " << name << "\n";
   for (ValueId a : arguments) {
     const Value& v = values[a];
-    out << "  " << arg_kind_name(v.kind) << " %" << v.name << " : " << shape_string(v.shape) << " " << device::dtype_name(v.dtype) << "\n";
+    out << "  " << arg_kind_name(v.kind) << " %" << v.name << " : " << shape_string(v.shape) << " "
+        << device::dtype_name(v.dtype) << "\n";
   }
   for (const Op& op : ops) {
     out << "  ";
-    for (size_t i = 0; i < op.results.size(); ++i) out << (i ? ", " : "") << "%" << values[op.results[i]].name;
+    for (size_t i = 0; i < op.results.size(); ++i)
+      out << (i ? ", " : "") << "%" << values[op.results[i]].name;
     out << " = " << device::op_name(op.kind) << "(";
-    for (size_t i = 0; i < op.operands.size(); ++i) out << (i ? ", " : "") << "%" << values[op.operands[i]].name;
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      out << (i ? ", " : "") << "%" << values[op.operands[i]].name;
     out << ")";
     for (const Attribute& a : op.attributes) {
       out << " " << a.name << "=";
-      std::visit([&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) out << (x ? "true" : "false");
-        else if constexpr (std::is_same_v<T, std::string>) out << '"' << x << '"';
-        else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>>) {
-          out << "[";
-          for (size_t i = 0; i < x.size(); ++i) out << (i ? "," : "") << x[i];
-          out << "]";
-        } else out << x;
-      }, a.value);
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, bool>)
+              out << (x ? "true" : "false");
+            else if constexpr (std::is_same_v<T, std::string>)
+              out << '"' << x << '"';
+            else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                               std::is_same_v<T, std::vector<double>>) {
+              out << "[";
+              for (size_t i = 0; i < x.size(); ++i) out << (i ? "," : "") << x[i];
+              out << "]";
+            } else
+              out << x;
+          },
+          a.value);
     }
     const Value& r = values[op.results[0]];
-    out << " : " << shape_string(r.shape) << " " << device::dtype_name(r.dtype) << "  # " << op.name << "\n";
+    out << " : " << shape_string(r.shape) << " " << device::dtype_name(r.dtype) << "  # " << op.name
+        << "\n";
   }
   out << "  return";
   for (size_t i = 0; i < outputs.size(); ++i) out << (i ? ", %" : " %") << values[outputs[i]].name;

@@ -9,23 +9,41 @@ namespace meshplan::planner {
 
 const std::vector<int64_t> GraphBuilder::kNoShape;
 
-Attribute attr(std::string name, int64_t v) { return Attribute{std::move(name), v}; }
-Attribute attr(std::string name, int v) { return Attribute{std::move(name), static_cast<int64_t>(v)}; }
-Attribute attr(std::string name, double v) { return Attribute{std::move(name), v}; }
-Attribute attr(std::string name, bool v) { return Attribute{std::move(name), v}; }
-Attribute attr(std::string name, const char* v) { return Attribute{std::move(name), std::string(v)}; }
-Attribute attr(std::string name, std::string v) { return Attribute{std::move(name), std::move(v)}; }
-Attribute attr(std::string name, std::vector<int64_t> v) { return Attribute{std::move(name), std::move(v)}; }
-Attribute attr(std::string name, std::vector<double> v) { return Attribute{std::move(name), std::move(v)}; }
+Attribute attr(std::string name, int64_t v) {
+  return Attribute{std::move(name), v};
+}
+Attribute attr(std::string name, int v) {
+  return Attribute{std::move(name), static_cast<int64_t>(v)};
+}
+Attribute attr(std::string name, double v) {
+  return Attribute{std::move(name), v};
+}
+Attribute attr(std::string name, bool v) {
+  return Attribute{std::move(name), v};
+}
+Attribute attr(std::string name, const char* v) {
+  return Attribute{std::move(name), std::string(v)};
+}
+Attribute attr(std::string name, std::string v) {
+  return Attribute{std::move(name), std::move(v)};
+}
+Attribute attr(std::string name, std::vector<int64_t> v) {
+  return Attribute{std::move(name), std::move(v)};
+}
+Attribute attr(std::string name, std::vector<double> v) {
+  return Attribute{std::move(name), std::move(v)};
+}
 
-GraphBuilder::GraphBuilder(std::string name) { graph_.name = std::move(name); }
+GraphBuilder::GraphBuilder(std::string name) {
+  graph_.name = std::move(name);
+}
 
 void GraphBuilder::set_error(Error e) {
   if (!error_) error_ = std::move(e);
 }
 
-GraphBuilder::Value GraphBuilder::argument(std::string name, std::vector<int64_t> shape, DType dtype, ArgKind kind,
-                                           std::vector<float> data) {
+GraphBuilder::Value GraphBuilder::argument(std::string name, std::vector<int64_t> shape,
+                                           DType dtype, ArgKind kind, std::vector<float> data) {
   planner::Value v;
   v.name = std::move(name);
   v.shape = std::move(shape);
@@ -43,25 +61,29 @@ GraphBuilder::Value GraphBuilder::input(std::string name, std::vector<int64_t> s
   return argument(std::move(name), std::move(shape), dtype, ArgKind::input, {});
 }
 
-GraphBuilder::Value GraphBuilder::parameter(std::string name, std::vector<int64_t> shape, DType dtype) {
+GraphBuilder::Value GraphBuilder::parameter(std::string name, std::vector<int64_t> shape,
+                                            DType dtype) {
   return argument(std::move(name), std::move(shape), dtype, ArgKind::parameter, {});
 }
 
-GraphBuilder::Value GraphBuilder::constant(std::string name, std::vector<int64_t> shape, std::vector<float> data, DType dtype) {
+GraphBuilder::Value GraphBuilder::constant(std::string name, std::vector<int64_t> shape,
+                                           std::vector<float> data, DType dtype) {
   return argument(std::move(name), std::move(shape), dtype, ArgKind::constant, std::move(data));
 }
 
-GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> operands, std::vector<Attribute> attributes,
-                                     std::string name) {
+GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> operands,
+                                     std::vector<Attribute> attributes, std::string name) {
   auto k = device::op_from_name(kind);
-  std::string label = name.empty() ? str("op #", graph_.ops.size(), " (", kind, ")") : str("op '", name, "'");
+  std::string label =
+      name.empty() ? str("op #", graph_.ops.size(), " (", kind, ")") : str("op '", name, "'");
   if (!k) {
     set_error(Error{ErrorCode::invalid_argument, str(label, ": unknown op '", kind, "'")});
     return kInvalid;
   }
   for (Value v : operands)
     if (v == kInvalid || v >= graph_.values.size()) {
-      set_error(Error{ErrorCode::invalid_argument, str(label, ": an operand is invalid (an earlier error)")});
+      set_error(Error{ErrorCode::invalid_argument,
+                      str(label, ": an operand is invalid (an earlier error)")});
       return kInvalid;
     }
   Op o;
@@ -69,7 +91,8 @@ GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> o
   o.name = name.empty() ? str(kind, "_", graph_.ops.size()) : std::move(name);
   o.operands = std::move(operands);
   o.attributes = std::move(attributes);
-  std::sort(o.attributes.begin(), o.attributes.end(), [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
+  std::sort(o.attributes.begin(), o.attributes.end(),
+            [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
   auto config = op_config(o);
   if (!config) {
     set_error(config.error());
@@ -79,7 +102,8 @@ GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> o
   for (Value v : o.operands) shapes.emplace_back(graph_.values[v].shape);
   auto shape = device::infer_shape(o.kind, shapes, *config);
   if (!shape) {
-    set_error(Error{ErrorCode::invalid_argument, str("op '", o.name, "' (", kind, "): ", shape.error().message)});
+    set_error(Error{ErrorCode::invalid_argument,
+                    str("op '", o.name, "' (", kind, "): ", shape.error().message)});
     return kInvalid;
   }
   planner::Value r;
@@ -89,7 +113,8 @@ GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> o
   for (Value v : o.operands) dtypes.push_back(graph_.values[v].dtype);
   auto dtype = device::infer_dtype(o.kind, dtypes, *config);  // typecast and embedding change dtype
   if (!dtype) {
-    set_error(Error{ErrorCode::invalid_argument, str("op '", o.name, "' (", kind, "): ", dtype.error().message)});
+    set_error(Error{ErrorCode::invalid_argument,
+                    str("op '", o.name, "' (", kind, "): ", dtype.error().message)});
     return kInvalid;
   }
   r.dtype = *dtype;

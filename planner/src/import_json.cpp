@@ -69,7 +69,8 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
   }
   flatbuffers::Verifier verifier(parser->builder_.GetBufferPointer(), parser->builder_.GetSize());
   if (!fb::VerifyGraphBuffer(verifier))
-    return fail(ErrorCode::invalid_argument, source_name, ": not a graph (root table must be meshplan.fb.Graph)");
+    return fail(ErrorCode::invalid_argument, source_name,
+                ": not a graph (root table must be meshplan.fb.Graph)");
   const fb::Graph* fg = fb::GetGraph(parser->builder_.GetBufferPointer());
 
   Graph g;
@@ -82,7 +83,8 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
     value.dtype = static_cast<DType>(v->dtype());
     ValueId id = static_cast<ValueId>(g.values.size());
     if (!names.emplace(value.name, id).second)
-      return fail(ErrorCode::invalid_argument, source_name, ": duplicate value name '", value.name, "' (", where, ")");
+      return fail(ErrorCode::invalid_argument, source_name, ": duplicate value name '", value.name,
+                  "' (", where, ")");
     g.values.push_back(std::move(value));
     return id;
   };
@@ -93,11 +95,13 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
       v.kind = static_cast<ArgKind>(a->kind());
       v.argument = static_cast<int>(g.arguments.size());
       if (v.shape.empty() && !a->value()->shape())
-        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has no shape");
+        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name,
+                    "' has no shape");
       if (a->data())
         for (double d : *a->data()) v.data.push_back(static_cast<float>(d));
       if (v.kind != ArgKind::constant && a->data())
-        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name, "' has data but is not a constant");
+        return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name,
+                    "' has data but is not a constant");
       g.arguments.push_back(id);
     }
   // First pass: ops and their results, so operands may refer to values defined later in the file.
@@ -112,25 +116,28 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
         std::string known;
         for (int k = 0; k < device::kNumOpKinds; ++k)
           known += (k ? ", " : "") + std::string(device::op_name(static_cast<OpKind>(k)));
-        return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": unknown op '", fo->kind()->str(),
-                    "' (known ops: ", known, ")");
+        return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": unknown op '",
+                    fo->kind()->str(), "' (known ops: ", known, ")");
       }
       op.kind = *kind;
       if (fo->results())
-        for (const fb::Value* r : *fo->results()) op.results.push_back(MESHPLAN_TRY(add_value(r, label)));
+        for (const fb::Value* r : *fo->results())
+          op.results.push_back(MESHPLAN_TRY(add_value(r, label)));
       if (fo->attributes())
         for (const fb::Attribute* a : *fo->attributes()) {
           bool ok = false;
           AttrValue value = attr_value(*a, &ok);
           if (!ok)
-            return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": attribute '", a->name()->str(),
-                        "' must set exactly one of i, f, b, s, ints, floats");
+            return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": attribute '",
+                        a->name()->str(), "' must set exactly one of i, f, b, s, ints, floats");
           op.attributes.push_back(Attribute{a->name()->str(), std::move(value)});
         }
-      std::sort(op.attributes.begin(), op.attributes.end(), [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
+      std::sort(op.attributes.begin(), op.attributes.end(),
+                [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
       for (size_t i = 1; i < op.attributes.size(); ++i)
         if (op.attributes[i].name == op.attributes[i - 1].name)
-          return fail(ErrorCode::invalid_argument, source_name, ": ", label, ": duplicate attribute '", op.attributes[i].name, "'");
+          return fail(ErrorCode::invalid_argument, source_name, ": ", label,
+                      ": duplicate attribute '", op.attributes[i].name, "'");
       g.ops.push_back(std::move(op));
       fops.push_back(fo);
     }
@@ -140,15 +147,18 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
     for (const flatbuffers::String* s : *fops[o]->operands()) {
       auto it = names.find(s->string_view());
       if (it == names.end())
-        return fail(ErrorCode::invalid_argument, source_name, ": op '", g.ops[o].name.empty() ? str("#", o) : g.ops[o].name,
-                    "': operand '", s->str(), "' is not defined");
+        return fail(ErrorCode::invalid_argument, source_name, ": op '",
+                    g.ops[o].name.empty() ? str("#", o) : g.ops[o].name, "': operand '", s->str(),
+                    "' is not defined");
       g.ops[o].operands.push_back(it->second);
     }
   }
   if (fg->outputs())
     for (const flatbuffers::String* s : *fg->outputs()) {
       auto it = names.find(s->string_view());
-      if (it == names.end()) return fail(ErrorCode::invalid_argument, source_name, ": output '", s->str(), "' is not defined");
+      if (it == names.end())
+        return fail(ErrorCode::invalid_argument, source_name, ": output '", s->str(),
+                    "' is not defined");
       g.outputs.push_back(it->second);
     }
   auto status = validate(g);
@@ -199,7 +209,8 @@ Result<std::string> export_graph_json(const Graph& g) {
       if (!floats.IsNull()) ab.add_floats(floats);
       attrs.push_back(ab.Finish());
     }
-    ops.push_back(fb::CreateOpDirect(b, op.name.c_str(), device::op_name(op.kind).data(), &operands, &results, &attrs));
+    ops.push_back(fb::CreateOpDirect(b, op.name.c_str(), device::op_name(op.kind).data(), &operands,
+                                     &results, &attrs));
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> outputs;
   for (ValueId v : g.outputs) outputs.push_back(b.CreateString(g.values[v].name));

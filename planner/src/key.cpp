@@ -18,7 +18,8 @@ Hash128 graph_key(const Graph& g) {
     position[a] = next++;
     h.u8(static_cast<uint8_t>(v.kind)).u8(static_cast<uint8_t>(v.dtype)).u64(v.shape.size());
     for (int64_t d : v.shape) h.i64(d);
-    if (v.kind == ArgKind::constant) h.u64(v.data.size()).bytes(v.data.data(), v.data.size() * sizeof(float));
+    if (v.kind == ArgKind::constant)
+      h.u64(v.data.size()).bytes(v.data.data(), v.data.size() * sizeof(float));
   }
   h.u64(g.ops.size());
   for (const Op& op : g.ops) {
@@ -34,17 +35,23 @@ Hash128 graph_key(const Graph& g) {
     h.u64(op.attributes.size());
     for (const Attribute& a : op.attributes) {
       h.string(a.name).u8(static_cast<uint8_t>(a.value.index()));
-      std::visit([&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, int64_t>) h.i64(x);
-        else if constexpr (std::is_same_v<T, double>) h.f64(x);
-        else if constexpr (std::is_same_v<T, bool>) h.u8(x ? 1 : 0);
-        else if constexpr (std::is_same_v<T, std::string>) h.string(x);
-        else {
-          h.u64(x.size());
-          for (auto e : x) h.bytes(&e, sizeof(e));
-        }
-      }, a.value);
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, int64_t>)
+              h.i64(x);
+            else if constexpr (std::is_same_v<T, double>)
+              h.f64(x);
+            else if constexpr (std::is_same_v<T, bool>)
+              h.u8(x ? 1 : 0);
+            else if constexpr (std::is_same_v<T, std::string>)
+              h.string(x);
+            else {
+              h.u64(x.size());
+              for (auto e : x) h.bytes(&e, sizeof(e));
+            }
+          },
+          a.value);
     }
   }
   h.u64(g.outputs.size());

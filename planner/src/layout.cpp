@@ -30,11 +30,13 @@ Result<LayoutPlan> dram_policy(const Graph& g, const device::ChipDesc& chip) {
 
 Result<LayoutPlan> run_layout_policy(const Graph& g, const Schedule&, const device::ChipDesc& chip,
                                      const PlannerOptions& options) {
-  if (options.policy == "dram" && options.output_overrides.empty() && options.memreconfig.empty()) return dram_policy(g, chip);
+  if (options.policy == "dram" && options.output_overrides.empty() && options.memreconfig.empty())
+    return dram_policy(g, chip);
   LayoutResult r = MESHPLAN_TRY(plan_layout(g, chip, options));
   if (r.graph.ops.size() != g.ops.size())
-    return fail(ErrorCode::invalid_argument, "policy '", options.policy, "' inserted ", r.graph.ops.size() - g.ops.size(),
-                " moves into graph '", g.name, "': use plan_layout(), which returns the planned graph");
+    return fail(ErrorCode::invalid_argument, "policy '", options.policy, "' inserted ",
+                r.graph.ops.size() - g.ops.size(), " moves into graph '", g.name,
+                "': use plan_layout(), which returns the planned graph");
   return std::move(r.layout);
 }
 
@@ -42,8 +44,10 @@ std::string LayoutPlan::print(const Graph& g) const {
   std::ostringstream out;
   for (ValueId v = 0; v < tensors.size(); ++v) {
     const TensorLayout& t = tensors[v];
-    out << "%" << g.values[v].name << ": " << device::buffer_name(t.buffer) << " " << device::memory_name(t.memory) << " "
-        << (t.layout == device::TileLayout::tile ? "tile" : "row_major") << " " << device::dtype_name(t.dtype) << "\n";
+    out << "%" << g.values[v].name << ": " << device::buffer_name(t.buffer) << " "
+        << device::memory_name(t.memory) << " "
+        << (t.layout == device::TileLayout::tile ? "tile" : "row_major") << " "
+        << device::dtype_name(t.dtype) << "\n";
   }
   for (OpId o = 0; o < configs.size(); ++o)
     out << g.ops[o].name << ": grid " << configs[o].grid_x << "x" << configs[o].grid_y << " "

@@ -21,19 +21,23 @@ std::string fmt(const char* f, double v) {
 
 std::string shape_of(const fb::TensorPlan* t) {
   std::string s;
-  for (uint32_t i = 0; i < t->shape()->size(); ++i) s += (i ? "x" : "") + std::to_string(t->shape()->Get(i));
+  for (uint32_t i = 0; i < t->shape()->size(); ++i)
+    s += (i ? "x" : "") + std::to_string(t->shape()->Get(i));
   return s;
 }
 
-std::string name_of(const fb::TensorPlan* t) { return t->name() ? t->name()->str() : "?"; }
+std::string name_of(const fb::TensorPlan* t) {
+  return t->name() ? t->name()->str() : "?";
+}
 
 std::string layout_of(const fb::TensorPlan* t) {
-  std::string s = std::string(device::buffer_name(static_cast<device::BufferType>(t->buffer()))) + " " +
+  std::string s = std::string(device::buffer_name(static_cast<device::BufferType>(t->buffer()))) +
+                  " " +
                   std::string(device::memory_name(static_cast<device::MemLayout>(t->memory())));
   if (t->shard() && t->shard()->grid() && t->shard()->grid()->size() > 0) {
     const fb::CoreRange* r = t->shard()->grid()->Get(0);
-    s += " grid (" + std::to_string(r->x0()) + "," + std::to_string(r->y0()) + ")-(" + std::to_string(r->x1()) + "," +
-         std::to_string(r->y1()) + ")";
+    s += " grid (" + std::to_string(r->x0()) + "," + std::to_string(r->y0()) + ")-(" +
+         std::to_string(r->x1()) + "," + std::to_string(r->y1()) + ")";
   }
   s += " " + std::string(device::dtype_name(static_cast<device::DType>(t->dtype())));
   s += t->layout() == fb::TileLayout::tile ? " tile" : " row-major";
@@ -48,7 +52,8 @@ std::string colour(uint32_t id) {
 }
 
 void op_table(std::ostringstream& o, const fb::Plan& p) {
-  o << "<h2>Ops</h2>\n<table class=\"ops\">\n<thead><tr><th>#</th><th>op</th><th>kind</th><th>config</th>"
+  o << "<h2>Ops</h2>\n<table "
+       "class=\"ops\">\n<thead><tr><th>#</th><th>op</th><th>kind</th><th>config</th>"
        "<th>operands</th><th>result</th><th>result layout</th><th>address</th><th>bytes/bank</th>"
        "<th>est. us</th></tr></thead>\n<tbody>\n";
   for (uint32_t i = 0; i < p.ops()->size(); ++i) {
@@ -60,17 +65,21 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
                std::string(device::fidelity_name(static_cast<device::MathFidelity>(c->fidelity())));
       if (c->transpose_a()) config += ", transpose_a";
       if (c->transpose_b()) config += ", transpose_b";
-      if (c->activation() != fb::Activation::none) config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
+      if (c->activation() != fb::Activation::none)
+        config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
     }
     std::string operands;
-    for (uint32_t id : *op->operands()) operands += (operands.empty() ? "" : ", ") + name_of(p.tensors()->Get(id));
+    for (uint32_t id : *op->operands())
+      operands += (operands.empty() ? "" : ", ") + name_of(p.tensors()->Get(id));
     const fb::TensorPlan* r = p.tensors()->Get(op->results()->Get(0));
     bool move = op->kind() == fb::OpKind::to_memory_config;
-    o << "<tr class=\"op" << (move ? " move" : "") << "\"><td>" << i << "</td><td>" << html_escape(op->name() ? op->name()->str() : "")
-      << "</td><td>" << fb::EnumNameOpKind(op->kind()) << "</td><td>" << html_escape(config) << "</td><td>"
-      << html_escape(operands) << "</td><td>" << html_escape(name_of(r)) << " [" << shape_of(r) << "]</td><td>"
-      << html_escape(layout_of(r)) << "</td><td>" << r->address() << "</td><td>" << r->bytes_per_bank() << "</td><td>"
-      << fmt("%.3f", op->estimated_ns() / 1000.0) << "</td></tr>\n";
+    o << "<tr class=\"op" << (move ? " move" : "") << "\"><td>" << i << "</td><td>"
+      << html_escape(op->name() ? op->name()->str() : "") << "</td><td>"
+      << fb::EnumNameOpKind(op->kind()) << "</td><td>" << html_escape(config) << "</td><td>"
+      << html_escape(operands) << "</td><td>" << html_escape(name_of(r)) << " [" << shape_of(r)
+      << "]</td><td>" << html_escape(layout_of(r)) << "</td><td>" << r->address() << "</td><td>"
+      << r->bytes_per_bank() << "</td><td>" << fmt("%.3f", op->estimated_ns() / 1000.0)
+      << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n";
 }
@@ -80,10 +89,12 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
 // placed from the top down), the circular-buffer strip spans the unreserved base to the largest
 // op's circular buffers (they grow from the base up). Moves to DRAM (spills) are marked in red.
 void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& chip) {
-  const int width = 900, left = 80, right = 10, top = 10, tensor_h = 240, gap = 24, cb_h = 70, bottom = 20;
+  const int width = 900, left = 80, right = 10, top = 10, tensor_h = 240, gap = 24, cb_h = 70,
+            bottom = 20;
   const int height = top + tensor_h + gap + cb_h + bottom;
   int n = std::max<int>(1, static_cast<int>(p.ops()->size()));
-  double base = static_cast<double>(chip.l1_unreserved_base), hi = static_cast<double>(chip.l1_usable_top());
+  double base = static_cast<double>(chip.l1_unreserved_base),
+         hi = static_cast<double>(chip.l1_usable_top());
   double col = static_cast<double>(width - left - right) / n;
   // Circular-buffer bytes per op: 2 tiles per operand and result, plus f32 partials for matmul
   // (OpModel's rule with the default config).
@@ -101,26 +112,34 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
     device::TensorPlacement res;
     res.dtype = static_cast<device::DType>(p.tensors()->Get(op->results()->Get(0))->dtype());
     const device::TensorPlacement* outs[] = {&res};
-    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), "", ins, outs, device::OpConfig{}};
+    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), "", ins, outs,
+                            device::OpConfig{}};
     cbs.push_back(static_cast<double>(model.circular_buffer_bytes(launch)));
   }
   double lowest = hi;
   for (const fb::TensorPlan* t : *p.tensors())
-    if (t->buffer() == fb::BufferType::l1) lowest = std::min(lowest, static_cast<double>(t->address()));
+    if (t->buffer() == fb::BufferType::l1)
+      lowest = std::min(lowest, static_cast<double>(t->address()));
   double t_lo = std::max(base, lowest - std::max(1024.0, (hi - lowest) * 0.05));
-  double cb_hi = base + std::max(1024.0, (cbs.empty() ? 0.0 : *std::max_element(cbs.begin(), cbs.end())) * 1.1);
+  double cb_hi =
+      base +
+      std::max(1024.0, (cbs.empty() ? 0.0 : *std::max_element(cbs.begin(), cbs.end())) * 1.1);
   auto y_tensor = [&](double addr) { return top + (hi - addr) / (hi - t_lo) * tensor_h; };
   const int cb_top = top + tensor_h + gap;
   auto y_cb = [&](double addr) { return cb_top + (cb_hi - addr) / (cb_hi - base) * cb_h; };
 
-  o << "<h2>L1 memory map</h2>\n<p>Per-core L1 address against schedule position. Upper strip: L1 tensors over their "
-       "live range (placed from the top of L1 down). Lower strip: each op's circular buffers (from the unreserved base "
-       "up). Red lines: moves to DRAM (spills). The strips are scaled separately; the space between them is free.</p>\n";
-  o << "<svg class=\"l1map\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\">\n";
-  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width - left - right << "\" height=\"" << tensor_h
-    << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
-  o << "<rect x=\"" << left << "\" y=\"" << cb_top << "\" width=\"" << width - left - right << "\" height=\"" << cb_h
-    << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  o << "<h2>L1 memory map</h2>\n<p>Per-core L1 address against schedule position. Upper strip: L1 "
+       "tensors over their "
+       "live range (placed from the top of L1 down). Lower strip: each op's circular buffers (from "
+       "the unreserved base "
+       "up). Red lines: moves to DRAM (spills). The strips are scaled separately; the space "
+       "between them is free.</p>\n";
+  o << "<svg class=\"l1map\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+    << "\" height=\"" << height << "\">\n";
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width - left - right
+    << "\" height=\"" << tensor_h << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  o << "<rect x=\"" << left << "\" y=\"" << cb_top << "\" width=\"" << width - left - right
+    << "\" height=\"" << cb_h << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
   auto label = [&](double y, uint64_t addr) {
     o << "<text x=\"2\" y=\"" << fmt("%.1f", y) << "\" font-size=\"10\">" << addr << "</text>\n";
   };
@@ -131,25 +150,28 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
   for (uint32_t i = 0; i < p.ops()->size(); ++i) {
     const fb::OpPlan* op = p.ops()->Get(i);
     double y = y_cb(base + cbs[i]);
-    o << "<rect class=\"cb\" x=\"" << fmt("%.1f", left + i * col) << "\" y=\"" << fmt("%.1f", y) << "\" width=\""
-      << fmt("%.1f", col) << "\" height=\"" << fmt("%.1f", y_cb(base) - y) << "\" fill=\"#bbb\"><title>"
-      << html_escape(op->name() ? op->name()->str() : "") << " circular buffers " << static_cast<uint64_t>(cbs[i])
-      << " B</title></rect>\n";
+    o << "<rect class=\"cb\" x=\"" << fmt("%.1f", left + i * col) << "\" y=\"" << fmt("%.1f", y)
+      << "\" width=\"" << fmt("%.1f", col) << "\" height=\"" << fmt("%.1f", y_cb(base) - y)
+      << "\" fill=\"#bbb\"><title>" << html_escape(op->name() ? op->name()->str() : "")
+      << " circular buffers " << static_cast<uint64_t>(cbs[i]) << " B</title></rect>\n";
     if (op->kind() == fb::OpKind::to_memory_config &&
         p.tensors()->Get(op->results()->Get(0))->buffer() == fb::BufferType::dram)
-      o << "<line class=\"spill\" x1=\"" << fmt("%.1f", left + (i + 0.5) * col) << "\" y1=\"" << top << "\" x2=\""
-        << fmt("%.1f", left + (i + 0.5) * col) << "\" y2=\"" << cb_top + cb_h << "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
+      o << "<line class=\"spill\" x1=\"" << fmt("%.1f", left + (i + 0.5) * col) << "\" y1=\"" << top
+        << "\" x2=\"" << fmt("%.1f", left + (i + 0.5) * col) << "\" y2=\"" << cb_top + cb_h
+        << "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
   }
   for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
     const fb::TensorPlan* t = p.tensors()->Get(id);
     if (t->buffer() != fb::BufferType::l1) continue;
-    int from = std::max(0, t->first_use()), to = t->last_use() < 0 ? from : std::min(n - 1, t->last_use());
+    int from = std::max(0, t->first_use()),
+        to = t->last_use() < 0 ? from : std::min(n - 1, t->last_use());
     double a = static_cast<double>(t->address()), b = a + static_cast<double>(t->bytes_per_bank());
-    o << "<rect class=\"tensor\" x=\"" << fmt("%.1f", left + from * col) << "\" y=\"" << fmt("%.1f", y_tensor(b))
-      << "\" width=\"" << fmt("%.1f", (to - from + 1) * col) << "\" height=\""
-      << fmt("%.1f", std::max(1.0, y_tensor(a) - y_tensor(b))) << "\" fill=\"" << colour(id)
-      << "\" fill-opacity=\"0.8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << html_escape(name_of(t)) << " @"
-      << t->address() << " +" << t->bytes_per_bank() << "</title></rect>\n";
+    o << "<rect class=\"tensor\" x=\"" << fmt("%.1f", left + from * col) << "\" y=\""
+      << fmt("%.1f", y_tensor(b)) << "\" width=\"" << fmt("%.1f", (to - from + 1) * col)
+      << "\" height=\"" << fmt("%.1f", std::max(1.0, y_tensor(a) - y_tensor(b))) << "\" fill=\""
+      << colour(id) << "\" fill-opacity=\"0.8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>"
+      << html_escape(name_of(t)) << " @" << t->address() << " +" << t->bytes_per_bank()
+      << "</title></rect>\n";
   }
   o << "</svg>\n";
 }
@@ -160,15 +182,18 @@ void timeline(std::ostringstream& o, const fb::Plan& p) {
   uint64_t total = 0;
   for (const fb::OpPlan* op : *p.ops()) total += op->estimated_ns();
   double scale = total ? static_cast<double>(width - left - 10) / static_cast<double>(total) : 0.0;
-  o << "<h2>Timeline</h2>\n<p>Simulated device time per op, " << fmt("%.3f", total / 1000.0) << " us in all.</p>\n";
-  o << "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\">\n";
+  o << "<h2>Timeline</h2>\n<p>Simulated device time per op, " << fmt("%.3f", total / 1000.0)
+    << " us in all.</p>\n";
+  o << "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+    << "\" height=\"" << height << "\">\n";
   o << "<text x=\"2\" y=\"30\" font-size=\"11\">chip 0</text>\n";
   double x = left;
   for (uint32_t i = 0; i < p.ops()->size(); ++i) {
     const fb::OpPlan* op = p.ops()->Get(i);
     double w = op->estimated_ns() * scale;
-    o << "<rect class=\"span\" x=\"" << fmt("%.2f", x) << "\" y=\"15\" width=\"" << fmt("%.2f", std::max(0.5, w))
-      << "\" height=\"25\" fill=\"" << colour(i) << "\"><title>" << html_escape(op->name() ? op->name()->str() : "") << " "
+    o << "<rect class=\"span\" x=\"" << fmt("%.2f", x) << "\" y=\"15\" width=\""
+      << fmt("%.2f", std::max(0.5, w)) << "\" height=\"25\" fill=\"" << colour(i) << "\"><title>"
+      << html_escape(op->name() ? op->name()->str() : "") << " "
       << fmt("%.3f", op->estimated_ns() / 1000.0) << " us</title></rect>\n";
     x += w;
   }
@@ -176,13 +201,16 @@ void timeline(std::ostringstream& o, const fb::Plan& p) {
 }
 
 void comparison(std::ostringstream& o, std::span<const ReportPlan> plans) {
-  o << "<h2>Policy comparison</h2>\n<table class=\"compare\">\n<thead><tr><th>policy</th><th>simulated us</th>"
-       "<th>ops</th><th>L1 outputs</th><th>spills</th><th>reshards</th><th>L1 high-water</th></tr></thead>\n<tbody>\n";
+  o << "<h2>Policy comparison</h2>\n<table "
+       "class=\"compare\">\n<thead><tr><th>policy</th><th>simulated us</th>"
+       "<th>ops</th><th>L1 outputs</th><th>spills</th><th>reshards</th><th>L1 "
+       "high-water</th></tr></thead>\n<tbody>\n";
   for (const ReportPlan& rp : plans) {
     const fb::PlanMetrics* m = rp.plan->header()->metrics();
-    o << "<tr class=\"policy\"><td>" << html_escape(rp.label) << "</td><td>" << fmt("%.3f", m->estimated_ns() / 1000.0)
-      << "</td><td>" << m->ops() << "</td><td>" << m->l1_outputs() << "</td><td>" << m->spills() << "</td><td>"
-      << m->reshards() << "</td><td>" << m->l1_high_water() << "</td></tr>\n";
+    o << "<tr class=\"policy\"><td>" << html_escape(rp.label) << "</td><td>"
+      << fmt("%.3f", m->estimated_ns() / 1000.0) << "</td><td>" << m->ops() << "</td><td>"
+      << m->l1_outputs() << "</td><td>" << m->spills() << "</td><td>" << m->reshards()
+      << "</td><td>" << m->l1_high_water() << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n";
 }
@@ -194,19 +222,31 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
 Result<std::string> render_report(std::span<const ReportPlan> plans) {
-  if (plans.empty() || !plans[0].plan) return fail(ErrorCode::invalid_argument, "report: no plan given");
+  if (plans.empty() || !plans[0].plan)
+    return fail(ErrorCode::invalid_argument, "report: no plan given");
   const fb::Plan& p = *plans[0].plan;
   const fb::PlanHeader* h = p.header();
   const fb::DeviceInfo* d = h->device();
@@ -216,22 +256,30 @@ Result<std::string> render_report(std::span<const ReportPlan> plans) {
   chip.grid_y = d->grid_y();
   chip.l1_size = d->l1_size();
   chip.l1_unreserved_base = d->l1_unreserved_base();
-  if (chip.l1_size <= chip.l1_unreserved_base) return fail(ErrorCode::invalid_argument, "report: plan has no L1 geometry");
-  std::string title = "meshplan plan: " + (h->graph_name() ? h->graph_name()->str() : std::string("graph"));
+  if (chip.l1_size <= chip.l1_unreserved_base)
+    return fail(ErrorCode::invalid_argument, "report: plan has no L1 geometry");
+  std::string title =
+      "meshplan plan: " + (h->graph_name() ? h->graph_name()->str() : std::string("graph"));
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" << html_escape(title)
-    << "</title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:12px}"
-       "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}tr.move{background:#fdecea}h2{margin-top:1.5em}\n"
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>"
+    << html_escape(title)
+    << "</"
+       "title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:"
+       "collapse;font-size:12px}"
+       "td,th{border:1px solid #ccc;padding:2px "
+       "6px;text-align:left}tr.move{background:#fdecea}h2{margin-top:1.5em}\n"
        "</style>\n</head>\n<body>\n";
   o << "<h1>" << html_escape(title) << "</h1>\n";
   const fb::PlanMetrics* m = h->metrics();
-  o << "<p>key " << (h->key() ? Hash128{h->key()->lo(), h->key()->hi()}.hex() : std::string("?")) << ", policy "
-    << html_escape(h->options() && h->options()->policy() ? h->options()->policy()->str() : "?") << ", device "
-    << html_escape(chip.name) << " (" << chip.grid_x << "x" << chip.grid_y << " cores), planner "
-    << html_escape(h->planner_version() ? h->planner_version()->str() : "?") << "</p>\n";
-  o << "<p>" << m->ops() << " ops, " << m->l1_outputs() << " op outputs in L1, " << m->spills() << " spills, " << m->reshards()
-    << " reshards, L1 high-water " << m->l1_high_water() << " bytes per core, estimated " << fmt("%.3f", m->estimated_ns() / 1000.0)
-    << " us</p>\n";
+  o << "<p>key " << (h->key() ? Hash128{h->key()->lo(), h->key()->hi()}.hex() : std::string("?"))
+    << ", policy "
+    << html_escape(h->options() && h->options()->policy() ? h->options()->policy()->str() : "?")
+    << ", device " << html_escape(chip.name) << " (" << chip.grid_x << "x" << chip.grid_y
+    << " cores), planner " << html_escape(h->planner_version() ? h->planner_version()->str() : "?")
+    << "</p>\n";
+  o << "<p>" << m->ops() << " ops, " << m->l1_outputs() << " op outputs in L1, " << m->spills()
+    << " spills, " << m->reshards() << " reshards, L1 high-water " << m->l1_high_water()
+    << " bytes per core, estimated " << fmt("%.3f", m->estimated_ns() / 1000.0) << " us</p>\n";
   op_table(o, p);
   l1_map(o, p, chip);
   timeline(o, p);

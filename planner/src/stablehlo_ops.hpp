@@ -8,10 +8,23 @@ namespace meshplan::planner::shlo {
 
 /// One-operand elementwise math ops.
 inline bool is_elementwise_unary(std::string_view n) {
-  static constexpr std::string_view kNames[] = {
-      "abs",  "negate", "exponential", "log",  "sqrt",  "rsqrt", "tanh", "logistic", "not",
-      "floor", "ceil",  "sine",        "cosine", "sign", "exponential_minus_one", "log_plus_one",
-      "round_nearest_even"};
+  static constexpr std::string_view kNames[] = {"abs",
+                                                "negate",
+                                                "exponential",
+                                                "log",
+                                                "sqrt",
+                                                "rsqrt",
+                                                "tanh",
+                                                "logistic",
+                                                "not",
+                                                "floor",
+                                                "ceil",
+                                                "sine",
+                                                "cosine",
+                                                "sign",
+                                                "exponential_minus_one",
+                                                "log_plus_one",
+                                                "round_nearest_even"};
   for (std::string_view k : kNames)
     if (n == k) return true;
   return false;
@@ -19,8 +32,9 @@ inline bool is_elementwise_unary(std::string_view n) {
 
 /// Two-operand elementwise ops.
 inline bool is_elementwise_binary(std::string_view n) {
-  static constexpr std::string_view kNames[] = {"add",   "subtract",  "multiply", "divide", "maximum", "minimum",
-                                                "power", "remainder", "and",      "or",     "xor",     "atan2"};
+  static constexpr std::string_view kNames[] = {"add",     "subtract", "multiply", "divide",
+                                                "maximum", "minimum",  "power",    "remainder",
+                                                "and",     "or",       "xor",      "atan2"};
   for (std::string_view k : kNames)
     if (n == k) return true;
   return false;

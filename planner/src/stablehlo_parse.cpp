@@ -1033,8 +1033,12 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
 }
 
 // The parser also reads convert and reshape in the short one-operand form.
-bool is_unary_name(std::string_view s) { return is_elementwise_unary(s) || s == "convert" || s == "reshape"; }
-bool is_binary_name(std::string_view s) { return is_elementwise_binary(s); }
+bool is_unary_name(std::string_view s) {
+  return is_elementwise_unary(s) || s == "convert" || s == "reshape";
+}
+bool is_binary_name(std::string_view s) {
+  return is_elementwise_binary(s);
+}
 
 Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos) {
   std::string_view n = op.name;

@@ -458,8 +458,12 @@ class Printer {
   int next_result_ = 0;
 };
 
-bool is_unary(std::string_view n) { return is_elementwise_unary(n); }
-bool is_binary(std::string_view n) { return is_elementwise_binary(n); }
+bool is_unary(std::string_view n) {
+  return is_elementwise_unary(n);
+}
+bool is_binary(std::string_view n) {
+  return is_elementwise_binary(n);
+}
 
 void Printer::op(const Op& op, int indent) {
   pad(indent);

@@ -1,7 +1,8 @@
 // meshplan-compile: plans a graph for a device and adds the plan to a plan cache.
 //
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
-//                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig OP:I=l1|dram]
+//                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
+//                    OP:I=l1|dram]
 //                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
@@ -15,15 +16,15 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
-#include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/report.hpp"
+#include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
@@ -33,38 +34,48 @@ namespace {
 using namespace meshplan;
 
 constexpr const char* kUsage =
-    "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device DEVICE]\n"
-    "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts N]\n"
+    "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device "
+    "DEVICE]\n"
+    "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
+    "N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
-    "                        [--emit=plan-json|graph-json] [--report=PLAN.html [--compare=POLICY,...]]\n"
+    "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
+    "[--compare=POLICY,...]]\n"
     "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
     "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
-    "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under NAME\n"
+    "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
+    "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
     "       meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]\n"
     "                        [--arg-types=input,parameter,...] [-o OUT.mlir]\n"
     "  Runs the mesh pipeline on a StableHLO/Shardy module and prints it (to OUT.mlir or stdout).\n"
     "  --emit=sdy stops after STAGE (default: close); --emit=stablehlo prints the imported module\n"
-    "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, argument-sharding,\n"
-    "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, close.\n"
+    "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, "
+    "argument-sharding,\n"
+    "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, "
+    "close.\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
-    "  --report writes a self-contained HTML report; --compare adds plans by other policies to it.\n"
+    "  --report writes a self-contained HTML report; --compare adds plans by other policies to "
+    "it.\n"
     "       meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n"
     "  Removes entries from CACHE.mpc (atomically, under the cache's writer lock).\n";
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
   std::string mesh = "1x1", stop_after, arg_types;
-  std::string report;                // --report=FILE.html
-  std::vector<std::string> compare;  // --compare=POLICY,POLICY: also plan with these, for the report
+  std::string report;  // --report=FILE.html
+  std::vector<std::string>
+      compare;  // --compare=POLICY,POLICY: also plan with these, for the report
   planner::PlannerOptions options;
-  std::vector<std::string> remove;   // --remove NAME: drop cache entries
+  std::vector<std::string> remove;  // --remove NAME: drop cache entries
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
-  bool digits = !text.empty() && text.size() < 10 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits || std::stoul(text) == 0) return fail(ErrorCode::invalid_argument, flag, " takes a positive integer, not '", text, "'");
+  bool digits = !text.empty() && text.size() < 10 &&
+                std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoul(text) == 0)
+    return fail(ErrorCode::invalid_argument, flag, " takes a positive integer, not '", text, "'");
   return static_cast<uint32_t>(std::stoul(text));
 }
 
@@ -78,29 +89,46 @@ Result<Args> parse_args(int argc, char** argv) {
       if (i + 1 >= argc) return fail(ErrorCode::invalid_argument, flag, " needs a value");
       return std::string(argv[++i]);
     };
-    auto is = [&](const char* flag) { return s == flag || s.rfind(std::string(flag) + "=", 0) == 0; };
+    auto is = [&](const char* flag) {
+      return s == flag || s.rfind(std::string(flag) + "=", 0) == 0;
+    };
     if (s == "-h" || s == "--help") {
       std::cout << kUsage;
       std::exit(0);
-    } else if (is("-o") || is("--output")) a.output = MESHPLAN_TRY(value(s.rfind("-o", 0) == 0 && s.size() <= 2 ? "-o" : "--output"));
-    else if (is("--name")) a.name = MESHPLAN_TRY(value("--name"));
-    else if (is("--policy")) a.policy = MESHPLAN_TRY(value("--policy"));
-    else if (is("--device")) a.device = MESHPLAN_TRY(value("--device"));
-    else if (is("--beam-width")) a.options.beam_width = MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
+    } else if (is("-o") || is("--output"))
+      a.output = MESHPLAN_TRY(value(s.rfind("-o", 0) == 0 && s.size() <= 2 ? "-o" : "--output"));
+    else if (is("--name"))
+      a.name = MESHPLAN_TRY(value("--name"));
+    else if (is("--policy"))
+      a.policy = MESHPLAN_TRY(value("--policy"));
+    else if (is("--device"))
+      a.device = MESHPLAN_TRY(value("--device"));
+    else if (is("--beam-width"))
+      a.options.beam_width =
+          MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
     else if (is("--max-legal-layouts"))
-      a.options.max_legal_layouts = MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
+      a.options.max_legal_layouts =
+          MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
     else if (is("--beam-score")) {
       std::string mode = MESHPLAN_TRY(value("--beam-score"));
       if (mode != "cost" && mode != "heuristic")
-        return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '", mode, "'");
+        return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '",
+                    mode, "'");
       a.options.beam_cost_mode = mode == "cost";
-    } else if (is("--override")) a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
-    else if (is("--memreconfig")) a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
-    else if (is("--emit")) a.emit = MESHPLAN_TRY(value("--emit"));
-    else if (is("--mesh")) a.mesh = MESHPLAN_TRY(value("--mesh"));
-    else if (is("--stop-after")) a.stop_after = MESHPLAN_TRY(value("--stop-after"));
-    else if (is("--arg-types")) a.arg_types = MESHPLAN_TRY(value("--arg-types"));
-    else if (is("--report")) a.report = MESHPLAN_TRY(value("--report"));
+    } else if (is("--override"))
+      a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
+    else if (is("--memreconfig"))
+      a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
+    else if (is("--emit"))
+      a.emit = MESHPLAN_TRY(value("--emit"));
+    else if (is("--mesh"))
+      a.mesh = MESHPLAN_TRY(value("--mesh"));
+    else if (is("--stop-after"))
+      a.stop_after = MESHPLAN_TRY(value("--stop-after"));
+    else if (is("--arg-types"))
+      a.arg_types = MESHPLAN_TRY(value("--arg-types"));
+    else if (is("--report"))
+      a.report = MESHPLAN_TRY(value("--report"));
     else if (is("--compare")) {
       std::string list = MESHPLAN_TRY(value("--compare"));
       for (size_t at = 0; at <= list.size();) {
@@ -109,11 +137,14 @@ Result<Args> parse_args(int argc, char** argv) {
         if (comma > at) a.compare.push_back(list.substr(at, comma - at));
         at = comma + 1;
       }
-    }
-    else if (is("--remove")) a.remove.push_back(MESHPLAN_TRY(value("--remove")));
-    else if (!s.empty() && s[0] == '-') return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
-    else if (a.model.empty()) a.model = s;
-    else return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
+    } else if (is("--remove"))
+      a.remove.push_back(MESHPLAN_TRY(value("--remove")));
+    else if (!s.empty() && s[0] == '-')
+      return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
+    else if (a.model.empty())
+      a.model = s;
+    else
+      return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
   }
   if (!a.remove.empty()) {
     if (!a.model.empty() || a.output.empty())
@@ -125,7 +156,8 @@ Result<Args> parse_args(int argc, char** argv) {
     return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
   bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
   if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && !mlir_emit)
-    return fail(ErrorCode::invalid_argument, "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
+    return fail(ErrorCode::invalid_argument,
+                "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
   if (mlir_emit && !a.model.ends_with(".mlir"))
     return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir model");
   return a;
@@ -152,10 +184,13 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args) {
   size_t x = args.mesh.find('x');
   char* end = nullptr;
   options.mesh_rows = std::strtoll(args.mesh.c_str(), &end, 10);
-  options.mesh_cols = x == std::string::npos ? 0 : std::strtoll(args.mesh.c_str() + x + 1, &end, 10);
+  options.mesh_cols =
+      x == std::string::npos ? 0 : std::strtoll(args.mesh.c_str() + x + 1, &end, 10);
   if (x == std::string::npos || *end != '\0' || options.mesh_rows < 1 || options.mesh_cols < 1)
     return fail(ErrorCode::invalid_argument, "--mesh takes RxC (e.g. 2x4), not '", args.mesh, "'");
-  std::string stage = !args.stop_after.empty() ? args.stop_after : args.emit == "stablehlo" ? "import" : "close";
+  std::string stage = !args.stop_after.empty()   ? args.stop_after
+                      : args.emit == "stablehlo" ? "import"
+                                                 : "close";
   auto stop = planner::shlo::stage_from_name(stage);
   if (!stop) return fail(ErrorCode::invalid_argument, "--stop-after: unknown stage '", stage, "'");
   options.stop_after = *stop;
@@ -193,7 +228,8 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
   }
   std::vector<planner::ReportPlan> plans;
   plans.push_back({fb::GetSizePrefixedPlan(plan.bytes.data()), args.policy});
-  for (size_t i = 0; i < others.size(); ++i) plans.push_back({fb::GetSizePrefixedPlan(others[i].bytes.data()), args.compare[i]});
+  for (size_t i = 0; i < others.size(); ++i)
+    plans.push_back({fb::GetSizePrefixedPlan(others[i].bytes.data()), args.compare[i]});
   std::string html = MESHPLAN_TRY(planner::render_report(plans));
   std::ofstream out(args.report, std::ios::binary | std::ios::trunc);
   out << html;
@@ -205,9 +241,13 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
 
 /// --remove: drops entries by name from the cache, nothing else.
 Status remove_entries(const Args& args) {
-  runtime::CacheEditReport report = MESHPLAN_TRY(runtime::remove_from_cache(args.output, args.remove));
-  for (const auto& d : report.dropped) std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(), args.output.c_str());
-  std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(), args.output.c_str());
+  runtime::CacheEditReport report =
+      MESHPLAN_TRY(runtime::remove_from_cache(args.output, args.remove));
+  for (const auto& d : report.dropped)
+    std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(),
+                 args.output.c_str());
+  std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(),
+               args.output.c_str());
   return {};
 }
 
@@ -231,16 +271,20 @@ Status run(int argc, char** argv) {
   planner::PlannerOptions options = args.options;
   options.policy = args.policy;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (args.emit == "plan-json") std::cout << MESHPLAN_TRY(plan_json(plan.bytes));
   if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, plan));
   if (args.output.empty()) return {};
   std::string name = !args.name.empty() ? args.name : !graph.name.empty() ? graph.name : "main";
   size_t size = plan.bytes.size();
-  MESHPLAN_TRY(runtime::add_to_cache(args.output, runtime::CacheEntryData{name, std::move(plan.bytes)}));
-  std::fprintf(stderr, "meshplan-compile: %s -> %s as '%s' (policy %s, device %s, %zu ops, %zu bytes, key %s) in %.2f ms\n",
-               args.model.c_str(), args.output.c_str(), name.c_str(), args.policy.c_str(), chip.name.c_str(),
-               graph.ops.size(), size, plan.key.hex().c_str(), ms);
+  MESHPLAN_TRY(
+      runtime::add_to_cache(args.output, runtime::CacheEntryData{name, std::move(plan.bytes)}));
+  std::fprintf(stderr,
+               "meshplan-compile: %s -> %s as '%s' (policy %s, device %s, %zu ops, %zu bytes, key "
+               "%s) in %.2f ms\n",
+               args.model.c_str(), args.output.c_str(), name.c_str(), args.policy.c_str(),
+               chip.name.c_str(), graph.ops.size(), size, plan.key.hex().c_str(), ms);
   return {};
 }
 
@@ -250,7 +294,8 @@ int main(int argc, char** argv) {
   auto status = run(argc, argv);
   if (!status) {
     std::fprintf(stderr, "meshplan-compile: error: %s\n", status.error().to_string().c_str());
-    if (status.error().code == meshplan::ErrorCode::invalid_argument && argc < 2) std::fputs(kUsage, stderr);
+    if (status.error().code == meshplan::ErrorCode::invalid_argument && argc < 2)
+      std::fputs(kUsage, stderr);
     return 1;
   }
   return 0;

@@ -17,13 +17,15 @@ int64_t fan_in(const PlanRef& plan, uint32_t id) {
     auto shape = plan.placement(id).shape;
     if (shape.size() < 2) return 0;
     switch (static_cast<device::OpKind>(op->kind())) {
-      case device::OpKind::conv2d: return device::volume(shape.subspan(1));
+      case device::OpKind::conv2d:
+        return device::volume(shape.subspan(1));
       case device::OpKind::matmul:
       case device::OpKind::linear: {
         bool transposed = op->config() && op->config()->transpose_b();
         return transposed ? shape[shape.size() - 1] : shape[shape.size() - 2];
       }
-      default: return 0;
+      default:
+        return 0;
     }
   }
   return 0;
@@ -57,7 +59,8 @@ std::vector<TensorView> views_of(const std::vector<Tensor>& tensors) {
   return v;
 }
 
-CheckReport check_outputs(const std::vector<Tensor>& device, const std::vector<Tensor>& reference, double tolerance) {
+CheckReport check_outputs(const std::vector<Tensor>& device, const std::vector<Tensor>& reference,
+                          double tolerance) {
   CheckReport r;
   bool shapes_ok = device.size() == reference.size();
   for (size_t i = 0; shapes_ok && i < device.size(); ++i) {

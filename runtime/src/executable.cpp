@@ -22,23 +22,26 @@ std::string shape_text(std::span<const int64_t> s) {
 Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
   const auto* ids = p.plan().inputs();
   if (inputs.size() != ids->size())
-    return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(), " inputs, got ", inputs.size());
+    return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(),
+                " inputs, got ", inputs.size());
   for (uint32_t i = 0; i < ids->size(); ++i) {
     device::TensorPlacement t = p.placement(ids->Get(i));
-    bool same = inputs[i].shape.size() == t.shape.size() && std::equal(t.shape.begin(), t.shape.end(), inputs[i].shape.begin());
+    bool same = inputs[i].shape.size() == t.shape.size() &&
+                std::equal(t.shape.begin(), t.shape.end(), inputs[i].shape.begin());
     if (!same)
-      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': shape ", shape_text(inputs[i].shape),
-                  " does not match the plan's ", shape_text(t.shape));
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': shape ",
+                  shape_text(inputs[i].shape), " does not match the plan's ", shape_text(t.shape));
     if (static_cast<int64_t>(inputs[i].data.size()) != device::volume(t.shape))
-      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': ", inputs[i].data.size(), " values for shape ",
-                  shape_text(t.shape));
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name,
+                  "': ", inputs[i].data.size(), " values for shape ", shape_text(t.shape));
   }
   return {};
 }
 
 std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
   auto bytes = p.segment(static_cast<uint32_t>(segment));
-  return std::span<const float>(reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float));
+  return std::span<const float>(reinterpret_cast<const float*>(bytes.data()),
+                                bytes.size() / sizeof(float));
 }
 
 }  // namespace
@@ -55,7 +58,9 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     // Attribute vectors: verify_plan bounds them by kMaxRank; copy at most that many regardless.
     auto copy = [](const auto* v, auto* dst, size_t max) -> size_t {
       size_t n = v ? std::min<size_t>(v->size(), max) : 0;
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<std::remove_reference_t<decltype(dst[0])>>(v->Get(static_cast<uint32_t>(i)));
+      for (size_t i = 0; i < n; ++i)
+        dst[i] = static_cast<std::remove_reference_t<decltype(dst[0])>>(
+            v->Get(static_cast<uint32_t>(i)));
       return n;
     };
     constexpr size_t kRank = device::kMaxRank;
@@ -91,38 +96,55 @@ Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Devic
   const device::ChipDesc& have = device.descriptor();
   if (want != have.hash())
     return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for device ",
-                d->name() ? d->name()->string_view() : "?", " ", d->grid_x(), "x", d->grid_y(), " (descriptor ",
-                want.hex().substr(0, 8), "), this device is ", have.name, " ", have.grid_x, "x", have.grid_y,
-                " (descriptor ", have.hash().hex().substr(0, 8), ")");
+                d->name() ? d->name()->string_view() : "?", " ", d->grid_x(), "x", d->grid_y(),
+                " (descriptor ", want.hex().substr(0, 8), "), this device is ", have.name, " ",
+                have.grid_x, "x", have.grid_y, " (descriptor ", have.hash().hex().substr(0, 8),
+                ")");
   return std::unique_ptr<Executable>(new Executable(plan, device));
 }
 
-size_t Executable::input_count() const { return plan_.plan().inputs()->size(); }
-std::string_view Executable::input_name(size_t i) const { return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name; }
-std::span<const int64_t> Executable::input_shape(size_t i) const { return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).shape; }
-size_t Executable::output_count() const { return plan_.plan().outputs()->size(); }
-std::string_view Executable::output_name(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name; }
-std::span<const int64_t> Executable::output_shape(size_t i) const { return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).shape; }
+size_t Executable::input_count() const {
+  return plan_.plan().inputs()->size();
+}
+std::string_view Executable::input_name(size_t i) const {
+  return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name;
+}
+std::span<const int64_t> Executable::input_shape(size_t i) const {
+  return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).shape;
+}
+size_t Executable::output_count() const {
+  return plan_.plan().outputs()->size();
+}
+std::string_view Executable::output_name(size_t i) const {
+  return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name;
+}
+std::span<const int64_t> Executable::output_shape(size_t i) const {
+  return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).shape;
+}
 
 namespace {
 
 template <class NameAt>
-Result<size_t> index_of(std::string_view what, std::string_view plan, size_t n, NameAt name_at, std::string_view name) {
+Result<size_t> index_of(std::string_view what, std::string_view plan, size_t n, NameAt name_at,
+                        std::string_view name) {
   for (size_t i = 0; i < n; ++i)
     if (name_at(i) == name) return i;
   std::string names;
   for (size_t i = 0; i < n; ++i) names += str(i ? ", '" : "'", name_at(i), "'");
-  return fail(ErrorCode::not_found, "plan '", plan, "' has no ", what, " named '", name, "' (its ", what, "s: ", names, ")");
+  return fail(ErrorCode::not_found, "plan '", plan, "' has no ", what, " named '", name, "' (its ",
+              what, "s: ", names, ")");
 }
 
 }  // namespace
 
 Result<size_t> Executable::input_index(std::string_view name) const {
-  return index_of("input", plan_.name(), input_count(), [&](size_t i) { return input_name(i); }, name);
+  return index_of(
+      "input", plan_.name(), input_count(), [&](size_t i) { return input_name(i); }, name);
 }
 
 Result<size_t> Executable::output_index(std::string_view name) const {
-  return index_of("output", plan_.name(), output_count(), [&](size_t i) { return output_name(i); }, name);
+  return index_of(
+      "output", plan_.name(), output_count(), [&](size_t i) { return output_name(i); }, name);
 }
 
 Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
@@ -138,19 +160,27 @@ Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
   }
   bool seen_inline[kInline] = {};
   std::vector<bool> seen_heap(n > kInline ? n : 0);
-  auto seen = [&](size_t i) -> bool { return n > kInline ? static_cast<bool>(seen_heap[i]) : seen_inline[i]; };
+  auto seen = [&](size_t i) -> bool {
+    return n > kInline ? static_cast<bool>(seen_heap[i]) : seen_inline[i];
+  };
   auto mark = [&](size_t i) {
-    if (n > kInline) seen_heap[i] = true;
-    else seen_inline[i] = true;
+    if (n > kInline)
+      seen_heap[i] = true;
+    else
+      seen_inline[i] = true;
   };
   for (const NamedTensorView& in : inputs) {
     size_t i = MESHPLAN_TRY(input_index(in.name));
-    if (seen(i)) return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input '", in.name, "' is given twice");
+    if (seen(i))
+      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input '", in.name,
+                  "' is given twice");
     mark(i);
     views[i] = in.view;
   }
   for (size_t i = 0; i < n; ++i)
-    if (!seen(i)) return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input ", i, " '", input_name(i), "' is missing");
+    if (!seen(i))
+      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input ", i, " '",
+                  input_name(i), "' is missing");
   return run(std::span<const TensorView>(views.data(), n));
 }
 
@@ -164,9 +194,11 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
     const fb::TensorPlan* t = p.tensors()->Get(id);
     if (t->role() == fb::TensorRole::intermediate) continue;
     MESHPLAN_TRY(device_.allocate(plan_.placement(id)));
-    if (t->role() == fb::TensorRole::constant) MESHPLAN_TRY(device_.write(plan_.placement(id), segment_floats(plan_, t->segment())));
+    if (t->role() == fb::TensorRole::constant)
+      MESHPLAN_TRY(device_.write(plan_.placement(id), segment_floats(plan_, t->segment())));
   }
-  for (uint32_t i = 0; i < p.inputs()->size(); ++i) MESHPLAN_TRY(device_.write(plan_.placement(p.inputs()->Get(i)), inputs[i].data));
+  for (uint32_t i = 0; i < p.inputs()->size(); ++i)
+    MESHPLAN_TRY(device_.write(plan_.placement(p.inputs()->Get(i)), inputs[i].data));
 
   RunResult result;
   result.ops.reserve(p.ops()->size());
@@ -185,7 +217,8 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
     }
     std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
     device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), name,
-                            std::span(inp, op->operands()->size()), std::span(outp, op->results()->size()), op_config_of(*op)};
+                            std::span(inp, op->operands()->size()),
+                            std::span(outp, op->results()->size()), op_config_of(*op)};
     device::OpTiming timing = MESHPLAN_TRY(device_.launch(launch));
     result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used});
     if (op->frees())
@@ -223,18 +256,23 @@ Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const T
   for (const fb::OpPlan* op : *p.ops()) {
     std::vector<device::HostView> in;
     for (uint32_t id : *op->operands()) {
-      if (!have[id]) return fail(ErrorCode::corrupt, "plan '", plan.name(), "': op reads tensor ", id, " before it is written");
+      if (!have[id])
+        return fail(ErrorCode::corrupt, "plan '", plan.name(), "': op reads tensor ", id,
+                    " before it is written");
       in.push_back(device::HostView{values[id].shape, values[id].data});
     }
     uint32_t r = op->results()->Get(0);
     const fb::TensorPlan* t = p.tensors()->Get(r);
     values[r] = Tensor(std::vector<int64_t>(t->shape()->begin(), t->shape()->end()));
-    MESHPLAN_TRY(device::reference(static_cast<device::OpKind>(op->kind()), in, op_config_of(*op), values[r].shape, values[r].data));
+    MESHPLAN_TRY(device::reference(static_cast<device::OpKind>(op->kind()), in, op_config_of(*op),
+                                   values[r].shape, values[r].data));
     have[r] = true;
   }
   std::vector<Tensor> outputs;
   for (uint32_t id : *p.outputs()) {
-    if (!have[id]) return fail(ErrorCode::corrupt, "plan '", plan.name(), "': output tensor ", id, " is never written");
+    if (!have[id])
+      return fail(ErrorCode::corrupt, "plan '", plan.name(), "': output tensor ", id,
+                  " is never written");
     outputs.push_back(values[id]);
   }
   return outputs;

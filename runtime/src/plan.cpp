@@ -10,20 +10,27 @@
 namespace meshplan::runtime {
 
 // The plan's enums must match the device's (ops.def order, DType, layouts).
-#define MESHPLAN_OP(name, operands, results) \
-  static_assert(static_cast<int>(fb::OpKind::name) == static_cast<int>(device::OpKind::name), #name);
+#define MESHPLAN_OP(name, operands, results)                                                  \
+  static_assert(static_cast<int>(fb::OpKind::name) == static_cast<int>(device::OpKind::name), \
+                #name);
 #include "meshplan/device/ops.def"
 #undef MESHPLAN_OP
-static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds, "ops.def and plan.fbs list the same ops");
+static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds,
+              "ops.def and plan.fbs list the same ops");
 static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DType::bf8b));
-static_assert(static_cast<int>(fb::MemLayout::block_sharded) == static_cast<int>(device::MemLayout::block_sharded));
+static_assert(static_cast<int>(fb::MemLayout::block_sharded) ==
+              static_cast<int>(device::MemLayout::block_sharded));
 static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));
 static_assert(static_cast<int>(fb::Activation::tanh) == static_cast<int>(device::Activation::tanh));
-static_assert(static_cast<int>(fb::MatmulProgram::mcast_2d) == static_cast<int>(device::MatmulProgram::mcast_2d));
-static_assert(static_cast<int>(fb::ShardOrientation::col_major) == static_cast<int>(device::ShardOrientation::col_major));
+static_assert(static_cast<int>(fb::MatmulProgram::mcast_2d) ==
+              static_cast<int>(device::MatmulProgram::mcast_2d));
+static_assert(static_cast<int>(fb::ShardOrientation::col_major) ==
+              static_cast<int>(device::ShardOrientation::col_major));
 
 namespace {
-constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+constexpr uint64_t align64(uint64_t v) {
+  return (v + 63) & ~uint64_t{63};
+}
 // Explicit verifier limits: plans are shallow (depth < 8); a table per tensor, op and config.
 constexpr flatbuffers::uoffset_t kMaxDepth = 16;
 constexpr flatbuffers::uoffset_t kMaxTables = 16u << 20;
@@ -80,15 +87,18 @@ PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
   return ref;
 }
 
-Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what, VerifyMode mode) {
+Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what,
+                            VerifyMode mode) {
   auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
   // The smallest plan holds a size prefix, a root offset and the 4-byte file identifier.
   if (bytes.size() < 12) return bad("truncated: ", bytes.size(), " bytes");
   uint32_t prefix;
   std::memcpy(&prefix, bytes.data(), 4);
   if (static_cast<uint64_t>(prefix) + 4 > bytes.size())
-    return bad("truncated: size prefix says ", prefix + 4ull, " bytes, only ", bytes.size(), " present");
-  if (prefix < 8) return bad("truncated: size prefix ", prefix, " leaves no room for the root and identifier");
+    return bad("truncated: size prefix says ", prefix + 4ull, " bytes, only ", bytes.size(),
+               " present");
+  if (prefix < 8)
+    return bad("truncated: size prefix ", prefix, " leaves no room for the root and identifier");
   if (!flatbuffers::BufferHasIdentifier(bytes.data(), fb::PlanIdentifier(), true))
     return bad("wrong file identifier (expected '", fb::PlanIdentifier(), "')");
   if (mode == VerifyMode::full) {
@@ -98,17 +108,21 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
   const fb::Plan* plan = fb::GetSizePrefixedPlan(bytes.data());
   const fb::PlanHeader* h = plan->header();
   if (h->format_major() != kPlanFormatMajor)
-    return fail(ErrorCode::incompatible, "plan ", what, ": format ", h->format_major(), ".", h->format_minor(),
-                ", this runtime reads ", kPlanFormatMajor, ".x");
-  if (!h->key() || !h->device() || !h->device()->descriptor_hash()) return bad("header lacks key or device");
-  if (!plan->tensors() || !plan->ops() || !plan->inputs() || !plan->outputs()) return bad("missing tensors, ops, inputs or outputs");
+    return fail(ErrorCode::incompatible, "plan ", what, ": format ", h->format_major(), ".",
+                h->format_minor(), ", this runtime reads ", kPlanFormatMajor, ".x");
+  if (!h->key() || !h->device() || !h->device()->descriptor_hash())
+    return bad("header lacks key or device");
+  if (!plan->tensors() || !plan->ops() || !plan->inputs() || !plan->outputs())
+    return bad("missing tensors, ops, inputs or outputs");
   uint32_t n_tensors = plan->tensors()->size();
   uint64_t data_start = align64(prefix + 4ull);
   uint32_t n_segments = plan->segments() ? plan->segments()->size() : 0;
   for (uint32_t i = 0; i < n_segments; ++i) {
     const fb::Segment* s = plan->segments()->Get(i);
-    if (s->offset() % 64 != 0 || s->offset() > bytes.size() || data_start + s->offset() + s->size() > bytes.size())
-      return bad("segment ", i, " [", s->offset(), ", +", s->size(), ") lies outside the plan's ", bytes.size(), " bytes");
+    if (s->offset() % 64 != 0 || s->offset() > bytes.size() ||
+        data_start + s->offset() + s->size() > bytes.size())
+      return bad("segment ", i, " [", s->offset(), ", +", s->size(), ") lies outside the plan's ",
+                 bytes.size(), " bytes");
   }
   for (uint32_t i = 0; i < n_tensors; ++i) {
     const fb::TensorPlan* t = plan->tensors()->Get(i);
@@ -124,8 +138,8 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
     if (t->page_size() == 0) return bad("tensor ", i, " has page size 0");
     if (t->memory() != fb::MemLayout::interleaved) {
       const fb::ShardSpec* s = t->shard();
-      if (!s || !s->grid() || s->grid()->size() < 1 || s->grid()->size() > device::kMaxCoreRanges || !s->shape() ||
-          s->shape()->size() != 2)
+      if (!s || !s->grid() || s->grid()->size() < 1 || s->grid()->size() > device::kMaxCoreRanges ||
+          !s->shape() || s->shape()->size() != 2)
         return bad("sharded tensor ", i, " needs a shard spec with 1 to ", device::kMaxCoreRanges,
                    " core ranges and a 2-D shard shape");
       if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
@@ -136,41 +150,52 @@ Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view wha
         return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);
       uint64_t volume = 1;
       for (int64_t d : *t->shape()) volume *= static_cast<uint64_t>(d);
-      if (plan->segments()->Get(static_cast<uint32_t>(t->segment()))->size() != volume * sizeof(float))
+      if (plan->segments()->Get(static_cast<uint32_t>(t->segment()))->size() !=
+          volume * sizeof(float))
         return bad("constant tensor ", i, ": segment size does not match its shape");
     }
   }
-  auto check_ids = [&](const flatbuffers::Vector<uint32_t>* ids, std::string_view role, uint32_t op) -> Status {
+  auto check_ids = [&](const flatbuffers::Vector<uint32_t>* ids, std::string_view role,
+                       uint32_t op) -> Status {
     if (!ids) return {};
     for (uint32_t id : *ids)
-      if (id >= n_tensors) return fail(ErrorCode::corrupt, "plan ", what, ": op ", op, " ", role, " names tensor ", id, " of ", n_tensors);
+      if (id >= n_tensors)
+        return fail(ErrorCode::corrupt, "plan ", what, ": op ", op, " ", role, " names tensor ", id,
+                    " of ", n_tensors);
     return {};
   };
   for (uint32_t o = 0; o < plan->ops()->size(); ++o) {
     const fb::OpPlan* op = plan->ops()->Get(o);
-    if (static_cast<int>(op->kind()) >= device::kNumOpKinds) return bad("op ", o, " has unknown kind ", static_cast<int>(op->kind()));
+    if (static_cast<int>(op->kind()) >= device::kNumOpKinds)
+      return bad("op ", o, " has unknown kind ", static_cast<int>(op->kind()));
     const device::OpInfo& info = device::op_info(static_cast<device::OpKind>(op->kind()));
-    if (!op->operands() || !op->results() || !device::operand_count_ok(static_cast<device::OpKind>(op->kind()), op->operands()->size()) ||
+    if (!op->operands() || !op->results() ||
+        !device::operand_count_ok(static_cast<device::OpKind>(op->kind()),
+                                  op->operands()->size()) ||
         static_cast<int>(op->results()->size()) != info.results)
       return bad("op ", o, " (", info.name, ") has the wrong number of operands or results");
     // The runtime launches ops from fixed arrays of kMaxOperands placements.
     if (op->operands()->size() > static_cast<uint32_t>(device::kMaxOperands) ||
         op->results()->size() > static_cast<uint32_t>(device::kMaxOperands))
-      return bad("op ", o, " (", info.name, ") has ", op->operands()->size(), " operands and ", op->results()->size(),
-                 " results; the runtime takes at most ", device::kMaxOperands);
+      return bad("op ", o, " (", info.name, ") has ", op->operands()->size(), " operands and ",
+                 op->results()->size(), " results; the runtime takes at most ",
+                 device::kMaxOperands);
     if (const fb::OpConfig* c = op->config()) {
       auto too_long = [](const auto* v, uint32_t max) { return v && v->size() > max; };
       constexpr uint32_t kRank = device::kMaxRank;
-      if (too_long(c->dims(), kRank) || too_long(c->shape(), kRank) || too_long(c->begins(), kRank) ||
-          too_long(c->ends(), kRank) || too_long(c->steps(), kRank) || too_long(c->kernel(), 2) ||
-          too_long(c->stride(), 2) || too_long(c->padding(), 4) || too_long(c->dilation(), 2))
-        return bad("op ", o, " (", info.name, ") has an attribute list longer than the runtime supports");
+      if (too_long(c->dims(), kRank) || too_long(c->shape(), kRank) ||
+          too_long(c->begins(), kRank) || too_long(c->ends(), kRank) ||
+          too_long(c->steps(), kRank) || too_long(c->kernel(), 2) || too_long(c->stride(), 2) ||
+          too_long(c->padding(), 4) || too_long(c->dilation(), 2))
+        return bad("op ", o, " (", info.name,
+                   ") has an attribute list longer than the runtime supports");
       if (static_cast<int>(c->activation()) > static_cast<int>(fb::Activation::MAX) ||
           static_cast<int>(c->dtype()) > static_cast<int>(fb::DType::MAX))
         return bad("op ", o, " (", info.name, ") has an unknown activation or dtype");
       if (c->begins() && (!c->ends() || !c->steps() || c->ends()->size() != c->begins()->size() ||
                           c->steps()->size() != c->begins()->size()))
-        return bad("op ", o, " (", info.name, ") has slice begins, ends and steps of different lengths");
+        return bad("op ", o, " (", info.name,
+                   ") has slice begins, ends and steps of different lengths");
     }
     MESHPLAN_TRY(check_ids(op->operands(), "operand", o));
     MESHPLAN_TRY(check_ids(op->results(), "result", o));

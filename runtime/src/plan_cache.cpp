@@ -40,9 +40,13 @@ struct FileHeader {
 };
 static_assert(sizeof(FileHeader) == 64);
 
-constexpr uint64_t align64(uint64_t v) { return (v + 63) & ~uint64_t{63}; }
+constexpr uint64_t align64(uint64_t v) {
+  return (v + 63) & ~uint64_t{63};
+}
 
-Hash128 key_of(const fb::CacheEntry* e) { return Hash128{e->key()->lo(), e->key()->hi()}; }
+Hash128 key_of(const fb::CacheEntry* e) {
+  return Hash128{e->key()->lo(), e->key()->hi()};
+}
 
 std::string sys_error(std::string_view what, const std::string& path) {
   return str(what, " '", path, "': ", std::strerror(errno));
@@ -73,7 +77,9 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
   impl->path = path;
   impl->options = options;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io, sys_error("cannot open plan cache", path));
+  if (fd < 0)
+    return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io,
+                sys_error("cannot open plan cache", path));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     ::close(fd);
@@ -82,7 +88,8 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
   impl->size = static_cast<size_t>(st.st_size);
   if (impl->size < sizeof(FileHeader)) {
     ::close(fd);
-    return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size, " bytes, the header alone is 64");
+    return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size,
+                " bytes, the header alone is 64");
   }
   void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
@@ -94,14 +101,16 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     return fail(ErrorCode::corrupt, "'", path, "' is not a meshplan plan cache (bad magic)");
   if (h.major != kCacheMajor)
-    return fail(ErrorCode::incompatible, "plan cache '", path, "' has format ", h.major, ".", h.minor,
-                ", this runtime reads ", kCacheMajor, ".x");
+    return fail(ErrorCode::incompatible, "plan cache '", path, "' has format ", h.major, ".",
+                h.minor, ", this runtime reads ", kCacheMajor, ".x");
   if (h.file_size != impl->size)
-    return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated or extended: header says ", h.file_size,
-                " bytes, file has ", impl->size);
-  if (h.index_offset < sizeof(FileHeader) || h.index_offset > impl->size || h.index_size > impl->size - h.index_offset ||
-      h.index_size < 12)
-    return fail(ErrorCode::corrupt, "plan cache '", path, "': index [", h.index_offset, ", +", h.index_size, ") out of range");
+    return fail(ErrorCode::corrupt, "plan cache '", path,
+                "' is truncated or extended: header says ", h.file_size, " bytes, file has ",
+                impl->size);
+  if (h.index_offset < sizeof(FileHeader) || h.index_offset > impl->size ||
+      h.index_size > impl->size - h.index_offset || h.index_size < 12)
+    return fail(ErrorCode::corrupt, "plan cache '", path, "': index [", h.index_offset, ", +",
+                h.index_size, ") out of range");
   const uint8_t* index = impl->base + h.index_offset;
   if (xxh3_128(index, h.index_size) != Hash128{h.index_checksum_lo, h.index_checksum_hi})
     return fail(ErrorCode::corrupt, "plan cache '", path, "': index checksum mismatch");
@@ -119,46 +128,58 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
   for (uint32_t i = 0; i < n; ++i) {
     const fb::CacheEntry* e = entries->Get(i);
     if (e->offset() % 64 != 0 || e->offset() > impl->size || e->size() > impl->size - e->offset())
-      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i, " lies outside the file");
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i,
+                  " lies outside the file");
     if (i > 0 && !key_less(key_of(entries->Get(i - 1)), key_of(e)))
       return fail(ErrorCode::corrupt, "plan cache '", path, "': index is not sorted by key");
-    if (by_name->Get(i) >= n) return fail(ErrorCode::corrupt, "plan cache '", path, "': name index out of range");
+    if (by_name->Get(i) >= n)
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': name index out of range");
   }
   auto name_of = [&](uint32_t i) {
     const auto* s = entries->Get(by_name->Get(i))->name();
     return s ? s->string_view() : std::string_view();
   };
   for (uint32_t i = 1; i < n; ++i)
-    if (!(name_of(i - 1) < name_of(i))) return fail(ErrorCode::corrupt, "plan cache '", path, "': name index is not sorted");
+    if (!(name_of(i - 1) < name_of(i)))
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': name index is not sorted");
   impl->verified = std::make_unique<std::atomic<uint8_t>[]>(n);
   return PlanCache(std::move(impl));
 }
 
-size_t PlanCache::size() const { return impl_->index->entries() ? impl_->index->entries()->size() : 0; }
-const std::string& PlanCache::path() const { return impl_->path; }
+size_t PlanCache::size() const {
+  return impl_->index->entries() ? impl_->index->entries()->size() : 0;
+}
+const std::string& PlanCache::path() const {
+  return impl_->path;
+}
 
 CacheEntryInfo PlanCache::entry(size_t i) const {
   const fb::CacheEntry* e = impl_->index->entries()->Get(static_cast<uint32_t>(i));
   auto sv = [](const flatbuffers::String* s) { return s ? s->string_view() : std::string_view(); };
-  return CacheEntryInfo{key_of(e), sv(e->name()), sv(e->device()), sv(e->policy()), e->offset(), e->size()};
+  return CacheEntryInfo{key_of(e),       sv(e->name()), sv(e->device()),
+                        sv(e->policy()), e->offset(),   e->size()};
 }
 
 Result<PlanRef> PlanCache::load(size_t i) const {
-  if (i >= size()) return fail(ErrorCode::not_found, "plan cache '", impl_->path, "' has no entry ", i);
+  if (i >= size())
+    return fail(ErrorCode::not_found, "plan cache '", impl_->path, "' has no entry ", i);
   const fb::CacheEntry* e = impl_->index->entries()->Get(static_cast<uint32_t>(i));
   std::span<const uint8_t> bytes(impl_->base + e->offset(), e->size());
   std::string_view name = e->name() ? e->name()->string_view() : std::string_view();
   if (impl_->verified[i].load(std::memory_order_acquire) == 1) return PlanRef::trusted(bytes);
   if (xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()})
-    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': checksum mismatch (the file is damaged)");
+    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path,
+                "': checksum mismatch (the file is damaged)");
   // The context for error messages lives on the stack: a successful load allocates nothing.
   char what[512];
-  std::snprintf(what, sizeof what, "'%.*s' in '%s'", static_cast<int>(std::min<size_t>(name.size(), 200)), name.data(),
+  std::snprintf(what, sizeof what, "'%.*s' in '%s'",
+                static_cast<int>(std::min<size_t>(name.size(), 200)), name.data(),
                 impl_->path.c_str());
   auto ref = verify_plan(bytes, what, impl_->options.verify);
   if (!ref) return std::unexpected(ref.error());
   if (ref->key() != key_of(e))
-    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path, "': key in the index differs from the plan's own");
+    return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path,
+                "': key in the index differs from the plan's own");
   impl_->verified[i].store(1, std::memory_order_release);
   return ref;
 }
@@ -168,11 +189,14 @@ Result<PlanRef> PlanCache::find(const Hash128& key) const {
   uint32_t lo = 0, hi = entries ? entries->size() : 0;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (key_less(key_of(entries->Get(mid)), key)) lo = mid + 1;
-    else hi = mid;
+    if (key_less(key_of(entries->Get(mid)), key))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (entries && lo < entries->size() && key_of(entries->Get(lo)) == key) return load(lo);
-  return fail(ErrorCode::not_found, "no plan with key ", key.hex(), " in '", impl_->path, "' (", size(), " entries)");
+  return fail(ErrorCode::not_found, "no plan with key ", key.hex(), " in '", impl_->path, "' (",
+              size(), " entries)");
 }
 
 Result<PlanRef> PlanCache::find(std::string_view name) const {
@@ -185,11 +209,14 @@ Result<PlanRef> PlanCache::find(std::string_view name) const {
   };
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (name_at(mid) < name) lo = mid + 1;
-    else hi = mid;
+    if (name_at(mid) < name)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (entries && lo < entries->size() && name_at(lo) == name) return load(by_name->Get(lo));
-  return fail(ErrorCode::not_found, "no plan named '", name, "' in '", impl_->path, "' (", size(), " entries)");
+  return fail(ErrorCode::not_found, "no plan named '", name, "' in '", impl_->path, "' (", size(),
+              " entries)");
 }
 
 Result<PlanRef> PlanCache::find(std::string_view name, const PlanQuery& query) const {
@@ -209,20 +236,24 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
     auto ref = verify_plan(e.plan, str("'", e.name, "'"));
     if (!ref) return std::unexpected(ref.error());
     const fb::PlanHeader* h = ref->plan().header();
-    items.push_back(Item{ref->key(), &e, h->device()->name() ? h->device()->name()->str() : "",
-                         h->options() && h->options()->policy() ? h->options()->policy()->str() : ""});
+    items.push_back(
+        Item{ref->key(), &e, h->device()->name() ? h->device()->name()->str() : "",
+             h->options() && h->options()->policy() ? h->options()->policy()->str() : ""});
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return key_less(a.key, b.key); });
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return key_less(a.key, b.key); });
   for (size_t i = 1; i < items.size(); ++i)
     if (items[i].key == items[i - 1].key)
-      return fail(ErrorCode::invalid_argument, "plans '", items[i - 1].data->name, "' and '", items[i].data->name,
-                  "' have the same key ", items[i].key.hex());
+      return fail(ErrorCode::invalid_argument, "plans '", items[i - 1].data->name, "' and '",
+                  items[i].data->name, "' have the same key ", items[i].key.hex());
   std::vector<uint32_t> by_name(items.size());
   for (uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
-  std::sort(by_name.begin(), by_name.end(), [&](uint32_t a, uint32_t b) { return items[a].data->name < items[b].data->name; });
+  std::sort(by_name.begin(), by_name.end(),
+            [&](uint32_t a, uint32_t b) { return items[a].data->name < items[b].data->name; });
   for (size_t i = 1; i < by_name.size(); ++i)
     if (items[by_name[i]].data->name == items[by_name[i - 1]].data->name)
-      return fail(ErrorCode::invalid_argument, "two plans are named '", items[by_name[i]].data->name, "'");
+      return fail(ErrorCode::invalid_argument, "two plans are named '",
+                  items[by_name[i]].data->name, "'");
 
   // The index's size does not depend on the offsets' values as long as none is zero (FlatBuffers
   // omits fields equal to their default, and 0 is the default), so build it once with offsets
@@ -237,8 +268,9 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
       fb::Hash128 key(it.key.lo, it.key.hi);
       Hash128 sum = xxh3_128(it.data->plan.data(), it.data->plan.size());
       fb::Hash128 checksum(sum.lo, sum.hi);
-      fe.push_back(fb::CreateCacheEntryDirect(b, &key, it.data->name.c_str(), offset, it.data->plan.size(), &checksum,
-                                              it.device.c_str(), it.policy.c_str()));
+      fe.push_back(fb::CreateCacheEntryDirect(b, &key, it.data->name.c_str(), offset,
+                                              it.data->plan.size(), &checksum, it.device.c_str(),
+                                              it.policy.c_str()));
       offset = align64(offset + it.data->plan.size());
     }
     b.FinishSizePrefixed(fb::CreateCacheIndexDirect(b, &fe, &by_name), fb::CacheIndexIdentifier());
@@ -270,7 +302,8 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
   std::memcpy(file.data() + sizeof h, index.data(), index.size());
 
   std::filesystem::path target(path);
-  std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::filesystem::path dir =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return fail(ErrorCode::io, sys_error("cannot create", tmp));
@@ -317,11 +350,14 @@ Status add_to_cache(const std::string& path, CacheEntryData entry) {
       if (info.name == entry.name || info.key == new_key) continue;
       auto ref = existing->load(i);
       if (!ref)
-        return std::unexpected(with_context(ref.error(), str("not rewriting '", path, "': an existing entry does not verify")));
-      entries.push_back(CacheEntryData{std::string(info.name), std::vector<uint8_t>(ref->bytes().begin(), ref->bytes().end())});
+        return std::unexpected(with_context(
+            ref.error(), str("not rewriting '", path, "': an existing entry does not verify")));
+      entries.push_back(CacheEntryData{
+          std::string(info.name), std::vector<uint8_t>(ref->bytes().begin(), ref->bytes().end())});
     }
   } else if (existing.error().code != ErrorCode::not_found) {
-    return std::unexpected(with_context(existing.error(), str("not overwriting '", path, "'; remove it to start a new cache")));
+    return std::unexpected(with_context(
+        existing.error(), str("not overwriting '", path, "'; remove it to start a new cache")));
   }
   entries.push_back(std::move(entry));
   return write_cache(path, std::move(entries));

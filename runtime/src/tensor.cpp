@@ -8,10 +8,12 @@
 
 namespace meshplan::runtime {
 
-Tensor::Tensor(std::vector<int64_t> s) : shape(std::move(s)), data(static_cast<size_t>(device::volume(shape)), 0.0f) {}
+Tensor::Tensor(std::vector<int64_t> s)
+    : shape(std::move(s)), data(static_cast<size_t>(device::volume(shape)), 0.0f) {}
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
-  if (a.shape != b.shape || a.data.size() != b.data.size()) return std::numeric_limits<double>::infinity();
+  if (a.shape != b.shape || a.data.size() != b.data.size())
+    return std::numeric_limits<double>::infinity();
   double m = 0.0;
   for (size_t i = 0; i < a.data.size(); ++i) {
     double d = std::fabs(static_cast<double>(a.data[i]) - b.data[i]);

@@ -20,8 +20,10 @@ bool Hash128::parse(std::string_view text, Hash128* out) {
   uint64_t halves[2] = {0, 0};
   for (size_t i = 0; i < 32; ++i) {
     char c = text[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return false;
     halves[i / 16] = (halves[i / 16] << 4) | static_cast<uint64_t>(d);
   }
@@ -40,7 +42,9 @@ struct Hasher::State {
   ~State() { XXH3_freeState(state); }
 };
 
-Hasher::Hasher() : state_(std::make_unique<State>()) { XXH3_128bits_reset(state_->state); }
+Hasher::Hasher() : state_(std::make_unique<State>()) {
+  XXH3_128bits_reset(state_->state);
+}
 Hasher::~Hasher() = default;
 
 Hasher& Hasher::bytes(const void* data, size_t size) {

@@ -10,7 +10,8 @@ namespace meshplan::bench {
 planner::Graph mlp_chain(int layers, int64_t rows, int64_t width) {
   planner::Graph g;
   g.name = "chain";
-  auto value = [&](std::string name, std::vector<int64_t> shape, int argument, planner::ArgKind kind) {
+  auto value = [&](std::string name, std::vector<int64_t> shape, int argument,
+                   planner::ArgKind kind) {
     planner::Value v;
     v.name = std::move(name);
     v.shape = std::move(shape);
@@ -43,12 +44,15 @@ planner::Graph mlp_chain(int layers, int64_t rows, int64_t width) {
 void RatioReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& r : runs)
     if (r.run_type == Run::RT_Iteration && r.iterations > 0)
-      ns_[r.benchmark_name()] = r.GetAdjustedRealTime() * (r.time_unit == benchmark::kMicrosecond ? 1e3
-                                                           : r.time_unit == benchmark::kMillisecond ? 1e6 : 1.0);
+      ns_[r.benchmark_name()] =
+          r.GetAdjustedRealTime() * (r.time_unit == benchmark::kMicrosecond   ? 1e3
+                                     : r.time_unit == benchmark::kMillisecond ? 1e6
+                                                                              : 1.0);
   ConsoleReporter::ReportRuns(runs);
 }
 
-void RatioReporter::print_ratios(const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& pairs) const {
+void RatioReporter::print_ratios(
+    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& pairs) const {
   std::printf("\nratios measured in this run:\n");
   // MESHPLAN_RATIOS_JSON names a file to also write the ratios to (make bench collects it).
   const char* json_path = std::getenv("MESHPLAN_RATIOS_JSON");
@@ -58,12 +62,15 @@ void RatioReporter::print_ratios(const std::vector<std::pair<std::string, std::p
   for (const auto& [label, ab] : pairs) {
     auto a = ns_.find(ab.first), b = ns_.find(ab.second);
     if (a == ns_.end() || b == ns_.end()) continue;
-    std::printf("  %-48s %12.1f ns / %12.1f ns = %10.1fx\n", label.c_str(), a->second, b->second, a->second / b->second);
+    std::printf("  %-48s %12.1f ns / %12.1f ns = %10.1fx\n", label.c_str(), a->second, b->second,
+                a->second / b->second);
     if (json)
-      std::fprintf(json, "%s  {\"name\": \"%s\", \"numerator\": \"%s\", \"denominator\": \"%s\", \"numerator_ns\": %.1f, "
+      std::fprintf(json,
+                   "%s  {\"name\": \"%s\", \"numerator\": \"%s\", \"denominator\": \"%s\", "
+                   "\"numerator_ns\": %.1f, "
                    "\"denominator_ns\": %.1f, \"ratio\": %.3f, \"ratio_text\": \"%.1fx\"}",
-                   first ? "" : ",\n", label.c_str(), ab.first.c_str(), ab.second.c_str(), a->second, b->second,
-                   a->second / b->second, a->second / b->second);
+                   first ? "" : ",\n", label.c_str(), ab.first.c_str(), ab.second.c_str(),
+                   a->second, b->second, a->second / b->second, a->second / b->second);
     first = false;
   }
   if (json) {
@@ -79,20 +86,31 @@ int main(int argc, char** argv) {
   meshplan::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios({
-      {"cold start: JSON import+plan vs cache open+find+bind", {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
-      {"transformer_block: emulator vs f32 host reference", {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
+      {"cold start: JSON import+plan vs cache open+find+bind",
+       {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
+      {"transformer_block: emulator vs f32 host reference",
+       {"BM_EmulateTransformerBlock", "BM_ReferenceTransformerBlock"}},
       {"small_cnn: emulator vs f32 host reference", {"BM_EmulateSmallCnn", "BM_ReferenceSmallCnn"}},
-      {"plan 10k-op transformer: greedy vs dram", {"BM_PlanTransformer10k/greedy", "BM_PlanTransformer10k/dram"}},
-      {"plan 10k-op transformer: beam (K=8) vs greedy", {"BM_PlanTransformer10k/beam", "BM_PlanTransformer10k/greedy"}},
-      {"plan 10k-op transformer: df-sharding vs greedy", {"BM_PlanTransformer10k/df_sharding", "BM_PlanTransformer10k/greedy"}},
-      {"emulated matmul 256 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/256/real_time", "BM_HostTripleLoop/256/real_time"}},
-      {"emulated matmul 512 (pooled) vs f32 triple loop", {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
-      {"emulated matmul 512: serial vs pooled", {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
+      {"plan 10k-op transformer: greedy vs dram",
+       {"BM_PlanTransformer10k/greedy", "BM_PlanTransformer10k/dram"}},
+      {"plan 10k-op transformer: beam (K=8) vs greedy",
+       {"BM_PlanTransformer10k/beam", "BM_PlanTransformer10k/greedy"}},
+      {"plan 10k-op transformer: df-sharding vs greedy",
+       {"BM_PlanTransformer10k/df_sharding", "BM_PlanTransformer10k/greedy"}},
+      {"emulated matmul 256 (pooled) vs f32 triple loop",
+       {"BM_EmulatedMatmul/256/real_time", "BM_HostTripleLoop/256/real_time"}},
+      {"emulated matmul 512 (pooled) vs f32 triple loop",
+       {"BM_EmulatedMatmul/512/real_time", "BM_HostTripleLoop/512/real_time"}},
+      {"emulated matmul 512: serial vs pooled",
+       {"BM_EmulatedMatmulSerial/512/real_time", "BM_EmulatedMatmul/512/real_time"}},
       {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
-      {"mesh: propagation+collectives vs parse (10k ops)", {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
-      {"cold start: plan JSON parse+verify+bind vs cache", {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
+      {"mesh: propagation+collectives vs parse (10k ops)",
+       {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
+      {"cold start: plan JSON parse+verify+bind vs cache",
+       {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
       {"cold start vs warm find (verified once)", {"BM_ColdStartFromCache", "BM_WarmFind"}},
-      {"cold start: full structural verify vs checksummed", {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
+      {"cold start: full structural verify vs checksummed",
+       {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
       {"verify_plan vs checksum alone", {"BM_VerifyPlanOnly", "BM_ChecksumOnly"}},
   });
   benchmark::Shutdown();

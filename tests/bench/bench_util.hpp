@@ -21,7 +21,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override;
   /// Prints "label: a / b = ratio" for each pair whose two benchmarks ran.
-  void print_ratios(const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& pairs) const;
+  void print_ratios(
+      const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& pairs) const;
 
  private:
   std::map<std::string, double> ns_;

@@ -44,7 +44,8 @@ std::unique_ptr<EmulatedDevice> make_device() {
 
 /// Runs one op on the device (operands at 0, 64 MiB, ...) and on the reference; returns the
 /// largest difference relative to the reference's scale.
-double run_and_compare(OpKind kind, const std::vector<Tensor>& ins, const OpConfig& config, DType dtype = DType::bf16) {
+double run_and_compare(OpKind kind, const std::vector<Tensor>& ins, const OpConfig& config,
+                       DType dtype = DType::bf16) {
   auto dev = make_device();
   std::vector<std::span<const int64_t>> shapes;
   for (const Tensor& t : ins) shapes.emplace_back(t.shape);
@@ -111,7 +112,8 @@ TEST_CASE("pages land in bank p % 12 at address + (p / 12) * page") {
   // A second tensor placed right after the first one's reservation does not clobber it.
   auto dev = make_device();
   Tensor a = random_tensor("a", shape, 2), b = random_tensor("b", shape, 3);
-  TensorPlacement pa = a.placement(DType::bf16, 0), pb = b.placement(DType::bf16, map.bytes_per_bank());
+  TensorPlacement pa = a.placement(DType::bf16, 0),
+                  pb = b.placement(DType::bf16, map.bytes_per_bank());
   REQUIRE(dev->allocate(pa));
   REQUIRE(dev->allocate(pb));
   REQUIRE(dev->write(pa, a.data));
@@ -132,22 +134,44 @@ TEST_CASE("matmul matches the reference") {
   OpConfig c;
   c.grid_x = 8;
   c.grid_y = 8;
-  SUBCASE("tile-aligned") { CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {64, 96}, 1), random_tensor("b", {96, 128}, 2)}, c) < 0.01); }
-  SUBCASE("ragged dims") { CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {45, 70}, 3), random_tensor("b", {70, 33}, 4)}, c) < 0.01); }
-  SUBCASE("batched with a shared rhs") { CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {3, 40, 64}, 5), random_tensor("b", {64, 50}, 6)}, c) < 0.01); }
-  SUBCASE("batched rhs") { CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {2, 33, 64}, 7), random_tensor("b", {2, 64, 40}, 8)}, c) < 0.01); }
+  SUBCASE("tile-aligned") {
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {64, 96}, 1), random_tensor("b", {96, 128}, 2)},
+                          c) < 0.01);
+  }
+  SUBCASE("ragged dims") {
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {45, 70}, 3), random_tensor("b", {70, 33}, 4)},
+                          c) < 0.01);
+  }
+  SUBCASE("batched with a shared rhs") {
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {3, 40, 64}, 5), random_tensor("b", {64, 50}, 6)},
+                          c) < 0.01);
+  }
+  SUBCASE("batched rhs") {
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {2, 33, 64}, 7), random_tensor("b", {2, 64, 40}, 8)},
+                          c) < 0.01);
+  }
   SUBCASE("transposed operands") {
     c.transpose_a = true;
     c.transpose_b = true;
-    CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {70, 45}, 9), random_tensor("b", {33, 70}, 10)}, c) < 0.01);
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {70, 45}, 9), random_tensor("b", {33, 70}, 10)},
+                          c) < 0.01);
   }
   SUBCASE("fused relu, one core") {
     c.activation = Activation::relu;
     c.grid_x = c.grid_y = 1;
-    CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {64, 64}, 11), random_tensor("b", {64, 64}, 12)}, c) < 0.01);
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {64, 64}, 11), random_tensor("b", {64, 64}, 12)},
+                          c) < 0.01);
   }
   SUBCASE("f32 storage is near exact") {
-    CHECK(run_and_compare(OpKind::matmul, {random_tensor("a", {64, 96}, 13), random_tensor("b", {96, 64}, 14)}, c, DType::f32) < 1e-5);
+    CHECK(run_and_compare(OpKind::matmul,
+                          {random_tensor("a", {64, 96}, 13), random_tensor("b", {96, 64}, 14)}, c,
+                          DType::f32) < 1e-5);
   }
 }
 
@@ -155,11 +179,20 @@ TEST_CASE("add and relu match the reference, with broadcasting") {
   OpConfig c;
   c.grid_x = 4;
   c.grid_y = 2;
-  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {45, 70}, 1), random_tensor("b", {45, 70}, 2)}, c) < 0.01);
-  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {45, 70}, 3), random_tensor("b", {1, 70}, 4)}, c) < 0.01);
-  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {45, 70}, 5), random_tensor("b", {70}, 6)}, c) < 0.01);
-  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {2, 3, 33, 40}, 7), random_tensor("b", {3, 1, 40}, 8)}, c) < 0.01);
-  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {33, 1}, 9), random_tensor("b", {1, 40}, 10)}, c) < 0.01);
+  CHECK(run_and_compare(OpKind::add,
+                        {random_tensor("a", {45, 70}, 1), random_tensor("b", {45, 70}, 2)},
+                        c) < 0.01);
+  CHECK(run_and_compare(OpKind::add,
+                        {random_tensor("a", {45, 70}, 3), random_tensor("b", {1, 70}, 4)},
+                        c) < 0.01);
+  CHECK(run_and_compare(OpKind::add, {random_tensor("a", {45, 70}, 5), random_tensor("b", {70}, 6)},
+                        c) < 0.01);
+  CHECK(run_and_compare(OpKind::add,
+                        {random_tensor("a", {2, 3, 33, 40}, 7), random_tensor("b", {3, 1, 40}, 8)},
+                        c) < 0.01);
+  CHECK(run_and_compare(OpKind::add,
+                        {random_tensor("a", {33, 1}, 9), random_tensor("b", {1, 40}, 10)},
+                        c) < 0.01);
   CHECK(run_and_compare(OpKind::relu, {random_tensor("a", {2, 45, 70}, 11)}, c) == 0.0);
 }
 
@@ -249,7 +282,8 @@ TEST_CASE("to_memory_config moves a tensor between DRAM and L1 and converts dtyp
   Tensor a = random_tensor("a", {45, 70}, 21);
   TensorPlacement src = a.placement(DType::bf16, 0);
   TensorPlacement l1 = make_interleaved("a_l1", a.shape, DType::f32, BufferType::l1, 0);
-  l1.address = wormhole_b0().l1_usable_top() - 4096;  // 6 pages over 64 cores: one f32 tile per core
+  l1.address =
+      wormhole_b0().l1_usable_top() - 4096;  // 6 pages over 64 cores: one f32 tile per core
   REQUIRE(dev->allocate(src));
   REQUIRE(dev->write(src, a.data));
   REQUIRE(dev->allocate(l1));

@@ -16,7 +16,8 @@ TEST_CASE("bf16 rounds to nearest, ties to even") {
   // 1 + 3 * 2^-8 is half way between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
   CHECK(round_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 1.0f + std::ldexp(1.0f, -6));
   // Just above a tie rounds up.
-  CHECK(round_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) == 1.0f + std::ldexp(1.0f, -7));
+  CHECK(round_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) ==
+        1.0f + std::ldexp(1.0f, -7));
   CHECK(round_bf16(-2.5f) == -2.5f);
   CHECK(std::isnan(round_bf16(std::numeric_limits<float>::quiet_NaN())));
   CHECK(std::isinf(round_bf16(std::numeric_limits<float>::infinity())));

@@ -14,7 +14,9 @@ using namespace meshplan;
 namespace {
 
 using Output = test::CommandOutput;
-Output sh(const std::string& cmd) { return test::run_shell(cmd); }
+Output sh(const std::string& cmd) {
+  return test::run_shell(cmd);
+}
 
 const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";

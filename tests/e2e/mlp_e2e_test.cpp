@@ -2,9 +2,9 @@
 // through the C++ API and through the two command-line tools.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
 #include <string>
 
 #include "meshplan/device/emulator.hpp"
@@ -19,7 +19,9 @@ using namespace meshplan;
 namespace {
 
 using Command = test::CommandOutput;
-Command run_command(const std::string& cmd) { return test::run_shell(cmd); }
+Command run_command(const std::string& cmd) {
+  return test::run_shell(cmd);
+}
 
 const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
@@ -50,7 +52,8 @@ TEST_CASE("MLP through the C++ API matches the f32 reference within bf16 toleran
     REQUIRE(result);
     auto expected = runtime::run_reference(*ref, views);
     REQUIRE(expected);
-    runtime::CheckReport rep = runtime::check_outputs(result->outputs, *expected, runtime::kDefaultTolerance);
+    runtime::CheckReport rep =
+        runtime::check_outputs(result->outputs, *expected, runtime::kDefaultTolerance);
     INFO("seed ", seed, " relative error ", rep.relative_error);
     CHECK(rep.ok);
     CHECK(result->outputs[0].shape == std::vector<int64_t>{64, 128});
@@ -62,7 +65,8 @@ TEST_CASE("MLP through the C++ API matches the f32 reference within bf16 toleran
 TEST_CASE("meshplan-compile and meshplan-run: compile, list, run with --check") {
   test::TempDir dir;
   std::string cache = dir.file("plans.mpc");
-  Command c = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache + " --name mlp");
+  Command c = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " +
+                          cache + " --name mlp");
   INFO(c.text);
   REQUIRE(c.status == 0);
   CHECK(c.text.find("as 'mlp'") != std::string::npos);
@@ -100,12 +104,15 @@ TEST_CASE("the tools report bad input clearly and exit non-zero") {
   CHECK(bad_flag.status == 1);
   CHECK(bad_flag.text.find("unknown option '--frobnicate'") != std::string::npos);
 
-  REQUIRE(run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache).status == 0);
+  REQUIRE(
+      run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache)
+          .status == 0);
   Command no_plan = run_command(kRun + " " + cache + " --name other");
   CHECK(no_plan.status == 1);
   CHECK(no_plan.text.find("no plan named 'other'") != std::string::npos);
 
-  Command bad_policy = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") + " -o " + cache + " --policy nope");
+  Command bad_policy = run_command(kCompile + " " + test::source_path("examples/models/mlp.json") +
+                                   " -o " + cache + " --policy nope");
   CHECK(bad_policy.status == 1);
   CHECK(bad_policy.text.find("unknown policy 'nope'") != std::string::npos);
 }

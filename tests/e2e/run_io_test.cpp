@@ -11,7 +11,9 @@
 namespace {
 
 using Output = meshplan::test::CommandOutput;
-Output sh(const std::string& cmd) { return meshplan::test::run_shell(cmd); }
+Output sh(const std::string& cmd) {
+  return meshplan::test::run_shell(cmd);
+}
 
 const std::string kBin = MESHPLAN_BINARY_DIR;
 bool has(const Output& o, const std::string& s) {

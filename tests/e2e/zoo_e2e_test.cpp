@@ -18,7 +18,8 @@ TEST_CASE("zoo models have the published shapes and their JSON files match") {
     INFO(spec.name);
     auto full = spec.full();
     REQUIRE(full);
-    auto file = planner::load_graph_file(test::source_path("examples/models/" + spec.name + ".json"));
+    auto file =
+        planner::load_graph_file(test::source_path("examples/models/" + spec.name + ".json"));
     REQUIRE(file);
     CHECK(planner::graph_key(*file) == planner::graph_key(*full));
   }
@@ -58,7 +59,8 @@ TEST_CASE("every zoo model (reduced) runs under every policy and matches the ref
       REQUIRE(result);
       auto expected = runtime::run_reference(*ref, views);
       REQUIRE(expected);
-      runtime::CheckReport rep = runtime::check_outputs(result->outputs, *expected, runtime::kDefaultTolerance);
+      runtime::CheckReport rep =
+          runtime::check_outputs(result->outputs, *expected, runtime::kDefaultTolerance);
       INFO("relative error ", rep.relative_error);
       CHECK(rep.ok);
       CHECK(result->device_ns == ref->plan().header()->metrics()->estimated_ns());

@@ -118,10 +118,12 @@ TEST_CASE("validation errors name the op and values") {
   }
   SUBCASE("declared result shape differs") {
     Error e = import_error(replace(base, "shape: [4, 16]", "shape: [4, 17]"));
-    CHECK(e.message.find("result 'y' is declared [4x17] but the operands give [4x16]") != std::string::npos);
+    CHECK(e.message.find("result 'y' is declared [4x17] but the operands give [4x16]") !=
+          std::string::npos);
   }
   SUBCASE("dtype mismatch") {
-    Error e = import_error(replace(base, R"(name: "w", shape: [8, 16] })", R"(name: "w", shape: [8, 16], dtype: f32 })"));
+    Error e = import_error(replace(base, R"(name: "w", shape: [8, 16] })",
+                                   R"(name: "w", shape: [8, 16], dtype: f32 })"));
     CHECK(e.message.find("op 'mm' (matmul): dtype mismatch") != std::string::npos);
     CHECK(e.message.find("'w' is f32") != std::string::npos);
   }
@@ -134,7 +136,8 @@ TEST_CASE("validation errors name the op and values") {
     CHECK(e.message.find("output 'z' is not defined") != std::string::npos);
   }
   SUBCASE("duplicate value name") {
-    Error e = import_error(replace(base, R"(results: [{ name: "h" }])", R"(results: [{ name: "x" }])"));
+    Error e =
+        import_error(replace(base, R"(results: [{ name: "h" }])", R"(results: [{ name: "x" }])"));
     CHECK(e.message.find("duplicate value name 'x'") != std::string::npos);
   }
   SUBCASE("duplicate op name") {
@@ -150,15 +153,18 @@ TEST_CASE("validation errors name the op and values") {
     CHECK(e.message.find("cycle through ops 'p', 'q'") != std::string::npos);
   }
   SUBCASE("unknown attribute") {
-    Error e = import_error(replace(base, R"(name: "activation", s: "relu")", R"(name: "fuse", b: true)"));
+    Error e =
+        import_error(replace(base, R"(name: "activation", s: "relu")", R"(name: "fuse", b: true)"));
     CHECK(e.message.find("op 'mm' (matmul): unknown attribute 'fuse'") != std::string::npos);
   }
   SUBCASE("ill-typed attribute") {
-    Error e = import_error(replace(base, R"(name: "activation", s: "relu")", R"(name: "transpose_a", i: 1)"));
+    Error e = import_error(
+        replace(base, R"(name: "activation", s: "relu")", R"(name: "transpose_a", i: 1)"));
     CHECK(e.message.find("'transpose_a' must be a bool") != std::string::npos);
   }
   SUBCASE("attribute with two values") {
-    Error e = import_error(replace(base, R"(name: "activation", s: "relu")", R"(name: "activation", s: "relu", i: 2)"));
+    Error e = import_error(replace(base, R"(name: "activation", s: "relu")",
+                                   R"(name: "activation", s: "relu", i: 2)"));
     CHECK(e.message.find("exactly one") != std::string::npos);
   }
   SUBCASE("constant with the wrong amount of data") {

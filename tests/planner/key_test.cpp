@@ -10,13 +10,16 @@ using namespace meshplan::planner;
 
 namespace {
 
-std::string model(const std::string& x, const std::string& h, const std::string& shape_w = "[8, 16]",
-                  const std::string& extra_attr = "") {
+std::string model(const std::string& x, const std::string& h,
+                  const std::string& shape_w = "[8, 16]", const std::string& extra_attr = "") {
   return R"({ name: "m", arguments: [{ value: { name: ")" + x + R"(", shape: [4, 8] } },
-            { value: { name: "w", shape: )" + shape_w + R"( }, kind: parameter }],
-    ops: [ { name: "op_)" + h + R"(", kind: "matmul", operands: [")" + x + R"(", "w"], results: [{ name: ")" + h + R"(" }])" +
-         extra_attr + R"( },
-           { kind: "relu", operands: [")" + h + R"("], results: [{ name: "out" }] } ],
+            { value: { name: "w", shape: )" +
+         shape_w + R"( }, kind: parameter }],
+    ops: [ { name: "op_)" +
+         h + R"(", kind: "matmul", operands: [")" + x + R"(", "w"], results: [{ name: ")" + h +
+         R"(" }])" + extra_attr + R"( },
+           { kind: "relu", operands: [")" +
+         h + R"("], results: [{ name: "out" }] } ],
     outputs: ["out"] })";
 }
 
@@ -35,7 +38,8 @@ TEST_CASE("renaming values and ops keeps the key") {
 TEST_CASE("any shape, attribute or argument-kind change alters the key") {
   Hash128 base = key_of(model("x", "h"));
   CHECK(key_of(model("x", "h", "[8, 32]")) != base);
-  CHECK(key_of(model("x", "h", "[8, 16]", R"(, attributes: [{ name: "activation", s: "relu" }])")) != base);
+  CHECK(key_of(model("x", "h", "[8, 16]",
+                     R"(, attributes: [{ name: "activation", s: "relu" }])")) != base);
   std::string as_input = model("x", "h");
   as_input.replace(as_input.find(", kind: parameter"), 17, "");
   CHECK(key_of(as_input) != base);

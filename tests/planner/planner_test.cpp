@@ -3,12 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/schedule.hpp"
 #include "meshplan/runtime/plan.hpp"
-#include <cstring>
 
 #include "test_util.hpp"
 
@@ -33,12 +33,15 @@ TEST_CASE("schedule liveness") {
   CHECK(s.last_use(g.outputs[0]) == 8);  // outputs live to the end
   // Everything but the output dies somewhere, exactly once.
   size_t dying = 0;
-  for (size_t pos = 0; pos < s.order().size(); ++pos) dying += s.dying_at(static_cast<int>(pos)).size();
+  for (size_t pos = 0; pos < s.order().size(); ++pos)
+    dying += s.dying_at(static_cast<int>(pos)).size();
   CHECK(dying == g.values.size() - 1);
   CHECK(s.print(g).find("0: fc1 frees %x") != std::string::npos);
 }
 
-TEST_CASE("dram policy: every tensor DRAM-interleaved tiled bf16; memory plan verifies and reuses space") {
+TEST_CASE(
+    "dram policy: every tensor DRAM-interleaved tiled bf16; memory plan verifies and reuses "
+    "space") {
   Graph g = mlp();
   device::ChipDesc chip = device::wormhole_b0();
   Schedule s = Schedule::build(g);
@@ -118,7 +121,8 @@ TEST_CASE("planning errors name what does not fit or exist") {
   CHECK(e.error().message.find("dram") != std::string::npos);
 
   // A tensor larger than DRAM: 12 banks x 1 GiB cannot hold 16 GiB of bf16.
-  std::string json = R"({ name: "huge", arguments: [{ value: { name: "big", shape: [65536, 131072] } }],
+  std::string json =
+      R"({ name: "huge", arguments: [{ value: { name: "big", shape: [65536, 131072] } }],
     ops: [{ name: "r", kind: "relu", operands: ["big"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto huge = import_graph_json(json);
   REQUIRE(huge);

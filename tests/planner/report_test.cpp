@@ -77,7 +77,8 @@ TEST_CASE("the report is well-formed and has one row per op") {
   CHECK(count(*html, "<rect class=\"span\"") == p->ops()->size());
   CHECK(count(*html, "<rect class=\"cb\"") == p->ops()->size());
   CHECK(html->find("<svg class=\"l1map\"") != std::string::npos);
-  CHECK(html->find("http://") == html->find("http://www.w3.org/2000/svg"));  // no external resources
+  CHECK(html->find("http://") ==
+        html->find("http://www.w3.org/2000/svg"));  // no external resources
   CHECK(html->find("Policy comparison") == std::string::npos);
   ReportPlan two[] = {{p, "dram"}, {p, "dram again"}};
   auto compared = render_report(two);

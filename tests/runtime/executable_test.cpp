@@ -63,7 +63,9 @@ TEST_CASE("inputs are checked by position and named") {
     views[0] = wrong.view();
     auto r = (*exe)->run(views);
     REQUIRE_FALSE(r);
-    CHECK(r.error().message.find("input 0 'x': shape [64x255] does not match the plan's [64x256]") != std::string::npos);
+    CHECK(
+        r.error().message.find("input 0 'x': shape [64x255] does not match the plan's [64x256]") !=
+        std::string::npos);
   }
   SUBCASE("runs, twice, with the same result and device time") {
     auto a = (*exe)->run(views);

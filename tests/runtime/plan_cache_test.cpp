@@ -18,8 +18,10 @@ namespace {
 
 /// A plan for a one-op graph whose input width is `width` (distinct widths, distinct keys).
 std::vector<uint8_t> plan_bytes(int width, const std::string& name = "g") {
-  std::string json = R"({ name: ")" + name + R"(", arguments: [{ value: { name: "x", shape: [4, )" + std::to_string(width) +
-                     R"(] } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }], outputs: ["y"] })";
+  std::string json =
+      R"({ name: ")" + name + R"(", arguments: [{ value: { name: "x", shape: [4, )" +
+      std::to_string(width) +
+      R"(] } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto g = planner::import_graph_json(json);
   REQUIRE(g);
   auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
@@ -56,9 +58,11 @@ TEST_CASE("write, open, find by key and by name") {
     auto by_name = cache->find("plan" + std::to_string(19 - i));
     REQUIRE(by_name);
     CHECK(by_name->key() == keys[i]);
-    CHECK(by_name->bytes().data() == by_key->bytes().data());  // zero copy: both point into the mapping
+    CHECK(by_name->bytes().data() ==
+          by_key->bytes().data());  // zero copy: both point into the mapping
   }
-  for (size_t i = 1; i < cache->size(); ++i) CHECK(key_less(cache->entry(i - 1).key, cache->entry(i).key));
+  for (size_t i = 1; i < cache->size(); ++i)
+    CHECK(key_less(cache->entry(i - 1).key, cache->entry(i).key));
   auto missing = cache->find("nope");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::not_found);
@@ -114,7 +118,8 @@ TEST_CASE("readers that mapped the old file keep working after a rewrite") {
 TEST_CASE("damaged caches give clear errors") {
   test::TempDir dir;
   std::string path = dir.file("plans.mpc");
-  REQUIRE(write_cache(path, {CacheEntryData{"a", plan_bytes(8)}, CacheEntryData{"b", plan_bytes(16)}}));
+  REQUIRE(
+      write_cache(path, {CacheEntryData{"a", plan_bytes(8)}, CacheEntryData{"b", plan_bytes(16)}}));
   std::vector<uint8_t> good = test::read_bytes(path);
   std::string bad = dir.file("bad.mpc");
 
@@ -124,8 +129,10 @@ TEST_CASE("damaged caches give clear errors") {
     CHECK(c.error().code == ErrorCode::not_found);
   }
   SUBCASE("truncated anywhere") {
-    for (size_t len : {size_t{0}, size_t{10}, size_t{63}, size_t{64}, size_t{100}, good.size() / 2, good.size() - 1}) {
-      test::write_bytes(bad, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len)));
+    for (size_t len : {size_t{0}, size_t{10}, size_t{63}, size_t{64}, size_t{100}, good.size() / 2,
+                       good.size() - 1}) {
+      test::write_bytes(
+          bad, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len)));
       auto c = PlanCache::open(bad);
       REQUIRE_FALSE(c);
       CHECK(c.error().code == ErrorCode::corrupt);
@@ -192,8 +199,10 @@ TEST_CASE("every single-bit flip of a cache is caught or harmless, never a crash
       continue;
     }
     auto p = c->find("a");
-    if (p) ++opened;  // only possible where the flip hit padding that no checksum covers
-    else ++rejected;
+    if (p)
+      ++opened;  // only possible where the flip hit padding that no checksum covers
+    else
+      ++rejected;
   }
   // Header, index and plan bytes are all covered; only alignment padding may flip unnoticed.
   CHECK(rejected > static_cast<int>(good.size()) * 9 / 10);

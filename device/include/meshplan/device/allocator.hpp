@@ -17,7 +17,8 @@ class BankAllocator {
   enum class Direction { bottom_up, top_down };
 
   /// `what` names the memory in error messages ("DRAM", "L1").
-  BankAllocator(std::string what, uint64_t base, uint64_t limit, uint64_t alignment, Direction direction);
+  BankAllocator(std::string what, uint64_t base, uint64_t limit, uint64_t alignment,
+                Direction direction);
 
   /// First-fit allocation of `size` bytes (rounded up to the alignment); `owner` names the
   /// buffer in errors. Fails with resource_exhausted naming the largest free block.

@@ -16,8 +16,8 @@ namespace meshplan::device {
 /// One chip's facts (shared/DEVICE-FACTS.md). Plain data; copy freely.
 struct ChipDesc {
   std::string name;
-  uint16_t grid_x = 8;  ///< Tensix columns usable for compute.
-  uint16_t grid_y = 8;  ///< Tensix rows usable for compute.
+  uint16_t grid_x = 8;               ///< Tensix columns usable for compute.
+  uint16_t grid_y = 8;               ///< Tensix rows usable for compute.
   uint64_t l1_size = 0;              ///< Bytes of L1 per Tensix core.
   uint64_t l1_unreserved_base = 0;   ///< First byte of L1 not used by firmware.
   double l1_usable_fraction = 0.95;  ///< Cap on tensors + circular buffers (tt-mlir's 0.95).
@@ -29,10 +29,10 @@ struct ChipDesc {
   uint32_t matmul_flops_per_cycle = 4096;  ///< Per core at LoFi; HiFi2 /2, HiFi3 /3, HiFi4 /4.
   uint32_t eltwise_elems_per_cycle = 32;   ///< Per core, SFPU/FPU elementwise throughput.
   uint32_t noc_bytes_per_cycle = 32;
-  double dram_gbps = 288.0;        ///< Peak DRAM bandwidth, GB/s.
+  double dram_gbps = 288.0;  ///< Peak DRAM bandwidth, GB/s.
   uint32_t ethernet_links = 16;
-  double ethernet_gbps = 12.5;     ///< Per link, per direction.
-  uint64_t dispatch_ns = 1000;     ///< Fixed per-op host/dispatch overhead on the real chip.
+  double ethernet_gbps = 12.5;  ///< Per link, per direction.
+  uint64_t dispatch_ns = 1000;  ///< Fixed per-op host/dispatch overhead on the real chip.
 
   int cores() const { return grid_x * grid_y; }
   /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction,

@@ -59,14 +59,17 @@ class NullDevice final : public Device {
   Status allocate(const TensorPlacement&) override { return unimplemented("allocate"); }
   Status deallocate(const TensorPlacement&) override { return unimplemented("deallocate"); }
   void reset() override {}
-  Status write(const TensorPlacement&, std::span<const float>) override { return unimplemented("write"); }
+  Status write(const TensorPlacement&, std::span<const float>) override {
+    return unimplemented("write");
+  }
   Status read(const TensorPlacement&, std::span<float>) override { return unimplemented("read"); }
   Result<OpTiming> launch(const OpLaunch&) override { return unimplemented("launch"); }
   uint64_t now_ns() const override { return 0; }
 
  private:
   static std::unexpected<Error> unimplemented(const char* what) {
-    return fail(ErrorCode::unimplemented, "null device: ", what, " is not implemented by this backend");
+    return fail(ErrorCode::unimplemented, "null device: ", what,
+                " is not implemented by this backend");
   }
   ChipDesc chip_;
 };

@@ -20,7 +20,9 @@ class CorePool;
 struct ChipMemory {
   std::vector<SparseMemory> dram;  ///< One per DRAM bank.
   std::vector<SparseMemory> l1;    ///< One per Tensix core, row-major over the grid.
-  SparseMemory& bank(BufferType buffer, uint32_t index) { return buffer == BufferType::dram ? dram[index] : l1[index]; }
+  SparseMemory& bank(BufferType buffer, uint32_t index) {
+    return buffer == BufferType::dram ? dram[index] : l1[index];
+  }
   /// Threads the kernels may spread cores over (null: run serially).
   class CorePool* pool = nullptr;
 };
@@ -60,8 +62,9 @@ class EmulatedDevice final : public Device {
     uint64_t high_water_bytes = 0;  ///< Most live tensor bytes this core held since reset().
     uint64_t free_bytes = 0;        ///< Free bytes in [unreserved base, usable top) on this core.
     uint64_t largest_free = 0;      ///< Largest free block on this core.
-    double fragmentation = 0.0;     ///< 1 - largest_free / free_bytes (0 when free space is one block).
-    size_t buffers = 0;             ///< Live buffers on this core.
+    double fragmentation =
+        0.0;             ///< 1 - largest_free / free_bytes (0 when free space is one block).
+    size_t buffers = 0;  ///< Live buffers on this core.
   };
   /// Precondition: core < descriptor().cores().
   L1CoreStats l1_core_stats(uint32_t core) const;

@@ -14,7 +14,9 @@ namespace meshplan::device {
 uint16_t f32_to_bf16(float value);
 float bf16_to_f32(uint16_t bits);
 /// The f32 value nearest to `value` that bf16 can hold.
-inline float round_bf16(float value) { return bf16_to_f32(f32_to_bf16(value)); }
+inline float round_bf16(float value) {
+  return bf16_to_f32(f32_to_bf16(value));
+}
 
 /// Position of element (r, c) of a 32x32 tile in tile order: faces 0..3 (top-left, top-right,
 /// bottom-left, bottom-right), each 16x16 row-major.
@@ -50,11 +52,11 @@ Status unpack_elements(DType dtype, const std::byte* in, size_t count, float* va
 /// Tiled geometry of a tensor: the 2-D view [prod(leading dims) * H, W] with H and W padded to
 /// 32 per matrix, so tiles never cross a batch boundary. Tile (tr, tc) is page tr * tiles_w + tc.
 struct TileGrid {
-  int64_t batch = 1;   ///< Product of the leading dims.
-  int64_t rows = 1;    ///< H (1 for rank-1 tensors).
-  int64_t cols = 1;    ///< W.
-  int64_t tiles_h = 1; ///< batch * ceil(rows / 32).
-  int64_t tiles_w = 1; ///< ceil(cols / 32).
+  int64_t batch = 1;    ///< Product of the leading dims.
+  int64_t rows = 1;     ///< H (1 for rank-1 tensors).
+  int64_t cols = 1;     ///< W.
+  int64_t tiles_h = 1;  ///< batch * ceil(rows / 32).
+  int64_t tiles_w = 1;  ///< ceil(cols / 32).
   int64_t pages() const { return tiles_h * tiles_w; }
 };
 TileGrid tile_grid(std::span<const int64_t> shape);

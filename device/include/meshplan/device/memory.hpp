@@ -62,7 +62,9 @@ struct AlignedAllocator {
   T* allocate(size_t n) { return static_cast<T*>(aligned_alloc_bytes(n * sizeof(T))); }
   void deallocate(T* p, size_t) { aligned_free_bytes(p); }
   template <class U>
-  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  bool operator==(const AlignedAllocator<U>&) const {
+    return true;
+  }
 };
 
 }  // namespace meshplan::device

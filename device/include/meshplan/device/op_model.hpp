@@ -15,8 +15,8 @@ namespace meshplan::device {
 /// The answer to a validate() query.
 struct OpValidation {
   bool ok = false;
-  std::string reason;                  ///< Why not, naming the op and tensor (when !ok).
-  uint64_t cb_bytes_per_core = 0;      ///< Circular buffers the op places from the L1 base up.
+  std::string reason;                     ///< Why not, naming the op and tensor (when !ok).
+  uint64_t cb_bytes_per_core = 0;         ///< Circular buffers the op places from the L1 base up.
   uint64_t output_l1_bytes_per_core = 0;  ///< L1 the result needs on each core (0 for DRAM).
 };
 

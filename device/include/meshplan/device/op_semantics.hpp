@@ -15,7 +15,8 @@ using Shape = std::vector<int64_t>;
 
 /// Result shape of `kind` applied to operands of these shapes. The message of an error says
 /// what is wrong with the shapes; callers add which op and values.
-Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>> operands, const OpConfig& config);
+Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>> operands,
+                          const OpConfig& config);
 
 /// Result dtype of `kind` on operands of these dtypes: the operands' common dtype, except
 /// embedding (integer indices, any table: the table's dtype) and typecast (config.dtype).
@@ -30,7 +31,8 @@ struct HostView {
   std::span<const float> data;
 };
 
-/// Computes `kind` on host in f32 (straightforward loops): the reference results are checked against.
+/// Computes `kind` on host in f32 (straightforward loops): the reference results are checked
+/// against.
 Status reference(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
                  std::span<const int64_t> result_shape, std::span<float> result);
 

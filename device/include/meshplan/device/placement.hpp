@@ -14,7 +14,9 @@ namespace meshplan::device {
 /// Inclusive rectangle of Tensix cores (x = column, y = row).
 struct CoreRange {
   uint16_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  uint32_t cores() const { return static_cast<uint32_t>(x1 - x0 + 1) * static_cast<uint32_t>(y1 - y0 + 1); }
+  uint32_t cores() const {
+    return static_cast<uint32_t>(x1 - x0 + 1) * static_cast<uint32_t>(y1 - y0 + 1);
+  }
   friend bool operator==(const CoreRange&, const CoreRange&) = default;
 };
 
@@ -51,8 +53,8 @@ struct ShardSpec {
     return false;
   }
   friend bool operator==(const ShardSpec& a, const ShardSpec& b) {
-    if (!(a.grid == b.grid && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] && a.orientation == b.orientation &&
-          a.extra_ranges == b.extra_ranges))
+    if (!(a.grid == b.grid && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] &&
+          a.orientation == b.orientation && a.extra_ranges == b.extra_ranges))
       return false;
     for (int i = 0; i < a.extra_ranges; ++i)
       if (!(a.extra[i] == b.extra[i])) return false;
@@ -74,13 +76,15 @@ struct TensorPlacement {
 };
 
 /// A tiled or row-major interleaved placement with its natural page size.
-TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype, BufferType buffer,
-                                 uint64_t address, TileLayout layout = TileLayout::tile);
+TensorPlacement make_interleaved(std::string_view name, std::span<const int64_t> shape, DType dtype,
+                                 BufferType buffer, uint64_t address,
+                                 TileLayout layout = TileLayout::tile);
 
 /// An L1 sharded placement with the page size its layout needs (a tile; for row-major a row of
 /// the shard's width). The shard spec is not checked here: check_placement() does that.
-TensorPlacement make_sharded(std::string_view name, std::span<const int64_t> shape, DType dtype, MemLayout memory,
-                             const ShardSpec& shard, uint64_t address, TileLayout layout = TileLayout::tile);
+TensorPlacement make_sharded(std::string_view name, std::span<const int64_t> shape, DType dtype,
+                             MemLayout memory, const ShardSpec& shard, uint64_t address,
+                             TileLayout layout = TileLayout::tile);
 
 /// The even split of a tensor over `grid` for `memory` (height, width or block): shard sides
 /// rounded up to whole tiles (tiled) or rows (row-major), so the last shard may be partial.
@@ -104,7 +108,8 @@ uint32_t natural_page_size(std::span<const int64_t> shape, DType dtype, TileLayo
 /// tensors, whose pages are one row of a shard.
 uint32_t expected_page_size(const TensorPlacement& t);
 /// Bytes each bank reserves for an interleaved buffer: ceil(pages / banks) * aligned page.
-uint64_t interleaved_bytes_per_bank(int64_t pages, uint32_t page_size, uint32_t banks, uint32_t alignment);
+uint64_t interleaved_bytes_per_bank(int64_t pages, uint32_t page_size, uint32_t banks,
+                                    uint32_t alignment);
 
 /// Checks a sharded placement's spec against the chip: L1 only, grid inside the chip, shard
 /// shape positive, whole tiles when tiled, the split its memory layout requires, and no more

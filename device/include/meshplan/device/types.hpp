@@ -14,7 +14,12 @@ enum class DType : uint8_t { f32 = 0, bf16 = 1, bf8b = 2, i32 = 3, u32 = 4 };
 /// Values match fb::BufferType.
 enum class BufferType : uint8_t { dram = 0, l1 = 1 };
 /// Values match fb::MemLayout.
-enum class MemLayout : uint8_t { interleaved = 0, height_sharded = 1, width_sharded = 2, block_sharded = 3 };
+enum class MemLayout : uint8_t {
+  interleaved = 0,
+  height_sharded = 1,
+  width_sharded = 2,
+  block_sharded = 3
+};
 /// Values match fb::TileLayout.
 enum class TileLayout : uint8_t { tile = 0, row_major = 1 };
 /// Values match fb::Activation.

@@ -27,14 +27,15 @@ struct Value {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::bf16;
-  OpId producer = kNoOp;     ///< kNoOp for program arguments.
-  int argument = -1;         ///< Index in Graph::arguments, or -1.
+  OpId producer = kNoOp;  ///< kNoOp for program arguments.
+  int argument = -1;      ///< Index in Graph::arguments, or -1.
   ArgKind kind = ArgKind::input;
-  std::vector<float> data;   ///< Constants only: row-major values.
+  std::vector<float> data;  ///< Constants only: row-major values.
 };
 
 /// A typed attribute value.
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
+using AttrValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
 struct Attribute {
   std::string name;

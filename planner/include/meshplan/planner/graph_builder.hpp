@@ -43,15 +43,20 @@ class GraphBuilder {
 
   Value input(std::string name, std::vector<int64_t> shape, DType dtype = DType::bf16);
   Value parameter(std::string name, std::vector<int64_t> shape, DType dtype = DType::bf16);
-  Value constant(std::string name, std::vector<int64_t> shape, std::vector<float> data, DType dtype = DType::bf16);
+  Value constant(std::string name, std::vector<int64_t> shape, std::vector<float> data,
+                 DType dtype = DType::bf16);
 
   /// Adds an op of `kind` (a name from ops.def) and returns its (first) result.
-  Value op(std::string_view kind, std::vector<Value> operands, std::vector<Attribute> attributes = {},
-           std::string name = "");
+  Value op(std::string_view kind, std::vector<Value> operands,
+           std::vector<Attribute> attributes = {}, std::string name = "");
 
   /// Convenience wrappers for common ops.
-  Value matmul(Value a, Value b, std::string name = "") { return op("matmul", {a, b}, {}, std::move(name)); }
-  Value add(Value a, Value b, std::string name = "") { return op("add", {a, b}, {}, std::move(name)); }
+  Value matmul(Value a, Value b, std::string name = "") {
+    return op("matmul", {a, b}, {}, std::move(name));
+  }
+  Value add(Value a, Value b, std::string name = "") {
+    return op("add", {a, b}, {}, std::move(name));
+  }
   Value relu(Value a, std::string name = "") { return op("relu", {a}, {}, std::move(name)); }
 
   void output(Value v);
@@ -65,7 +70,8 @@ class GraphBuilder {
   Result<Graph> build();
 
  private:
-  Value argument(std::string name, std::vector<int64_t> shape, DType dtype, ArgKind kind, std::vector<float> data);
+  Value argument(std::string name, std::vector<int64_t> shape, DType dtype, ArgKind kind,
+                 std::vector<float> data);
   void set_error(Error e);
 
   Graph graph_;

@@ -31,6 +31,7 @@ struct PlannerOptions {
 Hash128 graph_key(const Graph& graph);
 
 /// The cache key of a plan: graph key + device descriptor + planner version + options.
-Hash128 plan_key(const Hash128& graph_key, const device::ChipDesc& chip, const PlannerOptions& options);
+Hash128 plan_key(const Hash128& graph_key, const device::ChipDesc& chip,
+                 const PlannerOptions& options);
 
 }  // namespace meshplan::planner

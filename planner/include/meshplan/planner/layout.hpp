@@ -24,7 +24,8 @@ struct TensorLayout {
 
   bool in_l1() const { return buffer == device::BufferType::l1; }
   friend bool operator==(const TensorLayout& a, const TensorLayout& b) {
-    return a.dtype == b.dtype && a.layout == b.layout && a.buffer == b.buffer && a.memory == b.memory &&
+    return a.dtype == b.dtype && a.layout == b.layout && a.buffer == b.buffer &&
+           a.memory == b.memory &&
            (a.memory == device::MemLayout::interleaved || a.shard == b.shard);
   }
 };
@@ -42,7 +43,7 @@ std::vector<std::string_view> policy_names();
 
 /// Runs the policy named in `options` over the graph when it inserts no moves (see
 /// plan_layout() in policy.hpp for the general case, which returns the planned graph).
-Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule, const device::ChipDesc& chip,
-                                     const PlannerOptions& options);
+Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule,
+                                     const device::ChipDesc& chip, const PlannerOptions& options);
 
 }  // namespace meshplan::planner

@@ -44,8 +44,8 @@ Result<L1Packing> pack_l1(const Graph& graph, const Schedule& schedule, const La
 /// Assigns addresses: L1 by pack_l1(), DRAM by replaying the schedule (arguments first, then
 /// each op's results, freeing values after their last use). Fails with resource_exhausted
 /// naming the tensor that does not fit.
-Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
-                               const device::ChipDesc& chip);
+Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule,
+                               const LayoutPlan& layout, const device::ChipDesc& chip);
 
 /// Replays the plan and proves that no two simultaneously live tensors of one memory overlap and
 /// that no op's circular buffers reach a live L1 tensor.

@@ -21,6 +21,7 @@ struct CompiledPlan {
 
 /// Plans `graph` for `chip`: schedule, layout policy, memory plan (verified), emit.
 /// Deterministic: equal inputs give byte-identical plans (planning time is not stored).
-Result<CompiledPlan> compile(const Graph& graph, const device::ChipDesc& chip, const PlannerOptions& options);
+Result<CompiledPlan> compile(const Graph& graph, const device::ChipDesc& chip,
+                             const PlannerOptions& options);
 
 }  // namespace meshplan::planner

@@ -127,7 +127,6 @@ std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
 
 }  // namespace meshplan::planner::shlo
 
-
 namespace meshplan::planner::shlo {
 
 /// Lowers the per-device program (the manual computation's body when there is one, else the

@@ -18,13 +18,14 @@ std::vector<TensorView> views_of(const std::vector<Tensor>& tensors);
 inline constexpr double kDefaultTolerance = 0.03;
 
 struct CheckReport {
-  double max_abs_error = 0.0;  ///< Largest |device - reference| over all outputs.
-  double scale = 0.0;          ///< Largest |reference| over all outputs.
-  double relative_error = 0.0; ///< max_abs_error / max(scale, 1).
-  bool ok = false;             ///< relative_error <= tolerance and shapes match.
+  double max_abs_error = 0.0;   ///< Largest |device - reference| over all outputs.
+  double scale = 0.0;           ///< Largest |reference| over all outputs.
+  double relative_error = 0.0;  ///< max_abs_error / max(scale, 1).
+  bool ok = false;              ///< relative_error <= tolerance and shapes match.
 };
 
 /// Compares device outputs with reference outputs.
-CheckReport check_outputs(const std::vector<Tensor>& device, const std::vector<Tensor>& reference, double tolerance);
+CheckReport check_outputs(const std::vector<Tensor>& device, const std::vector<Tensor>& reference,
+                          double tolerance);
 
 }  // namespace meshplan::runtime

@@ -58,6 +58,7 @@ class PlanRef {
 /// FlatBuffers verifier (explicit depth and table limits), format major version, and the
 /// plan's own invariants (op kinds and arities, tensor indices, shapes, segments in range).
 /// `what` names the plan in errors. Allocation-free.
-Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what, VerifyMode mode = VerifyMode::full);
+Result<PlanRef> verify_plan(std::span<const uint8_t> bytes, std::string_view what,
+                            VerifyMode mode = VerifyMode::full);
 
 }  // namespace meshplan::runtime

@@ -59,10 +59,9 @@ inline Error with_context(Error error, const std::string& context) {
 
 /// Evaluates a Result/Status expression; on error returns it from the enclosing function,
 /// otherwise yields the value. Uses a statement expression (GCC and Clang).
-#define MESHPLAN_TRY(expr)                                                 \
-  ({                                                                       \
-    auto&& meshplan_try_result_ = (expr);                                  \
-    if (!meshplan_try_result_)                                             \
-      return std::unexpected(std::move(meshplan_try_result_).error());    \
-    std::move(meshplan_try_result_).value();                               \
+#define MESHPLAN_TRY(expr)                                                                      \
+  ({                                                                                            \
+    auto&& meshplan_try_result_ = (expr);                                                       \
+    if (!meshplan_try_result_) return std::unexpected(std::move(meshplan_try_result_).error()); \
+    std::move(meshplan_try_result_).value();                                                    \
   })
