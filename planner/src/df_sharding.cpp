@@ -41,7 +41,11 @@ bool is_sharded(const TensorLayout& t) {
 class OpModelChecker final : public ShardChecker {
  public:
   OpModelChecker(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options)
-      : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {}
+      : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {
+    // Attribute configs parsed once: the solver asks about each op thousands of times.
+    base_.reserve(g.ops.size());
+    for (const Op& op : g.ops) base_.push_back(op_config(op).value_or(device::OpConfig{}));
+  }
 
   std::vector<TensorLayout> legal_configs(OpId o) const override {
     const Op& op = g_.ops[o];
@@ -70,9 +74,8 @@ class OpModelChecker final : public ShardChecker {
     const Op& op = g_.ops[o];
     std::vector<const TensorLayout*> ptrs;
     for (const TensorLayout& t : in) ptrs.push_back(&t);
-    device::OpConfig base = op_config(op).value_or(device::OpConfig{});
     device::OpValidation v = q_.validate(op.kind, op.name, op.operands, ptrs, op.results[0], out,
-                                         config_for(base, out, chip_));
+                                         config_for(base_[o], out, chip_));
     if (l1) *l1 = v.cb_bytes_per_core + v.output_l1_bytes_per_core;
     return v.ok;
   }
@@ -97,6 +100,7 @@ class OpModelChecker final : public ShardChecker {
   device::ChipDesc chip_;  // A copy: callers may pass a temporary descriptor.
   OpQuery q_;
   uint32_t max_;
+  std::vector<device::OpConfig> base_;
 };
 
 }  // namespace
@@ -258,12 +262,21 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   }
 
   // L1 reservation timeline and schedule-range validation (seed 001 §4.1.3, §4.1.5).
-  auto reserved_at = [&](int pos) {
-    uint64_t total = 0;
-    for (const L1Reservation& r : out.reservations)
-      if (r.first <= pos && pos <= r.last) total += r.bytes;
-    return total;
+  // Reserved bytes per schedule position, kept in step with out.reservations (reserve/unreserve)
+  // so a query is O(1): the timeline is asked once per op of every validated range.
+  std::vector<uint64_t> reserved(std::max(n, 1), 0);
+  auto reserve = [&](const L1Reservation& r) {
+    out.reservations.push_back(r);
+    for (int p = std::max(r.first, 0); p <= std::min(r.last, n - 1); ++p) reserved[p] += r.bytes;
   };
+  auto unreserve_to = [&](size_t count) {
+    while (out.reservations.size() > count) {
+      const L1Reservation& r = out.reservations.back();
+      for (int p = std::max(r.first, 0); p <= std::min(r.last, n - 1); ++p) reserved[p] -= r.bytes;
+      out.reservations.pop_back();
+    }
+  };
+  auto reserved_at = [&](int pos) { return reserved[pos]; };
   // Values kept in L1 past their chain (the L1 residents layout map of §4.1.5: their layout is
   // d.tensors[v]); every other chain output reaches readers outside its chain from DRAM.
   std::vector<bool> resident(g.values.size(), false);
@@ -301,9 +314,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     return last;
   };
   auto first_op_of_completed_chain = [&](OpId o) {
-    return std::any_of(out.chains.begin(), out.chains.end(), [&](const L1Chain& c) {
-      return c.state == ChainState::completed && c.ops.front() == o;
-    });
+    return chain_first[o] >= 0 && out.chains[chain_first[o]].state == ChainState::completed;
   };
 
   std::vector<bool> decided(out.chains.size(), false);
@@ -358,12 +369,12 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         ok = false;
         break;
       }
-      out.reservations.push_back(L1Reservation{v, pos, static_cast<int>(c), bytes});
+      reserve(L1Reservation{v, pos, static_cast<int>(c), bytes});
     }
     if (ok) ok = op_fits(c, 0);
     if (!ok) {
       for (auto [pos, v] : inputs) resident[v] = false;
-      out.reservations.resize(before);
+      unreserve_to(before);
       d.tensors[r] = saved;
       d.configs[c] = saved_config;
       continue;
@@ -397,7 +408,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       resident[v] = true;
       if (consumers_accept(sharded) && range_fits(static_cast<int>(last) + 1, end, bytes)) {
         chain.spill = SpillLocation::none;
-        out.reservations.push_back(L1Reservation{v, static_cast<int>(last), end, bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), end, bytes});
         resident[v] = true;
         continue;
       }
@@ -417,7 +428,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         d.configs[last] = config_for(d.configs[last], l1, chip);
         chain.layouts.back() = l1;
         chain.spill = SpillLocation::l1_interleaved;
-        out.reservations.push_back(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
         resident[v] = true;
         continue;
       }
@@ -454,8 +465,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       if (first_op_of_completed_chain(join) && join_accepts() &&
           range_fits(static_cast<int>(last) + 1, static_cast<int>(join), bytes)) {
         chain.spill = SpillLocation::none;
-        out.reservations.push_back(
-            L1Reservation{v, static_cast<int>(last), static_cast<int>(join), bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), static_cast<int>(join), bytes});
         resident[v] = true;
         continue;
       }
