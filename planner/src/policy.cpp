@@ -240,6 +240,9 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.layout.tensors = in.layout.tensors;
   out.spills = in.spills;
   out.reshards = in.reshards;
+  out.graph.ops.reserve(g.ops.size());
+  out.layout.configs.reserve(g.ops.size());
+  out.origin.reserve(g.ops.size());
   TakenNames names(g);
   std::vector<ValueId> current(g.values.size());
   for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;

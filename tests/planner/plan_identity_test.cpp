@@ -1,6 +1,6 @@
 // Planning-speed work must not change plans: for every example model and policy, the plan key and
 // a digest of the planned graph's per-op layouts (LayoutResult::print: origin, op, result layout,
-// grid per op; spills and reshards) match tests/planner/golden/plan_identity.txt, recorded before
+// grid per op; spills and reshards) match tests/planner/plans/plan_identity.txt, recorded before
 // the speed-ups. A deliberate change of plans (a new policy rule, a timing model change that moves
 // beam's choices) regenerates the file with MESHPLAN_UPDATE_GOLDEN=1.
 #include <doctest/doctest.h>
@@ -53,7 +53,7 @@ std::string current_digests() {
 }  // namespace
 
 TEST_CASE("plans are unchanged by the planning-speed work (keys and per-op layouts)") {
-  std::string path = test::source_path("tests/planner/golden/plan_identity.txt");
+  std::string path = test::source_path("tests/planner/plans/plan_identity.txt");
   std::string now = current_digests();
   if (const char* update = std::getenv("MESHPLAN_UPDATE_GOLDEN"); update && *update == '1') {
     std::ofstream(path) << now;
