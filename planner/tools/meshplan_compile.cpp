@@ -4,6 +4,7 @@
 //                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
 //                    OP:I=l1|dram]
 //                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
+//                    [--spill=belady|dp]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
 //   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]

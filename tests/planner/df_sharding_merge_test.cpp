@@ -245,3 +245,29 @@ TEST_CASE("df-sharding 3-way merge: both inputs of a join stay in L1, validated 
     CHECK(dump.find("chain [c] completed spill dram") != std::string::npos);
   }
 }
+
+TEST_CASE("df-sharding concat merge with the real OpModel: the plan runs end to end") {
+  GraphBuilder b("concat_real");
+  auto x = b.input("x", {256, 256});
+  auto l = b.relu("l", x);
+  auto r = b.relu("r", x);
+  auto cat = b.op(device::OpKind::concat, "cat", {l, r}, {planner::Attribute{"axis", int64_t{-1}}});
+  b.output(b.relu("out", cat));
+  Graph g = b.finish();
+  auto checker = make_opmodel_checker(g, kChip, PlannerOptions{});
+  auto df = run_df_sharding(g, kChip, PlannerOptions{}, *checker);
+  REQUIRE(df);
+  std::string dump = df->print(g);
+  MESSAGE(dump);
+  // Whether or not OpModel lets the concat keep its inputs in L1, the decision is consistent:
+  // merged inputs are height sharded and not spilled, unmerged ones spilled.
+  bool merged = dump.find("chain [cat] completed") != std::string::npos;
+  for (const char* v : {"l", "r"}) {
+    CAPTURE(v);
+    CHECK(spilled(df->decision, value(g, v)) != merged);
+    if (merged) CHECK(df->decision.tensors[value(g, v)].memory == MemLayout::height_sharded);
+  }
+  PlannerOptions o;
+  o.policy = "df-sharding";
+  run_e2e(g, kChip, o);
+}

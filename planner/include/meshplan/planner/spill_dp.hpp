@@ -1,6 +1,9 @@
 // Optimal L1 spill selection (seed 002 §5.8.2): dynamic programming over the schedule whose state
 // is the set of live tensors still in L1, as an alternative to manage_spills()' farthest-next-use
-// (Belady) eviction. Selected with PlannerOptions::spill = "dp" (meshplan-compile --spill=dp).
+// (Belady) eviction. Selected with PlannerOptions::spill = "dp" (meshplan-compile --spill=dp) for
+// greedy, beam and l1-interleaved (whose "results first" rule it does not keep: it minimises the
+// simulated time over the whole choice space). Move ops' own circular buffers are not counted,
+// as manage_spills() does not count them; fit_and_validate() packs the result as for Belady.
 #pragma once
 
 #include <cstdint>
