@@ -1,5 +1,6 @@
 // Overrides and greedy layout propagation (policies `l1-interleaved` and `greedy`).
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "meshplan/planner/policies.hpp"
@@ -42,9 +43,8 @@ Result<Overrides> parse_overrides(const Graph& g, const PlannerOptions& options)
     OpId o = MESHPLAN_TRY(op_named(g, std::string_view(e).substr(0, colon), e));
     std::string index(e.substr(colon + 1, eq - colon - 1));
     uint32_t i = 0;
-    bool digits = !index.empty() && std::all_of(index.begin(), index.end(),
-                                                [](char c) { return c >= '0' && c <= '9'; });
-    if (digits) i = static_cast<uint32_t>(std::stoul(index));
+    auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+    bool digits = !index.empty() && ec == std::errc() && end == index.data() + index.size();
     if (!digits || i >= g.ops[o].operands.size())
       return fail(ErrorCode::invalid_argument, "memreconfig '", e, "': op '", g.ops[o].name,
                   "' has no operand '", index, "'");

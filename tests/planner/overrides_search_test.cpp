@@ -119,6 +119,11 @@ TEST_CASE("an override OpModel rejects fails with OpModel's reason; unknown ops 
   r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("has no operand '2'") != std::string::npos);
+  // An index too large for any integer type is an error, not an exception.
+  o.memreconfig = {"out:99999999999999999999999=l1"};
+  r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("has no operand '99999999999999999999999'") != std::string::npos);
 }
 
 TEST_CASE("the bounded exhaustive search finds the same optimum as the unbounded one") {
