@@ -137,10 +137,26 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       cands = candidates(result);
     auto pick = [&](const std::vector<TensorLayout>& operands,
                     std::string* reason) -> std::optional<TensorLayout> {
+      // The cheapest valid L1 layout by OpModel's cost (ties: the pool's order), else the first
+      // valid fallback (DRAM).
+      const TensorLayout* best = nullptr;
+      uint64_t best_ns = 0;
       for (const TensorLayout& c : cands) {
-        device::OpValidation ok = check(q, op, operands, c, config_for(d.configs[o], c, chip));
-        if (ok.ok) return c;
+        device::OpConfig config = config_for(d.configs[o], c, chip);
+        if (!check(q, op, operands, c, config).ok) continue;
+        if (!c.in_l1()) {
+          if (!best) return c;
+          continue;
+        }
+        std::vector<const TensorLayout*> ptrs;
+        for (const TensorLayout& t : operands) ptrs.push_back(&t);
+        uint64_t ns = q.cost(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
+        if (!best || ns < best_ns) {
+          best = &c;
+          best_ns = ns;
+        }
       }
+      if (best) return *best;
       if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
         *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
       return std::nullopt;

@@ -22,7 +22,8 @@ const std::vector<int64_t> kSquare{2048, 2048};  // 64 x 64 tiles, 4096 tiles, 8
 TensorPlacement placed(const char* name, const std::vector<int64_t>& shape, BufferType buffer,
                        MemLayout memory = MemLayout::interleaved, uint16_t gx = 8,
                        uint16_t gy = 8) {
-  if (memory == MemLayout::interleaved) return make_interleaved(name, shape, DType::bf16, buffer, 0);
+  if (memory == MemLayout::interleaved)
+    return make_interleaved(name, shape, DType::bf16, buffer, 0);
   CoreRange grid{0, 0, static_cast<uint16_t>(gx - 1), static_cast<uint16_t>(gy - 1)};
   auto spec = even_shard_spec(shape, memory, grid);
   REQUIRE(spec);
@@ -48,7 +49,8 @@ OpConfig grid(uint16_t gx, uint16_t gy) {
 
 TEST_CASE("eltwise: shards in place beat interleaved L1, which beats DRAM") {
   ChipDesc chip = wormhole_b0();
-  auto dram_a = placed("a", kSquare, BufferType::dram), dram_b = placed("b", kSquare, BufferType::dram),
+  auto dram_a = placed("a", kSquare, BufferType::dram),
+       dram_b = placed("b", kSquare, BufferType::dram),
        dram_o = placed("o", kSquare, BufferType::dram);
   auto l1_a = placed("a", kSquare, BufferType::l1), l1_b = placed("b", kSquare, BufferType::l1),
        l1_o = placed("o", kSquare, BufferType::l1);
@@ -130,6 +132,6 @@ TEST_CASE("matmul: block-sharded in0 and result stay on their cores under mcast_
   // Each core receives its in0 block (4 x 32 tiles) and in1 block (32 x 4) by multicast; the
   // in1 sender reads its block from interleaved L1 with 8 senders' contention (max(1, 8 x 3.5 /
   // 64) = 1): (128 + 128) x 2048 B at 32 B/cycle; the result is written in place.
-  CHECK(sharded.duration_ns == wormhole_b0().dispatch_ns +
-                                   std::max<uint64_t>(sharded.compute_ns, 256 * 2048 / 32));
+  CHECK(sharded.duration_ns ==
+        wormhole_b0().dispatch_ns + std::max<uint64_t>(sharded.compute_ns, 256 * 2048 / 32));
 }

@@ -110,8 +110,7 @@ class OpQuery {
   template <typename F>
   auto with_launch(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                    std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                   const TensorLayout& result_layout, const device::OpConfig& config,
-                   F&& f) const;
+                   const TensorLayout& result_layout, const device::OpConfig& config, F&& f) const;
 
   const Graph& graph_;
   device::OpModel model_;
