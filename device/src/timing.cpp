@@ -118,6 +118,38 @@ bool same_shards(const TensorPlacement& a, const TensorPlacement& b) {
          a.memory != MemLayout::interleaved && a.memory == b.memory && a.shard == b.shard;
 }
 
+/// Whether `op` reads operand `t` where its result `r` keeps it: sharded alike, and each result
+/// element comes from the operand element at the same place (elementwise ops and casts; a reshape
+/// that keeps the 2-D view; row ops when whole rows sit on one core). Permute, concat, slice,
+/// embedding, convolutions and pools move elements between shards.
+bool in_place(const OpLaunch& op, const TensorPlacement& t, const TensorPlacement& r) {
+  if (!same_shards(t, r)) return false;
+  switch (op.kind) {
+    case OpKind::permute:
+    case OpKind::concat:
+    case OpKind::slice:
+    case OpKind::embedding:
+    case OpKind::conv2d:
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d:
+    case OpKind::global_avg_pool2d:
+      return false;
+    case OpKind::reshape: {
+      View2D a = view_2d(t.shape, t.layout), b = view_2d(r.shape, r.layout);
+      return a.rows == b.rows && a.cols == b.cols;
+    }
+    case OpKind::softmax:
+    case OpKind::layer_norm:
+    case OpKind::rms_norm:
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+    case OpKind::reduce_max:
+      return t.memory == MemLayout::height_sharded;
+    default:
+      return true;
+  }
+}
+
 class MovementModel {
  public:
   explicit MovementModel(const ChipDesc& chip) : chip_(chip) {
@@ -206,12 +238,12 @@ class MovementModel {
   }
 
   /// Every other op: each of its cores handles 1/cores of every operand and result. An operand
-  /// sharded exactly like the result is already on the core that uses it.
+  /// the op reads in place (in_place) is already on the core that uses it.
   void generic(Movement& m, const OpLaunch& op, uint32_t cores) const {
     double w = cores;
     const TensorPlacement* result = op.results.empty() ? nullptr : op.results[0];
     for (const TensorPlacement* t : op.operands) {
-      bool local = result && same_shards(*t, *result);
+      bool local = result && in_place(op, *t, *result);
       // A reshard out of a sharded tensor runs on that tensor's grid when it leaves L1 sharding.
       if (op.kind == OpKind::to_memory_config && t->buffer == BufferType::l1 &&
           t->memory != MemLayout::interleaved && t->shard.cores() == cores &&

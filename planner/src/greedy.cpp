@@ -141,6 +141,8 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       // valid fallback (DRAM).
       const TensorLayout* best = nullptr;
       uint64_t best_ns = 0;
+      std::vector<const TensorLayout*> ptrs;
+      for (const TensorLayout& t : operands) ptrs.push_back(&t);
       for (const TensorLayout& c : cands) {
         device::OpConfig config = config_for(d.configs[o], c, chip);
         if (!check(q, op, operands, c, config).ok) continue;
@@ -148,8 +150,6 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
           if (!best) return c;
           continue;
         }
-        std::vector<const TensorLayout*> ptrs;
-        for (const TensorLayout& t : operands) ptrs.push_back(&t);
         uint64_t ns = q.cost(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
         if (!best || ns < best_ns) {
           best = &c;

@@ -25,8 +25,11 @@
 //     r x b x max(grid_x - 1, grid_y - 1) / 2 / cores bytes. The factor is
 //     max(1, r x hops / cores): 3.5 for all 64 cores of an 8x8 Wormhole, 1 for a single reader.
 //   - L1 sharded, used by the core that holds it (an operand sharded exactly like the op's
-//     result, a sharded result written by the op on its shard grid, a reshard leaving the shard
-//     grid it runs on): local L1 traffic only, nothing on the NoC.
+//     result when each result element comes from the operand element at the same place:
+//     elementwise ops, casts, reshapes keeping the 2-D view, row ops on height shards; a sharded
+//     result written by the op on its shard grid; a reshard leaving the shard grid it runs on):
+//     local L1 traffic only, nothing on the NoC. Permute, concat, slice, embedding, conv2d and
+//     pools move elements between shards and read over the NoC.
 //   - matmul programs: the busiest core reads its in0 block (per_core_m x K tiles) and in1 block
 //     (K x per_core_n). Multicast blocks (mcast_2d: in0 along rows, in1 along columns; mcast_1d:
 //     the multicast operand) are read once from their source by one sender per row/column (a
