@@ -2,6 +2,7 @@
 #include "meshplan/planner/candidates.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "meshplan/device/formats.hpp"
@@ -284,12 +285,29 @@ device::OpConfig OpQuery::resolve_config(device::OpKind kind, std::string_view n
   return best(kind, name, operands, operand_layouts, result, result_layout, config).config;
 }
 
+std::optional<uint64_t> OpQuery::cost_if_valid(device::OpKind kind, std::string_view name,
+                                               std::span<const ValueId> operands,
+                                               std::span<const TensorLayout* const> operand_layouts,
+                                               ValueId result, const TensorLayout& result_layout,
+                                               const device::OpConfig& config) const {
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
+  auto it = valid_memo_.find(k);
+  if (it == valid_memo_.end())
+    it = valid_memo_
+             .emplace(k,
+                      explain(kind, name, operands, operand_layouts, result, result_layout, config))
+             .first;
+  if (!it->second.ok) return std::nullopt;
+  return best(kind, name, operands, operand_layouts, result, result_layout, config, std::move(k))
+      .timing.duration_ns;
+}
+
 const OpQuery::Best& OpQuery::best(device::OpKind kind, std::string_view name,
                                    std::span<const ValueId> operands,
                                    std::span<const TensorLayout* const> operand_layouts,
                                    ValueId result, const TensorLayout& result_layout,
-                                   const device::OpConfig& config) const {
-  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
+                                   const device::OpConfig& config, std::string k) const {
+  if (k.empty()) k = key(kind, operands, operand_layouts, result, result_layout, config);
   if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
   auto cost_of = [&](const device::OpConfig& c) {
     return with_launch(kind, name, operands, operand_layouts, result, result_layout, c,

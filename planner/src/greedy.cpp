@@ -145,15 +145,16 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       for (const TensorLayout& t : operands) ptrs.push_back(&t);
       for (const TensorLayout& c : cands) {
         device::OpConfig config = config_for(d.configs[o], c, chip);
-        if (!check(q, op, operands, c, config).ok) continue;
         if (!c.in_l1()) {
-          if (!best) return c;
+          if (best) continue;
+          if (check(q, op, operands, c, config).ok) return c;
           continue;
         }
-        uint64_t ns = q.cost(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
-        if (!best || ns < best_ns) {
+        std::optional<uint64_t> ns =
+            q.cost_if_valid(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
+        if (ns && (!best || *ns < best_ns)) {
           best = &c;
-          best_ns = ns;
+          best_ns = *ns;
         }
       }
       if (best) return *best;

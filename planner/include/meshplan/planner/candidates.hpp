@@ -3,6 +3,7 @@
 // Every policy asks these helpers; OpModel is the only judge of legality and cost.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -84,6 +85,12 @@ class OpQuery {
                                   std::span<const TensorLayout* const> operand_layouts,
                                   ValueId result, const TensorLayout& result_layout,
                                   const device::OpConfig& config) const;
+  /// validate() and cost() with one memo key: the cost when the launch is valid.
+  std::optional<uint64_t> cost_if_valid(device::OpKind kind, std::string_view name,
+                                        std::span<const ValueId> operands,
+                                        std::span<const TensorLayout* const> operand_layouts,
+                                        ValueId result, const TensorLayout& result_layout,
+                                        const device::OpConfig& config) const;
   /// Its duration, in ns.
   uint64_t cost(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                 std::span<const TensorLayout* const> operand_layouts, ValueId result,
@@ -103,9 +110,11 @@ class OpQuery {
     device::OpTiming timing;
     device::OpConfig config;
   };
+  /// `key` is the launch's memo key when the caller has built it already.
   const Best& best(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                    std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                   const TensorLayout& result_layout, const device::OpConfig& config) const;
+                   const TensorLayout& result_layout, const device::OpConfig& config,
+                   std::string key = {}) const;
   /// Calls f(OpLaunch) on the placements of these values and layouts.
   template <typename F>
   auto with_launch(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
