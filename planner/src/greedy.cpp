@@ -143,10 +143,27 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     const std::vector<TensorLayout>& cands = ov.output[o] ? fixed : candidates(result);
     auto pick = [&](const std::vector<TensorLayout>& operands,
                     std::string* reason) -> std::optional<TensorLayout> {
+      // The cheapest valid L1 layout by OpModel's cost (ties: the pool's order), else the first
+      // valid fallback (DRAM).
+      const TensorLayout* best = nullptr;
+      uint64_t best_ns = 0;
+      std::vector<const TensorLayout*> ptrs;
+      for (const TensorLayout& t : operands) ptrs.push_back(&t);
       for (const TensorLayout& c : cands) {
-        device::OpValidation ok = check(q, op, operands, c, config_for(d.configs[o], c, chip));
-        if (ok.ok) return c;
+        device::OpConfig config = config_for(d.configs[o], c, chip);
+        if (!c.in_l1()) {
+          if (best) continue;
+          if (check(q, op, operands, c, config).ok) return c;
+          continue;
+        }
+        std::optional<uint64_t> ns =
+            q.cost_if_valid(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
+        if (ns && (!best || *ns < best_ns)) {
+          best = &c;
+          best_ns = *ns;
+        }
       }
+      if (best) return *best;
       if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
         *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
       return std::nullopt;
