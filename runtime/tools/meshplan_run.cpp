@@ -1,6 +1,7 @@
 // meshplan-run: runs a plan from a plan cache on the emulated device.
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
+//                [--device NAME|FILE.json]
 //   meshplan-run CACHE.mpc ls
 //   meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]
 //   ... [--input=2x3xf32=[[1,2,3],[4,5,6]] | --input=@x.npy]... [--output=@y.npy]...

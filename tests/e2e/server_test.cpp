@@ -334,3 +334,33 @@ TEST_CASE("meshplan-server stops cleanly on SIGTERM, and refuses to start on a b
   CHECK(bad_flag.status == 1);
   CHECK(bad_flag.text.find("--threads takes a number from 1 to 256") != std::string::npos);
 }
+
+TEST_CASE("meshplan-server serves plans for a custom chip given with --device FILE.json") {
+  test::TempDir dir;
+  std::string dev = dir.file("wh4x4.json"), cache = dir.file("c.mpc");
+  std::string chip =
+      R"({"chip": {"base": "wormhole_b0", "name": "wh4x4", "grid_x": 4, "grid_y": 4}})";
+  test::write_bytes(dev, std::vector<uint8_t>(chip.begin(), chip.end()));
+  REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " +
+                          test::source_path("examples/models/mlp.json") + " -o " + cache +
+                          " --policy greedy --device " + dev)
+              .status == 0);
+  std::string requests = dir.file("r.txt");
+  std::string text = "run mlp random 5 check\n";
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  std::string server = kBin + "/examples/meshplan-server " + cache + " --threads 2";
+  auto without = test::run_shell(server + " < " + requests);
+  INFO(without.text);
+  CHECK(without.status == 0);
+  CHECK(without.text.find("1 of 1 plans from") != std::string::npos);
+  CHECK(without.text.find("and 0 bound") != std::string::npos);
+  CHECK(without.text.find("not serving: plan 'mlp' targets device 'wh4x4'") != std::string::npos);
+  CHECK(without.text.find("error #0 incompatible: plan 'mlp' is not served") != std::string::npos);
+  auto with = test::run_shell(server + " --device " + dev + " < " + requests);
+  INFO(with.text);
+  CHECK(with.status == 0);
+  CHECK(with.text.find("and 1 bound") != std::string::npos);
+  CHECK(with.text.find("ok #0 mlp device_us=") != std::string::npos);
+  CHECK(with.text.find(" rel_err=") != std::string::npos);
+  CHECK(with.text.find("done: 1 served, 0 failed") != std::string::npos);
+}
