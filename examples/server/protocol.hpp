@@ -49,10 +49,11 @@ class Worker {
  public:
   /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
   /// taken from `chips` by the device name the plan records. Plans that cannot be bound are
-  /// reported in `skipped` (name and reason) and answered with that reason later.
+  /// reported in `skipped` (name and reason) and answered with that reason later. Each chip
+  /// runs the cores of big ops on `core_threads` host threads.
   static Result<std::unique_ptr<Worker>> create(
       const std::vector<runtime::PlanRef>& plans,
-      const std::map<std::string, device::ChipDesc, std::less<>>& chips,
+      const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
       std::vector<std::string>* skipped);
 
   /// Answers one `run ...` request line with the text after "ok #ID " or an error.

@@ -4,13 +4,14 @@
 // protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM or SIGINT.
 //
 //   meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] [--verify full|checksummed]
-//                   [--device FILE.json]...
+//                   [--device FILE.json]... [--core-threads K]
 //
 // Without --port it serves stdin (responses on stdout) and stops at end of input. With --port it
 // listens on 127.0.0.1:P (0: a free port) and prints "listening on 127.0.0.1:PORT"; --stdin
 // serves stdin as well (its end of input then closes only that session). Every client session
 // is read by its own thread; requests go to one queue served by N worker threads (default 4),
-// each owning its chips and executables, so runs proceed in parallel. Damaged cache entries are
+// each owning its chips and executables, so runs proceed in parallel (each chip runs its cores
+// on K host threads, default 1, so N workers use N cores). Damaged cache entries are
 // skipped at start-up and the others are served.
 #include <fcntl.h>
 #include <mimalloc-new-delete.h>
@@ -217,7 +218,8 @@ class Server {
 struct Options {
   std::string cache;
   int threads = 4;
-  int port = -1;  // -1: no TCP
+  unsigned core_threads = 1;  // the workers already run in parallel
+  int port = -1;              // -1: no TCP
   bool stdin_too = false;
   runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
   std::vector<std::string> devices;
@@ -225,10 +227,11 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] "
-    "[--verify full|checksummed] [--device FILE.json]...\n"
+    "[--verify full|checksummed] [--device FILE.json]... [--core-threads K]\n"
     "  Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
     "  without --port or with --stdin. N worker threads (1-256, default 4). Requests, one per\n"
-    "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n";
+    "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n"
+    "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n";
 
 Result<Options> parse_args(int argc, char** argv) {
   Options o;
@@ -253,6 +256,9 @@ Result<Options> parse_args(int argc, char** argv) {
     if (is("--threads"))
       o.threads = static_cast<int>(
           MESHPLAN_TRY(number("--threads", MESHPLAN_TRY(value("--threads")), 1, 256)));
+    else if (is("--core-threads"))
+      o.core_threads = static_cast<unsigned>(
+          MESHPLAN_TRY(number("--core-threads", MESHPLAN_TRY(value("--core-threads")), 1, 64)));
     else if (is("--port"))
       o.port =
           static_cast<int>(MESHPLAN_TRY(number("--port", MESHPLAN_TRY(value("--port")), 0, 65535)));
@@ -321,7 +327,8 @@ Result<int> serve(const Options& opt) {
   std::vector<std::unique_ptr<server::Worker>> workers;
   std::vector<std::string> skipped;
   for (int t = 0; t < opt.threads; ++t)
-    workers.push_back(MESHPLAN_TRY(server::Worker::create(plans, chips, t ? nullptr : &skipped)));
+    workers.push_back(MESHPLAN_TRY(
+        server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped)));
   auto t_bind = Clock::now();
   for (const std::string& why : skipped)
     std::fprintf(stderr, "meshplan-server: not serving: %s\n", why.c_str());

@@ -46,7 +46,7 @@ std::string echo(std::string_view text) {
 
 Result<std::unique_ptr<Worker>> Worker::create(
     const std::vector<runtime::PlanRef>& plans,
-    const std::map<std::string, device::ChipDesc, std::less<>>& chips,
+    const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
     std::vector<std::string>* skipped) {
   auto w = std::unique_ptr<Worker>(new Worker());
   for (const runtime::PlanRef& plan : plans) {
@@ -60,7 +60,10 @@ Result<std::unique_ptr<Worker>> Worker::create(
                 "', neither built in nor given with --device FILE.json");
     } else {
       auto& dev = w->devices_[chip_name];
-      if (!dev) dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip->second));
+      if (!dev) {
+        dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip->second));
+        dev->set_core_threads(core_threads);
+      }
       auto exe = runtime::Executable::bind(plan, *dev);
       if (exe)
         w->bound_[name] = std::move(*exe);
