@@ -74,6 +74,13 @@ struct ServerProcess {
   int port = -1;
 
   explicit ServerProcess(const std::vector<std::string>& args) {
+    // Everything the child needs is built before fork(): between fork and exec it may only
+    // make async-signal-safe calls (another thread could hold the allocator's lock).
+    std::string bin = kBin + "/examples/meshplan-server";
+    std::vector<char*> argv;
+    argv.push_back(bin.data());
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     int p[2];
     REQUIRE(::pipe(p) == 0);
     pid = ::fork();
@@ -84,11 +91,6 @@ struct ServerProcess {
       ::close(p[0]);
       int devnull = ::open("/dev/null", O_RDONLY);
       ::dup2(devnull, 0);
-      std::vector<char*> argv;
-      std::string bin = kBin + "/examples/meshplan-server";
-      argv.push_back(bin.data());
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
       ::execv(bin.c_str(), argv.data());
       ::_exit(127);
     }
