@@ -321,8 +321,14 @@ class Parser {
       a.kind = K::dense_array;
       a.text = MESHPLAN_TRY(ident("an element type"));
       if (accept(":")) {
-        do a.ints.push_back(MESHPLAN_TRY(integer()));
-        while (accept(","));
+        bool floats = a.text.starts_with("f") || a.text.starts_with("bf");
+        bool is_float = false;
+        do {
+          if (floats)
+            a.values.push_back(MESHPLAN_TRY(number(is_float)));
+          else
+            a.ints.push_back(MESHPLAN_TRY(integer()));
+        } while (accept(","));
       }
       MESHPLAN_TRY(expect(">", "'>' closing array<...>"));
       return a;

@@ -75,12 +75,20 @@ TEST_CASE("ops without a meshplan op name themselves and their location") {
   REQUIRE_FALSE(tp.has_value());
   CHECK(tp.error().code == ErrorCode::unimplemented);
   CHECK(tp.error().message.ends_with(
-      "examples/models/tp_mlp.mlir:10:5: unimplemented: stablehlo.all_reduce has no "
-      "meshplan op yet"));
+      "examples/models/tp_mlp.mlir:10:5: unimplemented: stablehlo.all_reduce: the graph IR has no "
+      "all_reduce op"));
+}
+
+TEST_CASE("a data-parallel MLP with a max-reduce and a broadcast lowers per device") {
   auto dp = lower_to_graph(compiled("examples/models/mlp_dp.mlir", 2, 4));
-  REQUIRE_FALSE(dp.has_value());
-  CHECK(dp.error().message.ends_with(
-      "mlp_dp.mlir:6:3: unimplemented: stablehlo.reduce has no meshplan op yet"));
+  REQUIRE_MESSAGE(dp.has_value(), dp.error().message);
+  std::vector<device::OpKind> kinds;
+  for (const auto& op : dp->ops) kinds.push_back(op.kind);
+  using K = device::OpKind;
+  // The broadcast of the row max is a reshape to [8, 1] that subtract broadcasts implicitly.
+  CHECK(kinds == std::vector<K>{K::matmul, K::tanh, K::matmul, K::reduce_max, K::reshape,
+                                K::subtract, K::exp});
+  CHECK(dp->values[dp->outputs[0]].shape == std::vector<int64_t>{8, 32});
 }
 
 TEST_CASE("meshplan-compile --emit=sdy / --stop-after print each stage") {

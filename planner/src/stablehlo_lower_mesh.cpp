@@ -1,0 +1,109 @@
+// Lowering of the per-device program's collectives to the graph IR's collective ops
+// (MESH-SPEC section 1): replica groups become a cluster_axis (0: the chips of one column,
+// 1: the chips of one row, -1: the whole mesh in chip-index order).
+#include <algorithm>
+
+#include "stablehlo_lower_internal.hpp"
+
+namespace meshplan::planner::shlo::lowering {
+
+namespace {
+
+/// cluster_axis for `groups` on `mesh` (at most two axes), or nullopt when the groups are
+/// neither one whole axis nor the whole mesh.
+std::optional<int64_t> cluster_axis(const MeshDecl& mesh,
+                                    const std::vector<std::vector<int64_t>>& groups) {
+  std::vector<std::vector<int64_t>> sorted = groups;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k < mesh.axes.size(); ++k)
+    if (sorted == replica_groups(mesh, {AxisRef{mesh.axes[k].first, 1, 0}}))
+      return static_cast<int64_t>(k);
+  std::vector<int64_t> all(static_cast<size_t>(mesh.devices()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  if (groups.size() == 1 && groups[0] == all) return -1;
+  return std::nullopt;
+}
+
+Result<OpKind> graph_op(const Lowering& l, const Op& op, std::string_view name) {
+  auto kind = device::op_from_name(name);
+  if (!kind) return l.unimplemented(op, str(op.name, ": the graph IR has no ", name, " op"));
+  return *kind;
+}
+
+std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
+  std::string s = "[";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    s += g ? ", [" : "[";
+    for (size_t i = 0; i < groups[g].size(); ++i)
+      s += (i ? ", " : "") + std::to_string(groups[g][i]);
+    s += "]";
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+Status lower_collective(Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh) return l.unimplemented(op, str(op.name, " in a module without an sdy.mesh"));
+  if (mesh->axes.size() > 2)
+    return l.unimplemented(op, str(op.name, " on mesh @", mesh->name, " with ", mesh->axes.size(),
+                                   " axes (at most two lower)"));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  if (op.name == "sdy.all_slice") {
+    // One all_slice per sliced dim; each dim's axes must be one whole mesh axis.
+    AxisMath math{*mesh};
+    OpKind kind = MESHPLAN_TRY(graph_op(l, op, "all_slice"));
+    std::vector<int64_t> shape = l.graph().values[x].shape;
+    DType dt = l.graph().values[x].dtype;
+    for (size_t d = 0; d < op.dim_axes.size(); ++d) {
+      auto axes = math.without_trivial(op.dim_axes[d]);
+      if (axes.empty()) continue;
+      auto ca = axes.size() == 1 && math.size(axes[0]) == mesh->axis_size(axes[0].name)
+                    ? cluster_axis(*mesh, replica_groups(*mesh, axes))
+                    : std::nullopt;
+      if (!ca)
+        return l.unimplemented(
+            op, str("sdy.all_slice of dim ", d, " over a sub-axis or several axes (groups ",
+                    groups_text(replica_groups(*mesh, axes)), ")"));
+      shape[d] /= math.size(axes[0]);
+      x = MESHPLAN_TRY(
+          l.emit(kind, {x}, {{"dim", static_cast<int64_t>(d)}, {"cluster_axis", *ca}}, shape, dt));
+    }
+    l.bind(op.results[0], x);
+    return {};
+  }
+  CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
+  if (c.kind == "collective_permute") {
+    const Attr* pairs = op.prop("source_target_pairs");
+    if (!pairs || pairs->kind != Attr::Kind::dense)
+      return l.unimplemented(op, "stablehlo.collective_permute without source_target_pairs");
+    std::vector<int64_t> flat;
+    for (double v : pairs->values) flat.push_back(static_cast<int64_t>(v));
+    OpKind kind = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
+    MESHPLAN_TRY(l.emit_for(op, kind, {x}, {{"pairs", flat}}));
+    return {};
+  }
+  auto ca = cluster_axis(*mesh, c.groups);
+  if (!ca)
+    return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
+  if (!c.groups.empty() && c.groups[0].size() == 1) {  // A group of one chip moves nothing.
+    l.bind(op.results[0], x);
+    return {};
+  }
+  std::vector<Attribute> attrs = {{"cluster_axis", *ca}};
+  if (c.kind == "all_gather" || c.kind == "reduce_scatter") attrs.push_back({"dim", c.dim});
+  if (c.kind == "all_reduce" || c.kind == "reduce_scatter")
+    attrs.push_back({"reduce", c.reduction});
+  if (c.kind == "all_to_all") {
+    attrs.push_back({"split_dim", c.dim});
+    attrs.push_back({"concat_dim", c.concat_dim});
+  }
+  OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
+  MESHPLAN_TRY(l.emit_for(op, kind, {x}, std::move(attrs)));
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo::lowering
