@@ -414,8 +414,10 @@ Result<Graph> lower_to_graph(const Module& m) {
         kinds[i] = v.text.find("parameter") != std::string::npos  ? ArgKind::parameter
                    : v.text.find("constant") != std::string::npos ? ArgKind::constant
                                                                   : ArgKind::input;
+  const Op* manual = nullptr;
   for (OpId o : f->body.ops)
-    if (m.ops[o].name == "sdy.manual_computation") {
+    if (m.ops[o].name == "sdy.manual_computation" && m.ops[o].regions.size() == 1) {
+      manual = &m.ops[o];
       body = &m.ops[o].regions[0];
       args = body->args;
     }
@@ -439,6 +441,7 @@ Result<Graph> lower_to_graph(const Module& m) {
     }
     MESHPLAN_TRY(lower_op(l, op));
   }
+  MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, args.size()));
   MESHPLAN_TRY(validate(g));
   return std::move(g);
 }

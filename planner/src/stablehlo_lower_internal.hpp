@@ -95,5 +95,9 @@ Status lower_convolution(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
+/// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a
+/// single-chip program). `program_args`: graph arguments that are program inputs (the rest are
+/// constants the lowering added, replicated).
+Status lower_boundary(Graph& g, const Module& m, const Op* manual, size_t program_args);
 
 }  // namespace meshplan::planner::shlo::lowering

@@ -3,6 +3,7 @@
 // 1: the chips of one row, -1: the whole mesh in chip-index order).
 #include <algorithm>
 
+#include "meshplan/device/mesh.hpp"
 #include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo::lowering {
@@ -104,6 +105,90 @@ Status lower_collective(Lowering& l, const Op& op) {
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
   MESHPLAN_TRY(l.emit_for(op, kind, {x}, std::move(attrs)));
   return {};
+}
+
+namespace {
+
+/// The device::MeshShardSpec of one boundary tensor: `identity` for pre-sharded inputs,
+/// `replicate` when no dim is split, else `devices` with the dim each mesh axis splits. A dim
+/// split over a sub-axis, or over both axes minor-first, has no MeshShardSpec.
+Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const TensorSharding& s,
+                                         bool identity, const Op& mc, std::string_view what) {
+  device::MeshShardSpec spec;
+  if (identity) {
+    spec.type = device::MeshShardType::identity;
+    return spec;
+  }
+  AxisMath math{mesh};
+  bool split = false;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    auto axes = math.without_trivial(s.dims[d].axes);
+    size_t last = 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t k = 0;
+      while (k < mesh.axes.size() && mesh.axes[k].first != axes[i].name) ++k;
+      if (k == mesh.axes.size() || math.size(axes[i]) != mesh.axes[k].second ||
+          (i > 0 && k <= last))
+        return fail(ErrorCode::unimplemented, mc.loc.str(), ": unimplemented: ", what,
+                    " is sharded <", sharding_string(s),
+                    "> (a sub-axis, or axes minor-first), which no mesh_shard expresses");
+      last = k;
+      spec.shard_dims[k] = static_cast<int32_t>(d);
+      split = true;
+    }
+  }
+  spec.type = split ? device::MeshShardType::devices : device::MeshShardType::replicate;
+  if (!split) spec.shard_dims = {-1, -1};
+  return spec;
+}
+
+/// Fills Graph::mesh / argument_shards / output_shards (MESH-SPEC section 3) once the graph IR
+/// has them; a graph type without them (before the mesh IR lands) is left as it is.
+template <class G>
+Status set_boundary(G& g, const Module& m, const Op* mc, size_t program_args) {
+  if constexpr (requires {
+                  g.mesh.rows;
+                  g.mesh.axis_names;
+                  g.argument_shards;
+                  g.output_shards;
+                }) {
+    const MeshDecl* mesh = m.main_mesh();
+    if (!mesh || !mc) return {};
+    if (mesh->axes.size() > 2)
+      return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: mesh @", mesh->name,
+                  " has ", mesh->axes.size(), " axes (a graph mesh has at most two)");
+    g.mesh.rows = mesh->axes.empty() ? 1 : static_cast<int>(mesh->axes[0].second);
+    g.mesh.cols = mesh->axes.size() < 2 ? 1 : static_cast<int>(mesh->axes[1].second);
+    g.mesh.axis_names.clear();
+    for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
+    g.argument_shards.clear();
+    g.output_shards.clear();
+    if (g.mesh.single_chip()) return {};
+    auto shards = MESHPLAN_TRY(mesh_shards(m));
+    for (const MeshShard& b : shards) {
+      const TensorSharding& s =
+          b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
+      std::string what = str(b.to_device ? "input " : "result ", b.index);
+      auto spec = MESHPLAN_TRY(shard_spec(*mesh, s, b.type == "identity", *mc, what));
+      (b.to_device ? g.argument_shards : g.output_shards).push_back(spec);
+    }
+    // Constants the lowering added live on every chip as they are.
+    device::MeshShardSpec replicated;
+    while (g.argument_shards.size() < g.arguments.size()) g.argument_shards.push_back(replicated);
+    if (g.argument_shards.size() != g.arguments.size() || program_args > g.arguments.size() ||
+        g.output_shards.size() != g.outputs.size())
+      return fail(ErrorCode::internal, mc->loc.str(),
+                  ": the manual computation's boundary does not match the lowered graph");
+  } else {
+    (void)g, (void)m, (void)mc, (void)program_args;
+  }
+  return {};
+}
+
+}  // namespace
+
+Status lower_boundary(Graph& g, const Module& m, const Op* manual, size_t program_args) {
+  return set_boundary(g, m, manual, program_args);
 }
 
 }  // namespace meshplan::planner::shlo::lowering
