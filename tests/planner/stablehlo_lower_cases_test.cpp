@@ -3,13 +3,7 @@
 // run on the device reference, gives evaluate_reference's result for the whole module.
 #include <doctest/doctest.h>
 
-#include <cmath>
-
-#include "meshplan/device/descriptor.hpp"
-#include "meshplan/planner/planner.hpp"
-#include "meshplan/planner/spmd.hpp"
-#include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/plan.hpp"
+#include "lowering_check.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -56,29 +50,7 @@ void check_single_chip(const std::string& path) {
   Module original = load(path);
   Module local = piped(path, 1, 1);
   auto inputs = random_inputs(original, 5);
-  auto want = evaluate_reference(original, inputs);
-  REQUIRE_MESSAGE(want.has_value(), want.error().message);
-  planner::Graph g = lowered(local);
-  auto plan = planner::compile(g, device::wormhole_b0(), planner::PlannerOptions{});
-  REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
-  auto ref = runtime::verify_plan(plan->bytes, "case");
-  REQUIRE_MESSAGE(ref.has_value(), ref.error().message);
-  std::vector<runtime::TensorView> views;
-  for (const HostArray& in : inputs) views.push_back({in.shape, in.data});
-  auto got = runtime::run_reference(*ref, views);
-  REQUIRE_MESSAGE(got.has_value(), got.error().message);
-  REQUIRE(got->size() == want->size());
-  for (size_t i = 0; i < want->size(); ++i) {
-    REQUIRE((*got)[i].shape == (*want)[i].shape);
-    double worst = 0, scale = 0;
-    for (size_t k = 0; k < (*want)[i].data.size(); ++k) {
-      worst = std::max(worst, std::fabs(double((*got)[i].data[k]) - (*want)[i].data[k]));
-      scale = std::max(scale, std::fabs(double((*want)[i].data[k])));
-    }
-    CAPTURE(worst);
-    CHECK(worst <= 1e-4 * (1 + scale));
-    CHECK(scale > 0);
-  }
+  test::check_same_results(original, lowered(local), inputs);
 }
 
 }  // namespace

@@ -7,11 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "meshplan/device/descriptor.hpp"
-#include "meshplan/planner/planner.hpp"
-#include "meshplan/planner/spmd.hpp"
-#include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/plan.hpp"
+#include "lowering_check.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -44,33 +40,9 @@ planner::Graph check_numerics(const std::string& text, bool positive = false) {
   if (positive)
     for (auto& in : inputs)
       for (float& x : in.data) x = std::fabs(x) + 0.5f;
-  auto want = evaluate_reference(m, inputs);
-  REQUIRE_MESSAGE(want.has_value(), want.error().message);
   auto g = lower_to_graph(m);
   REQUIRE_MESSAGE(g.has_value(), g.error().message);
-  auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
-  REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
-  auto ref = runtime::verify_plan(plan->bytes, "lowered");
-  REQUIRE_MESSAGE(ref.has_value(), ref.error().message);
-  std::vector<runtime::TensorView> views;
-  for (const HostArray& in : inputs) views.push_back({in.shape, in.data});
-  auto got = runtime::run_reference(*ref, views);
-  REQUIRE_MESSAGE(got.has_value(), got.error().message);
-  REQUIRE(got->size() == want->size());
-  for (size_t i = 0; i < want->size(); ++i) {
-    CAPTURE(i);
-    const HostArray& w = (*want)[i];
-    const runtime::Tensor& r = (*got)[i];
-    REQUIRE(r.shape == w.shape);
-    double worst = 0, scale = 0;
-    for (size_t k = 0; k < w.data.size(); ++k) {
-      worst = std::max(worst, std::fabs(static_cast<double>(r.data[k]) - w.data[k]));
-      scale = std::max(scale, std::fabs(static_cast<double>(w.data[k])));
-    }
-    CAPTURE(worst);
-    CHECK(worst <= 1e-4 * (1 + scale));
-    CHECK(scale > 0);  // a result of zeros would "match" a lowering that computed nothing
-  }
+  test::check_same_results(m, *g, inputs);
   return std::move(*g);
 }
 
