@@ -132,7 +132,7 @@ Status Parser::func() {
       a.value = m_.add_value(std::move(ty), kNone, static_cast<uint32_t>(f.args.size()));
       if (peek('{')) {
         std::vector<TensorSharding> sh;
-        a.attrs = MESHPLAN_TRY(dict_with_sharding(sh, false));
+        a.attrs = MESHPLAN_TRY(dict_with_sharding(&sh, false));
         if (!sh.empty()) m_.values[a.value].sharding = sh[0];
       }
       MESHPLAN_TRY(define(r.name, a.value, r.pos));
@@ -177,7 +177,7 @@ Result<ResultInfo> Parser::result_info(bool allow_attrs) {
   r.type = MESHPLAN_TRY(type());
   if (allow_attrs && peek('{')) {
     std::vector<TensorSharding> sh;
-    r.attrs = MESHPLAN_TRY(dict_with_sharding(sh, false));
+    r.attrs = MESHPLAN_TRY(dict_with_sharding(&sh, false));
     if (!sh.empty()) r.sharding = sh[0];
   }
   return r;
@@ -239,7 +239,7 @@ void Parser::skip_loc() {
 
 Status Parser::op_attr_dict(Op& op) {
   if (!peek('{')) return {};
-  op.attrs = MESHPLAN_TRY(dict_with_sharding(op.shardings, true));
+  op.attrs = MESHPLAN_TRY(dict_with_sharding(&op.shardings, true));
   return {};
 }
 

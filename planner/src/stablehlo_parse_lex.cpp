@@ -426,19 +426,7 @@ Result<Attr> Parser::dense() {
 }
 
 Result<std::vector<NamedAttr>> Parser::attr_dict() {
-  std::vector<NamedAttr> out;
-  MESHPLAN_TRY(expect("{", "'{' opening an attribute dictionary"));
-  if (accept("}")) return out;
-  do {
-    ws();
-    std::string name =
-        peek('"') ? MESHPLAN_TRY(string_lit()) : MESHPLAN_TRY(ident("an attribute name"));
-    Attr v;
-    if (accept("=")) v = MESHPLAN_TRY(attr());
-    out.emplace_back(std::move(name), std::move(v));
-  } while (accept(","));
-  MESHPLAN_TRY(expect("}", "'}' or ',' in an attribute dictionary"));
-  return out;
+  return dict_with_sharding(nullptr, false);
 }
 
 Result<std::vector<int64_t>> Parser::int_list() {

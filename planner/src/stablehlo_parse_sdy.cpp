@@ -88,7 +88,7 @@ Result<std::vector<TensorSharding>> Parser::sharding_list() {
   return list_of("[", "]", "a list of shardings", [&] { return sharding(); });
 }
 
-Result<std::vector<NamedAttr>> Parser::dict_with_sharding(std::vector<TensorSharding>& shardings,
+Result<std::vector<NamedAttr>> Parser::dict_with_sharding(std::vector<TensorSharding>* shardings,
                                                           bool per_value) {
   std::vector<NamedAttr> out;
   MESHPLAN_TRY(expect("{", "'{' opening an attribute dictionary"));
@@ -97,15 +97,15 @@ Result<std::vector<NamedAttr>> Parser::dict_with_sharding(std::vector<TensorShar
     ws();
     std::string name =
         peek('"') ? MESHPLAN_TRY(string_lit()) : MESHPLAN_TRY(ident("an attribute name"));
-    if (name == "sdy.sharding") {
+    if (shardings && name == "sdy.sharding") {
       MESHPLAN_TRY(expect("=", "'=' after sdy.sharding"));
       if (per_value) {
         if (!accept("#sdy.sharding_per_value<")) return error("'#sdy.sharding_per_value<'");
-        shardings = MESHPLAN_TRY(sharding_list());
+        *shardings = MESHPLAN_TRY(sharding_list());
         MESHPLAN_TRY(expect(">", "'>' closing #sdy.sharding_per_value"));
       } else {
         if (!accept("#sdy.sharding")) return error("'#sdy.sharding<'");
-        shardings = {MESHPLAN_TRY(sharding())};
+        *shardings = {MESHPLAN_TRY(sharding())};
       }
       continue;
     }

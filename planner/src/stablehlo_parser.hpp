@@ -88,8 +88,9 @@ class Parser {
   Status check_sharding(const TensorSharding& s, size_t at);
   Result<std::vector<TensorSharding>> sharding_list();
 
-  /// Dict whose `sdy.sharding` entry is a Shardy sharding (or per-value list), the rest plain.
-  Result<std::vector<NamedAttr>> dict_with_sharding(std::vector<TensorSharding>& shardings,
+  /// Dict whose `sdy.sharding` entry is a Shardy sharding (or per-value list) moved to
+  /// `*shardings`, the rest plain; shardings == null: every entry plain (attr_dict()).
+  Result<std::vector<NamedAttr>> dict_with_sharding(std::vector<TensorSharding>* shardings,
                                                     bool per_value);
 
   // ---- values and scopes ----
