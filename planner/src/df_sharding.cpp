@@ -69,7 +69,7 @@ class OpModelChecker final : public ShardChecker {
     const Op& op = g_.ops[o];
     std::vector<const TensorLayout*> ptrs;
     for (const TensorLayout& t : in) ptrs.push_back(&t);
-    device::OpConfig base = op_config(op).value_or(device::OpConfig{});
+    device::OpConfig base = op_config(op, g_.mesh).value_or(device::OpConfig{});
     device::OpValidation v = q_.validate(op.kind, op.name, op.operands, ptrs, op.results[0], out,
                                          config_for(base, out, chip_));
     if (l1) *l1 = v.cb_bytes_per_core + v.output_l1_bytes_per_core;
