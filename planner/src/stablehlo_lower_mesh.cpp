@@ -2,26 +2,37 @@
 // (MESH-SPEC section 1): replica groups become a cluster_axis (0: the chips of one column,
 // 1: the chips of one row, -1: the whole mesh in chip-index order).
 #include <algorithm>
+#include <tuple>
 
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/mesh_shard.hpp"
 #include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo::lowering {
 
 namespace {
 
-/// cluster_axis for `groups` on `mesh` (at most two axes), or nullopt when the groups are
-/// neither one whole axis nor the whole mesh.
+/// The graph mesh of a module mesh of at most two axes: rows = the first axis, cols = the second.
+std::pair<int, int> grid(const MeshDecl& mesh) {
+  int rows = mesh.axes.empty() ? 1 : static_cast<int>(mesh.axes[0].second);
+  int cols = mesh.axes.size() < 2 ? 1 : static_cast<int>(mesh.axes[1].second);
+  return {rows, cols};
+}
+
+/// cluster_axis whose groups (device::collective_groups, same order within each group) are
+/// `groups`, trying 0, 1, then -1; nullopt when none is.
 std::optional<int64_t> cluster_axis(const MeshDecl& mesh,
                                     const std::vector<std::vector<int64_t>>& groups) {
-  std::vector<std::vector<int64_t>> sorted = groups;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t k = 0; k < mesh.axes.size(); ++k)
-    if (sorted == replica_groups(mesh, {AxisRef{mesh.axes[k].first, 1, 0}}))
-      return static_cast<int64_t>(k);
-  std::vector<int64_t> all(static_cast<size_t>(mesh.devices()));
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  if (groups.size() == 1 && groups[0] == all) return -1;
+  auto [rows, cols] = grid(mesh);
+  std::vector<std::vector<int64_t>> want = groups;
+  std::sort(want.begin(), want.end());
+  for (int axis : {0, 1, -1}) {
+    std::vector<std::vector<int64_t>> have;
+    for (const auto& g : device::collective_groups(rows, cols, axis))
+      have.emplace_back(g.begin(), g.end());
+    std::sort(have.begin(), have.end());
+    if (have == want) return axis;
+  }
   return std::nullopt;
 }
 
@@ -53,7 +64,7 @@ Status lower_collective(Lowering& l, const Op& op) {
                                    " axes (at most two lower)"));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   if (op.name == "sdy.all_slice") {
-    // One all_slice per sliced dim; each dim's axes must be one whole mesh axis.
+    // One all_slice per sliced dim; its axes must make one whole mesh axis or the whole mesh.
     AxisMath math{*mesh};
     OpKind kind = MESHPLAN_TRY(graph_op(l, op, "all_slice"));
     std::vector<int64_t> shape = l.graph().values[x].shape;
@@ -61,24 +72,22 @@ Status lower_collective(Lowering& l, const Op& op) {
     for (size_t d = 0; d < op.dim_axes.size(); ++d) {
       auto axes = math.without_trivial(op.dim_axes[d]);
       if (axes.empty()) continue;
-      auto ca = axes.size() == 1 && math.size(axes[0]) == mesh->axis_size(axes[0].name)
-                    ? cluster_axis(*mesh, replica_groups(*mesh, axes))
-                    : std::nullopt;
+      auto groups = replica_groups(*mesh, axes);
+      auto ca = cluster_axis(*mesh, groups);
       if (!ca)
-        return l.unimplemented(
-            op, str("sdy.all_slice of dim ", d, " over a sub-axis or several axes (groups ",
-                    groups_text(replica_groups(*mesh, axes)), ")"));
-      shape[d] /= math.size(axes[0]);
+        return l.unimplemented(op,
+                               str("sdy.all_slice of dim ", d, " with groups ", groups_text(groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
+      shape[d] /= math.product(axes);
       x = MESHPLAN_TRY(
           l.emit(kind, {x}, {{"dim", static_cast<int64_t>(d)}, {"cluster_axis", *ca}}, shape, dt));
     }
     l.bind(op.results[0], x);
     return {};
   }
-  CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
-  if (c.kind == "collective_permute") {
+  if (op.name == "stablehlo.collective_permute") {
     const Attr* pairs = op.prop("source_target_pairs");
-    if (!pairs || pairs->kind != Attr::Kind::dense)
+    if (!pairs || pairs->kind != Attr::Kind::dense || !pairs->text.empty())
       return l.unimplemented(op, "stablehlo.collective_permute without source_target_pairs");
     std::vector<int64_t> flat;
     for (double v : pairs->values) flat.push_back(static_cast<int64_t>(v));
@@ -86,6 +95,7 @@ Status lower_collective(Lowering& l, const Op& op) {
     MESHPLAN_TRY(l.emit_for(op, kind, {x}, {{"pairs", flat}}));
     return {};
   }
+  CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
   auto ca = cluster_axis(*mesh, c.groups);
   if (!ca)
     return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
@@ -94,6 +104,25 @@ Status lower_collective(Lowering& l, const Op& op) {
     l.bind(op.results[0], x);
     return {};
   }
+  // The declared types must be what the collective does on groups of this size.
+  const auto& in = l.type(op.operands[0]).shape;
+  const auto& out = l.type(op.results[0]).shape;
+  const int64_t n = static_cast<int64_t>(c.groups.empty() ? 1 : c.groups[0].size());
+  std::vector<int64_t> want = in;
+  auto at = [&](int64_t d) -> int64_t* {
+    return d >= 0 && d < static_cast<int64_t>(want.size()) ? &want[static_cast<size_t>(d)]
+                                                           : nullptr;
+  };
+  if (c.kind == "all_gather" && at(c.dim)) *at(c.dim) *= n;
+  if (c.kind == "reduce_scatter" && at(c.dim)) *at(c.dim) /= n;
+  if (c.kind == "all_to_all" && at(c.dim) && at(c.concat_dim)) {
+    *at(c.dim) /= n;
+    *at(c.concat_dim) *= n;
+  }
+  if (want != out)
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, " on groups of ", n,
+                " chips turns ", type_string(l.type(op.operands[0])), " into ", shape_string(want),
+                ", but its result is declared ", type_string(l.type(op.results[0])));
   std::vector<Attribute> attrs = {{"cluster_axis", *ca}};
   if (c.kind == "all_gather" || c.kind == "reduce_scatter") attrs.push_back({"dim", c.dim});
   if (c.kind == "all_reduce" || c.kind == "reduce_scatter")
@@ -111,9 +140,12 @@ namespace {
 
 /// The device::MeshShardSpec of one boundary tensor: `identity` for pre-sharded inputs,
 /// `replicate` when no dim is split, else `devices` with the dim each mesh axis splits. A dim
-/// split over a sub-axis, or over both axes minor-first, has no MeshShardSpec.
+/// split over both axes minor-first (axis 1 major, as the automatic batch sharding does) is
+/// returned as `devices` on that dim with *minor_first set: the caller decides whether the
+/// program may be relabelled. A dim split over a sub-axis has no MeshShardSpec.
 Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const TensorSharding& s,
-                                         bool identity, const Op& mc, std::string_view what) {
+                                         bool identity, bool* minor_first, const Op& mc,
+                                         std::string_view what) {
   device::MeshShardSpec spec;
   if (identity) {
     spec.type = device::MeshShardType::identity;
@@ -123,72 +155,76 @@ Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const TensorShard
   bool split = false;
   for (size_t d = 0; d < s.dims.size(); ++d) {
     auto axes = math.without_trivial(s.dims[d].axes);
-    size_t last = 0;
-    for (size_t i = 0; i < axes.size(); ++i) {
+    std::vector<size_t> ks;
+    for (const AxisRef& a : axes) {
       size_t k = 0;
-      while (k < mesh.axes.size() && mesh.axes[k].first != axes[i].name) ++k;
-      if (k == mesh.axes.size() || math.size(axes[i]) != mesh.axes[k].second ||
-          (i > 0 && k <= last))
+      while (k < mesh.axes.size() && mesh.axes[k].first != a.name) ++k;
+      if (k == mesh.axes.size() || math.size(a) != mesh.axes[k].second)
         return fail(ErrorCode::unimplemented, mc.loc.str(), ": unimplemented: ", what,
                     " is sharded <", sharding_string(s),
-                    "> (a sub-axis, or axes minor-first), which no mesh_shard expresses");
-      last = k;
+                    "> over a sub-axis, which no mesh_shard expresses");
+      ks.push_back(k);
       spec.shard_dims[k] = static_cast<int32_t>(d);
       split = true;
     }
+    if (ks.size() == 2 && ks[0] > ks[1]) *minor_first = true;
   }
   spec.type = split ? device::MeshShardType::devices : device::MeshShardType::replicate;
   if (!split) spec.shard_dims = {-1, -1};
   return spec;
 }
 
-/// Fills Graph::mesh / argument_shards / output_shards (MESH-SPEC section 3) once the graph IR
-/// has them; a graph type without them (before the mesh IR lands) is left as it is.
-template <class G>
-Status set_boundary(G& g, const Module& m, const Op* mc, size_t program_args) {
-  if constexpr (requires {
-                  g.mesh.rows;
-                  g.mesh.axis_names;
-                  g.argument_shards;
-                  g.output_shards;
-                }) {
-    const MeshDecl* mesh = m.main_mesh();
-    if (!mesh || !mc) return {};
-    if (mesh->axes.size() > 2)
-      return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: mesh @", mesh->name,
-                  " has ", mesh->axes.size(), " axes (a graph mesh has at most two)");
-    g.mesh.rows = mesh->axes.empty() ? 1 : static_cast<int>(mesh->axes[0].second);
-    g.mesh.cols = mesh->axes.size() < 2 ? 1 : static_cast<int>(mesh->axes[1].second);
-    g.mesh.axis_names.clear();
-    for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
-    g.argument_shards.clear();
-    g.output_shards.clear();
-    if (g.mesh.single_chip()) return {};
-    auto shards = MESHPLAN_TRY(mesh_shards(m));
-    for (const MeshShard& b : shards) {
-      const TensorSharding& s =
-          b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
-      std::string what = str(b.to_device ? "input " : "result ", b.index);
-      auto spec = MESHPLAN_TRY(shard_spec(*mesh, s, b.type == "identity", *mc, what));
-      (b.to_device ? g.argument_shards : g.output_shards).push_back(spec);
-    }
-    // Constants the lowering added live on every chip as they are.
-    device::MeshShardSpec replicated;
-    while (g.argument_shards.size() < g.arguments.size()) g.argument_shards.push_back(replicated);
-    if (g.argument_shards.size() != g.arguments.size() || program_args > g.arguments.size() ||
-        g.output_shards.size() != g.outputs.size())
-      return fail(ErrorCode::internal, mc->loc.str(),
-                  ": the manual computation's boundary does not match the lowered graph");
-  } else {
-    (void)g, (void)m, (void)mc, (void)program_args;
-  }
-  return {};
-}
-
 }  // namespace
 
-Status lower_boundary(Graph& g, const Module& m, const Op* manual, size_t program_args) {
-  return set_boundary(g, m, manual, program_args);
+Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_args) {
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh || !mc) return {};
+  if (mesh->axes.size() > 2)
+    return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: mesh @", mesh->name,
+                " has ", mesh->axes.size(), " axes (a graph mesh has at most two)");
+  std::tie(g.mesh.rows, g.mesh.cols) = grid(*mesh);
+  g.mesh.axis_names.clear();
+  for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
+  g.argument_shards.clear();
+  g.output_shards.clear();
+  if (g.mesh.single_chip()) return {};
+  auto shards = MESHPLAN_TRY(mesh_shards(m));
+  bool any_minor_first = false;
+  std::string first_minor;
+  for (const MeshShard& b : shards) {
+    const TensorSharding& s = b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
+    std::string what = str(b.to_device ? "input " : "result ", b.index);
+    bool minor_first = false;
+    auto spec = MESHPLAN_TRY(shard_spec(*mesh, s, b.type == "identity", &minor_first, *mc, what));
+    if (minor_first && !any_minor_first) first_minor = str(what, " <", sharding_string(s), ">");
+    any_minor_first |= minor_first;
+    (b.to_device ? g.argument_shards : g.output_shards).push_back(spec);
+  }
+  if (any_minor_first) {
+    // mesh_shard cuts a dim split over both axes axis-0-major. A program whose chips never talk
+    // and whose every boundary tensor is replicated or split over both axes on one dim computes
+    // the same result under any consistent renumbering of the pieces, so the axis-0-major
+    // numbering is exact for it; anything else is not.
+    bool relabel = std::none_of(g.ops.begin(), g.ops.end(), [](const planner::Op& op) {
+      return device::is_collective(op.kind);
+    });
+    for (const auto* list : {&g.argument_shards, &g.output_shards})
+      for (const device::MeshShardSpec& s : *list)
+        relabel &= s.type == device::MeshShardType::replicate ||
+                   (s.type == device::MeshShardType::devices && s.shard_dims[0] == s.shard_dims[1]);
+    if (!relabel)
+      return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: ", first_minor,
+                  " splits a dim over both mesh axes minor-first, which no mesh_shard expresses "
+                  "in a program with collectives or other shardings");
+  }
+  // Constants the lowering added live on every chip as they are.
+  while (g.argument_shards.size() < g.arguments.size())
+    g.argument_shards.push_back(device::MeshShardSpec{});
+  if (g.argument_shards.size() != g.arguments.size() || program_args > g.arguments.size() ||
+      g.output_shards.size() != g.outputs.size())
+    return fail(ErrorCode::internal, mc->loc.str(),
+                ": the manual computation's boundary does not match the lowered graph");
+  return {};
 }
 
 }  // namespace meshplan::planner::shlo::lowering

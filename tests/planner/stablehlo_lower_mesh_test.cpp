@@ -1,0 +1,209 @@
+// Per-device programs with collectives lowered to the graph IR's collective ops (MESH-SPEC §1)
+// and the mesh boundary (§3): Graph::mesh from sdy.mesh, one MeshShardSpec per argument and
+// output; replica groups that are no whole axis, and meshes of three axes, are named errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "meshplan/device/collective_ops.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "test_util.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+using K = device::OpKind;
+using device::MeshShardSpec;
+using device::MeshShardType;
+
+namespace {
+
+Module piped(const std::string& path, int64_t rows, int64_t cols) {
+  auto m = parse_module_file(test::source_path(path));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  PipelineOptions o;
+  o.mesh_rows = rows;
+  o.mesh_cols = cols;
+  auto s = run_pipeline(*m, o);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  return std::move(*m);
+}
+
+planner::Graph lowered(const Module& m) {
+  auto g = lower_to_graph(m);
+  REQUIRE_MESSAGE(g.has_value(), g.error().message);
+  return std::move(*g);
+}
+
+planner::Graph lowered_text(const std::string& text) {
+  auto m = parse_module(text, "m.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  return lowered(*m);
+}
+
+std::string error_text(const std::string& text) {
+  auto m = parse_module(text, "m.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  auto g = lower_to_graph(*m);
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().code == ErrorCode::unimplemented);
+  return g.error().message;
+}
+
+std::vector<K> kinds(const planner::Graph& g) {
+  std::vector<K> out;
+  for (const auto& op : g.ops) out.push_back(op.kind);
+  return out;
+}
+
+int64_t int_attr(const planner::Op& op, const char* name) {
+  const planner::Attribute* a = op.attribute(name);
+  REQUIRE_MESSAGE(a != nullptr, name);
+  return std::get<int64_t>(a->value);
+}
+
+MeshShardSpec devices(int32_t axis0_dim, int32_t axis1_dim) {
+  return MeshShardSpec{MeshShardType::devices, {axis0_dim, axis1_dim}, {}};
+}
+const MeshShardSpec kReplicate{MeshShardType::replicate, {-1, -1}, {}};
+const MeshShardSpec kIdentity{MeshShardType::identity, {-1, -1}, {}};
+
+}  // namespace
+
+TEST_CASE("tensor-parallel MLP on 1x8: one all_reduce, none between the two matmuls") {
+  planner::Graph g = lowered(piped("examples/models/tp_mlp.mlir", 1, 8));
+  CHECK(kinds(g) == std::vector<K>{K::matmul, K::add, K::relu, K::matmul, K::all_reduce});
+  const planner::Op& ar = g.ops.back();
+  CHECK(int_attr(ar, "cluster_axis") == 1);
+  CHECK(std::get<std::string>(ar.attribute("reduce")->value) == "sum");
+  CHECK(g.mesh.rows == 1);
+  CHECK(g.mesh.cols == 8);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"x", "tp"});
+  // x replicated; w1, its bias and w2 carry sdy.sharding, so they arrive pre-sharded (seed
+  // 003's shard_status<sharded>): identity.
+  CHECK(g.argument_shards ==
+        std::vector<MeshShardSpec>{kReplicate, kIdentity, kIdentity, kIdentity});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{kReplicate});
+  CHECK(g.values[g.arguments[1]].shape == std::vector<int64_t>{128, 32});
+  CHECK(g.values[g.outputs[0]].shape == std::vector<int64_t>{64, 128});
+}
+
+TEST_CASE("seed 003 case 3 on 2x4: pre-sharded inputs (identity), all_reduce along axis 1") {
+  planner::Graph g = lowered(piped("tests/planner/golden/case3_input.mlir", 2, 4));
+  CHECK(kinds(g) == std::vector<K>{K::matmul, K::all_reduce});
+  CHECK(int_attr(g.ops[1], "cluster_axis") == 1);
+  CHECK(g.mesh.rows == 2);
+  CHECK(g.mesh.cols == 4);
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{kIdentity, kIdentity});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+}
+
+TEST_CASE("seed 003 case 5 on 2x4: its all_gather's types disagree with its groups, named") {
+  // The document's hand-written all_gather doubles dim 0 on groups of 4 chips: after local
+  // shapes 4096 -> 8192 rows, which no all_gather does.
+  auto g = lower_to_graph(piped("tests/planner/golden/case5_input.mlir", 2, 4));
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().message.ends_with(
+      "case5_input.mlir:5:3: stablehlo.all_gather on groups of 4 chips turns "
+      "tensor<4096x196xf32> into [16384x196], but its result is declared tensor<8192x196xf32>"));
+}
+
+TEST_CASE("seed 003 case 6 on 1x2: reshard = all_gather then all_slice, both along axis 1") {
+  planner::Graph g = lowered(piped("tests/planner/golden/case6_input.mlir", 1, 2));
+  CHECK(kinds(g) == std::vector<K>{K::all_gather, K::all_slice});
+  CHECK(int_attr(g.ops[0], "dim") == 1);
+  CHECK(int_attr(g.ops[0], "cluster_axis") == 1);
+  CHECK(int_attr(g.ops[1], "dim") == 0);
+  CHECK(int_attr(g.ops[1], "cluster_axis") == 1);
+  CHECK(g.values[g.arguments[0]].shape == std::vector<int64_t>{32, 16});
+  CHECK(g.values[g.outputs[0]].shape == std::vector<int64_t>{16, 32});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+}
+
+TEST_CASE("data-parallel MLP on 2x4: no collective, batch split over both axes") {
+  planner::Graph g = lowered(piped("examples/models/dp_mlp_relu.mlir", 2, 4));
+  for (K k : kinds(g)) CHECK_FALSE(device::is_collective(k));
+  REQUIRE(!g.argument_shards.empty());
+  CHECK(g.argument_shards[0].type == MeshShardType::devices);
+  CHECK(g.values[g.arguments[0]].shape == std::vector<int64_t>{8, 128});
+}
+
+namespace {
+
+/// A per-device program on a 2x4 mesh: %arg1 is the 8x8 local piece of a 16x32 input split
+/// over x and y; `body` ends in %r of type `out` (a replicated result).
+std::string on_2x4(const std::string& body, const std::string& out) {
+  return R"(sdy.mesh @mesh = <["x"=2, "y"=4]>
+func.func @main(%arg0: tensor<16x32xf32>) -> )" +
+         out + R"( {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={"x", "y"} (%arg1: tensor<8x8xf32>) {
+)" + body +
+         "    sdy.return %r : " + out + R"(
+  } : (tensor<16x32xf32>) -> )" +
+         out + R"(
+  return %0 : )" +
+         out + R"(
+}
+)";
+}
+
+}  // namespace
+
+TEST_CASE("every StableHLO collective maps to its graph op; replica groups give cluster_axis") {
+  planner::Graph g = lowered_text(on_2x4(
+      R"(    %1 = "stablehlo.all_to_all"(%arg1) <{concat_dimension = 0 : i64, replica_groups = dense<[[0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>, split_count = 2 : i64, split_dimension = 1 : i64}> : (tensor<8x8xf32>) -> tensor<16x4xf32>
+    %2 = "stablehlo.reduce_scatter"(%1) <{replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, scatter_dimension = 0 : i64}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }) : (tensor<16x4xf32>) -> tensor<2x4xf32>
+    %3 = "stablehlo.collective_permute"(%2) <{source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %4 = "stablehlo.all_gather"(%3) <{all_gather_dim = 0 : i64, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>}> : (tensor<2x4xf32>) -> tensor<16x4xf32>
+    %6 = "stablehlo.all_gather"(%4) <{all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}> : (tensor<16x4xf32>) -> tensor<16x16xf32>
+    %r = "stablehlo.all_reduce"(%6) <{replica_groups = dense<[[0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+)",
+      "tensor<16x16xf32>"));
+  REQUIRE(kinds(g) == std::vector<K>{K::all_to_all, K::reduce_scatter, K::collective_permute,
+                                     K::all_gather, K::all_gather, K::all_reduce});
+  CHECK(int_attr(g.ops[0], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[0], "split_dim") == 1);
+  CHECK(int_attr(g.ops[0], "concat_dim") == 0);
+  CHECK(int_attr(g.ops[1], "cluster_axis") == -1);
+  CHECK(std::get<std::string>(g.ops[1].attribute("reduce")->value) == "max");
+  CHECK(std::get<std::vector<int64_t>>(g.ops[2].attribute("pairs")->value) ==
+        std::vector<int64_t>{0, 1, 1, 0});
+  CHECK(int_attr(g.ops[3], "cluster_axis") == -1);
+  CHECK(int_attr(g.ops[4], "cluster_axis") == 1);
+  CHECK(int_attr(g.ops[5], "cluster_axis") == 0);
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, 1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{kReplicate});
+}
+
+TEST_CASE("replica groups that are no whole axis, and 3-axis meshes, are named errors") {
+  CHECK(
+      error_text(on_2x4(
+          R"(    %r = "stablehlo.all_gather"(%arg1) <{all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>}> : (tensor<8x8xf32>) -> tensor<8x16xf32>
+)",
+          "tensor<8x16xf32>")) ==
+      "m.mlir:4:5: unimplemented: stablehlo.all_gather with replica groups [[0, 1], [2, 3], "
+      "[4, 5], [6, 7]] that are neither one mesh axis nor the whole mesh");
+  CHECK(
+      error_text(
+          on_2x4(
+              R"(    %r = "stablehlo.all_gather"(%arg1) <{all_gather_dim = 0 : i64, replica_groups = dense<[[7, 6, 5, 4, 3, 2, 1, 0]]> : tensor<1x8xi64>}> : (tensor<8x8xf32>) -> tensor<64x8xf32>
+)",
+              "tensor<64x8xf32>"))
+          .ends_with("that are neither one mesh axis nor the whole mesh"));
+  CHECK(error_text(R"(sdy.mesh @cube = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@cube, [{"a"}]>] out_shardings=[<@cube, [{"a"}]>] manual_axes={"a", "b", "c"} (%arg1: tensor<4xf32>) {
+    %1 = stablehlo.negate %arg1 : tensor<4xf32>
+    sdy.return %1 : tensor<4xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+)") == "m.mlir:3:3: unimplemented: mesh @cube has 3 axes (a graph mesh has at most two)");
+}
