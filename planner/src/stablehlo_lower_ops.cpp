@@ -139,8 +139,8 @@ Status lower_reduce(Lowering& l, const Op& op) {
   if (dims.empty()) {
     l.bind(op.results[0], x);
   } else {
-    r = MESHPLAN_TRY(l.emit_for(op, sum ? OpKind::reduce_sum : OpKind::reduce_max, {x},
-                                {{"dims", dims}, {"keepdim", false}}));
+    r = MESHPLAN_TRY(
+        l.emit_for(op, sum ? OpKind::reduce_sum : OpKind::reduce_max, {x}, {{"dims", dims}}));
   }
   if (v != identity && !(max && v == std::numeric_limits<float>::lowest())) {
     // A non-identity init joins the result once.
