@@ -21,6 +21,15 @@ bool Folded::splat() const {
   });
 }
 
+bool dims_ok(const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)]) return false;
+    seen[static_cast<size_t>(d)] = true;
+  }
+  return true;
+}
+
 Result<DType> dtype_of(const TensorType& t, const Location& loc) {
   if (t.element == "f32") return DType::f32;
   if (t.element == "bf16") return DType::bf16;
@@ -224,7 +233,7 @@ Status lower_broadcast(Lowering& l, const Op& op) {
   const auto& dims = ints(op, "broadcast_dimensions");
   const auto& in = l.type(op.operands[0]).shape;
   const auto& out = l.type(op.results[0]).shape;
-  if (dims.size() != in.size())
+  if (dims.size() != in.size() || !lowering::dims_ok(dims, out.size()))
     return l.unimplemented(op,
                            "stablehlo.broadcast_in_dim whose dims do not name every operand dim");
   for (size_t i = 0; i < in.size(); ++i)
@@ -357,6 +366,10 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   if (n == "stablehlo.transpose") {
+    const auto& perm = ints(op, "permutation");
+    if (perm.size() != l.type(op.operands[0]).shape.size() || !lowering::dims_ok(perm, perm.size()))
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.transpose: the permutation is not one of the operand's dims");
     GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
     l.bind(op.results[0], MESHPLAN_TRY(l.permute(x, ints(op, "permutation"))));
     return {};

@@ -71,6 +71,9 @@ class Lowering {
   std::map<ValueId, GValue> pending_;
 };
 
+/// True when every entry of `dims` is a dim of a rank-`rank` tensor, each at most once.
+bool dims_ok(const std::vector<int64_t>& dims, size_t rank);
+
 /// Module element type -> meshplan dtype, or an unimplemented error at `loc`.
 Result<DType> dtype_of(const TensorType& t, const Location& loc);
 

@@ -69,6 +69,9 @@ Status lower_collective(Lowering& l, const Op& op) {
     OpKind kind = MESHPLAN_TRY(graph_op(l, op, "all_slice"));
     std::vector<int64_t> shape = l.graph().values[x].shape;
     DType dt = l.graph().values[x].dtype;
+    if (op.dim_axes.size() > shape.size())
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": sdy.all_slice names ",
+                  op.dim_axes.size(), " dims of a rank-", shape.size(), " tensor");
     for (size_t d = 0; d < op.dim_axes.size(); ++d) {
       auto axes = math.without_trivial(op.dim_axes[d]);
       if (axes.empty()) continue;

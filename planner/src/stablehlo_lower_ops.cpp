@@ -58,6 +58,18 @@ Status lower_dot_general(Lowering& l, const Op& op) {
   const auto& rs = l.type(op.operands[1]).shape;
   if (!op.prop("lhs_contracting_dimensions") || lb.size() != rb.size() || lc.size() != rc.size())
     return l.unimplemented(op, "stablehlo.dot_general without matching batching/contracting dims");
+  if (!dims_ok(cat(lb, lc), ls.size()) || !dims_ok(cat(rb, rc), rs.size()))
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.dot_general: batching/contracting dims are not distinct dims of its "
+                "operands");
+  for (size_t i = 0; i < lb.size(); ++i)
+    if (ls[static_cast<size_t>(lb[i])] != rs[static_cast<size_t>(rb[i])])
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.dot_general: batching dims differ in size");
+  for (size_t i = 0; i < lc.size(); ++i)
+    if (ls[static_cast<size_t>(lc[i])] != rs[static_cast<size_t>(rc[i])])
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.dot_general: contracting dims differ in size");
   std::vector<int64_t> lfree, rfree;
   for (int64_t d = 0; d < static_cast<int64_t>(ls.size()); ++d)
     if (!contains(lb, d) && !contains(lc, d)) lfree.push_back(d);
@@ -127,6 +139,9 @@ Status lower_reduce(Lowering& l, const Op& op) {
   if (!init || init->data.size() != 1)
     return l.unimplemented(op, "stablehlo.reduce whose init value is not a constant");
   const auto& dims = ints(op, "dimensions");
+  if (!dims_ok(dims, l.type(op.operands[0]).shape.size()))
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.reduce: dimensions are not distinct dims of its operand");
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   const auto& out = l.type(op.results[0]).shape;
   if (out.empty())
@@ -285,6 +300,10 @@ Result<ConvSpec> conv_spec(const Op& op) {
 
 Status lower_convolution(Lowering& l, const Op& op) {
   ConvSpec c = MESHPLAN_TRY(conv_spec(op));
+  if (l.type(op.operands[0]).shape.size() != 4 || l.type(op.operands[1]).shape.size() != 4 ||
+      l.type(op.results[0]).shape.size() != 4)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.convolution: 2-D dim_numbers on operands that are not rank 4");
   GValue x = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[0], op)), c.in_perm));
   GValue w = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[1], op)), c.w_perm));
   const auto& out = l.type(op.results[0]).shape;

@@ -285,3 +285,31 @@ TEST_CASE("unsupported forms name file:line:col and what") {
       "t.mlir:2:3: unimplemented: stablehlo.compare (used by func.return at t.mlir:3:3) has "
       "no meshplan op");
 }
+
+TEST_CASE("dims outside the operands are errors at the op, not crashes") {
+  auto bad = [](const std::string& sig, const std::string& body) {
+    auto m = parse_module(module(sig, body), "t.mlir");
+    if (!m) return std::string("parse: ") + m.error().message;  // rejected earlier: also fine
+    auto g = lower_to_graph(*m);
+    REQUIRE_FALSE(g.has_value());
+    return g.error().message;
+  };
+  CHECK(bad("%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> (tensor<4x6xf32>",
+            "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [5] x [0] : "
+            "(tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>\n  return %0 : "
+            "tensor<4x6xf32>\n")
+            .starts_with("t.mlir:2:3"));
+  CHECK(bad("%a: tensor<4x8xf32>) -> (tensor<8x4xf32>",
+            "  %0 = stablehlo.transpose %a, dims = [1, 7] : (tensor<4x8xf32>) -> "
+            "tensor<8x4xf32>\n  return %0 : tensor<8x4xf32>\n")
+            .starts_with("t.mlir:2:3"));
+  CHECK(bad("%a: tensor<4x8xf32>) -> (tensor<4xf32>",
+            "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+            "  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [3] : "
+            "(tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n")
+            .starts_with("t.mlir:3:3"));
+  CHECK(bad("%a: tensor<8xf32>) -> (tensor<4x8xf32>",
+            "  %0 = stablehlo.broadcast_in_dim %a, dims = [9] : (tensor<8xf32>) -> "
+            "tensor<4x8xf32>\n  return %0 : tensor<4x8xf32>\n")
+            .starts_with("t.mlir:2:3"));
+}
