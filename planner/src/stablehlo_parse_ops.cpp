@@ -136,15 +136,24 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
     for (const char* k : {"lhs_batching_dimensions", "rhs_batching_dimensions",
                           "lhs_contracting_dimensions", "rhs_contracting_dimensions"}) {
       std::vector<int64_t> v;
-      size_t at = t.find(k);
-      if (at != std::string::npos) {
-        size_t open = t.find('[', at), close = t.find(']', at);
+      size_t key = t.find(k);
+      if (key != std::string::npos) {
+        size_t open = t.find('[', key), close = t.find(']', key);
+        if (open == std::string::npos || close == std::string::npos || close < open)
+          return error_at(at, str("#stablehlo.dot: expected '", k, " = [...]'"));
         std::string body = t.substr(open + 1, close - open - 1);
         for (size_t p = 0; p < body.size();) {
           size_t c = body.find(',', p);
           if (c == std::string::npos) c = body.size();
           std::string num = body.substr(p, c - p);
-          if (num.find_first_of("0123456789") != std::string::npos) v.push_back(std::stoll(num));
+          size_t b = num.find_first_not_of(' '), e = num.find_last_not_of(' ');
+          if (b != std::string::npos) {
+            int64_t x = 0;
+            auto [end, ec] = std::from_chars(num.data() + b, num.data() + e + 1, x);
+            if (ec != std::errc() || end != num.data() + e + 1)
+              return error_at(at, str("#stablehlo.dot: '", num, "' in ", k, " is not an integer"));
+            v.push_back(x);
+          }
           p = c + 1;
         }
       }
