@@ -1,6 +1,8 @@
 // EmulatedDevice: allocation checks, host transfers and op dispatch.
 #include "meshplan/device/emulator.hpp"
 
+#include "meshplan/device/collective_ops.hpp"
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -157,6 +159,9 @@ Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {
 }
 
 Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
+  if (is_collective(op.kind))
+    return fail(ErrorCode::invalid_argument, "op '", op.name, "': ", op_name(op.kind),
+                " is a mesh op: run it through a Mesh");
   // The same rules the planner consulted: anything OpModel rejects is never executed.
   OpValidation v = op_model_.validate(op);
   if (!v.ok) return fail(ErrorCode::invalid_argument, v.reason);

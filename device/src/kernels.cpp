@@ -90,6 +90,14 @@ Result<OpTiming> run_kernel(ChipMemory& memory, const ChipDesc& chip, const OpLa
     case OpKind::global_avg_pool2d:
       MESHPLAN_TRY(run_conv(memory, chip, op, timing.cores_used));
       break;
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce:
+    case OpKind::all_to_all:
+    case OpKind::collective_permute:
+    case OpKind::all_slice:
+      return fail(ErrorCode::invalid_argument, "op '", op.name, "': ", op_name(op.kind),
+                  " is a mesh op: run it through a Mesh");
   }
   return timing;
 }

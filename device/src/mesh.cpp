@@ -8,18 +8,6 @@
 
 namespace meshplan::device {
 
-std::string_view reduce_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-      return "sum";
-    case ReduceOp::max:
-      return "max";
-    case ReduceOp::min:
-      return "min";
-  }
-  return "?";
-}
-
 Result<std::unique_ptr<Mesh>> Mesh::create(MeshDesc desc) {
   MESHPLAN_TRY(desc.verify());
   std::unique_ptr<Mesh> mesh(new Mesh(std::move(desc)));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/op_semantics.hpp"
@@ -31,6 +32,14 @@ Status check_placement(const TensorPlacement& t, const ChipDesc& chip) {
                 " does not match its ", t.layout == TileLayout::tile ? "tile" : "row", " size ",
                 expected);
   return {};
+}
+
+OpTiming OpModel::cost(const OpLaunch& op) const {
+  if (!is_collective(op.kind)) return estimate(chip_, op);
+  OpTiming t;
+  t.duration_ns = collective_op_ns(mesh_ ? *mesh_ : default_collective_mesh(chip_, op.config), op);
+  t.cores_used = 1;
+  return t;
 }
 
 uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
@@ -78,6 +87,22 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   }
   auto inferred = infer_shape(op.kind, shapes, op.config);
   if (!inferred) return reject(inferred.error().message);
+  // Collectives move whole interleaved buffers (DRAM or L1) between chips; the dtype is kept.
+  if (is_collective(op.kind)) {
+    for (const TensorPlacement* t : op.operands)
+      if (t->memory != MemLayout::interleaved)
+        return reject("operand '", t->name, "' is ", memory_name(t->memory),
+                      "; collectives take interleaved DRAM or L1 tensors");
+    for (const TensorPlacement* t : op.results) {
+      if (t->memory != MemLayout::interleaved)
+        return reject("result '", t->name, "' is ", memory_name(t->memory),
+                      "; collectives give interleaved DRAM or L1 tensors");
+      if (t->dtype != op.operands[0]->dtype)
+        return reject("result '", t->name, "' is ", dtype_name(t->dtype), " but operand '",
+                      op.operands[0]->name, "' is ", dtype_name(op.operands[0]->dtype),
+                      "; collectives do not cast");
+    }
+  }
   // Ops whose dtypes are part of their meaning: integer indices, and typecast's target.
   if (op.kind == OpKind::embedding && op.operands[0]->dtype != DType::i32 &&
       op.operands[0]->dtype != DType::u32)

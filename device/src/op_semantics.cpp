@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
 
@@ -115,6 +116,7 @@ Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>>
       if (d <= 0)
         return fail(ErrorCode::invalid_argument, "dimension ", d, " in ", shape_str(s),
                     " is not positive");
+  if (is_collective(kind)) return infer_collective_shape(kind, operands, config);
   switch (kind) {
     case OpKind::matmul: {
       Shape out;
@@ -137,6 +139,9 @@ Status reference(OpKind kind, std::span<const HostView> in, const OpConfig& conf
   if (static_cast<int64_t>(out.size()) != volume(out_shape))
     return fail(ErrorCode::invalid_argument, "reference ", op_name(kind), ": result buffer holds ",
                 out.size(), " values, shape ", shape_str(out_shape), " needs ", volume(out_shape));
+  if (is_collective(kind))
+    return fail(ErrorCode::invalid_argument, op_name(kind),
+                " is a mesh op: its reference needs every chip's operand (a mesh reference)");
   switch (kind) {
     case OpKind::matmul: {
       MatmulDims d = MESHPLAN_TRY(matmul_dims(in[0].shape, in[1].shape, config, nullptr));

@@ -144,6 +144,24 @@ uint32_t element_bytes(DType dtype) {
   return 0;
 }
 
+std::string_view reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::min:
+      return "min";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> reduce_from_name(std::string_view name) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min})
+    if (reduce_name(op) == name) return op;
+  return std::nullopt;
+}
+
 int64_t volume(std::span<const int64_t> shape) {
   int64_t v = 1;
   for (int64_t d : shape) v *= d;

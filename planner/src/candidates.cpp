@@ -168,7 +168,7 @@ Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::Ch
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     if (op.kind != device::OpKind::matmul && op.kind != device::OpKind::linear) continue;
-    device::OpConfig given = MESHPLAN_TRY(op_config(op));
+    device::OpConfig given = MESHPLAN_TRY(op_config(op, g.mesh));
     if (!is_auto_matmul(op.kind, given)) continue;  // The graph fixed the program: keep it.
     device::OpConfig c = plan.configs[o];
     c.program = given.program;

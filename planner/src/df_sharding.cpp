@@ -44,7 +44,7 @@ class OpModelChecker final : public ShardChecker {
       : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {
     // Attribute configs parsed once: the solver asks about each op thousands of times.
     base_.reserve(g.ops.size());
-    for (const Op& op : g.ops) base_.push_back(op_config(op).value_or(device::OpConfig{}));
+    for (const Op& op : g.ops) base_.push_back(op_config(op, g.mesh).value_or(device::OpConfig{}));
   }
 
   std::vector<TensorLayout> legal_configs(OpId o) const override {
@@ -168,7 +168,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   // not supported. The inputs' chains and the consumer's chain prefer that memory layout.
   auto concat_layout = [&](OpId o) -> std::optional<device::MemLayout> {
     const Op& op = g.ops[o];
-    auto config = op_config(op);
+    auto config = op_config(op, g.mesh);
     if (!config) return std::nullopt;
     int rank = static_cast<int>(g.values[op.results[0]].shape.size());
     int axis = config->axis < 0 ? config->axis + rank : config->axis;

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
 
 namespace meshplan::planner {
@@ -153,6 +154,25 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     for (int i = 0; i < 4; ++i) c.padding[i] = static_cast<int32_t>(v[i]);
   } else if (n == "groups" && k == OpKind::conv2d) {
     c.groups = static_cast<int32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
+  } else if (n == "cluster_axis" && device::has_cluster_axis(k)) {
+    c.cluster_axis = static_cast<int8_t>(MESHPLAN_TRY(as_int(-1, 1)));
+  } else if (n == "dim" &&
+             (k == OpKind::all_gather || k == OpKind::reduce_scatter || k == OpKind::all_slice)) {
+    c.collective_dim = static_cast<int32_t>(MESHPLAN_TRY(as_int(-kRank, kRank - 1)));
+  } else if ((n == "split_dim" || n == "concat_dim") && k == OpKind::all_to_all) {
+    (n == "split_dim" ? c.split_dim : c.concat_dim) =
+        static_cast<int32_t>(MESHPLAN_TRY(as_int(-kRank, kRank - 1)));
+  } else if (n == "reduce" && (k == OpKind::reduce_scatter || k == OpKind::all_reduce)) {
+    const std::string* s = std::get_if<std::string>(&a.value);
+    auto r = s ? device::reduce_from_name(*s) : std::nullopt;
+    if (!r) return bad("must be one of \"sum\", \"max\", \"min\"");
+    c.reduce = *r;
+  } else if (n == "pairs" && k == OpKind::collective_permute) {
+    auto v = MESHPLAN_TRY(as_ints(0, 2 * device::kMaxMeshChips, 0, device::kMaxMeshChips - 1));
+    if (v.size() % 2 != 0)
+      return bad("has ", v.size(), " entries, expected (source, target) pairs");
+    c.num_pairs = static_cast<uint8_t>(v.size() / 2);
+    for (size_t i = 0; i < v.size(); ++i) c.pairs[i] = static_cast<uint8_t>(v[i]);
   } else {
     return false;
   }
@@ -176,10 +196,35 @@ std::string_view required_attribute(OpKind k) {
   }
 }
 
+/// Attributes a collective cannot do without (MESH-SPEC §1: only reduce has a default).
+std::vector<std::string_view> required_collective_attributes(OpKind k) {
+  switch (k) {
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_slice:
+      return {"cluster_axis", "dim"};
+    case OpKind::all_reduce:
+      return {"cluster_axis"};
+    case OpKind::all_to_all:
+      return {"cluster_axis", "concat_dim", "split_dim"};
+    case OpKind::collective_permute:
+      return {"pairs"};
+    default:
+      return {};
+  }
+}
+
 }  // namespace
 
-Result<device::OpConfig> op_config(const Op& op) {
+Result<device::OpConfig> op_config(const Op& op, const GraphMesh& mesh) {
   device::OpConfig config;
+  if (mesh.rows > 0 && mesh.cols > 0 && mesh.rows <= 0xFFFF && mesh.cols <= 0xFFFF) {
+    config.mesh_rows = static_cast<uint16_t>(mesh.rows);
+    config.mesh_cols = static_cast<uint16_t>(mesh.cols);
+  }
+  for (std::string_view r : required_collective_attributes(op.kind))
+    if (!op.attribute(r))
+      return fail(ErrorCode::invalid_argument, op_label(op), ": missing attribute '", r, "'");
   bool required_seen = false;
   for (const Attribute& a : op.attributes) {
     bool known = MESHPLAN_TRY(parse_attribute(op, a, config, &required_seen));
@@ -198,6 +243,60 @@ Result<device::OpConfig> op_config(const Op& op) {
       for (int i = 0; i < config.num_slice; ++i) config.steps[i] = 1;
   }
   return config;
+}
+
+namespace {
+
+/// Mesh, boundary shards and collectives-only-on-meshes (MESH-SPEC §1).
+Status validate_mesh(const Graph& g) {
+  const GraphMesh& m = g.mesh;
+  if (m.rows < 1 || m.cols < 1 || m.rows > 0xFFFF || m.cols > 0xFFFF)
+    return fail(ErrorCode::invalid_argument, "graph '", g.name, "': mesh ", m.rows, "x", m.cols,
+                " is not a grid of 1 to 65535 chips per axis");
+  if (m.axis_names.size() > 2)
+    return fail(ErrorCode::invalid_argument, "graph '", g.name, "': mesh has ", m.axis_names.size(),
+                " axis names; meshes have at most 2 axes");
+  if (m.single_chip()) {
+    for (const Op& op : g.ops)
+      if (device::is_collective(op.kind))
+        return fail(ErrorCode::invalid_argument, op_label(op),
+                    " is a collective but the graph's mesh is 1x1 (a single chip); set the "
+                    "graph's mesh");
+    if (!g.argument_shards.empty() || !g.output_shards.empty())
+      return fail(ErrorCode::invalid_argument, "graph '", g.name,
+                  "': boundary shards are given but the mesh is 1x1");
+    return {};
+  }
+  if (g.argument_shards.size() != g.arguments.size() || g.output_shards.size() != g.outputs.size())
+    return fail(ErrorCode::invalid_argument, "graph '", g.name, "' on a ", m.rows, "x", m.cols,
+                " mesh has ", g.argument_shards.size(), " argument shards for ", g.arguments.size(),
+                " arguments and ", g.output_shards.size(), " output shards for ", g.outputs.size(),
+                " outputs (one each is required)");
+  for (size_t i = 0; i < g.arguments.size(); ++i)
+    if (auto s = boundary_full_shape(g, i, false); !s) return std::unexpected(s.error());
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (auto s = boundary_full_shape(g, i, true); !s) return std::unexpected(s.error());
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> boundary_full_shape(const Graph& g, size_t index, bool output) {
+  const auto& ids = output ? g.outputs : g.arguments;
+  if (index >= ids.size() || ids[index] >= g.values.size())
+    return fail(ErrorCode::invalid_argument, output ? "output" : "argument", " #", index,
+                " does not exist");
+  const Value& v = g.values[ids[index]];
+  if (g.mesh.single_chip()) return v.shape;
+  const auto& shards = output ? g.output_shards : g.argument_shards;
+  if (index >= shards.size())
+    return fail(ErrorCode::invalid_argument, output ? "output" : "argument", " '", v.name,
+                "' has no boundary shard");
+  auto full = device::mesh_shard_full_shape(g.mesh.rows, g.mesh.cols, v.shape, shards[index]);
+  if (!full)
+    return fail(ErrorCode::invalid_argument, output ? "output" : "argument", " '", v.name, "' ",
+                shape_string(v.shape), ": ", full.error().message);
+  return full;
 }
 
 Status validate(Graph& g) {
@@ -294,8 +393,14 @@ Status validate(Graph& g) {
         return fail(ErrorCode::invalid_argument, "constant '", v.name, "' has ", v.data.size(),
                     " values, shape ", shape_string(v.shape), " needs ", device::volume(v.shape));
     }
+  if (g.mesh.rows < 1 || g.mesh.cols < 1 || g.mesh.rows > 0xFFFF || g.mesh.cols > 0xFFFF)
+    return validate_mesh(g);
   for (Op& op : g.ops) {
-    device::OpConfig config = MESHPLAN_TRY(op_config(op));
+    device::OpConfig config = MESHPLAN_TRY(op_config(op, g.mesh));
+    if (device::is_collective(op.kind) && g.mesh.single_chip())
+      return fail(ErrorCode::invalid_argument, op_label(op),
+                  " is a collective but the graph's mesh is 1x1 (a single chip); set the "
+                  "graph's mesh");
     std::vector<std::span<const int64_t>> shapes;
     std::vector<DType> dtypes;
     for (ValueId v : op.operands) {
@@ -334,16 +439,30 @@ Status validate(Graph& g) {
   for (ValueId v : g.outputs)
     if (v >= g.values.size())
       return fail(ErrorCode::invalid_argument, "output #", v, " does not exist");
-  return {};
+  return validate_mesh(g);
 }
 
 std::string Graph::print() const {
   std::ostringstream out;
   out << "graph " << name << "\n";
-  for (ValueId a : arguments) {
-    const Value& v = values[a];
+  auto shard_text = [](const device::MeshShardSpec& s) {
+    std::string t = str(" shard=", device::mesh_shard_type_name(s.type));
+    if (s.type == device::MeshShardType::devices)
+      t += str("[", s.shard_dims[0], ",", s.shard_dims[1], "]");
+    return t;
+  };
+  if (!mesh.single_chip()) {
+    out << "  mesh " << mesh.rows << "x" << mesh.cols;
+    for (size_t i = 0; i < mesh.axis_names.size(); ++i)
+      out << (i ? "," : " axes=") << mesh.axis_names[i];
+    out << "\n";
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Value& v = values[arguments[i]];
     out << "  " << arg_kind_name(v.kind) << " %" << v.name << " : " << shape_string(v.shape) << " "
-        << device::dtype_name(v.dtype) << "\n";
+        << device::dtype_name(v.dtype);
+    if (i < argument_shards.size()) out << shard_text(argument_shards[i]);
+    out << "\n";
   }
   for (const Op& op : ops) {
     out << "  ";
@@ -377,7 +496,10 @@ std::string Graph::print() const {
         << "\n";
   }
   out << "  return";
-  for (size_t i = 0; i < outputs.size(); ++i) out << (i ? ", %" : " %") << values[outputs[i]].name;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out << (i ? ", %" : " %") << values[outputs[i]].name;
+    if (i < output_shards.size()) out << shard_text(output_shards[i]);
+  }
   out << "\n";
   return out.str();
 }

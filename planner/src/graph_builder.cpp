@@ -93,7 +93,7 @@ GraphBuilder::Value GraphBuilder::op(std::string_view kind, std::vector<Value> o
   o.attributes = std::move(attributes);
   std::sort(o.attributes.begin(), o.attributes.end(),
             [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
-  auto config = op_config(o);
+  auto config = op_config(o, graph_.mesh);
   if (!config) {
     set_error(config.error());
     return kInvalid;
@@ -134,12 +134,38 @@ void GraphBuilder::output(Value v) {
   graph_.outputs.push_back(v);
 }
 
+void GraphBuilder::output(Value v, device::MeshShardSpec spec) {
+  output(v);
+  if (error_) return;
+  shards_.emplace_back(graph_.outputs.size() - 1, true, std::move(spec));
+}
+
+void GraphBuilder::mesh(int rows, int cols, std::vector<std::string> axis_names) {
+  graph_.mesh = GraphMesh{rows, cols, std::move(axis_names)};
+}
+
+void GraphBuilder::shard(Value argument, device::MeshShardSpec spec) {
+  if (argument >= graph_.values.size() || graph_.values[argument].argument < 0) {
+    set_error(Error{ErrorCode::invalid_argument, "shard: not a program argument"});
+    return;
+  }
+  shards_.emplace_back(static_cast<size_t>(graph_.values[argument].argument), false,
+                       std::move(spec));
+}
+
 const std::vector<int64_t>& GraphBuilder::shape(Value v) const {
   return v < graph_.values.size() ? graph_.values[v].shape : kNoShape;
 }
 
 Result<Graph> GraphBuilder::build() {
   if (error_) return std::unexpected(*error_);
+  if (!graph_.mesh.single_chip()) {
+    graph_.argument_shards.assign(graph_.arguments.size(), device::MeshShardSpec{});
+    graph_.output_shards.assign(graph_.outputs.size(), device::MeshShardSpec{});
+    for (auto& [index, is_output, spec] : shards_)
+      (is_output ? graph_.output_shards : graph_.argument_shards)[index] = spec;
+  }
+  shards_.clear();
   Graph g = std::move(graph_);
   graph_ = Graph{};
   MESHPLAN_TRY(validate(g));

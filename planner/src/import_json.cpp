@@ -40,6 +40,22 @@ AttrValue attr_value(const fb::Attribute& a, bool* ok) {
   return false;
 }
 
+Result<device::MeshShardSpec> shard_from_fb(const fb::MeshShard* s, std::string_view where) {
+  device::MeshShardSpec spec;
+  if (static_cast<uint8_t>(s->type()) > static_cast<uint8_t>(device::MeshShardType::devices))
+    return fail(ErrorCode::invalid_argument, where, ": unknown shard type ",
+                static_cast<int>(s->type()));
+  spec.type = static_cast<device::MeshShardType>(s->type());
+  if (s->shard_dims()) {
+    if (s->shard_dims()->size() != 2)
+      return fail(ErrorCode::invalid_argument, where, ": shard_dims has ", s->shard_dims()->size(),
+                  " entries, expected 2 (one per mesh axis)");
+    spec.shard_dims = {s->shard_dims()->Get(0), s->shard_dims()->Get(1)};
+  }
+  if (s->shard_shape()) spec.shard_shape.assign(s->shard_shape()->begin(), s->shard_shape()->end());
+  return spec;
+}
+
 // flatbuffers::Parser says "file:15: 1: error: expecting..."; we say "file:15:1: expecting...".
 std::string tidy_parser_error(std::string msg) {
   static const std::regex kPosition(R"(^(.*?):(\d+): (\d+): error: )");
@@ -161,6 +177,20 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
                     "' is not defined");
       g.outputs.push_back(it->second);
     }
+  if (const fb::GraphMesh* m = fg->mesh()) {
+    g.mesh.rows = m->rows();
+    g.mesh.cols = m->cols();
+    if (m->axis_names())
+      for (const flatbuffers::String* s : *m->axis_names()) g.mesh.axis_names.push_back(s->str());
+  }
+  if (fg->argument_shards())
+    for (flatbuffers::uoffset_t i = 0; i < fg->argument_shards()->size(); ++i)
+      g.argument_shards.push_back(MESHPLAN_TRY(
+          shard_from_fb(fg->argument_shards()->Get(i), str(source_name, ": argument shard #", i))));
+  if (fg->output_shards())
+    for (flatbuffers::uoffset_t i = 0; i < fg->output_shards()->size(); ++i)
+      g.output_shards.push_back(MESHPLAN_TRY(
+          shard_from_fb(fg->output_shards()->Get(i), str(source_name, ": output shard #", i))));
   auto status = validate(g);
   if (!status) return std::unexpected(with_context(status.error(), std::string(source_name)));
   return g;
@@ -214,7 +244,24 @@ Result<std::string> export_graph_json(const Graph& g) {
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> outputs;
   for (ValueId v : g.outputs) outputs.push_back(b.CreateString(g.values[v].name));
-  b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs), fb::GraphIdentifier());
+  flatbuffers::Offset<fb::GraphMesh> mesh;
+  std::vector<flatbuffers::Offset<fb::MeshShard>> arg_shards, out_shards;
+  if (!g.mesh.single_chip() || !g.mesh.axis_names.empty()) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> names;
+    for (const std::string& n : g.mesh.axis_names) names.push_back(b.CreateString(n));
+    mesh = fb::CreateGraphMeshDirect(b, g.mesh.rows, g.mesh.cols, names.empty() ? nullptr : &names);
+  }
+  auto shard = [&](const device::MeshShardSpec& s) {
+    std::vector<int32_t> dims(s.shard_dims.begin(), s.shard_dims.end());
+    return fb::CreateMeshShardDirect(b, static_cast<fb::MeshShardType>(s.type), &dims,
+                                     s.shard_shape.empty() ? nullptr : &s.shard_shape);
+  };
+  for (const auto& s : g.argument_shards) arg_shards.push_back(shard(s));
+  for (const auto& s : g.output_shards) out_shards.push_back(shard(s));
+  b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs, mesh,
+                                 arg_shards.empty() ? nullptr : &arg_shards,
+                                 out_shards.empty() ? nullptr : &out_shards),
+           fb::GraphIdentifier());
   auto parser = MESHPLAN_TRY(make_parser());
   std::string text;
   if (!flatbuffers::GenerateText(*parser, b.GetBufferPointer(), &text))

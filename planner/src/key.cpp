@@ -56,6 +56,19 @@ Hash128 graph_key(const Graph& g) {
   }
   h.u64(g.outputs.size());
   for (ValueId v : g.outputs) h.u32(position[v]);
+  // Mesh programs only, so single-chip keys stay what they were. Axis names are names: the
+  // shards refer to axes by position, so they never enter the key.
+  if (!g.mesh.single_chip()) {
+    h.string("mesh").i64(g.mesh.rows).i64(g.mesh.cols);
+    for (const auto* shards : {&g.argument_shards, &g.output_shards}) {
+      h.u64(shards->size());
+      for (const device::MeshShardSpec& s : *shards) {
+        h.u8(static_cast<uint8_t>(s.type)).i64(s.shard_dims[0]).i64(s.shard_dims[1]);
+        h.u64(s.shard_shape.size());
+        for (int64_t d : s.shard_shape) h.i64(d);
+      }
+    }
+  }
   return h.digest();
 }
 

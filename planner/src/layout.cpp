@@ -18,7 +18,7 @@ Result<LayoutPlan> dram_policy(const Graph& g, const device::ChipDesc& chip) {
     if (g.values[v].dtype != device::DType::bf8b) plan.tensors[v].dtype = g.values[v].dtype;
   plan.configs.reserve(g.ops.size());
   for (const Op& op : g.ops) {
-    device::OpConfig config = MESHPLAN_TRY(op_config(op));
+    device::OpConfig config = MESHPLAN_TRY(op_config(op, g.mesh));
     config.grid_x = chip.grid_x;
     config.grid_y = chip.grid_y;
     plan.configs.push_back(config);

@@ -19,7 +19,7 @@ Result<LayoutDecision> LayoutDecision::all_dram(const Graph& g, const device::Ch
     d.tensors.push_back(interleaved_layout(v, device::BufferType::dram));
   d.configs.reserve(g.ops.size());
   for (const Op& op : g.ops) {
-    device::OpConfig c = MESHPLAN_TRY(op_config(op));
+    device::OpConfig c = MESHPLAN_TRY(op_config(op, g.mesh));
     c.grid_x = chip.grid_x;
     c.grid_y = chip.grid_y;
     d.configs.push_back(c);

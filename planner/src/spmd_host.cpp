@@ -5,7 +5,9 @@
 #include <cmath>
 #include <random>
 
+#include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -188,6 +190,8 @@ float binary(std::string_view s, float a, float b, bool& ok) {
   return 0;
 }
 
+Result<Arr> convolution(const Op& op, const Arr& x, const Arr& w, Arr out);
+
 Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
   const TensorType& rt = m_.values[op.results[0]].type;
   Arr out{rt.shape, std::vector<float>(static_cast<size_t>(vol(rt.shape)))};
@@ -360,7 +364,58 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
     }
     return out;
   }
+  if (s == "convolution") return convolution(op, *in[0], *in[1], std::move(out));
+  if (s == "custom_call") {
+    // meshplan.* custom calls: the device's f32 reference of that op.
+    planner::Op call = MESHPLAN_TRY(lowering::custom_call_op(op));
+    device::OpConfig config = MESHPLAN_TRY(op_config(call));
+    std::vector<device::HostView> views;
+    for (const Arr* a : in) views.push_back({a->shape, a->data});
+    MESHPLAN_TRY(device::reference(call.kind, views, config, out.shape, out.data));
+    return out;
+  }
   return fail(ErrorCode::unimplemented, op.loc.str(), ": no host evaluation for '", op.name, "'");
+}
+
+Result<Arr> convolution(const Op& op, const Arr& x, const Arr& w, Arr out) {
+  auto c = MESHPLAN_TRY(lowering::conv_spec(op));
+  // Sizes in NHWC / OHWI terms; component j of an operand lives in its dim perm[j].
+  auto xst = strides(x.shape), wst = strides(w.shape), ost = strides(out.shape);
+  auto size = [](const Arr& a, const std::vector<int64_t>& perm, size_t j) {
+    return a.shape[static_cast<size_t>(perm[j])];
+  };
+  auto at = [](const std::vector<int64_t>& st, const std::vector<int64_t>& perm,
+               std::initializer_list<int64_t> comp) {
+    int64_t f = 0, j = 0;
+    for (int64_t v : comp) f += v * st[static_cast<size_t>(perm[static_cast<size_t>(j++)])];
+    return static_cast<size_t>(f);
+  };
+  const int64_t n = size(x, c.in_perm, 0), h = size(x, c.in_perm, 1), wd = size(x, c.in_perm, 2);
+  const int64_t oc = size(w, c.w_perm, 0), kh = size(w, c.w_perm, 1), kw = size(w, c.w_perm, 2);
+  const int64_t ci = size(w, c.w_perm, 3), cout_group = oc / c.groups;
+  std::vector<int64_t> osz(4);
+  for (size_t d = 0; d < 4; ++d) osz[static_cast<size_t>(c.out_perm[d])] = out.shape[d];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oh = 0; oh < osz[1]; ++oh)
+      for (int64_t ow = 0; ow < osz[2]; ++ow)
+        for (int64_t o = 0; o < oc; ++o) {
+          double acc = 0;
+          int64_t g = o / cout_group;
+          for (int64_t r = 0; r < kh; ++r)
+            for (int64_t q = 0; q < kw; ++q) {
+              int64_t ih = oh * c.stride[0] - c.pad[0] + r * c.dilation[0];
+              int64_t iw = ow * c.stride[1] - c.pad[2] + q * c.dilation[1];
+              if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
+              for (int64_t i = 0; i < ci; ++i)
+                acc += static_cast<double>(x.data[at(xst, c.in_perm, {b, ih, iw, g * ci + i})]) *
+                       static_cast<double>(w.data[at(wst, c.w_perm, {o, r, q, i})]);
+            }
+          int64_t comp[4] = {b, oh, ow, o};
+          int64_t f = 0;
+          for (size_t d = 0; d < 4; ++d) f += comp[c.out_perm[d]] * ost[d];
+          out.data[static_cast<size_t>(f)] = static_cast<float>(acc);
+        }
+  return out;
 }
 
 Status Evaluator::collective(const Op& op) {

@@ -1,13 +1,34 @@
-// Lowering of a per-device StableHLO program to planner::Graph, for the ops meshplan has.
+// Lowering of a per-device StableHLO program to planner::Graph: the driver, values and
+// constants, elementwise ops, broadcasts and the shape ops. dot_general, reduce, convolution
+// and meshplan.* custom calls are in stablehlo_lower_ops.cpp.
 #include <algorithm>
-#include <map>
+#include <cmath>
+#include <limits>
+#include <numeric>
 #include <optional>
 
+#include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo {
 
-namespace {
+namespace lowering {
+
+bool Folded::splat() const {
+  return std::all_of(data.begin(), data.end(), [&](float x) {
+    return x == data.front() && std::signbit(x) == std::signbit(data.front());
+  });
+}
+
+bool dims_ok(const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)]) return false;
+    seen[static_cast<size_t>(d)] = true;
+  }
+  return true;
+}
 
 Result<DType> dtype_of(const TensorType& t, const Location& loc) {
   if (t.element == "f32") return DType::f32;
@@ -18,49 +39,374 @@ Result<DType> dtype_of(const TensorType& t, const Location& loc) {
               " has no meshplan dtype");
 }
 
-std::unexpected<Error> no_op(const Op& op) {
-  return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", op.name,
-              " has no meshplan op yet");
+const Op* Lowering::def(ValueId v) const {
+  OpId o = m_.values[v].def;
+  return o == kNone ? nullptr : &m_.ops[o];
 }
 
-bool splat_zero(const Module& m, ValueId v) {
-  const Value& val = m.values[v];
-  if (val.def == kNone) return false;
-  const Op& op = m.ops[val.def];
-  if (op.name == "stablehlo.broadcast_in_dim") return splat_zero(m, op.operands[0]);
-  if (op.name != "stablehlo.constant") return false;
-  const Attr* a = op.prop("value");
-  return a && a->text.empty() &&
-         std::all_of(a->values.begin(), a->values.end(), [](double x) { return x == 0; });
+std::unexpected<Error> Lowering::unimplemented(const Op& op, std::string_view what) const {
+  return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", what);
 }
 
-/// broadcast_in_dim that numpy broadcasting reproduces (trailing-aligned, equal or size-1 dims).
-bool numpy_broadcast(const Module& m, const Op& op) {
-  const Attr* dims = op.prop("broadcast_dimensions");
-  const auto& in = m.values[op.operands[0]].type.shape;
-  const auto& out = m.values[op.results[0]].type.shape;
-  if (!dims || dims->ints.size() != in.size()) return false;
-  for (size_t i = 0; i < in.size(); ++i) {
-    size_t od = out.size() - in.size() + i;
-    if (dims->ints[i] != static_cast<int64_t>(od) || (in[i] != out[od] && in[i] != 1)) return false;
+const Folded* Lowering::folded(ValueId v) const {
+  auto it = folded_.find(v);
+  return it == folded_.end() ? nullptr : &it->second;
+}
+
+Result<GValue> Lowering::new_value(std::vector<int64_t> shape, DType dtype, std::string prefix) {
+  planner::Value pv;
+  pv.name = prefix + std::to_string(g_.values.size());
+  pv.shape = std::move(shape);
+  pv.dtype = dtype;
+  g_.values.push_back(std::move(pv));
+  return static_cast<GValue>(g_.values.size() - 1);
+}
+
+Result<GValue> Lowering::emit(OpKind kind, std::vector<GValue> operands,
+                              std::vector<Attribute> attrs, std::vector<int64_t> shape,
+                              DType dtype) {
+  planner::Op op;
+  op.name = "op" + std::to_string(g_.ops.size());
+  op.kind = kind;
+  op.operands = std::move(operands);
+  std::sort(attrs.begin(), attrs.end(),
+            [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
+  op.attributes = std::move(attrs);
+  GValue r = MESHPLAN_TRY(new_value(std::move(shape), dtype));
+  op.results = {r};
+  g_.ops.push_back(std::move(op));
+  return r;
+}
+
+Result<GValue> Lowering::emit_for(const Op& op, OpKind kind, std::vector<GValue> operands,
+                                  std::vector<Attribute> attrs) {
+  const TensorType& t = type(op.results[0]);
+  DType dt = MESHPLAN_TRY(dtype_of(t, op.loc));
+  GValue r = MESHPLAN_TRY(emit(kind, std::move(operands), std::move(attrs), t.shape, dt));
+  bind(op.results[0], r);
+  return r;
+}
+
+Result<GValue> Lowering::constant(const Folded& f, DType dtype) {
+  GValue c = MESHPLAN_TRY(new_value(f.shape, dtype, "c"));
+  planner::Value& v = g_.values[c];
+  v.kind = ArgKind::constant;
+  v.data = f.data;
+  v.argument = static_cast<int>(g_.arguments.size());
+  g_.arguments.push_back(c);
+  return c;
+}
+
+Result<GValue> Lowering::reshape(GValue v, const std::vector<int64_t>& shape) {
+  if (g_.values[v].shape == shape) return v;
+  return emit(OpKind::reshape, {v}, {{"shape", shape}}, shape, g_.values[v].dtype);
+}
+
+Result<GValue> Lowering::permute(GValue v, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> iota(perm.size());
+  std::iota(iota.begin(), iota.end(), 0);
+  if (perm == iota) return v;
+  std::vector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(g_.values[v].shape[static_cast<size_t>(p)]);
+  return emit(OpKind::permute, {v}, {{"perm", perm}}, shape, g_.values[v].dtype);
+}
+
+Result<GValue> Lowering::use(ValueId v, const Op& user) {
+  if (auto it = map_.find(v); it != map_.end()) return it->second;
+  const TensorType& t = type(v);
+  if (auto it = pending_.find(v); it != pending_.end()) {
+    // Materialise: source * ones, where ones spans only the broadcast dims.
+    std::vector<int64_t> src = g_.values[it->second].shape;
+    src.insert(src.begin(), t.shape.size() - std::min(src.size(), t.shape.size()), 1);
+    Folded ones;
+    for (size_t d = 0; d < t.shape.size(); ++d) ones.shape.push_back(src[d] == 1 ? t.shape[d] : 1);
+    ones.data.assign(static_cast<size_t>(device::volume(ones.shape)), 1.0f);
+    DType dt = g_.values[it->second].dtype;
+    GValue c = MESHPLAN_TRY(constant(ones, dt));
+    GValue r = MESHPLAN_TRY(emit(OpKind::multiply, {it->second, c}, {}, t.shape, dt));
+    return map_[v] = r;
   }
-  return true;
+  if (const Folded* f = folded(v)) {
+    const Op* d = def(v);
+    DType dt = MESHPLAN_TRY(dtype_of(t, d ? d->loc : user.loc));
+    return map_[v] = MESHPLAN_TRY(constant(*f, dt));
+  }
+  if (const Op* d = def(v))
+    return fail(ErrorCode::unimplemented, d->loc.str(), ": unimplemented: ", d->name, " (used by ",
+                user.name, " at ", user.loc.str(), ") has no meshplan op");
+  return fail(ErrorCode::internal, user.loc.str(), ": an operand of ", user.name,
+              " is not a value of the lowered program");
 }
+
+Result<GValue> Lowering::use_broadcasting(ValueId v, const Op& user) {
+  if (map_.count(v)) return map_[v];
+  if (auto it = pending_.find(v); it != pending_.end()) return it->second;
+  if (const Folded* f = folded(v); f && f->splat() && f->data.size() > 1) {
+    const Op* d = def(v);
+    DType dt = MESHPLAN_TRY(dtype_of(type(v), d ? d->loc : user.loc));
+    return MESHPLAN_TRY(constant(Folded{{1}, {f->data.front()}}, dt));
+  }
+  return use(v, user);
+}
+
+}  // namespace lowering
+
+namespace {
+
+using lowering::dtype_of;
+using lowering::Folded;
+using lowering::GValue;
+using lowering::Lowering;
 
 /// StableHLO elementwise ops with a meshplan op of the same meaning (numpy broadcasting).
 std::optional<OpKind> elementwise_kind(std::string_view name) {
   static const std::pair<std::string_view, std::string_view> kMap[] = {
       {"stablehlo.add", "add"},           {"stablehlo.subtract", "subtract"},
       {"stablehlo.multiply", "multiply"}, {"stablehlo.divide", "divide"},
-      {"stablehlo.minimum", "minimum"},   {"stablehlo.tanh", "tanh"},
-      {"stablehlo.exponential", "exp"},   {"stablehlo.log", "log"},
-      {"stablehlo.sqrt", "sqrt"},         {"stablehlo.rsqrt", "rsqrt"},
-      {"stablehlo.negate", "neg"},        {"stablehlo.abs", "abs"},
-      {"stablehlo.logistic", "sigmoid"},
+      {"stablehlo.minimum", "minimum"},   {"stablehlo.maximum", "maximum"},
+      {"stablehlo.tanh", "tanh"},         {"stablehlo.exponential", "exp"},
+      {"stablehlo.log", "log"},           {"stablehlo.sqrt", "sqrt"},
+      {"stablehlo.rsqrt", "rsqrt"},       {"stablehlo.negate", "neg"},
+      {"stablehlo.abs", "abs"},           {"stablehlo.logistic", "sigmoid"},
   };
   for (const auto& [shlo, ours] : kMap)
     if (shlo == name) return device::op_from_name(ours);
   return std::nullopt;
+}
+
+const std::vector<int64_t>& ints(const Op& op, const char* name) {
+  static const std::vector<int64_t> kEmpty;
+  const Attr* a = op.prop(name);
+  return a ? a->ints : kEmpty;
+}
+
+bool is_splat_zero(const Lowering& l, ValueId v) {
+  const Folded* f = l.folded(v);
+  return f && !f->data.empty() && f->splat() && f->data.front() == 0.0f;
+}
+
+Result<Folded> fold_constant(const Lowering& l, const Op& op) {
+  const Attr* a = op.prop("value");
+  if (!a || a->kind != Attr::Kind::dense || !a->text.empty())
+    return l.unimplemented(op, "stablehlo.constant whose value is not a decoded dense literal");
+  Folded f;
+  f.shape = l.type(op.results[0]).shape;
+  size_t n = static_cast<size_t>(device::volume(f.shape));
+  for (size_t i = 0; i < n; ++i)
+    f.data.push_back(static_cast<float>(a->values.size() == 1 ? a->values[0] : a->values.at(i)));
+  return f;
+}
+
+Folded fold_iota(const Lowering& l, const Op& op) {
+  Folded f;
+  f.shape = l.type(op.results[0]).shape;
+  const Attr* a = op.prop("iota_dimension");
+  size_t dim = a ? static_cast<size_t>(a->i) : 0;
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < f.shape.size(); ++d) inner *= f.shape[d];
+  int64_t n = device::volume(f.shape);
+  for (int64_t i = 0; i < n; ++i)
+    f.data.push_back(dim < f.shape.size() ? static_cast<float>((i / inner) % f.shape[dim]) : 0);
+  return f;
+}
+
+/// broadcast_in_dim of a folded value, folded.
+Folded fold_broadcast(const Folded& in, const std::vector<int64_t>& dims,
+                      const std::vector<int64_t>& out_shape) {
+  Folded out{out_shape, std::vector<float>(static_cast<size_t>(device::volume(out_shape)))};
+  std::vector<int64_t> idx(out_shape.size());
+  for (size_t f = 0; f < out.data.size(); ++f) {
+    int64_t rem = static_cast<int64_t>(f);
+    for (size_t d = out_shape.size(); d-- > 0;) {
+      idx[d] = rem % out_shape[d];
+      rem /= out_shape[d];
+    }
+    int64_t src = 0;
+    for (size_t d = 0; d < in.shape.size(); ++d)
+      src = src * in.shape[d] + (in.shape[d] == 1 ? 0 : idx[static_cast<size_t>(dims[d])]);
+    out.data[f] = in.data[static_cast<size_t>(src)];
+  }
+  return out;
+}
+
+Status lower_broadcast(Lowering& l, const Op& op) {
+  const auto& dims = ints(op, "broadcast_dimensions");
+  const auto& in = l.type(op.operands[0]).shape;
+  const auto& out = l.type(op.results[0]).shape;
+  if (dims.size() != in.size() || !lowering::dims_ok(dims, out.size()))
+    return l.unimplemented(op,
+                           "stablehlo.broadcast_in_dim whose dims do not name every operand dim");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out.size()) ||
+        (in[i] != 1 && in[i] != out[static_cast<size_t>(dims[i])]))
+      return l.unimplemented(op, "stablehlo.broadcast_in_dim with inconsistent dims");
+  if (const Folded* f = l.folded(op.operands[0])) {
+    l.fold(op.results[0], fold_broadcast(*f, dims, out));
+    return {};
+  }
+  // Operand dims in result order (permute if dims are not increasing), then reshape to the
+  // result's rank with 1 in the new dims: numpy broadcasting then does the rest.
+  std::vector<int64_t> order(in.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return dims[static_cast<size_t>(a)] < dims[static_cast<size_t>(b)];
+  });
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  x = MESHPLAN_TRY(l.permute(x, order));
+  std::vector<int64_t> aligned(out.size(), 1);
+  for (size_t i = 0; i < in.size(); ++i) aligned[static_cast<size_t>(dims[i])] = in[i];
+  if (aligned.empty()) aligned = {1};
+  // Trailing-aligned operands already broadcast numpy-style: no reshape needed.
+  bool trailing = !in.empty();
+  for (size_t i = 0; i < in.size(); ++i)
+    trailing &= dims[i] == static_cast<int64_t>(out.size() - in.size() + i);
+  if (!trailing) x = MESHPLAN_TRY(l.reshape(x, aligned));
+  if (aligned == out)
+    l.bind(op.results[0], x);
+  else
+    l.defer_broadcast(op.results[0], x);
+  return {};
+}
+
+/// select(compare(a, b, dir), x, y) that is exactly maximum(a, b) or minimum(a, b).
+Status lower_select(Lowering& l, const Op& op) {
+  const Op* cmp = l.def(op.operands[0]);
+  auto no = [&]() {
+    return l.unimplemented(op,
+                           "stablehlo.select other than select(compare(a, b), a, b) "
+                           "(maximum / minimum) has no meshplan op");
+  };
+  if (!cmp || cmp->name != "stablehlo.compare") return no();
+  const Attr* d = cmp->prop("comparison_direction");
+  std::string dir = d ? d->text : "";
+  if (auto sp = dir.rfind(' '); sp != std::string::npos) dir = dir.substr(sp + 1);
+  ValueId a = cmp->operands[0], b = cmp->operands[1], x = op.operands[1], y = op.operands[2];
+  bool same = x == a && y == b, swapped = x == b && y == a;
+  if (!same && !swapped) return no();
+  bool greater = dir.starts_with("GT") || dir.starts_with("GE");
+  bool less = dir.starts_with("LT") || dir.starts_with("LE");
+  if (!greater && !less) return no();
+  OpKind kind = (greater == same) ? OpKind::maximum : OpKind::minimum;
+  GValue ga = MESHPLAN_TRY(l.use_broadcasting(a, op));
+  GValue gb = MESHPLAN_TRY(l.use_broadcasting(b, op));
+  MESHPLAN_TRY(l.emit_for(op, kind, {ga, gb}));
+  return {};
+}
+
+Status lower_binary(Lowering& l, const Op& op, OpKind kind) {
+  const auto& out = l.type(op.results[0]).shape;
+  GValue a = MESHPLAN_TRY(l.use_broadcasting(op.operands[0], op));
+  GValue b = MESHPLAN_TRY(l.use_broadcasting(op.operands[1], op));
+  auto shape = device::broadcast_shapes(l.graph().values[a].shape, l.graph().values[b].shape);
+  if (!shape || *shape != out) {
+    a = MESHPLAN_TRY(l.use(op.operands[0], op));
+    b = MESHPLAN_TRY(l.use(op.operands[1], op));
+  }
+  MESHPLAN_TRY(l.emit_for(op, kind, {a, b}));
+  return {};
+}
+
+Status lower_convert(Lowering& l, const Op& op) {
+  if (const Folded* f = l.folded(op.operands[0])) {
+    const std::string& e = l.type(op.results[0]).element;
+    Folded c = *f;
+    for (float& x : c.data)
+      x = e == "i1"                                   ? (x != 0 ? 1.0f : 0.0f)
+          : e.starts_with("i") || e.starts_with("ui") ? std::trunc(x)
+                                                      : x;
+    l.fold(op.results[0], std::move(c));
+    return {};
+  }
+  DType to = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
+  DType from = MESHPLAN_TRY(dtype_of(l.type(op.operands[0]), op.loc));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  if (to == from) {
+    l.bind(op.results[0], x);
+    return {};
+  }
+  MESHPLAN_TRY(
+      l.emit_for(op, OpKind::typecast, {x}, {{"dtype", std::string(device::dtype_name(to))}}));
+  return {};
+}
+
+Status lower_op(Lowering& l, const Op& op) {
+  const std::string& n = op.name;
+  if (n == "stablehlo.constant") {
+    l.fold(op.results[0], MESHPLAN_TRY(fold_constant(l, op)));
+    return {};
+  }
+  if (n == "stablehlo.iota") {
+    l.fold(op.results[0], fold_iota(l, op));
+    return {};
+  }
+  if (n == "stablehlo.compare") return {};  // Read by the select that uses it.
+  if (n == "stablehlo.select") return lower_select(l, op);
+  if (n == "stablehlo.broadcast_in_dim") return lower_broadcast(l, op);
+  if (n == "stablehlo.convert") return lower_convert(l, op);
+  if (n == "stablehlo.maximum" &&
+      (is_splat_zero(l, op.operands[0]) || is_splat_zero(l, op.operands[1]))) {
+    ValueId x = is_splat_zero(l, op.operands[1]) ? op.operands[0] : op.operands[1];
+    MESHPLAN_TRY(l.emit_for(op, OpKind::relu, {MESHPLAN_TRY(l.use(x, op))}));
+    return {};
+  }
+  if (auto kind = elementwise_kind(n)) {
+    if (op.operands.size() == 2) return lower_binary(l, op, *kind);
+    MESHPLAN_TRY(l.emit_for(op, *kind, {MESHPLAN_TRY(l.use(op.operands[0], op))}));
+    return {};
+  }
+  if (n == "stablehlo.reshape") {
+    if (const Folded* f = l.folded(op.operands[0])) {
+      l.fold(op.results[0], Folded{l.type(op.results[0]).shape, f->data});
+      return {};
+    }
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    const auto& shape = l.type(op.results[0]).shape;
+    if (shape.empty()) return l.unimplemented(op, "stablehlo.reshape to a rank-0 tensor");
+    l.bind(op.results[0], MESHPLAN_TRY(l.reshape(x, shape)));
+    return {};
+  }
+  if (n == "stablehlo.transpose") {
+    const auto& perm = ints(op, "permutation");
+    if (perm.size() != l.type(op.operands[0]).shape.size() || !lowering::dims_ok(perm, perm.size()))
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.transpose: the permutation is not one of the operand's dims");
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    l.bind(op.results[0], MESHPLAN_TRY(l.permute(x, ints(op, "permutation"))));
+    return {};
+  }
+  if (n == "stablehlo.concatenate") {
+    std::vector<GValue> xs;
+    for (ValueId v : op.operands) xs.push_back(MESHPLAN_TRY(l.use(v, op)));
+    const Attr* d = op.prop("dimension");
+    if (!d) return l.unimplemented(op, "stablehlo.concatenate without a dimension");
+    if (xs.size() == 1) {
+      l.bind(op.results[0], xs[0]);
+      return {};
+    }
+    if (xs.size() > static_cast<size_t>(device::kMaxOperands))
+      return l.unimplemented(
+          op, str("stablehlo.concatenate of ", xs.size(),
+                  " operands (meshplan's concat takes at most ", device::kMaxOperands, ")"));
+    MESHPLAN_TRY(l.emit_for(op, OpKind::concat, xs, {{"axis", d->i}}));
+    return {};
+  }
+  if (n == "stablehlo.slice") {
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    MESHPLAN_TRY(l.emit_for(op, OpKind::slice, {x},
+                            {{"begins", ints(op, "start_indices")},
+                             {"ends", ints(op, "limit_indices")},
+                             {"steps", ints(op, "strides")}}));
+    return {};
+  }
+  if (n == "stablehlo.dot_general") return lowering::lower_dot_general(l, op);
+  if (n == "stablehlo.reduce") return lowering::lower_reduce(l, op);
+  if (n == "stablehlo.convolution") return lowering::lower_convolution(l, op);
+  if (n == "stablehlo.custom_call") return lowering::lower_custom_call(l, op);
+  if (n == "stablehlo.all_gather" || n == "stablehlo.all_reduce" ||
+      n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" ||
+      n == "stablehlo.collective_permute" || n == "sdy.all_slice")
+    return lowering::lower_collective(l, op);
+  return l.unimplemented(op, str(n, " has no meshplan op yet"));
 }
 
 }  // namespace
@@ -68,7 +414,8 @@ std::optional<OpKind> elementwise_kind(std::string_view name) {
 Result<Graph> lower_to_graph(const Module& m) {
   const Func* f = m.entry();
   if (!f) return fail(ErrorCode::invalid_argument, m.file, ": no function to lower");
-  Graph g;
+  Lowering l(m);
+  Graph& g = l.graph();
   g.name = f->name;
   const Block* body = &f->body;
   std::vector<ValueId> args;
@@ -80,98 +427,36 @@ Result<Graph> lower_to_graph(const Module& m) {
         kinds[i] = v.text.find("parameter") != std::string::npos  ? ArgKind::parameter
                    : v.text.find("constant") != std::string::npos ? ArgKind::constant
                                                                   : ArgKind::input;
+  const Op* manual = nullptr;
   for (OpId o : f->body.ops)
-    if (m.ops[o].name == "sdy.manual_computation") {
+    if (m.ops[o].name == "sdy.manual_computation" && m.ops[o].regions.size() == 1) {
+      manual = &m.ops[o];
       body = &m.ops[o].regions[0];
       args = body->args;
     }
-  // Uses, to know which broadcasts and constants only feed patterns that absorb them.
-  std::map<ValueId, std::vector<const Op*>> users;
-  for (OpId o : body->ops)
-    for (ValueId v : m.ops[o].operands) users[v].push_back(&m.ops[o]);
-  std::map<ValueId, planner::ValueId> map;
-  auto add_value = [&](ValueId v, const Location& loc) -> Result<planner::ValueId> {
-    planner::Value pv;
-    pv.name = "v" + std::to_string(g.values.size());
-    pv.shape = m.values[v].type.shape;
-    pv.dtype = MESHPLAN_TRY(dtype_of(m.values[v].type, loc));
-    g.values.push_back(std::move(pv));
-    return map[v] = static_cast<planner::ValueId>(g.values.size() - 1);
-  };
   for (size_t i = 0; i < args.size(); ++i) {
-    planner::ValueId pv = MESHPLAN_TRY(add_value(args[i], f->loc));
+    DType dt = MESHPLAN_TRY(lowering::dtype_of(m.values[args[i]].type, f->loc));
+    GValue pv = MESHPLAN_TRY(l.new_value(m.values[args[i]].type.shape, dt, "arg"));
     g.values[pv].name = "arg" + std::to_string(i);
-    g.values[pv].kind = kinds[i];
+    // A ttcore `constant` argument still arrives from the host: it has no data here.
+    g.values[pv].kind = i < kinds.size() && kinds[i] != ArgKind::constant ? kinds[i]
+                        : i < kinds.size()                                ? ArgKind::parameter
+                                                                          : ArgKind::input;
     g.values[pv].argument = static_cast<int>(i);
     g.arguments.push_back(pv);
+    l.bind(args[i], pv);
   }
-  auto operand = [&](ValueId v, const Op& user) -> Result<planner::ValueId> {
-    auto it = map.find(v);
-    if (it == map.end())
-      return fail(ErrorCode::unimplemented, user.loc.str(), ": unimplemented: an operand of ",
-                  user.name, " comes from an op with no meshplan op");
-    return it->second;
-  };
   for (OpId o : body->ops) {
     const Op& op = m.ops[o];
-    const std::string& n = op.name;
-    if (n == "func.return" || n == "sdy.return") {
-      for (ValueId v : op.operands) g.outputs.push_back(MESHPLAN_TRY(operand(v, op)));
+    if (op.name == "func.return" || op.name == "sdy.return") {
+      for (ValueId v : op.operands) g.outputs.push_back(MESHPLAN_TRY(l.use(v, op)));
       continue;
     }
-    planner::Op pop;
-    pop.name = "op" + std::to_string(g.ops.size());
-    if (n == "stablehlo.constant" || n == "stablehlo.broadcast_in_dim") {
-      // Absorbed by their users (relu's zero, add's broadcast) or not lowerable.
-      bool absorbed = !users[op.results[0]].empty();
-      for (const Op* u : users[op.results[0]]) {
-        bool relu = u->name == "stablehlo.maximum" && splat_zero(m, op.results[0]);
-        bool bcast = n == "stablehlo.broadcast_in_dim" && u->operands.size() == 2 &&
-                     elementwise_kind(u->name) && numpy_broadcast(m, op);
-        bool feeds = n == "stablehlo.constant" && u->name == "stablehlo.broadcast_in_dim" &&
-                     splat_zero(m, op.results[0]);
-        absorbed &= relu || bcast || feeds;
-      }
-      // A constant no pattern absorbs is reported by the first user that needs it.
-      if (!absorbed && n == "stablehlo.constant") continue;
-      if (!absorbed) return no_op(op);
-      if (n == "stablehlo.broadcast_in_dim" && map.count(op.operands[0]))
-        map[op.results[0]] = map[op.operands[0]];
-      continue;
-    }
-    if (n == "stablehlo.dot_general") {
-      const Attr* lb = op.prop("lhs_batching_dimensions");
-      const Attr* lc = op.prop("lhs_contracting_dimensions");
-      const Attr* rc = op.prop("rhs_contracting_dimensions");
-      const auto& ls = m.values[op.operands[0]].type.shape;
-      const auto& rs = m.values[op.operands[1]].type.shape;
-      if (!lb || !lc || !rc || !lb->ints.empty() || lc->ints.size() != 1 || rc->ints.size() != 1 ||
-          ls.size() != 2 || rs.size() != 2)
-        return fail(ErrorCode::unimplemented, op.loc.str(),
-                    ": unimplemented: stablehlo.dot_general other than a 2-D matmul has no "
-                    "meshplan op yet");
-      pop.kind = OpKind::matmul;
-      if (lc->ints[0] == 0) pop.attributes.push_back({"transpose_a", true});
-      if (rc->ints[0] == 1) pop.attributes.push_back({"transpose_b", true});
-    } else if (auto kind = elementwise_kind(n)) {
-      pop.kind = *kind;
-    } else if (n == "stablehlo.maximum" &&
-               (splat_zero(m, op.operands[0]) || splat_zero(m, op.operands[1]))) {
-      pop.kind = OpKind::relu;
-      ValueId x = splat_zero(m, op.operands[1]) ? op.operands[0] : op.operands[1];
-      pop.operands.push_back(MESHPLAN_TRY(operand(x, op)));
-    } else {
-      return no_op(op);
-    }
-    if (pop.kind != OpKind::relu)
-      for (ValueId v : op.operands) pop.operands.push_back(MESHPLAN_TRY(operand(v, op)));
-    for (ValueId v : op.results) pop.results.push_back(MESHPLAN_TRY(add_value(v, op.loc)));
-    std::sort(pop.attributes.begin(), pop.attributes.end(),
-              [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
-    g.ops.push_back(std::move(pop));
+    MESHPLAN_TRY(lower_op(l, op));
   }
+  MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, args.size()));
   MESHPLAN_TRY(validate(g));
-  return g;
+  return std::move(g);
 }
 
 }  // namespace meshplan::planner::shlo

@@ -1,285 +1,15 @@
-// The module IR's helpers and its printer: StableHLO/Shardy textual syntax, values renumbered
-// in pre-order (%argN for block arguments, %N for results) as MLIR's printer does.
-#include "meshplan/planner/stablehlo.hpp"
-#include "stablehlo_ops.hpp"
-
+// The module printer: StableHLO/Shardy textual syntax, values renumbered in pre-order (%argN
+// for block arguments, %N for results) as MLIR's printer does; pretty forms where StableHLO and
+// Shardy have them, the generic form otherwise.
 #include <algorithm>
-#include <bit>
-#include <charconv>
-#include <cmath>
-#include <cstring>
 #include <map>
 #include <sstream>
 
+#include "meshplan/planner/stablehlo.hpp"
+#include "stablehlo_ops.hpp"
+#include "stablehlo_print_text.hpp"
+
 namespace meshplan::planner::shlo {
-
-std::string Location::str() const {
-  return meshplan::str(file, ":", line, ":", col);
-}
-
-int64_t TensorType::volume() const {
-  int64_t v = 1;
-  for (int64_t d : shape) v *= d;
-  return v;
-}
-
-std::string type_string(const TensorType& type) {
-  std::string s = "tensor<";
-  for (int64_t d : type.shape) s += std::to_string(d) + "x";
-  return s + type.element + ">";
-}
-
-int64_t MeshDecl::axis_size(std::string_view axis) const {
-  for (const auto& [n, s] : axes)
-    if (n == axis) return s;
-  return 0;
-}
-
-int64_t MeshDecl::size_of(const AxisRef& ref) const {
-  return ref.size > 0 ? ref.size : axis_size(ref.name);
-}
-
-int64_t MeshDecl::devices() const {
-  int64_t n = 1;
-  for (const auto& a : axes) n *= a.second;
-  return n;
-}
-
-Attr Attr::integer(int64_t v, std::string type) {
-  Attr a;
-  a.kind = Kind::integer;
-  a.i = v;
-  a.text = std::move(type);
-  return a;
-}
-
-Attr Attr::ints_array(std::vector<int64_t> v) {
-  Attr a;
-  a.kind = Kind::dense_array;
-  a.ints = std::move(v);
-  a.text = "i64";
-  return a;
-}
-
-Attr Attr::keyword(std::string word) {
-  Attr a;
-  a.kind = Kind::keyword;
-  a.text = std::move(word);
-  return a;
-}
-
-const Attr* Op::prop(std::string_view n) const {
-  for (const auto& [k, v] : props)
-    if (k == n) return &v;
-  return nullptr;
-}
-
-const Attr* Op::attr(std::string_view n) const {
-  for (const auto& [k, v] : attrs)
-    if (k == n) return &v;
-  return nullptr;
-}
-
-void Op::set_prop(std::string n, Attr value) {
-  for (auto& [k, v] : props)
-    if (k == n) {
-      v = std::move(value);
-      return;
-    }
-  props.emplace_back(std::move(n), std::move(value));
-}
-
-ValueId Module::add_value(TensorType type, OpId def, uint32_t index) {
-  values.push_back(Value{std::move(type), def, index, std::nullopt});
-  return static_cast<ValueId>(values.size() - 1);
-}
-
-OpId Module::add_op(std::string name, std::vector<ValueId> operands,
-                    const std::vector<TensorType>& result_types, Location loc) {
-  OpId id = static_cast<OpId>(ops.size());
-  Op op;
-  op.name = std::move(name);
-  op.operands = std::move(operands);
-  op.loc = std::move(loc);
-  for (uint32_t i = 0; i < result_types.size(); ++i)
-    op.results.push_back(add_value(result_types[i], id, i));
-  ops.push_back(std::move(op));
-  return id;
-}
-
-const MeshDecl* Module::mesh(std::string_view name) const {
-  for (const MeshDecl& m : meshes)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-
-Func* Module::entry() {
-  return const_cast<Func*>(std::as_const(*this).entry());
-}
-
-const Func* Module::entry() const {
-  for (const Func& f : funcs)
-    if (f.name == "main") return &f;
-  for (const Func& f : funcs)
-    if (f.visibility != "private") return &f;
-  return funcs.empty() ? nullptr : &funcs.front();
-}
-
-namespace {
-
-bool is_float_type(std::string_view t) {
-  return !t.empty() && (t[0] == 'f' || t.starts_with("bf"));
-}
-
-std::string float_text(double v) {
-  if (std::isnan(v) || std::isinf(v)) {
-    float f = static_cast<float>(v);
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0x%08X", std::bit_cast<uint32_t>(f));
-    return buf;
-  }
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, end);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-void dense_values(std::ostringstream& out, const Attr& a, size_t dim, size_t& at) {
-  const std::vector<int64_t>& shape = a.type.shape;
-  if (dim == shape.size()) {
-    double v = at < a.values.size() ? a.values[at] : 0;
-    ++at;
-    if (a.type.element == "i1")
-      out << (v != 0 ? "true" : "false");
-    else if (is_float_type(a.type.element))
-      out << float_text(v);
-    else
-      out << static_cast<int64_t>(v);
-    return;
-  }
-  out << "[";
-  for (int64_t i = 0; i < shape[dim]; ++i) {
-    if (i) out << ", ";
-    dense_values(out, a, dim + 1, at);
-  }
-  out << "]";
-}
-
-}  // namespace
-
-std::string axis_string(const AxisRef& axis) {
-  std::string s = quote(axis.name);
-  if (axis.size > 0) s += str(":(", axis.pre_size, ")", axis.size);
-  return s;
-}
-
-namespace {
-std::string axes_string(const std::vector<AxisRef>& axes) {
-  std::string s = "{";
-  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axis_string(axes[i]);
-  return s + "}";
-}
-}  // namespace
-
-std::string sharding_string(const TensorSharding& sh) {
-  std::string s = "<@" + sh.mesh + ", [";
-  for (size_t d = 0; d < sh.dims.size(); ++d) {
-    const DimSharding& dim = sh.dims[d];
-    s += d ? ", {" : "{";
-    for (size_t i = 0; i < dim.axes.size(); ++i) s += (i ? ", " : "") + axis_string(dim.axes[i]);
-    if (dim.open) s += dim.axes.empty() ? "?" : ", ?";
-    s += "}";
-    if (dim.priority >= 0) s += "p" + std::to_string(dim.priority);
-  }
-  s += "]";
-  if (!sh.replicated.empty()) s += ", replicated=" + axes_string(sh.replicated);
-  if (!sh.unreduced.empty()) s += ", unreduced=" + axes_string(sh.unreduced);
-  return s + ">";
-}
-
-std::string attr_string(const Attr& a) {
-  using K = Attr::Kind;
-  std::ostringstream out;
-  switch (a.kind) {
-    case K::unit:
-      out << "unit";
-      break;
-    case K::integer:
-      out << a.i;
-      if (!a.text.empty()) out << " : " << a.text;
-      break;
-    case K::floating:
-      out << float_text(a.f);
-      if (!a.text.empty()) out << " : " << a.text;
-      break;
-    case K::boolean:
-      out << (a.i ? "true" : "false");
-      break;
-    case K::string:
-      out << quote(a.text);
-      break;
-    case K::keyword:
-    case K::opaque:
-      out << a.text;
-      break;
-    case K::symbol:
-      out << "@" << a.text;
-      break;
-    case K::type:
-      out << type_string(a.type);
-      break;
-    case K::array:
-      out << "[";
-      for (size_t i = 0; i < a.list.size(); ++i) out << (i ? ", " : "") << attr_string(a.list[i]);
-      out << "]";
-      break;
-    case K::dense_array:
-      out << "array<" << a.text;
-      for (size_t i = 0; i < a.ints.size(); ++i) out << (i ? ", " : ": ") << a.ints[i];
-      out << ">";
-      break;
-    case K::dense: {
-      out << "dense<";
-      if (!a.text.empty()) {
-        out << a.text;  // hex string literal kept verbatim
-      } else if (a.values.size() == 1) {
-        Attr scalar = a;
-        scalar.type.shape.clear();
-        size_t at = 0;
-        dense_values(out, scalar, 0, at);
-      } else {
-        size_t at = 0;
-        dense_values(out, a, 0, at);
-      }
-      out << "> : " << type_string(a.type);
-      break;
-    }
-    case K::dict: {
-      out << "{";
-      for (size_t i = 0; i < a.dict.size(); ++i) {
-        out << (i ? ", " : "") << a.dict[i].first;
-        if (a.dict[i].second.kind != K::unit) out << " = " << attr_string(a.dict[i].second);
-      }
-      out << "}";
-      break;
-    }
-  }
-  return out.str();
-}
 
 namespace {
 
@@ -412,6 +142,16 @@ class Printer {
       out_ << type(op.results[0]);
     else
       func_type(op);
+  }
+  /// The tail of most pretty forms: `{attrs} : (T...) -> T` (or `: T` when `same` allows).
+  bool attrs_and_type(const Op& op, bool same = false) {
+    op_attrs(op);
+    out_ << " : ";
+    if (same)
+      same_or_func_type(op);
+    else
+      func_type(op);
+    return true;
   }
   void op_attrs(const Op& op) {
     std::string extra;
@@ -602,19 +342,13 @@ bool Printer::pretty(const Op& op, int indent) {
   };
   if ((s == "convert" || s == "reshape") && op.operands.size() == 1 && op.props.empty()) {
     out_ << n << " " << name(op.operands[0]);
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if ((s == "broadcast_in_dim" || s == "transpose") && op.operands.size() == 1) {
     const char* p = s == "transpose" ? "permutation" : "broadcast_dimensions";
     if (!has_ints(p) || !only({p})) return false;
     out_ << n << " " << name(op.operands[0]) << ", dims = " << ints(op.prop(p));
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "concatenate") {
     const Attr* d = op.prop("dimension");
@@ -622,10 +356,7 @@ bool Printer::pretty(const Op& op, int indent) {
     out_ << n << " ";
     operands(op);
     out_ << ", dim = " << d->i;
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "iota") {
     const Attr* d = op.prop("iota_dimension");
@@ -654,18 +385,12 @@ bool Printer::pretty(const Op& op, int indent) {
     out_ << n << "  " << d->text << ", ";
     operands(op);
     if (t) out_ << ",  " << t->text;
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "select" && op.operands.size() == 3 && op.props.empty()) {
     out_ << n << " ";
     operands(op);
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "slice" && op.operands.size() == 1) {
     if (!has_ints("start_indices") || !has_ints("limit_indices") || !has_ints("strides") ||
@@ -681,10 +406,7 @@ bool Printer::pretty(const Op& op, int indent) {
       if (sr[i] != 1) out_ << ":" << sr[i];
     }
     out_ << "]";
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "dot_general" && op.operands.size() == 2) {
     static const char* keys[] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
@@ -700,10 +422,7 @@ bool Printer::pretty(const Op& op, int indent) {
       out_ << ", batching_dims = " << ints(op.prop(keys[0])) << " x " << ints(op.prop(keys[1]));
     out_ << ", contracting_dims = " << ints(op.prop(keys[2])) << " x " << ints(op.prop(keys[3]));
     if (prec) out_ << ", precision = " << attr_string(*prec);
-    op_attrs(op);
-    out_ << " : ";
-    func_type(op);
-    return true;
+    return attrs_and_type(op);
   }
   if (s == "reduce" && op.regions.size() == 1 && op.operands.size() == 2) {
     if (!has_ints("dimensions") || !only({"dimensions"})) return false;

@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
       {"dispatch: relu 32x32 launch vs validate alone", {"BM_DispatchRelu32", "BM_ValidateRelu32"}},
       {"mesh: propagation+collectives vs parse (10k ops)",
        {"BM_MeshPipeline/10000", "BM_MeshParse/10000"}},
+      {"mesh: lower per-device program vs parse (10k ops)",
+       {"BM_MeshLower/10000", "BM_MeshParse/10000"}},
       {"cold start: plan JSON parse+verify+bind vs cache",
        {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
       {"cold start vs warm find (verified once)", {"BM_ColdStartFromCache", "BM_WarmFind"}},

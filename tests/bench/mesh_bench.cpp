@@ -86,6 +86,27 @@ void BM_MeshPipeline(benchmark::State& state) {
 }
 BENCHMARK(BM_MeshPipeline)->Arg(10000)->Unit(benchmark::kMillisecond);
 
+/// lower_to_graph (with validate) of the same stack's per-device program on 1x8.
+void BM_MeshLower(benchmark::State& state) {
+  Module m = parsed(static_cast<int>(state.range(0)));
+  PipelineOptions o;
+  o.mesh_rows = 1;
+  o.mesh_cols = 8;
+  if (auto s = run_pipeline(m, o); !s) state.SkipWithError(s.error().message.c_str());
+  size_t ops = 0;
+  for (auto _ : state) {
+    auto g = lower_to_graph(m);
+    if (!g) {
+      state.SkipWithError(g.error().message.c_str());
+      break;
+    }
+    ops = g->ops.size();
+    benchmark::DoNotOptimize(g);
+  }
+  state.counters["graph_ops"] = static_cast<double>(ops);
+}
+BENCHMARK(BM_MeshLower)->Arg(10000)->Unit(benchmark::kMillisecond);
+
 /// Bytes per step of the planner's collectives vs Megatron's one all_reduce of the [rows, width]
 /// activations per MLP block: 2 (N-1)/N * rows * width * 4 bytes each.
 void BM_TpMlpCommunication(benchmark::State& state) {

@@ -71,16 +71,29 @@ TEST_CASE("a data-parallel MLP's per-device program lowers to matmul/add/relu an
 }
 
 TEST_CASE("ops without a meshplan op name themselves and their location") {
-  auto tp = lower_to_graph(compiled("examples/models/tp_mlp.mlir", 1, 8));
-  REQUIRE_FALSE(tp.has_value());
-  CHECK(tp.error().code == ErrorCode::unimplemented);
-  CHECK(tp.error().message.ends_with(
-      "examples/models/tp_mlp.mlir:10:5: unimplemented: stablehlo.all_reduce has no "
-      "meshplan op yet"));
+  auto m = parse_module(
+      "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %0 = stablehlo.floor %a : tensor<4xf32>\n"
+      "  return %0 : tensor<4xf32>\n}\n",
+      "floor.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  auto g = lower_to_graph(*m);
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().code == ErrorCode::unimplemented);
+  CHECK(g.error().message ==
+        "floor.mlir:2:3: unimplemented: stablehlo.floor has no meshplan op yet");
+}
+
+TEST_CASE("a data-parallel MLP with a max-reduce and a broadcast lowers per device") {
   auto dp = lower_to_graph(compiled("examples/models/mlp_dp.mlir", 2, 4));
-  REQUIRE_FALSE(dp.has_value());
-  CHECK(dp.error().message.ends_with(
-      "mlp_dp.mlir:6:3: unimplemented: stablehlo.reduce has no meshplan op yet"));
+  REQUIRE_MESSAGE(dp.has_value(), dp.error().message);
+  std::vector<device::OpKind> kinds;
+  for (const auto& op : dp->ops) kinds.push_back(op.kind);
+  using K = device::OpKind;
+  // The broadcast of the row max is a reshape to [8, 1] that subtract broadcasts implicitly.
+  CHECK(kinds == std::vector<K>{K::matmul, K::tanh, K::matmul, K::reduce_max, K::reshape,
+                                K::subtract, K::exp});
+  CHECK(dp->values[dp->outputs[0]].shape == std::vector<int64_t>{8, 32});
 }
 
 TEST_CASE("meshplan-compile --emit=sdy / --stop-after print each stage") {

@@ -35,6 +35,7 @@
 #include "meshplan/device/collective_timing.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/mesh_desc.hpp"
+#include "meshplan/device/mesh_shard.hpp"
 #include "meshplan/device/placement.hpp"
 
 namespace meshplan::device {
@@ -42,33 +43,8 @@ namespace meshplan::device {
 /// One placement per chip, indexed by chip index. Views: the caller owns the placements.
 using PerChip = std::span<const TensorPlacement>;
 
-enum class ReduceOp : uint8_t { sum = 0, max = 1, min = 2 };
-std::string_view reduce_name(ReduceOp op);
-
-/// How a host tensor maps onto the mesh (tt-mlir's mesh_shard types).
-enum class MeshShardType : uint8_t {
-  identity = 0,   ///< The host already holds each chip's tensor: back to back in chip-index order.
-  replicate = 1,  ///< Every chip holds the whole tensor (to host: chip (0,0)'s copy).
-  devices = 2,    ///< Split along tensor dims over mesh axes (see shard_dims).
-};
-
-/// A mesh_shard. For `devices`, shard_dims[a] is the tensor dim that mesh axis a splits, or -1
-/// when the tensor is replicated along axis a. If both axes split the same dim, it is cut into
-/// rows * cols pieces, axis 0 major. Chip (r, c) holds piece r (or c) along the dim of its axis.
-/// `shard_shape` is optional (tt-mlir's attribute of that name): the number of pieces per tensor
-/// dim; when given it must agree with what shard_dims implies on the mesh.
-struct MeshShardSpec {
-  MeshShardType type = MeshShardType::replicate;
-  std::array<int32_t, 2> shard_dims = {-1, -1};
-  std::vector<int64_t> shard_shape = {};
-};
-
-/// The per-chip shape of a host tensor of `full_shape` under `spec` on `mesh` (`identity`: the
-/// full shape itself is the per-chip shape). Errors if a split dim does not divide evenly, a
-/// shard dim is out of range, or shard_shape disagrees.
-Result<std::vector<int64_t>> mesh_shard_local_shape(const MeshDesc& mesh,
-                                                    std::span<const int64_t> full_shape,
-                                                    const MeshShardSpec& spec);
+// ReduceOp (types.hpp), MeshShardType, MeshShardSpec and mesh_shard_local_shape
+// (mesh_shard.hpp) are declared with the op types so that graphs and plans can name them.
 
 /// What one collective call did.
 struct CollectiveRun {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "meshplan/device/device.hpp"
+#include "meshplan/device/mesh_desc.hpp"
 #include "meshplan/device/timing.hpp"
 
 namespace meshplan::device {
@@ -24,21 +26,27 @@ struct OpValidation {
 class OpModel {
  public:
   explicit OpModel(ChipDesc chip) : chip_(std::move(chip)) {}
+  /// An OpModel for one chip of `mesh` (collectives are costed on its fabric).
+  explicit OpModel(MeshDesc mesh) : chip_(mesh.chip), mesh_(std::move(mesh)) {}
   const ChipDesc& chip() const { return chip_; }
+  /// The mesh collectives are costed on, if this model was made for a mesh.
+  const std::optional<MeshDesc>& mesh() const { return mesh_; }
 
   /// Validates op.kind on these operand and result placements (addresses are ignored) with
   /// op.config: operand count, shapes (the result shape must equal the inferred one), supported
   /// layouts and dtypes, core grid, and that circular buffers plus the L1 result fit per core.
   OpValidation validate(const OpLaunch& op) const;
 
-  /// Simulated time of the op (the emulator's clock advances by the same amount).
-  OpTiming cost(const OpLaunch& op) const { return estimate(chip_, op); }
+  /// Simulated time of the op (the emulator's clock advances by the same amount). Collectives:
+  /// collective_op_ns() on the mesh, or on default_collective_mesh() without one.
+  OpTiming cost(const OpLaunch& op) const;
 
   /// Bytes of circular buffers the op needs per core.
   uint64_t circular_buffer_bytes(const OpLaunch& op) const;
 
  private:
   ChipDesc chip_;
+  std::optional<MeshDesc> mesh_;
 };
 
 /// Checks a placement the emulator can hold: supported layout, dtype and page size. The message

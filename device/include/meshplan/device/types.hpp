@@ -26,6 +26,10 @@ enum class TileLayout : uint8_t { tile = 0, row_major = 1 };
 enum class Activation : uint8_t { none = 0, relu = 1, gelu = 2, silu = 3, sigmoid = 4, tanh = 5 };
 /// Values match fb::MathFidelity.
 enum class MathFidelity : uint8_t { lofi = 0, hifi2 = 1, hifi3 = 2, hifi4 = 3 };
+/// How reducing collectives combine values. Values match fb::ReduceOp.
+enum class ReduceOp : uint8_t { sum = 0, max = 1, min = 2 };
+std::string_view reduce_name(ReduceOp op);
+std::optional<ReduceOp> reduce_from_name(std::string_view name);
 
 /// Op kinds, generated from ops.def; values match fb::OpKind.
 enum class OpKind : uint16_t {
@@ -44,6 +48,8 @@ inline constexpr int kNumOpKinds = 0
 inline constexpr int kMaxOperands = 8;
 /// Most dims of a tensor that op attributes (perm, slice bounds, reshape target) can describe.
 inline constexpr int kMaxRank = 8;
+/// Most chips a mesh op may name in its attributes (collective_permute's pairs).
+inline constexpr int kMaxMeshChips = 64;
 
 /// Static facts about an op kind.
 struct OpInfo {
@@ -136,6 +142,19 @@ struct OpConfig {
   uint32_t in0_block_w = 0;      ///< K tiles per step (divides K tiles).
   uint32_t out_subblock_h = 1;   ///< Output sub-block (in the destination registers), tiles.
   uint32_t out_subblock_w = 1;
+  /// Collectives (all_gather ... all_slice; see collective_ops.hpp). mesh_rows x mesh_cols is
+  /// the mesh the op runs on: the planner sets it from Graph::mesh, the runtime from the plan's
+  /// header. cluster_axis: 0 = the chips of one column, 1 = of one row, -1 = the whole mesh.
+  uint16_t mesh_rows = 1;
+  uint16_t mesh_cols = 1;
+  int8_t cluster_axis = 0;
+  ReduceOp reduce = ReduceOp::sum;
+  int32_t collective_dim = 0;  ///< all_gather / reduce_scatter / all_slice: the dim.
+  int32_t split_dim = 0;       ///< all_to_all.
+  int32_t concat_dim = 0;      ///< all_to_all.
+  /// collective_permute: num_pairs (source, target) chip-index pairs, flattened.
+  uint8_t num_pairs = 0;
+  uint8_t pairs[2 * kMaxMeshChips] = {};
 };
 
 /// Product of a shape's dims (1 for a scalar).

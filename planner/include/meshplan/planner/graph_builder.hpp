@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "meshplan/planner/graph.hpp"
@@ -61,6 +62,13 @@ class GraphBuilder {
 
   void output(Value v);
 
+  /// Mesh programs: the mesh the per-device graph runs on (set it before adding collectives),
+  /// and the boundary shard of an argument or output. Arguments and outputs given no shard are
+  /// replicated. Shapes given to input()/parameter() and inferred are per-chip (local) shapes.
+  void mesh(int rows, int cols, std::vector<std::string> axis_names = {});
+  void shard(Value argument, device::MeshShardSpec spec);
+  void output(Value v, device::MeshShardSpec spec);
+
   /// Shape of a value built so far (empty for kInvalid).
   const std::vector<int64_t>& shape(Value v) const;
   /// The first error so far, if any.
@@ -76,6 +84,8 @@ class GraphBuilder {
 
   Graph graph_;
   std::optional<Error> error_;
+  /// Boundary shards given so far: (argument or output index, is output, spec).
+  std::vector<std::tuple<size_t, bool, device::MeshShardSpec>> shards_;
   static const std::vector<int64_t> kNoShape;
 };
 

@@ -130,11 +130,22 @@ std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
 namespace meshplan::planner::shlo {
 
 /// Lowers the per-device program (the manual computation's body when there is one, else the
-/// entry function) to the graph IR the layout planner takes, with local shapes. Only ops with
-/// a meshplan op lower: dot_general (2-D, one contracting dim) -> matmul, add -> add (a
-/// numpy-compatible broadcast_in_dim operand is folded into add's broadcast), maximum with a
-/// splat-zero constant -> relu. Anything else fails with
-/// "file:line:col: unimplemented: stablehlo.X has no meshplan op yet".
+/// entry function) to the graph IR the layout planner takes, with local shapes:
+///  - elementwise ops -> the meshplan op of the same meaning; maximum(x, splat 0) -> relu;
+///    convert -> typecast; select(compare(a, b, GT|GE|LT|LE), a|b, b|a) -> maximum / minimum;
+///  - constant and iota are folded, and become constant arguments where an op needs them
+///    (splats used by a broadcasting op as one-element constants);
+///  - broadcast_in_dim -> nothing (a numpy-broadcasting consumer absorbs it), with a permute /
+///    reshape when its dims are not trailing-aligned; elsewhere multiply by ones (exact);
+///  - reshape, transpose -> permute, concatenate -> concat, slice;
+///  - dot_general -> matmul (transpose_a/b, or permute + reshape to [batch..., M, K] x
+///    [batch..., K, N], then reshape to the result);
+///  - reduce with an add / maximum region -> reduce_sum / reduce_max (a non-identity init is
+///    added / maxed once);
+///  - 2-D convolution -> conv2d with permutes to NHWC / OHWI and back;
+///  - custom_call @meshplan.<op> -> that op and its `meshplan.<attr>` attributes;
+///  - collectives -> the graph's collective ops (cluster_axis from the replica groups).
+/// Anything else fails with "file:line:col: unimplemented: <what>".
 Result<Graph> lower_to_graph(const Module& m);
 
 }  // namespace meshplan::planner::shlo

@@ -1,0 +1,106 @@
+// Shared state of the StableHLO -> graph IR lowering (stablehlo_lower*.cpp): the value map,
+// values folded at lowering time (constants, iota) and broadcasts waiting for a consumer that
+// broadcasts implicitly (numpy rules), plus the helpers every op lowering uses.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "meshplan/planner/spmd.hpp"
+
+namespace meshplan::planner::shlo::lowering {
+
+using GValue = planner::ValueId;
+
+/// A value known at lowering time, row-major (integers and booleans as floats).
+struct Folded {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+  bool splat() const;
+};
+
+/// One lowering run. Not thread-safe; lives for one lower_to_graph call.
+class Lowering {
+ public:
+  explicit Lowering(const Module& m) : m_(m) {}
+
+  const Module& module() const { return m_; }
+  Graph& graph() { return g_; }
+  const TensorType& type(ValueId v) const { return m_.values[v].type; }
+  const Op* def(ValueId v) const;
+
+  /// `file:line:col: unimplemented: <what>` at `op`.
+  std::unexpected<Error> unimplemented(const Op& op, std::string_view what) const;
+
+  /// Adds a graph value with this shape and the dtype of `element`.
+  Result<GValue> new_value(std::vector<int64_t> shape, DType dtype, std::string prefix = "v");
+  /// Appends a graph op; its one result gets the declared shape and dtype (validate() checks
+  /// the declared shape against the op's shape rule).
+  Result<GValue> emit(OpKind kind, std::vector<GValue> operands, std::vector<Attribute> attrs,
+                      std::vector<int64_t> shape, DType dtype);
+  /// A graph constant argument holding `f` (dtype of `element`).
+  Result<GValue> constant(const Folded& f, DType dtype);
+
+  /// The graph value of module value `v` as used by `user`: lowered values as they are,
+  /// folded values become graph constants, pending broadcasts are materialised
+  /// (multiply by ones, exact). Errors name the producing op when it has no lowering.
+  Result<GValue> use(ValueId v, const Op& user);
+  /// Like use(), for an operand of an op that broadcasts numpy-style: pending broadcasts stay
+  /// unbroadcast and splat constants become one-element constants.
+  Result<GValue> use_broadcasting(ValueId v, const Op& user);
+
+  void bind(ValueId v, GValue g) { map_[v] = g; }
+  void fold(ValueId v, Folded f) { folded_[v] = std::move(f); }
+  const Folded* folded(ValueId v) const;
+  /// `v` is `source` (rank-aligned, numpy-broadcastable to v's shape) broadcast.
+  void defer_broadcast(ValueId v, GValue source) { pending_[v] = source; }
+  /// Result value of `op` (one result), with the module's declared (local) shape and dtype.
+  Result<GValue> emit_for(const Op& op, OpKind kind, std::vector<GValue> operands,
+                          std::vector<Attribute> attrs = {});
+  /// Graph value reshaped to `shape` (no op when equal).
+  Result<GValue> reshape(GValue v, const std::vector<int64_t>& shape);
+  /// Graph value permuted by `perm` (no op when the identity).
+  Result<GValue> permute(GValue v, const std::vector<int64_t>& perm);
+
+ private:
+  const Module& m_;
+  Graph g_;
+  std::map<ValueId, GValue> map_;
+  std::map<ValueId, Folded> folded_;
+  std::map<ValueId, GValue> pending_;
+};
+
+/// True when every entry of `dims` is a dim of a rank-`rank` tensor, each at most once.
+bool dims_ok(const std::vector<int64_t>& dims, size_t rank);
+
+/// Module element type -> meshplan dtype, or an unimplemented error at `loc`.
+Result<DType> dtype_of(const TensorType& t, const Location& loc);
+
+/// A 2-D stablehlo.convolution read into meshplan's conv2d terms: permutations taking the
+/// operands to NHWC / OHWI and conv2d's NHWC result to the written output layout.
+struct ConvSpec {
+  std::vector<int64_t> in_perm, w_perm, out_perm;
+  std::vector<int64_t> stride = {1, 1}, pad = {0, 0, 0, 0}, dilation = {1, 1};
+  int64_t groups = 1;
+};
+/// Errors (unimplemented, at op's location) for forms conv2d cannot express.
+Result<ConvSpec> conv_spec(const Op& op);
+
+/// The meshplan op (kind and sorted attributes, no operands) a `stablehlo.custom_call
+/// @meshplan.<op>` stands for (MESH-SPEC section 2).
+Result<planner::Op> custom_call_op(const Op& op);
+
+// Op lowerings (stablehlo_lower_ops.cpp). Each lowers one module op, binding its results.
+Status lower_dot_general(Lowering& l, const Op& op);
+Status lower_reduce(Lowering& l, const Op& op);
+Status lower_convolution(Lowering& l, const Op& op);
+Status lower_custom_call(Lowering& l, const Op& op);
+/// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
+Status lower_collective(Lowering& l, const Op& op);
+/// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a
+/// single-chip program). `program_args`: graph arguments that are program inputs (the rest are
+/// constants the lowering added, replicated).
+Status lower_boundary(Graph& g, const Module& m, const Op* manual, size_t program_args);
+
+}  // namespace meshplan::planner::shlo::lowering

@@ -1,0 +1,160 @@
+// The StableHLO/Shardy text parser's class, shared by its files: stablehlo_parse.cpp (module
+// structure, values and scopes), stablehlo_parse_lex.cpp (characters, tokens, types,
+// attributes), stablehlo_parse_sdy.cpp (Shardy attributes) and stablehlo_parse_ops.cpp (ops,
+// generic and pretty forms). Internal to the planner library.
+#pragma once
+
+#include <cctype>
+#include <map>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "meshplan/planner/stablehlo.hpp"
+
+namespace meshplan::planner::shlo::parse {
+
+inline bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+inline bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$' ||
+         c == '-';
+}
+
+/// Recursive-descent parser over characters (MLIR's lexing is context dependent: `32x48xf32`,
+/// `0->1`, `p1`). One instance parses one text; not thread-safe.
+class Parser {
+ public:
+  Parser(std::string_view text, std::string file) : t_(text) { m_.file = std::move(file); }
+
+  Result<Module> run();
+
+ private:
+  // ---- characters ----
+  void ws();
+  bool peek(char c);
+  bool peek(std::string_view s);
+  bool accept(std::string_view s);
+  /// Accepts a keyword only when not followed by more identifier characters.
+  bool accept_word(std::string_view w);
+  /// Line and column of offset `p`; scans forward from the last answer (ops are parsed in
+  /// order), so locating every op stays linear in the text size.
+  Location loc_at(size_t p) const;
+  Location here();
+  std::unexpected<Error> error(std::string_view expected);
+  std::unexpected<Error> error_at(size_t p, std::string_view message);
+  Status expect(std::string_view s, std::string_view what);
+
+  // ---- tokens ----
+  Result<std::string> ident(std::string_view what = "an identifier");
+  Result<std::string> symbol();
+  Result<std::string> string_lit();
+  Result<int64_t> integer(std::string_view what = "an integer");
+  /// A number: integer, float, hex bit pattern (f32 / f64 / bf16 by width). Sets is_float.
+  Result<double> number(bool& is_float);
+
+  // ---- types ----
+  Result<TensorType> type();
+  Result<std::vector<TensorType>> type_list_parens();
+  /// `(T, T) -> T` or `(T) -> (T, T)`.
+  Result<std::pair<std::vector<TensorType>, std::vector<TensorType>>> func_type();
+
+  // ---- attributes ----
+  /// Raw text of a balanced `<...>` (or `{...}`/`[...]`) group starting at the cursor.
+  Result<std::string> balanced(char open, char close);
+
+  bool peek_element_type();
+
+  Result<Attr> attr();
+
+  Status dense_elems(std::vector<double>& out, bool& is_float);
+
+  /// `dense<"0x...">`: little-endian element bytes (as JAX prints large constants). Decoded
+  /// for f32/f64/bf16/f16-free integer types; other types keep the raw text.
+  Status decode_hex(Attr& a, size_t at);
+
+  Result<Attr> dense();
+
+  Result<std::vector<NamedAttr>> attr_dict();
+
+  // ---- Shardy attributes ----
+  Result<AxisRef> axis_ref();
+  Result<std::vector<AxisRef>> axis_set();
+  Result<DimSharding> dim_sharding();
+  /// `<@mesh, [{...}, ...], replicated={...}>`.
+  Result<TensorSharding> sharding();
+  Status check_sharding(const TensorSharding& s, size_t at);
+  Result<std::vector<TensorSharding>> sharding_list();
+
+  /// Dict whose `sdy.sharding` entry is a Shardy sharding (or per-value list) moved to
+  /// `*shardings`, the rest plain; shardings == null: every entry plain (attr_dict()).
+  Result<std::vector<NamedAttr>> dict_with_sharding(std::vector<TensorSharding>* shardings,
+                                                    bool per_value);
+
+  // ---- values and scopes ----
+  struct PendingRef {
+    std::string name;
+    size_t pos;
+  };
+  Result<PendingRef> value_name();
+  Result<ValueId> use();
+  Result<std::vector<ValueId>> uses_until(char close);
+  Status define(const std::string& name, ValueId v, size_t at);
+
+  // ---- structure ----
+  Status top_items(std::string_view until);
+
+  Status mesh_decl();
+
+  Status func();
+
+  Result<ResultInfo> result_info(bool allow_attrs);
+
+  /// Parses ops into `block` until a '}' (not consumed).
+  Status ops_until(Block& block);
+
+  /// A region `{ [^bb0(args):] ops }` in generic syntax.
+  Result<Block> region(bool allow_header);
+
+  /// `(%a: T, %b: T)` block arguments defined in a new scope (the caller pops it).
+  Status region_args(Block& b);
+
+  Result<OpId> operation();
+  Status normalize_generic(Op& op, const std::vector<TensorType>& results, size_t at);
+  Status pretty(Op& op, std::vector<TensorType>& result_types, size_t name_pos);
+  void skip_loc();
+
+  /// Trailing `{...}` attribute dict of an op, sdy.sharding split out.
+  Status op_attr_dict(Op& op);
+  /// `: T` (every operand and the result) or `: (T...) -> T`.
+  Status same_or_func_type(Op& op, std::vector<TensorType>& results);
+  Status check_operand_types(const Op& op, const std::vector<TensorType>& ins);
+  Result<std::vector<int64_t>> int_list();
+
+  /// `open item, item... close` (or `open close`): the bracketed lists the syntax repeats;
+  /// errors read "expected '<open>' opening <what>" / "'<close>' closing <what>".
+  template <class F>
+  auto list_of(std::string_view open, std::string_view close, std::string_view what, F item)
+      -> Result<std::vector<typename std::invoke_result_t<F>::value_type>> {
+    std::vector<typename std::invoke_result_t<F>::value_type> out;
+    MESHPLAN_TRY(expect(open, str("'", open, "' opening ", what)));
+    if (accept(close)) return out;
+    do out.push_back(MESHPLAN_TRY(item()));
+    while (accept(","));
+    MESHPLAN_TRY(expect(close, str("'", close, "' closing ", what)));
+    return out;
+  }
+
+  std::string_view t_;
+  size_t pos_ = 0;
+  mutable size_t cache_pos_ = 0;
+  mutable int cache_line_ = 1;
+  mutable int cache_col_ = 1;
+  size_t type_pos_ = 0;
+  Module m_;
+  std::vector<std::map<std::string, ValueId>> scopes_;
+};
+
+}  // namespace meshplan::planner::shlo::parse

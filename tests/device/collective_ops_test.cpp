@@ -1,0 +1,90 @@
+// Collective op kinds on one chip: the emulator refuses them, OpModel accepts only interleaved
+// DRAM/L1 operands and results and costs them with the collective timing model.
+#include "meshplan/device/collective_ops.hpp"
+
+#include <doctest/doctest.h>
+
+#include "meshplan/device/collective_timing.hpp"
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/device/placement.hpp"
+
+using namespace meshplan;
+using namespace meshplan::device;
+
+namespace {
+
+std::vector<int64_t> kIn = {64, 64};
+
+OpConfig gather_config() {
+  OpConfig c;
+  c.mesh_rows = 2;
+  c.mesh_cols = 4;
+  c.cluster_axis = 1;
+  c.collective_dim = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("collective groups follow the cluster axis, -1 is the whole mesh in chip order") {
+  CHECK(collective_groups(2, 4, 0) ==
+        std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}});
+  CHECK(collective_groups(2, 4, 1) == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(collective_groups(2, 4, -1) == std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6, 7}});
+  OpConfig c = gather_config();
+  CHECK(collective_group_size(c) == 4);
+  c.cluster_axis = -1;
+  CHECK(collective_group_size(c) == 8);
+}
+
+TEST_CASE("the emulator refuses collectives; OpModel validates and costs them") {
+  ChipDesc chip = *builtin_chip("wormhole_b0");
+  auto dev = EmulatedDevice::create(chip);
+  REQUIRE(dev);
+  std::vector<int64_t> out_shape = {256, 64};
+  TensorPlacement in = make_interleaved("x", kIn, DType::bf16, BufferType::dram, 0);
+  TensorPlacement out = make_interleaved("y", out_shape, DType::bf16, BufferType::l1, 0);
+  const TensorPlacement* ins[] = {&in};
+  const TensorPlacement* outs[] = {&out};
+  OpLaunch op{OpKind::all_gather, "ag", ins, outs, gather_config()};
+  auto launched = (*dev)->launch(op);
+  REQUIRE(!launched);
+  CHECK(launched.error().message.find("all_gather is a mesh op: run it through a Mesh") !=
+        std::string::npos);
+
+  OpModel model(chip);
+  OpValidation v = model.validate(op);
+  CHECK_MESSAGE(v.ok, v.reason);
+  CHECK(v.output_l1_bytes_per_core > 0);
+  // Costed on the fabric: 3/4 of the gathered tensor over one link, plus 3 hops.
+  OpTiming t = model.cost(op);
+  MeshDesc t3k = *builtin_mesh("t3k");
+  CollectiveTiming expected = estimate_collective(default_collective_mesh(chip, op.config),
+                                                  CollectiveKind::all_gather, 4, 256 * 64 * 2);
+  CHECK(t.duration_ns == expected.duration_ns);
+  CHECK(t.duration_ns > 3 * 711);
+  // On the T3000 (2 links) the same gather is faster.
+  CHECK(OpModel(t3k).cost(op).duration_ns < t.duration_ns);
+
+  // Sharded results are rejected; so is a wrong result shape or a 1x1 mesh.
+  TensorPlacement sharded = out;
+  sharded.memory = MemLayout::height_sharded;
+  sharded.buffer = BufferType::l1;
+  sharded.shard.grid = CoreRange{0, 0, 7, 0};
+  sharded.shard.shape[0] = 32;
+  sharded.shard.shape[1] = 64;
+  const TensorPlacement* bad_outs[] = {&sharded};
+  OpLaunch bad = op;
+  bad.results = bad_outs;
+  OpValidation rejected = model.validate(bad);
+  CHECK(!rejected.ok);
+  CHECK(rejected.reason.find("interleaved") != std::string::npos);
+  OpLaunch one = op;
+  one.config.mesh_cols = 1;
+  one.config.mesh_rows = 1;
+  CHECK(!model.validate(one).ok);
+  OpLaunch wrong = op;
+  wrong.config.cluster_axis = 0;  // gathers 2, not 4
+  CHECK(!model.validate(wrong).ok);
+}

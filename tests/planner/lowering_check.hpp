@@ -1,0 +1,51 @@
+// Test helper: a lowered graph computes what its StableHLO module computes. The module's host
+// evaluation (evaluate_reference) is compared with the device f32 reference (run_reference) of
+// the plan compile() makes from the graph, on the same inputs.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "meshplan/device/descriptor.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/plan.hpp"
+
+namespace meshplan::test {
+
+/// `reference`'s results on `inputs` equal those of `g` (lowered from it, or from its
+/// per-device program on a 1x1 mesh) compiled for wormhole_b0, within 1e-4 relative.
+inline void check_same_results(const planner::shlo::Module& reference, const planner::Graph& g,
+                               const std::vector<planner::shlo::HostArray>& inputs) {
+  auto want = planner::shlo::evaluate_reference(reference, inputs);
+  REQUIRE_MESSAGE(want.has_value(), want.error().message);
+  auto plan = planner::compile(g, device::wormhole_b0(), planner::PlannerOptions{});
+  REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
+  auto ref = runtime::verify_plan(plan->bytes, "lowered");
+  REQUIRE_MESSAGE(ref.has_value(), ref.error().message);
+  std::vector<runtime::TensorView> views;
+  for (const auto& in : inputs) views.push_back({in.shape, in.data});
+  auto got = runtime::run_reference(*ref, views);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  REQUIRE(got->size() == want->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    CAPTURE(i);
+    const auto& w = (*want)[i];
+    const runtime::Tensor& r = (*got)[i];
+    REQUIRE(r.shape == w.shape);
+    double worst = 0, scale = 0;
+    for (size_t k = 0; k < w.data.size(); ++k) {
+      worst = std::max(worst, std::fabs(static_cast<double>(r.data[k]) - w.data[k]));
+      scale = std::max(scale, std::fabs(static_cast<double>(w.data[k])));
+    }
+    CAPTURE(worst);
+    CHECK(worst <= 1e-4 * (1 + scale));
+    CHECK(scale > 0);  // a result of zeros would "match" a lowering that computed nothing
+  }
+}
+
+}  // namespace meshplan::test
