@@ -61,6 +61,12 @@ Result<std::string> read_text_file(const std::string& path) {
 }
 
 Result<Graph> import_graph_json(std::string_view json, std::string_view source_name) {
+  auto annotated = MESHPLAN_TRY(import_annotated_graph_json(json, source_name));
+  return std::move(annotated.graph);
+}
+
+Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
+                                                   std::string_view source_name) {
   auto parser = MESHPLAN_TRY(make_parser());
   std::string text(json);
   std::string src(source_name);
@@ -73,8 +79,20 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
                 ": not a graph (root table must be meshplan.fb.Graph)");
   const fb::Graph* fg = fb::GetGraph(parser->builder_.GetBufferPointer());
 
-  Graph g;
+  AnnotatedGraph result;
+  Graph& g = result.graph;
+  MeshAnnotations& ann = result.annotations;
   g.name = fg->name() ? fg->name()->str() : "";
+  if (fg->mesh_axes())
+    for (const fb::MeshAxis* a : *fg->mesh_axes())
+      ann.axes.emplace_back(a->name()->str(), a->size());
+  if (fg->output_shardings()) {
+    for (const flatbuffers::String* s : *fg->output_shardings()) ann.outputs.push_back(s->str());
+    size_t n = fg->outputs() ? fg->outputs()->size() : 0;
+    if (ann.outputs.size() != n)
+      return fail(ErrorCode::invalid_argument, source_name, ": output_shardings has ",
+                  ann.outputs.size(), " entries for ", n, " outputs");
+  }
   std::map<std::string, ValueId, std::less<>> names;
   auto add_value = [&](const fb::Value* v, std::string_view where) -> Result<ValueId> {
     Value value;
@@ -102,6 +120,7 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
       if (v.kind != ArgKind::constant && a->data())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name,
                     "' has data but is not a constant");
+      if (a->sharding()) ann.arguments.emplace_back(v.name, a->sharding()->str());
       g.arguments.push_back(id);
     }
   // First pass: ops and their results, so operands may refer to values defined later in the file.
@@ -163,7 +182,12 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
     }
   auto status = validate(g);
   if (!status) return std::unexpected(with_context(status.error(), std::string(source_name)));
-  return g;
+  return result;
+}
+
+Result<AnnotatedGraph> load_annotated_graph_file(const std::string& path) {
+  std::string text = MESHPLAN_TRY(read_text_file(path));
+  return import_annotated_graph_json(text, path);
 }
 
 Result<Graph> load_graph_file(const std::string& path) {
@@ -171,7 +195,7 @@ Result<Graph> load_graph_file(const std::string& path) {
   return import_graph_json(text, path);
 }
 
-Result<std::string> export_graph_json(const Graph& g) {
+Result<std::string> export_graph_json(const Graph& g, const MeshAnnotations& ann) {
   flatbuffers::FlatBufferBuilder b;
   auto value = [&](const Value& v) {
     return fb::CreateValueDirect(b, v.name.c_str(), &v.shape, static_cast<fb::DType>(v.dtype));
@@ -181,8 +205,11 @@ Result<std::string> export_graph_json(const Graph& g) {
     const Value& v = g.values[a];
     auto fv = value(v);
     std::vector<double> data(v.data.begin(), v.data.end());
+    std::string_view sharding = ann.argument(v.name);
+    std::string sharding_text(sharding);
     args.push_back(fb::CreateArgumentDirect(b, fv, static_cast<fb::ArgKind>(v.kind),
-                                            v.kind == ArgKind::constant ? &data : nullptr));
+                                            v.kind == ArgKind::constant ? &data : nullptr,
+                                            sharding.empty() ? nullptr : sharding_text.c_str()));
   }
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (const Op& op : g.ops) {
@@ -214,7 +241,15 @@ Result<std::string> export_graph_json(const Graph& g) {
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> outputs;
   for (ValueId v : g.outputs) outputs.push_back(b.CreateString(g.values[v].name));
-  b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs), fb::GraphIdentifier());
+  std::vector<flatbuffers::Offset<fb::MeshAxis>> axes;
+  for (const auto& [name, size] : ann.axes)
+    axes.push_back(fb::CreateMeshAxisDirect(b, name.c_str(), size));
+  std::vector<flatbuffers::Offset<flatbuffers::String>> output_shardings;
+  for (const std::string& s : ann.outputs) output_shardings.push_back(b.CreateString(s));
+  b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs,
+                                 axes.empty() ? nullptr : &axes,
+                                 output_shardings.empty() ? nullptr : &output_shardings),
+           fb::GraphIdentifier());
   auto parser = MESHPLAN_TRY(make_parser());
   std::string text;
   if (!flatbuffers::GenerateText(*parser, b.GetBufferPointer(), &text))

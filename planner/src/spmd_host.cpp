@@ -6,6 +6,7 @@
 #include <random>
 
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan_custom_call.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -192,6 +193,7 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
   const TensorType& rt = m_.values[op.results[0]].type;
   Arr out{rt.shape, std::vector<float>(static_cast<size_t>(vol(rt.shape)))};
   std::string_view s = op.name;
+  if (s == "stablehlo.custom_call") return meshplan_call_eval(m_, op, in);
   if (!s.starts_with("stablehlo."))
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no host evaluation for '", op.name, "'");
   s.remove_prefix(10);

@@ -320,9 +320,16 @@ class Parser {
     if (accept("array<")) {
       a.kind = K::dense_array;
       a.text = MESHPLAN_TRY(ident("an element type"));
+      const bool floats = a.text.starts_with("f") || a.text.starts_with("bf");
       if (accept(":")) {
-        do a.ints.push_back(MESHPLAN_TRY(integer()));
-        while (accept(","));
+        do {
+          if (floats) {
+            bool is_float = false;
+            a.values.push_back(MESHPLAN_TRY(number(is_float)));
+          } else {
+            a.ints.push_back(MESHPLAN_TRY(integer()));
+          }
+        } while (accept(","));
       }
       MESHPLAN_TRY(expect(">", "'>' closing array<...>"));
       return a;

@@ -250,6 +250,8 @@ std::string attr_string(const Attr& a) {
     case K::dense_array:
       out << "array<" << a.text;
       for (size_t i = 0; i < a.ints.size(); ++i) out << (i ? ", " : ": ") << a.ints[i];
+      for (size_t i = 0; i < a.values.size(); ++i)  // array<f64: ...>
+        out << (i ? ", " : ": ") << float_text(a.values[i]);
       out << ">";
       break;
     case K::dense: {
