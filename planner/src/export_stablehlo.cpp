@@ -32,6 +32,10 @@ Result<std::string> element_type(DType t, std::string_view what) {
               " has no StableHLO element type");
 }
 
+bool is_int(const std::string& element) {
+  return element.starts_with("i") || element.starts_with("ui");
+}
+
 std::string tensor_type(const std::vector<int64_t>& shape, const std::string& element) {
   return shlo::type_string(shlo::TensorType{shape, element});
 }
@@ -158,7 +162,7 @@ class Exporter {
     std::string t = tensor_type(shape, el);
     if (act == "none") return x;
     if (act == "relu") {
-      std::string zero = splat("0.0", shape, el);
+      std::string zero = splat(is_int(el) ? "0" : "0.0", shape, el);
       return line(str("stablehlo.maximum ", x, ", ", zero, " : ", t));
     }
     if (act == "sigmoid") return line(str("stablehlo.logistic ", x, " : ", t));
@@ -255,8 +259,11 @@ class Exporter {
             kept.push_back(s[d]);
         }
         bool sum = op.kind == OpKind::reduce_sum;
-        std::string init = line(str("stablehlo.constant dense<", sum ? "0.0" : "0xFF800000",
-                                    "> : ", tensor_type({}, el)));
+        std::string_view literal = !is_int(el)          ? (sum ? "0.0" : "0xFF800000")
+                                   : sum || el != "i32" ? "0"
+                                                        : "-2147483648";
+        std::string init =
+            line(str("stablehlo.constant dense<", literal, "> : ", tensor_type({}, el)));
         r = line(str("stablehlo.reduce(", in[0], " init: ", init, ") applies stablehlo.",
                      sum ? "add" : "maximum", " across dimensions = ", ints_text(dims), " : (",
                      in_types[0], ", ", tensor_type({}, el), ") -> ", tensor_type(kept, el)));
@@ -419,22 +426,27 @@ Status check_annotation_syntax(const Graph& g, const MeshAnnotations& ann) {
 
 }  // namespace
 
-Result<std::string> export_stablehlo_text(const Graph& global, const MeshAnnotations& annotations) {
-  Exporter e(global);
-  return e.run(annotations);
-}
-
 Result<shlo::Module> export_stablehlo(const Graph& global, const MeshAnnotations& annotations) {
-  std::string text = MESHPLAN_TRY(export_stablehlo_text(global, annotations));
+  Exporter e(global);
+  std::string text = MESHPLAN_TRY(e.run(annotations));
   MESHPLAN_TRY(check_annotation_syntax(global, annotations));
   std::string file = (global.name.empty() ? std::string("graph") : global.name) + ".export.mlir";
   auto parsed = shlo::parse_module(text, file);
   if (!parsed)
     return fail(parsed.error().code, "export of graph '", global.name,
                 "' (check the sharding annotations): ", parsed.error().message);
-  shlo::Module m = std::move(*parsed);
-  MESHPLAN_TRY(check_shardings(global, m));
-  return m;
+  MESHPLAN_TRY(check_shardings(global, *parsed));
+  // Parse the printed form once more, so that the locations later passes name (file:line:col)
+  // are lines of what print_module / `meshplan-compile MODEL.json --emit=stablehlo` shows.
+  auto printed = shlo::parse_module(shlo::print_module(*parsed), file);
+  if (!printed)
+    return fail(ErrorCode::internal, "export of graph '", global.name,
+                "': the printed module does not parse back: ", printed.error().message);
+  return std::move(*printed);
+}
+
+Result<std::string> export_stablehlo_text(const Graph& global, const MeshAnnotations& annotations) {
+  return shlo::print_module(MESHPLAN_TRY(export_stablehlo(global, annotations)));
 }
 
 shlo::PipelineOptions pipeline_options(const MeshAnnotations& annotations, int64_t rows,

@@ -109,6 +109,12 @@ std::vector<OpCase> op_cases() {
                  b.output(b.op("reduce_max", {b.input("x", {4, 8}, DType::f32)}));
                },
                "applies stablehlo.maximum across dimensions = [0, 1]"});
+  c.push_back({"reduce_max_int",
+               [](GraphBuilder& b) {
+                 b.output(b.op("reduce_max", {b.input("x", {4, 8}, DType::i32)},
+                               {attr("dims", ints({0}))}));
+               },
+               "stablehlo.constant dense<-2147483648> : tensor<i32>"});
   c.push_back({"reduce_mean",
                [](GraphBuilder& b) {
                  b.output(b.op("reduce_mean", {b.input("x", {4, 8}, DType::f32)},

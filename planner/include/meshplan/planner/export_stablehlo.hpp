@@ -25,7 +25,8 @@ namespace meshplan::planner {
 /// divide, a rank mismatch, a dtype StableHLO lacks (bf8b).
 Result<shlo::Module> export_stablehlo(const Graph& global, const MeshAnnotations& annotations = {});
 
-/// The module's text (what export_stablehlo parses); for tools and debugging.
+/// print_module(export_stablehlo(...)): the text whose lines the module's locations
+/// ("GRAPH.export.mlir:line:col", in errors of later passes) refer to.
 Result<std::string> export_stablehlo_text(const Graph& global,
                                           const MeshAnnotations& annotations = {});
 
