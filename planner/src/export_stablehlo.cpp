@@ -78,7 +78,10 @@ class Exporter {
           << " {";
       std::string_view s = ann.argument(v.name);
       if (!s.empty()) out << "sdy.sharding = #sdy.sharding<@mesh, " << s << ">, ";
-      out << "ttcore.argument_type = #ttcore.argument_type<" << arg_kind_name(v.kind) << ">}";
+      // The graph's host tensors are whole: the boundary splits them (mesh_shard devices or
+      // replicate), even where an annotation shards them.
+      out << "ttcore.argument_type = #ttcore.argument_type<" << arg_kind_name(v.kind)
+          << ">, ttcore.shard_status = #ttcore.shard_status<unsharded>}";
     }
     out << ") -> (";
     for (size_t i = 0; i < g_.outputs.size(); ++i) {

@@ -5,9 +5,12 @@
 // hidden] activations per layer, bytes 2(N-1)/N * T each, computed here from the shapes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "planner/mesh_front_util.hpp"
+#include "test_util.hpp"
 #include "zoo.hpp"
 
 namespace meshplan {
@@ -30,13 +33,18 @@ double megatron_bytes(const planner::Graph& g, int64_t attn_group, int64_t ffn_g
   return ar(attn_group) + ar(ffn_group);
 }
 
-int64_t group_size(const models::MeshModelSpec& spec, const std::vector<std::string>& axes,
-                   const planner::MeshAnnotations& ann) {
+/// Chips in a group spanning `axes` of the annotated mesh.
+int64_t group_size(const std::vector<std::string>& axes, const planner::MeshAnnotations& ann) {
   int64_t n = 1;
   for (const auto& [name, size] : ann.axes)
     if (std::find(axes.begin(), axes.end(), name) != axes.end()) n *= size;
-  (void)spec;
   return n;
+}
+
+size_t argument_index(const planner::Graph& g, std::string_view name) {
+  for (size_t i = 0; i < g.arguments.size(); ++i)
+    if (g.values[g.arguments[i]].name == name) return i;
+  return g.arguments.size();
 }
 
 TEST_CASE("mesh zoo (reduced): SPMD == single device == graph reference") {
@@ -56,8 +64,8 @@ TEST_CASE("mesh zoo (reduced): SPMD == single device == graph reference") {
       CHECK(stats->count("all_gather") == 0);
       CHECK(stats->count("all_to_all") == 0);
       CHECK(stats->count("reduce_scatter") == 0);
-      int64_t na = group_size(spec, models::llama_attention_axes(spec.mesh), ann);
-      int64_t nf = group_size(spec, models::llama_ffn_axes(spec.mesh), ann);
+      int64_t na = group_size(models::llama_attention_axes(spec.mesh), ann);
+      int64_t nf = group_size(models::llama_ffn_axes(spec.mesh), ann);
       CHECK(stats->bytes == doctest::Approx(megatron_bytes(model->graph, na, nf)));
     } else {  // data parallel: no communication at all
       CHECK(stats->counts.empty());
@@ -82,12 +90,26 @@ TEST_CASE("mesh zoo (full shapes): TP Llama's collectives are Megatron's, 2 per 
     REQUIRE(stats.has_value());
     CHECK(stats->count("all_reduce") == 2);
     CHECK(stats->counts.size() == 1);
-    int64_t na = group_size(spec, models::llama_attention_axes(spec.mesh), model->annotations);
-    int64_t nf = group_size(spec, models::llama_ffn_axes(spec.mesh), model->annotations);
+    int64_t na = group_size(models::llama_attention_axes(spec.mesh), model->annotations);
+    int64_t nf = group_size(models::llama_ffn_axes(spec.mesh), model->annotations);
     CHECK(stats->bytes == doctest::Approx(megatron_bytes(model->graph, na, nf)));
-    // Local shapes: each chip holds 1/N of every TP weight.
+    // The boundary: column-parallel weights split along their output dim, row-parallel ones
+    // along their input dim, N ways.
     auto shards = planner::shlo::mesh_shards(*m);
     REQUIRE(shards.has_value());
+    auto shard_of = [&](std::string_view name) {
+      size_t i = argument_index(model->graph, name);
+      REQUIRE(i < shards->size());
+      return (*shards)[i];
+    };
+    CHECK(shard_of("l0.wq").shard_shape == std::vector<int64_t>{1, na});
+    CHECK(shard_of("l0.wk").shard_shape == std::vector<int64_t>{1, na});
+    CHECK(shard_of("l0.wo").shard_shape == std::vector<int64_t>{na, 1});
+    CHECK(shard_of("l0.w1").shard_shape == std::vector<int64_t>{1, nf});
+    CHECK(shard_of("l0.w2").shard_shape == std::vector<int64_t>{nf, 1});
+    // Host tensors are whole: the boundary splits or replicates them (never `identity`).
+    CHECK(shard_of("l0.wq").type == "devices");
+    CHECK(shard_of("tokens").type == "replicate");
   }
 }
 
@@ -111,6 +133,20 @@ TEST_CASE("mesh zoo: annotated graph.json round-trips the shardings") {
     REQUIRE(a.has_value());
     REQUIRE(b.has_value());
     CHECK(*a == *b);
+  }
+}
+
+TEST_CASE("mesh zoo: examples/models/<name>.json are the full models as meshplan-zoo writes them") {
+  for (const models::MeshModelSpec& spec : models::mesh_zoo()) {
+    CAPTURE(spec.name);
+    auto model = spec.full();
+    REQUIRE(model.has_value());
+    auto json = planner::export_graph_json(model->graph, model->annotations);
+    REQUIRE(json.has_value());
+    auto file =
+        planner::read_text_file(test::source_path("examples/models/" + spec.name + ".json"));
+    REQUIRE_MESSAGE(file.has_value(), "regenerate with meshplan-zoo --write-json examples/models");
+    CHECK(*file == *json);
   }
 }
 
