@@ -11,6 +11,10 @@ namespace meshplan::device {
 
 namespace {
 
+/// Assumption (DEVICE-FACTS gives no L1 port figure): a core reads or writes its own L1 at the
+/// width of its two NoC ports together, 2 x noc_bytes_per_cycle.
+constexpr double kL1LocalPorts = 2.0;
+
 uint64_t tensor_bytes(const TensorPlacement& t) {
   return static_cast<uint64_t>(page_count(t)) * t.page_size;
 }
@@ -99,6 +103,191 @@ uint32_t cores_used(const OpLaunch& op) {
   return static_cast<uint32_t>(std::max<int64_t>(1, std::min(grid, tiles)));
 }
 
+namespace {
+
+/// Per-core data movement of one op (see timing.hpp): bytes the busiest core moves, by path.
+struct Movement {
+  double noc_read = 0;   ///< Bytes in through the core's read NoC port, weighted by contention.
+  double noc_write = 0;  ///< Bytes out through the write NoC port, weighted by contention.
+  double local = 0;      ///< Bytes of its own L1 (sharded operands and results).
+  double dram = 0;       ///< Bytes to or from DRAM over all cores.
+};
+
+bool same_shards(const TensorPlacement& a, const TensorPlacement& b) {
+  return a.buffer == BufferType::l1 && b.buffer == BufferType::l1 &&
+         a.memory != MemLayout::interleaved && a.memory == b.memory && a.shard == b.shard;
+}
+
+/// Whether `op` reads operand `t` where its result `r` keeps it: sharded alike, and each result
+/// element comes from the operand element at the same place (elementwise ops and casts; a reshape
+/// that keeps the 2-D view; row ops when whole rows sit on one core). Permute, concat, slice,
+/// embedding, convolutions and pools move elements between shards.
+bool in_place(const OpLaunch& op, const TensorPlacement& t, const TensorPlacement& r) {
+  if (!same_shards(t, r)) return false;
+  switch (op.kind) {
+    case OpKind::permute:
+    case OpKind::concat:
+    case OpKind::slice:
+    case OpKind::embedding:
+    case OpKind::conv2d:
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d:
+    case OpKind::global_avg_pool2d:
+      return false;
+    case OpKind::reshape: {
+      View2D a = view_2d(t.shape, t.layout), b = view_2d(r.shape, r.layout);
+      return a.rows == b.rows && a.cols == b.cols;
+    }
+    case OpKind::softmax:
+    case OpKind::layer_norm:
+    case OpKind::rms_norm:
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+    case OpKind::reduce_max:
+      return t.memory == MemLayout::height_sharded;
+    default:
+      return true;
+  }
+}
+
+class MovementModel {
+ public:
+  explicit MovementModel(const ChipDesc& chip) : chip_(chip) {
+    // Mean hops of uniform traffic on a unidirectional ring of n routers: (n - 1) / 2.
+    hops_ = std::max(chip.grid_x - 1, chip.grid_y - 1) / 2.0;
+  }
+
+  /// Contention factor of `readers` cores each moving the same bytes to or from pages spread over
+  /// every core's L1 (interleaved banks, or shards held elsewhere): the busiest link carries
+  /// readers x bytes x mean hops / routers; a core's own port carries its bytes.
+  double spread(double readers) const {
+    return std::max(1.0, readers * hops_ / std::max(1, chip_.cores()));
+  }
+
+  /// A core reads `bytes` of `t` that live elsewhere; `readers` cores do the same.
+  void read(Movement& m, const TensorPlacement& t, double bytes, double readers) const {
+    if (t.buffer == BufferType::dram) {
+      m.noc_read += bytes;
+      m.dram += bytes * readers;
+    } else {
+      m.noc_read += bytes * spread(readers);
+    }
+  }
+  void write(Movement& m, const TensorPlacement& t, double bytes, double writers) const {
+    if (t.buffer == BufferType::dram) {
+      m.noc_write += bytes;
+      m.dram += bytes * writers;
+    } else if (t.memory != MemLayout::interleaved) {
+      m.local += bytes;  // The op's grid is its result's shard grid: each core writes its shard.
+    } else {
+      m.noc_write += bytes * spread(writers);
+    }
+  }
+
+  /// Matmul programs: per-core in0 and in1 blocks, read once from their source by the
+  /// multicast senders and multicast to the rest (1 x bytes on every link of the row/column), or
+  /// read by every core for itself (program none: rows and columns of its contiguous range of
+  /// output tiles; cores sharing rows or columns read them again).
+  void matmul(Movement& m, const OpLaunch& op, uint32_t cores) const {
+    const TensorPlacement& a = *op.operands[0];
+    const TensorPlacement& b = *op.operands[1];
+    auto r = resolve_matmul(op, chip_);
+    if (!r) return generic(m, op, cores);
+    const MatmulBlocking& mb = *r;
+    double ta = tile_bytes(a.dtype), tb = tile_bytes(b.dtype);
+    double w = cores;
+    if (mb.program == MatmulProgram::none) {
+      // Each core's contiguous range of output tiles spans some rows (in0) and columns (in1).
+      int64_t tiles = mb.mt * mb.nt, tpc = std::max<int64_t>(1, mb.per_core_tiles);
+      Movement busiest;
+      double dram = 0;
+      for (int64_t p0 = 0; p0 < tiles; p0 += tpc) {
+        int64_t p1 = std::min(tiles, p0 + tpc);
+        int64_t rows = (p1 - 1) / mb.nt - p0 / mb.nt + 1;
+        int64_t cols = rows == 1   ? p1 - p0
+                       : rows == 2 ? std::min(mb.nt, mb.nt - p0 % mb.nt + (p1 - 1) % mb.nt + 1)
+                                   : mb.nt;
+        Movement c;
+        read(c, a, static_cast<double>(rows * mb.kt) * ta, w);
+        read(c, b, static_cast<double>(mb.kt * cols) * tb, w);
+        dram += c.dram / w;  // read() counted every core's copy; this core's own
+        if (c.noc_read > busiest.noc_read) busiest = c;
+      }
+      m.noc_read += busiest.noc_read;
+      m.dram += dram;
+    } else {
+      double in0 = static_cast<double>(mb.per_core_m * mb.kt) * ta;
+      double in1 = static_cast<double>(mb.kt * mb.per_core_n) * tb;
+      int64_t blocks_m = (mb.mt + mb.per_core_m - 1) / mb.per_core_m;
+      int64_t blocks_n = (mb.nt + mb.per_core_n - 1) / mb.per_core_n;
+      // Who shares each operand block: 2-D shares in0 along a row of blocks_n cores and in1
+      // along a column of blocks_m; 1-D shares the multicast operand with every core.
+      bool share0 = mb.program == MatmulProgram::mcast_2d || mb.mcast_in0;
+      bool share1 = mb.program == MatmulProgram::mcast_2d || !mb.mcast_in0;
+      operand(m, a, in0, share0, share0 ? static_cast<double>(blocks_m) : w);
+      operand(m, b, in1, share1, share1 ? static_cast<double>(blocks_n) : w);
+    }
+    for (const TensorPlacement* t : op.results) {
+      double bytes = static_cast<double>(tensor_bytes(*t)) / w;
+      if (mb.program == MatmulProgram::none && t->memory != MemLayout::interleaved &&
+          t->buffer == BufferType::l1)
+        m.noc_write += bytes * spread(w);  // Program none computes tiles off their shard.
+      else
+        write(m, *t, bytes, w);
+    }
+  }
+
+  /// Every other op: each of its cores handles 1/cores of every operand and result. An operand
+  /// the op reads in place (in_place) is already on the core that uses it.
+  void generic(Movement& m, const OpLaunch& op, uint32_t cores) const {
+    double w = cores;
+    const TensorPlacement* result = op.results.empty() ? nullptr : op.results[0];
+    for (const TensorPlacement* t : op.operands) {
+      bool local = result && in_place(op, *t, *result);
+      // A reshard out of a sharded tensor runs on that tensor's grid when it leaves L1 sharding.
+      if (op.kind == OpKind::to_memory_config && t->buffer == BufferType::l1 &&
+          t->memory != MemLayout::interleaved && t->shard.cores() == cores &&
+          t->shard.grid.x0 == 0 && t->shard.grid.y0 == 0 &&
+          t->shard.grid.x1 + 1u == op.config.grid_x && t->shard.grid.y1 + 1u == op.config.grid_y)
+        local = true;
+      if (local)
+        m.local += static_cast<double>(AddressMap(*t, chip_).bytes_per_bank());
+      else
+        read(m, *t, static_cast<double>(tensor_bytes(*t)) / w, w);
+    }
+    for (const TensorPlacement* t : op.results)
+      write(m, *t, static_cast<double>(tensor_bytes(*t)) / w, w);
+  }
+
+ private:
+  /// A matmul operand block of `bytes` per core. Shared blocks are read from the source by
+  /// `readers` senders (local for shards) and multicast; own blocks are read by each core.
+  void operand(Movement& m, const TensorPlacement& t, double bytes, bool shared,
+               double readers) const {
+    bool sharded = t.buffer == BufferType::l1 && t.memory != MemLayout::interleaved;
+    if (shared) {
+      // The sender's own read, or the multicast every receiver takes: the larger of the two.
+      Movement src;
+      if (sharded)
+        src.local = bytes;
+      else
+        read(src, t, bytes, readers);
+      m.noc_read += std::max(bytes, src.noc_read);
+      m.local += src.local;
+      m.dram += src.dram;
+    } else if (sharded) {
+      m.local += bytes;  // resolve_matmul checked the shard is the core's own block.
+    } else {
+      read(m, t, bytes, readers);
+    }
+  }
+
+  const ChipDesc& chip_;
+  double hops_ = 0;
+};
+
+}  // namespace
+
 OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   OpTiming t;
   t.cores_used = cores_used(op);
@@ -131,20 +320,22 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
     compute_cycles =
         static_cast<double>(tiles_per_core * kTileElems) / chip.eltwise_elems_per_cycle;
   }
-  uint64_t dram_bytes = 0, l1_bytes = 0;
-  auto count = [&](const TensorPlacement* p) {
-    (p->buffer == BufferType::dram ? dram_bytes : l1_bytes) += tensor_bytes(*p);
-  };
-  for (const TensorPlacement* p : op.operands) count(p);
-  for (const TensorPlacement* p : op.results) count(p);
-  double dram_ns = static_cast<double>(dram_bytes) / chip.dram_gbps;  // bytes / (GB/s) = ns
-  double noc_ns =
-      static_cast<double>(l1_bytes) / (chip.noc_bytes_per_cycle * t.cores_used * chip.clock_ghz);
+  MovementModel model(chip);
+  Movement m;
+  if (is_matmul && op.operands.size() >= 2 && !op.results.empty())
+    model.matmul(m, op, t.cores_used);
+  else
+    model.generic(m, op, t.cores_used);
+  double noc_bytes_per_ns = chip.noc_bytes_per_cycle * chip.clock_ghz;
+  double l1_bytes_per_ns = kL1LocalPorts * chip.noc_bytes_per_cycle * chip.clock_ghz;
+  double dram_ns = m.dram / chip.dram_gbps;  // bytes / (GB/s) = ns
+  double movement_ns = std::max({dram_ns, m.noc_read / noc_bytes_per_ns,
+                                 m.noc_write / noc_bytes_per_ns, m.local / l1_bytes_per_ns});
   double compute_ns = compute_cycles / chip.clock_ghz;
   t.compute_ns = static_cast<uint64_t>(std::ceil(compute_ns));
   t.dram_ns = static_cast<uint64_t>(std::ceil(dram_ns));
   t.duration_ns =
-      chip.dispatch_ns + static_cast<uint64_t>(std::ceil(std::max(compute_ns, dram_ns + noc_ns)));
+      chip.dispatch_ns + static_cast<uint64_t>(std::ceil(std::max(compute_ns, movement_ns)));
   return t;
 }
 

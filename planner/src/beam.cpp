@@ -131,11 +131,11 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         min_cores = std::min(min_cores, x.min_cores);
         reshards += x.reshards;
       }
-      for (const TensorLayout& r : results) {
+      auto consider = [&](const TensorLayout& r) {
         device::OpConfig config = config_for(d.configs[o], r, chip);
         device::OpValidation ok =
             q.validate(op.kind, op.name, op.operands, reads, op.results[0], r, config);
-        if (!ok.ok) continue;
+        if (!ok.ok) return;
         device::OpTiming t =
             q.timing(op.kind, op.name, op.operands, reads, op.results[0], r, config);
         Cand c;
@@ -149,7 +149,22 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
           c.reads.push_back(opts[i][pick[i]].reads);
         }
         next.push_back(std::move(c));
-      }
+      };
+      for (const TensorLayout& r : results) consider(r);
+      // A layout OpModel accepts that the pool may not hold (seed 002 §5.4.5): the result sharded
+      // exactly like an operand of its shape, as an elementwise op writes it in place.
+      if (!ov.output[o])
+        for (uint32_t i = 0; i < reads.size(); ++i) {
+          TensorLayout same = *reads[i];
+          same.dtype = results.back().dtype;
+          if (!same.in_l1() || same.memory == device::MemLayout::interleaved ||
+              g.values[op.operands[i]].shape != result.shape ||
+              std::find(results.begin(), results.end(), same) != results.end() ||
+              std::any_of(reads.begin(), reads.begin() + i,
+                          [&](const TensorLayout* x) { return *x == *reads[i]; }))
+            continue;
+          consider(same);
+        }
       more = false;
       for (size_t i = 0; i < pick.size(); ++i) {
         if (++pick[i] < opts[i].size()) {

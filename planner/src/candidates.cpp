@@ -2,6 +2,7 @@
 #include "meshplan/planner/candidates.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "meshplan/device/formats.hpp"
@@ -134,6 +135,58 @@ std::string layout_string(const TensorLayout& t) {
   return out.str();
 }
 
+bool is_auto_matmul(device::OpKind kind, const device::OpConfig& c) {
+  return (kind == device::OpKind::matmul || kind == device::OpKind::linear) &&
+         c.program == device::MatmulProgram::none && c.per_core_m == 0 && c.per_core_n == 0 &&
+         c.in0_block_w == 0;
+}
+
+std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& base) {
+  std::vector<device::OpConfig> out;
+  auto add = [&](device::MatmulProgram program, bool mcast_in0, bool transpose) {
+    // Default blocks (per-core M/N from the grid, the widest in0 block up to 8 K tiles), then
+    // one-tile K steps, whose circular buffers are smallest when L1 is tight.
+    for (uint32_t in0_block_w : {0u, 1u}) {
+      device::OpConfig c = base;
+      c.program = program;
+      c.mcast_in0 = mcast_in0;
+      c.transpose_mcast = transpose;
+      c.in0_block_w = in0_block_w;
+      c.out_subblock_h = c.out_subblock_w = 1;
+      out.push_back(c);
+    }
+  };
+  add(device::MatmulProgram::mcast_2d, true, false);
+  add(device::MatmulProgram::mcast_2d, true, true);
+  add(device::MatmulProgram::mcast_1d, true, false);
+  add(device::MatmulProgram::mcast_1d, false, false);
+  return out;
+}
+
+Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip) {
+  OpQuery q(g, chip);
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    const Op& op = g.ops[o];
+    if (op.kind != device::OpKind::matmul && op.kind != device::OpKind::linear) continue;
+    device::OpConfig given = MESHPLAN_TRY(op_config(op));
+    if (!is_auto_matmul(op.kind, given)) continue;  // The graph fixed the program: keep it.
+    device::OpConfig c = plan.configs[o];
+    c.program = given.program;
+    c.mcast_in0 = given.mcast_in0;
+    c.transpose_mcast = given.transpose_mcast;
+    c.per_core_m = given.per_core_m;
+    c.per_core_n = given.per_core_n;
+    c.in0_block_w = given.in0_block_w;
+    c.out_subblock_h = given.out_subblock_h;
+    c.out_subblock_w = given.out_subblock_w;
+    std::vector<const TensorLayout*> in;
+    for (ValueId v : op.operands) in.push_back(&plan.tensors[v]);
+    plan.configs[o] = q.resolve_config(op.kind, op.name, op.operands, in, op.results[0],
+                                       plan.tensors[op.results[0]], c);
+  }
+  return {};
+}
+
 std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
                          std::span<const TensorLayout* const> operand_layouts, ValueId result,
                          const TensorLayout& result_layout, const device::OpConfig& config) const {
@@ -148,6 +201,14 @@ std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
   put(config.fidelity);
   put(config.grid_x);
   put(config.grid_y);
+  put(config.program);
+  put(config.mcast_in0);
+  put(config.transpose_mcast);
+  put(config.per_core_m);
+  put(config.per_core_n);
+  put(config.in0_block_w);
+  put(config.out_subblock_h);
+  put(config.out_subblock_w);
   auto tensor = [&](ValueId v, const TensorLayout& t) {
     const Value& val = graph_.values[v];
     put(static_cast<uint8_t>(val.shape.size()));
@@ -169,6 +230,23 @@ std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
   return k;
 }
 
+template <typename F>
+auto OpQuery::with_launch(device::OpKind kind, std::string_view name,
+                          std::span<const ValueId> operands,
+                          std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                          const TensorLayout& result_layout, const device::OpConfig& config,
+                          F&& f) const {
+  device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
+  const device::TensorPlacement* inp[8];
+  size_t n = std::min<size_t>(operands.size(), 8);
+  for (size_t i = 0; i < n; ++i) {
+    in[i] = placement_of(graph_.values[operands[i]], *operand_layouts[i]);
+    inp[i] = &in[i];
+  }
+  const device::TensorPlacement* outp[1] = {&out};
+  return f(device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
+}
+
 device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view name,
                                        std::span<const ValueId> operands,
                                        std::span<const TensorLayout* const> operand_layouts,
@@ -187,16 +265,8 @@ device::OpValidation OpQuery::explain(device::OpKind kind, std::string_view name
                                       std::span<const TensorLayout* const> operand_layouts,
                                       ValueId result, const TensorLayout& result_layout,
                                       const device::OpConfig& config) const {
-  device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
-  const device::TensorPlacement* inp[8];
-  size_t n = std::min<size_t>(operands.size(), 8);
-  for (size_t i = 0; i < n; ++i) {
-    in[i] = placement_of(graph_.values[operands[i]], *operand_layouts[i]);
-    inp[i] = &in[i];
-  }
-  const device::TensorPlacement* outp[1] = {&out};
-  return model_.validate(
-      device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
+  return with_launch(kind, name, operands, operand_layouts, result, result_layout, config,
+                     [&](const device::OpLaunch& l) { return model_.validate(l); });
 }
 
 device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
@@ -204,28 +274,57 @@ device::OpTiming OpQuery::timing(device::OpKind kind, std::string_view name,
                                  std::span<const TensorLayout* const> operand_layouts,
                                  ValueId result, const TensorLayout& result_layout,
                                  const device::OpConfig& config) const {
-  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
-  if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
-  device::OpTiming t =
-      uncached_timing(kind, name, operands, operand_layouts, result, result_layout, config);
-  cost_memo_.emplace(std::move(k), t);
-  return t;
+  return best(kind, name, operands, operand_layouts, result, result_layout, config).timing;
 }
 
-device::OpTiming OpQuery::uncached_timing(device::OpKind kind, std::string_view name,
-                                          std::span<const ValueId> operands,
-                                          std::span<const TensorLayout* const> operand_layouts,
-                                          ValueId result, const TensorLayout& result_layout,
-                                          const device::OpConfig& config) const {
-  device::TensorPlacement in[8], out = placement_of(graph_.values[result], result_layout);
-  const device::TensorPlacement* inp[8];
-  size_t n = std::min<size_t>(operands.size(), 8);
-  for (size_t i = 0; i < n; ++i) {
-    in[i] = placement_of(graph_.values[operands[i]], *operand_layouts[i]);
-    inp[i] = &in[i];
+device::OpConfig OpQuery::resolve_config(device::OpKind kind, std::string_view name,
+                                         std::span<const ValueId> operands,
+                                         std::span<const TensorLayout* const> operand_layouts,
+                                         ValueId result, const TensorLayout& result_layout,
+                                         const device::OpConfig& config) const {
+  return best(kind, name, operands, operand_layouts, result, result_layout, config).config;
+}
+
+std::optional<uint64_t> OpQuery::cost_if_valid(device::OpKind kind, std::string_view name,
+                                               std::span<const ValueId> operands,
+                                               std::span<const TensorLayout* const> operand_layouts,
+                                               ValueId result, const TensorLayout& result_layout,
+                                               const device::OpConfig& config) const {
+  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
+  auto it = valid_memo_.find(k);
+  if (it == valid_memo_.end())
+    it = valid_memo_
+             .emplace(k,
+                      explain(kind, name, operands, operand_layouts, result, result_layout, config))
+             .first;
+  if (!it->second.ok) return std::nullopt;
+  return best(kind, name, operands, operand_layouts, result, result_layout, config, std::move(k))
+      .timing.duration_ns;
+}
+
+const OpQuery::Best& OpQuery::best(device::OpKind kind, std::string_view name,
+                                   std::span<const ValueId> operands,
+                                   std::span<const TensorLayout* const> operand_layouts,
+                                   ValueId result, const TensorLayout& result_layout,
+                                   const device::OpConfig& config, std::string k) const {
+  if (k.empty()) k = key(kind, operands, operand_layouts, result, result_layout, config);
+  if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
+  auto cost_of = [&](const device::OpConfig& c) {
+    return with_launch(kind, name, operands, operand_layouts, result, result_layout, c,
+                       [&](const device::OpLaunch& l) { return model_.cost(l); });
+  };
+  Best b{cost_of(config), config};
+  if (is_auto_matmul(kind, config)) {
+    // Program configs ranked by cost; the first (cheapest) valid one wins, ties keep the
+    // earlier (program none first, then the order of matmul_program_configs).
+    for (const device::OpConfig& c : matmul_program_configs(config)) {
+      device::OpTiming t = cost_of(c);
+      if (t.duration_ns >= b.timing.duration_ns) continue;
+      if (!validate(kind, name, operands, operand_layouts, result, result_layout, c).ok) continue;
+      b = Best{t, c};
+    }
   }
-  const device::TensorPlacement* outp[1] = {&out};
-  return model_.cost(device::OpLaunch{kind, name, std::span(inp, n), std::span(outp, 1), config});
+  return cost_memo_.emplace(std::move(k), b).first->second;
 }
 
 uint64_t OpQuery::cost(device::OpKind kind, std::string_view name,

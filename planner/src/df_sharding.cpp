@@ -1,5 +1,6 @@
-// DFShardingPolicy: L1 chains, ShardSolver per chain, chain-output spills, fork L1 reservations
-// and A->B / 3-way chain merges checked against the L1 reservation timeline (seed 001).
+// DFShardingPolicy: L1 chains, ShardSolver per chain, chain-output spills, concat (N-way) merges,
+// fork L1 reservations and A->B / 3-way chain merges checked against the L1 reservation timeline
+// (seed 001 §4.1).
 #include "meshplan/planner/df_sharding.hpp"
 
 #include <algorithm>
@@ -40,7 +41,11 @@ bool is_sharded(const TensorLayout& t) {
 class OpModelChecker final : public ShardChecker {
  public:
   OpModelChecker(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options)
-      : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {}
+      : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {
+    // Attribute configs parsed once: the solver asks about each op thousands of times.
+    base_.reserve(g.ops.size());
+    for (const Op& op : g.ops) base_.push_back(op_config(op).value_or(device::OpConfig{}));
+  }
 
   std::vector<TensorLayout> legal_configs(OpId o) const override {
     const Op& op = g_.ops[o];
@@ -69,9 +74,8 @@ class OpModelChecker final : public ShardChecker {
     const Op& op = g_.ops[o];
     std::vector<const TensorLayout*> ptrs;
     for (const TensorLayout& t : in) ptrs.push_back(&t);
-    device::OpConfig base = op_config(op).value_or(device::OpConfig{});
     device::OpValidation v = q_.validate(op.kind, op.name, op.operands, ptrs, op.results[0], out,
-                                         config_for(base, out, chip_));
+                                         config_for(base_[o], out, chip_));
     if (l1) *l1 = v.cb_bytes_per_core + v.output_l1_bytes_per_core;
     return v.ok;
   }
@@ -96,6 +100,7 @@ class OpModelChecker final : public ShardChecker {
   device::ChipDesc chip_;  // A copy: callers may pass a temporary descriptor.
   OpQuery q_;
   uint32_t max_;
+  std::vector<device::OpConfig> base_;
 };
 
 }  // namespace
@@ -133,6 +138,14 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   for (OpId o = 0; o < g.ops.size(); ++o) {
     configs[o] = checker.legal_configs(o);
     if (configs[o].size() > ShardSolver::kMaxConfigs) configs[o].resize(ShardSolver::kMaxConfigs);
+    if (g.ops[o].kind == device::OpKind::concat) {
+      // Concats get single-op chains of their own, resolved after the regular chains (§4.1.6).
+      finalize();
+      current.ops.push_back(o);
+      current.concat = true;
+      finalize();
+      continue;
+    }
     if (configs[o].empty()) {
       finalize();
       continue;
@@ -144,68 +157,148 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   }
   finalize();
 
-  // 2. Resolve each chain with a ShardSolver; any failure fails the whole chain (it stays DRAM).
-  for (L1Chain& chain : out.chains) {
-    std::vector<uint32_t> counts;
-    std::vector<ShardSolver::Edge> edges;
-    for (uint32_t k = 0; k < chain.ops.size(); ++k) {
-      counts.push_back(static_cast<uint32_t>(configs[chain.ops[k]].size()));
-      if (k > 0) edges.push_back(ShardSolver::Edge{k - 1, k, 0});
+  // Chains by their first and last op (regular chains only for `last_of`).
+  std::vector<int> chain_first(g.ops.size(), -1), chain_last(g.ops.size(), -1);
+  for (size_t c = 0; c < out.chains.size(); ++c) {
+    chain_first[out.chains[c].ops.front()] = static_cast<int>(c);
+    if (!out.chains[c].concat) chain_last[out.chains[c].ops.back()] = static_cast<int>(c);
+  }
+  // setConcatChainPreferences (§4.1.6): a width concat (last dim) needs height-sharded inputs, a
+  // height concat (second-to-last dim) width-sharded ones; other axes (and block sharding) are
+  // not supported. The inputs' chains and the consumer's chain prefer that memory layout.
+  auto concat_layout = [&](OpId o) -> std::optional<device::MemLayout> {
+    const Op& op = g.ops[o];
+    auto config = op_config(op);
+    if (!config) return std::nullopt;
+    int rank = static_cast<int>(g.values[op.results[0]].shape.size());
+    int axis = config->axis < 0 ? config->axis + rank : config->axis;
+    if (rank >= 1 && axis == rank - 1) return device::MemLayout::height_sharded;
+    if (rank >= 2 && axis == rank - 2) return device::MemLayout::width_sharded;
+    return std::nullopt;
+  };
+  for (const L1Chain& chain : out.chains) {
+    if (!chain.concat) continue;
+    auto want = concat_layout(chain.ops[0]);
+    if (!want) continue;
+    for (ValueId v : g.ops[chain.ops[0]].operands) {
+      OpId p = g.values[v].producer;
+      if (p != kNoOp && chain_last[p] >= 0) out.chains[chain_last[p]].preferred = want;
     }
-    auto layout = [&](uint32_t node, uint32_t c) -> const TensorLayout& {
-      return configs[chain.ops[node]][c];
+    ValueId r = g.ops[chain.ops[0]].results[0];
+    if (uses[r].size() == 1 && chain_first[uses[r][0].first] >= 0 &&
+        !out.chains[chain_first[uses[r][0].first]].concat)
+      out.chains[chain_first[uses[r][0].first]].preferred = want;
+  }
+
+  // 2. Resolve each regular chain with a ShardSolver; any failure fails the whole chain (it stays
+  // DRAM). A preferred output layout narrows the last op's configs to that layout when it has
+  // any; if the chain then fails it is solved again without the preference.
+  for (L1Chain& chain : out.chains) {
+    if (chain.concat) continue;
+    auto solve = [&](bool use_preference) -> std::optional<ShardSolver::Solution> {
+      std::vector<std::vector<TensorLayout>> node_configs;
+      std::vector<uint32_t> counts;
+      std::vector<ShardSolver::Edge> edges;
+      for (uint32_t k = 0; k < chain.ops.size(); ++k) {
+        node_configs.push_back(configs[chain.ops[k]]);
+        if (k > 0) edges.push_back(ShardSolver::Edge{k - 1, k, 0});
+      }
+      if (use_preference) {
+        std::vector<TensorLayout>& last = node_configs.back();
+        std::vector<TensorLayout> kept;
+        for (const TensorLayout& t : last)
+          if (t.memory == *chain.preferred) kept.push_back(t);
+        if (kept.empty()) return std::nullopt;
+        last = std::move(kept);
+      }
+      for (const auto& c : node_configs) counts.push_back(static_cast<uint32_t>(c.size()));
+      auto layout = [&](uint32_t node, uint32_t c) -> const TensorLayout& {
+        return node_configs[node][c];
+      };
+      ShardSolver::Callbacks cb;
+      cb.edge_ok = [&](const ShardSolver::Edge& e, uint32_t p, uint32_t c) {
+        return checker.valid(chain.ops[e.consumer], 0, layout(e.producer, p),
+                             layout(e.consumer, c));
+      };
+      cb.entry_ok = [&](uint32_t node, uint32_t c) {
+        OpId o = chain.ops[node];
+        return checker.valid(o, 0, d.tensors[g.ops[o].operands[0]], layout(node, c));
+      };
+      cb.reshard_for = [&](const ShardSolver::Edge& e, uint32_t c) -> std::optional<TensorLayout> {
+        OpId o = chain.ops[e.consumer];
+        ValueId v = g.ops[o].operands[0];
+        bool entry = e.producer == e.consumer;
+        for (const TensorLayout& t : checker.reshard_targets(v))
+          if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
+              (!entry || checker.move_valid(v, d.tensors[v], t)))
+            return t;
+        return std::nullopt;
+      };
+      cb.cores = [&](uint32_t node, uint32_t c) { return cores_of(layout(node, c)); };
+      ShardSolver solver(counts, edges, cb);
+      if (!solver.resolve() || !solver.pick_max_core_usage()) return std::nullopt;
+      ShardSolver::Solution sol = solver.finish();
+      chain.layouts.clear();
+      for (uint32_t k = 0; k < chain.ops.size(); ++k)
+        chain.layouts.push_back(layout(k, sol.config[k]));
+      return sol;
     };
-    ShardSolver::Callbacks cb;
-    cb.edge_ok = [&](const ShardSolver::Edge& e, uint32_t p, uint32_t c) {
-      return checker.valid(chain.ops[e.consumer], 0, layout(e.producer, p), layout(e.consumer, c));
-    };
-    cb.entry_ok = [&](uint32_t node, uint32_t c) {
-      OpId o = chain.ops[node];
-      return checker.valid(o, 0, d.tensors[g.ops[o].operands[0]], layout(node, c));
-    };
-    cb.reshard_for = [&](const ShardSolver::Edge& e, uint32_t c) -> std::optional<TensorLayout> {
-      OpId o = chain.ops[e.consumer];
-      ValueId v = g.ops[o].operands[0];
-      bool entry = e.producer == e.consumer;
-      for (const TensorLayout& t : checker.reshard_targets(v))
-        if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
-            (!entry || checker.move_valid(v, d.tensors[v], t)))
-          return t;
-      return std::nullopt;
-    };
-    cb.cores = [&](uint32_t node, uint32_t c) { return cores_of(layout(node, c)); };
-    ShardSolver solver(counts, edges, cb);
-    if (!solver.resolve()) {
+    std::optional<ShardSolver::Solution> sol;
+    if (chain.preferred) sol = solve(true);
+    if (!sol) sol = solve(false);
+    if (!sol) {
       chain.state = ChainState::failed;
       continue;
     }
     chain.state = ChainState::resolved;
-    if (!solver.pick_max_core_usage()) {
-      chain.state = ChainState::failed;
-      continue;
-    }
-    ShardSolver::Solution sol = solver.finish();
     for (uint32_t k = 0; k < chain.ops.size(); ++k) {
       OpId o = chain.ops[k];
-      chain.layouts.push_back(layout(k, sol.config[k]));
-      d.tensors[g.ops[o].results[0]] = chain.layouts.back();
-      d.configs[o] = config_for(d.configs[o], chain.layouts.back(), chip);
+      d.tensors[g.ops[o].results[0]] = chain.layouts[k];
+      d.configs[o] = config_for(d.configs[o], chain.layouts[k], chip);
     }
-    for (const auto& [edge, target] : sol.reshards)
+    for (const auto& [edge, target] : sol->reshards)
       d.reshards.push_back(LayoutDecision::Reshard{chain.ops[edge.consumer], 0, target});
     chain.state = ChainState::completed;
   }
 
   // L1 reservation timeline and schedule-range validation (seed 001 §4.1.3, §4.1.5).
-  auto reserved_at = [&](int pos) {
-    uint64_t total = 0;
-    for (const L1Reservation& r : out.reservations)
-      if (r.first <= pos && pos <= r.last) total += r.bytes;
-    return total;
+  // Reserved bytes per schedule position, kept in step with out.reservations (reserve/unreserve)
+  // so a query is O(1): the timeline is asked once per op of every validated range.
+  std::vector<uint64_t> reserved(std::max(n, 1), 0);
+  auto reserve = [&](const L1Reservation& r) {
+    out.reservations.push_back(r);
+    for (int p = std::max(r.first, 0); p <= std::min(r.last, n - 1); ++p) reserved[p] += r.bytes;
+  };
+  auto unreserve_to = [&](size_t count) {
+    while (out.reservations.size() > count) {
+      const L1Reservation& r = out.reservations.back();
+      for (int p = std::max(r.first, 0); p <= std::min(r.last, n - 1); ++p) reserved[p] -= r.bytes;
+      out.reservations.pop_back();
+    }
+  };
+  auto reserved_at = [&](int pos) { return reserved[pos]; };
+  // Values kept in L1 past their chain (the L1 residents layout map of §4.1.5: their layout is
+  // d.tensors[v]); every other chain output reaches readers outside its chain from DRAM.
+  std::vector<bool> resident(g.values.size(), false);
+  std::vector<int> chain_of(g.ops.size(), -1);
+  for (size_t c = 0; c < out.chains.size(); ++c)
+    for (OpId o : out.chains[c].ops) chain_of[o] = static_cast<int>(c);
+  // The layouts an op reads (validateScheduleRangeWithReservation): operands from its own chain
+  // as resolved, residents as the map has them, any other L1 value from DRAM.
+  auto inputs_of = [&](OpId o) {
+    std::vector<TensorLayout> in;
+    for (ValueId v : g.ops[o].operands) {
+      OpId p = g.values[v].producer;
+      bool same_chain = p != kNoOp && chain_of[p] >= 0 && chain_of[p] == chain_of[o];
+      if (d.tensors[v].in_l1() && !same_chain && !resident[v])
+        in.push_back(interleaved_layout(g.values[v], device::BufferType::dram));
+      else
+        in.push_back(d.tensors[v]);
+    }
+    return in;
   };
   auto op_fits = [&](OpId o, uint64_t extra) {
-    std::vector<TensorLayout> in;
-    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
+    std::vector<TensorLayout> in = inputs_of(o);
     uint64_t need = 0;
     if (!checker.valid_all(o, in, d.tensors[g.ops[o].results[0]], &need)) return false;
     return need + extra + reserved_at(static_cast<int>(o)) <= usable;
@@ -221,13 +314,84 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     return last;
   };
   auto first_op_of_completed_chain = [&](OpId o) {
-    return std::any_of(out.chains.begin(), out.chains.end(), [&](const L1Chain& c) {
-      return c.state == ChainState::completed && c.ops.front() == o;
-    });
+    return chain_first[o] >= 0 && out.chains[chain_first[o]].state == ChainState::completed;
   };
 
+  std::vector<bool> decided(out.chains.size(), false);
+
+  // resolveConcatChains (§4.1.6, N-way merge): every input is the single-use output of a
+  // completed regular chain, all in the layout the concat axis needs on one core grid; the concat
+  // accepts them all sharded with a sharded result of the same kind; and the schedule fits with
+  // cumulative pressure: ops after input i (up to the concat) carry inputs 1..i, the concat all N.
   for (L1Chain& chain : out.chains) {
-    if (chain.state != ChainState::completed) continue;
+    if (!chain.concat) continue;
+    OpId c = chain.ops[0];
+    const Op& op = g.ops[c];
+    chain.state = ChainState::failed;
+    auto want = concat_layout(c);
+    if (!want) continue;
+    std::vector<std::pair<int, ValueId>> inputs;  // (producing position, value)
+    bool ok = true;
+    for (ValueId v : op.operands) {
+      OpId p = g.values[v].producer;
+      if (p == kNoOp || chain_last[p] < 0 ||
+          out.chains[chain_last[p]].state != ChainState::completed || uses[v].size() != 1 ||
+          is_output[v] || d.tensors[v].memory != *want ||
+          !(d.tensors[v].shard.grid == d.tensors[op.operands[0]].shard.grid)) {
+        ok = false;
+        break;
+      }
+      inputs.emplace_back(static_cast<int>(p), v);
+    }
+    if (!ok) continue;
+    std::vector<TensorLayout> in;
+    for (ValueId v : op.operands) in.push_back(d.tensors[v]);
+    std::optional<TensorLayout> result;
+    for (const TensorLayout& t : configs[c])
+      if (t.memory == *want && t.shard.grid == in[0].shard.grid &&
+          checker.valid_all(c, in, t, nullptr)) {
+        result = t;
+        break;
+      }
+    if (!result) continue;
+    ValueId r = op.results[0];
+    TensorLayout saved = d.tensors[r];
+    device::OpConfig saved_config = d.configs[c];
+    d.tensors[r] = *result;
+    d.configs[c] = config_for(d.configs[c], *result, chip);
+    std::sort(inputs.begin(), inputs.end());
+    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+    size_t before = out.reservations.size();
+    for (auto [pos, v] : inputs) {
+      uint64_t bytes = l1_bytes_per_core(g.values[v], d.tensors[v], chip);
+      resident[v] = true;
+      if (!range_fits(pos + 1, static_cast<int>(c) - 1, bytes)) {
+        ok = false;
+        break;
+      }
+      reserve(L1Reservation{v, pos, static_cast<int>(c), bytes});
+    }
+    if (ok) ok = op_fits(c, 0);
+    if (!ok) {
+      for (auto [pos, v] : inputs) resident[v] = false;
+      unreserve_to(before);
+      d.tensors[r] = saved;
+      d.configs[c] = saved_config;
+      continue;
+    }
+    for (auto [pos, v] : inputs) {
+      int k = chain_last[static_cast<OpId>(pos)];
+      out.chains[k].spill = SpillLocation::none;
+      decided[k] = true;
+      resident[v] = true;
+    }
+    chain.layouts = {*result};
+    chain.state = ChainState::completed;
+  }
+
+  for (size_t ci = 0; ci < out.chains.size(); ++ci) {
+    L1Chain& chain = out.chains[ci];
+    if (chain.state != ChainState::completed || decided[ci]) continue;
     OpId last = chain.ops.back();
     ValueId v = g.ops[last].results[0];
     TensorLayout sharded = d.tensors[v];
@@ -241,42 +405,73 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     // 3. Fork L1 reservations (§4.1.4): sharded if every consumer takes it, else L1 interleaved.
     if (fork && !is_output[v]) {
       uint64_t bytes = l1_bytes_per_core(g.values[v], sharded, chip);
+      resident[v] = true;
       if (consumers_accept(sharded) && range_fits(static_cast<int>(last) + 1, end, bytes)) {
         chain.spill = SpillLocation::none;
-        out.reservations.push_back(L1Reservation{v, static_cast<int>(last), end, bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), end, bytes});
+        resident[v] = true;
         continue;
       }
+      resident[v] = false;
       TensorLayout l1 = interleaved_layout(g.values[v], device::BufferType::l1);
       std::vector<TensorLayout> in;
       for (ValueId x : g.ops[last].operands) in.push_back(d.tensors[x]);
       uint64_t l1_bytes = l1_bytes_per_core(g.values[v], l1, chip);
-      if (checker.valid_all(last, in, l1, nullptr) && consumers_accept(l1) &&
-          range_fits(static_cast<int>(last) + 1, end, l1_bytes)) {
+      d.tensors[v] = l1;  // tentatively, so the range is validated with readers seeing it
+      resident[v] = true;
+      bool kept = checker.valid_all(last, in, l1, nullptr) && consumers_accept(l1) &&
+                  range_fits(static_cast<int>(last) + 1, end, l1_bytes);
+      d.tensors[v] = sharded;
+      resident[v] = false;
+      if (kept) {
         d.tensors[v] = l1;
         d.configs[last] = config_for(d.configs[last], l1, chip);
         chain.layouts.back() = l1;
         chain.spill = SpillLocation::l1_interleaved;
-        out.reservations.push_back(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
+        resident[v] = true;
         continue;
       }
     }
     // 4. Chain merges (§4.1.2): a single-use output consumed (on any operand) by the first op of a
     // completed chain stays in L1 if every op scheduled in between, and the join op with this
     // input, fit beside it. Merges are applied in chain order, so a second input of the same
-    // join (3-way merge) is validated with the first one's reservation active.
+    // join (3-way merge) is validated with the first one's reservation active (Chain C runs with
+    // Chain A's output in L1), and the join op is validated again with both sharded inputs
+    // (validateThreeWayMergeJoinOp): its other operands as the residents map has them, DRAM
+    // otherwise.
     if (!fork && uses[v].size() == 1) {
       auto [join, operand] = uses[v][0];
       uint64_t bytes = l1_bytes_per_core(g.values[v], sharded, chip);
-      if (first_op_of_completed_chain(join) &&
-          checker.valid(join, operand, sharded, d.tensors[g.ops[join].results[0]]) &&
+      const TensorLayout& join_out = d.tensors[g.ops[join].results[0]];
+      auto join_accepts = [&] {
+        if (!checker.valid(join, operand, sharded, join_out)) return false;
+        std::vector<TensorLayout> in;
+        bool three_way = false;
+        for (uint32_t i = 0; i < g.ops[join].operands.size(); ++i) {
+          ValueId x = g.ops[join].operands[i];
+          if (i == operand || x == v) {
+            in.push_back(sharded);
+          } else if (resident[x]) {
+            in.push_back(d.tensors[x]);
+            three_way = true;
+          } else {
+            in.push_back(interleaved_layout(g.values[x], device::BufferType::dram));
+          }
+        }
+        return !three_way || checker.valid_all(join, in, join_out, nullptr);
+      };
+      resident[v] = true;
+      if (first_op_of_completed_chain(join) && join_accepts() &&
           range_fits(static_cast<int>(last) + 1, static_cast<int>(join), bytes)) {
         chain.spill = SpillLocation::none;
-        out.reservations.push_back(
-            L1Reservation{v, static_cast<int>(last), static_cast<int>(join), bytes});
+        reserve(L1Reservation{v, static_cast<int>(last), static_cast<int>(join), bytes});
+        resident[v] = true;
         continue;
       }
     }
     // 5. Otherwise the chain output spills to DRAM right after the chain.
+    resident[v] = false;
     chain.spill = SpillLocation::dram;
     d.spills.push_back(v);
   }

@@ -71,6 +71,8 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
     h.u64(options.memreconfig.size());
     for (const std::string& s : options.memreconfig) h.string(s);
   }
+  // Belady is the default and keeps the keys of earlier plans.
+  if (options.spill != "belady") h.string("spill").string(options.spill);
   return h.digest();
 }
 

@@ -8,6 +8,7 @@
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/schedule.hpp"
+#include "meshplan/planner/spill_dp.hpp"
 
 namespace meshplan::planner {
 
@@ -48,6 +49,56 @@ std::string unique_op_name(std::unordered_set<std::string>& taken, const std::st
   return name;
 }
 
+// Names taken in a graph being extended with moves, collected on the first move only: most plans
+// insert none, and hashing 20,000 names per pass showed in the planning profile.
+class TakenNames {
+ public:
+  explicit TakenNames(const Graph& g) : g_(g) {}
+  std::unordered_set<std::string>& values() {
+    fill();
+    return values_;
+  }
+  std::unordered_set<std::string>& ops() {
+    fill();
+    return ops_;
+  }
+
+ private:
+  void fill() {
+    if (filled_) return;
+    filled_ = true;
+    for (const Value& v : g_.values) values_.insert(v.name);
+    for (const Op& op : g_.ops) ops_.insert(op.name);
+  }
+  const Graph& g_;
+  bool filled_ = false;
+  std::unordered_set<std::string> values_, ops_;
+};
+
+// The check a planned graph needs instead of validate(): its ops are built in schedule order from
+// a validated graph (shapes copied, names made unique), so what remains is to set producers and
+// prove every operand is defined before it is read. validate() re-infers every shape through
+// name maps and was a third of greedy's planning time on 10,000 ops.
+Status check_planned(Graph& g) {
+  for (Value& v : g.values) v.producer = kNoOp;
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    for (ValueId v : g.ops[o].operands)
+      if (v >= g.values.size() || (g.values[v].producer == kNoOp && g.values[v].argument < 0))
+        return fail(ErrorCode::internal, "planned graph '", g.name, "': op '", g.ops[o].name,
+                    "' reads a value not defined before it");
+    for (ValueId r : g.ops[o].results) {
+      if (r >= g.values.size() || g.values[r].producer != kNoOp || g.values[r].argument >= 0)
+        return fail(ErrorCode::internal, "planned graph '", g.name, "': op '", g.ops[o].name,
+                    "' defines a value already defined");
+      g.values[r].producer = o;
+    }
+  }
+  for (ValueId v : g.outputs)
+    if (v >= g.values.size() || (g.values[v].producer == kNoOp && g.values[v].argument < 0))
+      return fail(ErrorCode::internal, "planned graph '", g.name, "': an output is not defined");
+  return {};
+}
+
 device::OpConfig move_config(const TensorLayout& from, const TensorLayout& to,
                              const device::ChipDesc& chip) {
   return config_for(device::OpConfig{}, to.in_l1() ? to : from, chip);
@@ -62,9 +113,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   r.graph.arguments = g.arguments;
   r.graph.outputs = g.outputs;
   r.layout.tensors = d.tensors;
-  std::unordered_set<std::string> value_names, op_names;
-  for (const Value& v : g.values) value_names.insert(v.name);
-  for (const Op& op : g.ops) op_names.insert(op.name);
+  TakenNames names(g);
   std::vector<std::vector<const LayoutDecision::Reshard*>> before(g.ops.size());
   for (const auto& rs : d.reshards) before[rs.before].push_back(&rs);
   device::ChipDesc chip_grid;  // only grid_x/grid_y of the decision's configs matter for moves
@@ -72,16 +121,21 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   for (ValueId v : d.spills) spilled[v] = true;
   std::vector<ValueId> current(g.values.size());
   for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
-  r.graph.ops.reserve(g.ops.size() + d.reshards.size() + d.spills.size());
+  size_t planned_ops = g.ops.size() + d.reshards.size() + d.spills.size();
+  r.graph.ops.reserve(planned_ops);
+  r.graph.values.reserve(g.values.size() + d.reshards.size() + d.spills.size());
+  r.layout.configs.reserve(planned_ops);
+  r.layout.tensors.reserve(g.values.size() + d.reshards.size() + d.spills.size());
+  r.origin.reserve(planned_ops);
   for (OpId o = 0; o < g.ops.size(); ++o) {
     Op op = g.ops[o];
     for (ValueId& v : op.operands) v = current[v];
     for (const auto* rs : before[o]) {
       ValueId src = op.operands[rs->operand];
-      ValueId dst = add_value(r.graph, value_names, g.values[src], ".reshard");
+      ValueId dst = add_value(r.graph, names.values(), g.values[src], ".reshard");
       r.layout.tensors.push_back(rs->to);
       Op move;
-      move.name = unique_op_name(op_names, op.name + ".reshard" + std::to_string(rs->operand));
+      move.name = unique_op_name(names.ops(), op.name + ".reshard" + std::to_string(rs->operand));
       move.kind = device::OpKind::to_memory_config;
       move.operands = {src};
       move.results = {dst};
@@ -104,10 +158,10 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
     r.layout.configs.push_back(d.configs[o]);
     r.origin.push_back(OpOrigin::graph);
     if (spilled[result] && d.tensors[result].in_l1()) {
-      ValueId copy = add_value(r.graph, value_names, g.values[result], ".spill");
+      ValueId copy = add_value(r.graph, names.values(), g.values[result], ".spill");
       r.layout.tensors.push_back(interleaved_layout(g.values[result], device::BufferType::dram));
       Op move;
-      move.name = unique_op_name(op_names, g.values[result].name + ".spill");
+      move.name = unique_op_name(names.ops(), g.values[result].name + ".spill");
       move.kind = device::OpKind::to_memory_config;
       move.operands = {result};
       move.results = {copy};
@@ -121,7 +175,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
     }
   }
   for (ValueId& v : r.graph.outputs) v = current[v];
-  MESHPLAN_TRY(validate(r.graph));
+  MESHPLAN_TRY(check_planned(r.graph));
   return r;
 }
 
@@ -186,9 +240,10 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.layout.tensors = in.layout.tensors;
   out.spills = in.spills;
   out.reshards = in.reshards;
-  std::unordered_set<std::string> value_names, op_names;
-  for (const Value& v : g.values) value_names.insert(v.name);
-  for (const Op& op : g.ops) op_names.insert(op.name);
+  out.graph.ops.reserve(g.ops.size());
+  out.layout.configs.reserve(g.ops.size());
+  out.origin.reserve(g.ops.size());
+  TakenNames names(g);
   std::vector<ValueId> current(g.values.size());
   for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
   std::vector<ValueId> live;  // original ids of live L1 tensors
@@ -290,10 +345,10 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         continue;
       }
       // Move the victim to DRAM before this op; later readers read the copy.
-      ValueId copy = add_value(out.graph, value_names, g.values[victim], ".spill");
+      ValueId copy = add_value(out.graph, names.values(), g.values[victim], ".spill");
       out.layout.tensors.push_back(interleaved_layout(g.values[victim], device::BufferType::dram));
       Op move;
-      move.name = unique_op_name(op_names, g.values[victim].name + ".spill");
+      move.name = unique_op_name(names.ops(), g.values[victim].name + ".spill");
       move.kind = device::OpKind::to_memory_config;
       move.operands = {current[victim]};
       move.results = {copy};
@@ -317,12 +372,14 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   }
   out.graph.outputs = g.outputs;
   for (ValueId& v : out.graph.outputs) v = current[v];
-  MESHPLAN_TRY(validate(out.graph));
+  MESHPLAN_TRY(check_planned(out.graph));
   return out;
 }
 
 Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   for (;;) {
+    // Matmul programs on the layouts as they now stand (demotions below can change them).
+    MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
     Schedule s = Schedule::build(r.graph);
     L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (packing.unplaced.empty()) break;
@@ -370,7 +427,14 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
                   " of each of ", chip.dram_banks,
                   " banks (and more than all of L1): no policy can place it");
   }
+  if (options.spill != "belady" && options.spill != "dp")
+    return fail(ErrorCode::invalid_argument, "unknown spill selection '", options.spill,
+                "' (belady, dp)");
   Overrides overrides = MESHPLAN_TRY(parse_overrides(g, options));
+  auto spill = [&](LayoutResult planned, bool results_first) -> Result<LayoutResult> {
+    if (options.spill == "dp") return manage_spills_dp(planned, chip);
+    return manage_spills(std::move(planned), chip, results_first);
+  };
   LayoutResult r;
   if (options.policy == "dram") {
     LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
@@ -380,11 +444,11 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     bool sharded = options.policy == "greedy";
     LayoutDecision d = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, sharded));
     r = MESHPLAN_TRY(materialize(g, d));
-    r = MESHPLAN_TRY(manage_spills(std::move(r), chip, /*results_first=*/!sharded));
+    r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
     r = MESHPLAN_TRY(materialize(g, d));
-    r = MESHPLAN_TRY(manage_spills(std::move(r), chip));
+    r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
   } else if (options.policy == "df-sharding") {
     LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
     r = MESHPLAN_TRY(materialize(g, d));

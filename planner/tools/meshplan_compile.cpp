@@ -4,6 +4,7 @@
 //                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
 //                    OP:I=l1|dram]
 //                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
+//                    [--spill=belady|dp]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
 //   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy [--emit=sdy|stablehlo ...] [-o ...]
@@ -41,10 +42,12 @@ constexpr const char* kUsage =
     "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
     "N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
+    "                        [--spill=belady|dp]\n"
     "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
     "[--compare=POLICY,...]]\n"
     "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
     "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
+    "  --spill: L1 spill selection, farthest next use (belady, default) or optimal (dp).\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
     "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
@@ -120,6 +123,11 @@ Result<Args> parse_args(int argc, char** argv) {
         return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '",
                     mode, "'");
       a.options.beam_cost_mode = mode == "cost";
+    } else if (is("--spill")) {
+      std::string mode = MESHPLAN_TRY(value("--spill"));
+      if (mode != "belady" && mode != "dp")
+        return fail(ErrorCode::invalid_argument, "--spill takes belady or dp, not '", mode, "'");
+      a.options.spill = mode;
     } else if (is("--override"))
       a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
     else if (is("--memreconfig"))

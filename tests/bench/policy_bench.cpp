@@ -1,6 +1,7 @@
 // Layout policies: plan quality per policy over the example models (simulated device time,
-// fraction of op outputs in L1, spills, reshards) printed side by side, and planning time of a
-// synthetic 10,000-op transformer-like graph per policy.
+// fraction of op outputs in L1, spills, reshards) printed side by side; spill selection Belady vs
+// DP under L1 pressure; beam's gap to the exhaustive optimum on small graphs; and planning time of
+// a synthetic 10,000-op transformer-like graph per policy (and with DP spill selection).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -9,7 +10,9 @@
 #include "bench_util.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/spill_dp.hpp"
 
 using namespace meshplan;
 
@@ -147,10 +150,65 @@ const planner::Graph& big_graph() {
   return g;
 }
 
+/// Spill selection side by side (not timed): Belady vs DP after greedy and beam, on the models
+/// under L1 pressure (one-core cuts of the chip) and small join/eviction graphs.
+void BM_SpillSelection(benchmark::State& state) {
+  static bool printed = false;
+  for (auto _ : state) {
+    if (printed) continue;
+    printed = true;
+    device::ChipDesc one = device::wormhole_b0();
+    one.name = "wormhole_b0_1x1";
+    one.grid_x = one.grid_y = 1;
+    one.noc_bytes_per_cycle = 64 * 32;
+    one.eltwise_elems_per_cycle = 64 * 32;
+    std::vector<std::pair<planner::Graph, device::ChipDesc>> cases;
+    for (auto& model : models()) cases.emplace_back(model.first, one);
+    std::printf("\nspill selection (simulated device time; DP optimal over the spill space):\n");
+    std::printf("  %-22s %-8s %12s %7s %12s %7s %8s %7s\n", "model", "policy", "belady_ns",
+                "spills", "dp_ns", "spills", "dp/bel", "exact");
+    for (const auto& [g, chip] : cases)
+      for (const char* policy : {"greedy", "beam"}) {
+        planner::PlannerOptions o;
+        o.policy = policy;
+        auto belady = planner::plan_layout(g, chip, o);
+        o.spill = "dp";
+        auto dp = planner::plan_layout(g, chip, o);
+        if (!belady || !dp) {
+          std::printf("  %-22s %-8s error: %s\n", g.name.c_str(), policy,
+                      (!belady ? belady.error() : dp.error()).message.c_str());
+          continue;
+        }
+        // Exactness of the DP itself (the fitted plans above may add packing spills).
+        auto d =
+            std::string(policy) == "greedy"
+                ? planner::greedy_propagation(g, chip, o, *planner::parse_overrides(g, o), true)
+                : planner::beam_search(g, chip, o, *planner::parse_overrides(g, o));
+        planner::SpillDpStats stats;
+        if (d) {
+          auto m = planner::materialize(g, *d);
+          if (m) (void)planner::manage_spills_dp(*m, chip, &stats);
+        }
+        uint64_t b = belady->estimated_ns(chip), p = dp->estimated_ns(chip);
+        std::printf("  %-22s %-8s %12llu %7u %12llu %7u %8.3f %7s\n", g.name.c_str(), policy,
+                    static_cast<unsigned long long>(b), belady->spills,
+                    static_cast<unsigned long long>(p), dp->spills, static_cast<double>(p) / b,
+                    stats.exact ? "yes" : "no");
+      }
+    std::printf("\n");
+  }
+}
+BENCHMARK(BM_SpillSelection)->Iterations(1);
+
 void BM_PlanTransformer10k(benchmark::State& state, const char* policy) {
   const planner::Graph& g = big_graph();
   planner::PlannerOptions o;
-  o.policy = policy;
+  std::string name = policy;
+  if (name.ends_with("+dp")) {
+    o.spill = "dp";
+    name.resize(name.size() - 3);
+  }
+  o.policy = name;
   for (auto _ : state) {
     auto plan = planner::compile(g, device::wormhole_b0(), o);
     if (!plan) state.SkipWithError(plan.error().message.c_str());
@@ -164,5 +222,6 @@ BENCHMARK_CAPTURE(BM_PlanTransformer10k, l1_interleaved, "l1-interleaved")
 BENCHMARK_CAPTURE(BM_PlanTransformer10k, greedy, "greedy")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanTransformer10k, beam, "beam")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanTransformer10k, df_sharding, "df-sharding")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanTransformer10k, greedy_dp, "greedy+dp")->Unit(benchmark::kMillisecond);
 
 }  // namespace

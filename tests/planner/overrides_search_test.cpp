@@ -2,11 +2,56 @@
 // beam is measured against.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "graphs.hpp"
+#include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
 
 using namespace meshplan;
 using namespace meshplan::test;
+
+namespace {
+
+// The search without bounds (every valid combination, cut only by the cost so far), as the
+// first version had it: the reference the bounded search must agree with.
+uint64_t unbounded_optimum(const planner::Graph& g, const device::ChipDesc& chip, uint32_t pool) {
+  using namespace planner;
+  auto d = LayoutDecision::all_dram(g, chip);
+  REQUIRE(d);
+  OpQuery q(g, chip);
+  uint64_t best = UINT64_MAX;
+  std::function<void(OpId, uint64_t)> visit = [&](OpId o, uint64_t cost) {
+    if (cost >= best) return;
+    if (o == g.ops.size()) {
+      auto planned = materialize(g, *d);
+      REQUIRE(planned);
+      auto packing =
+          pack_l1(planned->graph, Schedule::build(planned->graph), planned->layout, chip);
+      REQUIRE(packing);
+      if (packing->unplaced.empty()) best = cost;
+      return;
+    }
+    const Op& op = g.ops[o];
+    std::vector<const TensorLayout*> in;
+    for (ValueId v : op.operands) in.push_back(&d->tensors[v]);
+    device::OpConfig base = d->configs[o];
+    for (const TensorLayout& r : layout_candidates(g.values[op.results[0]], chip, pool)) {
+      device::OpConfig c = config_for(base, r, chip);
+      if (!q.validate(op.kind, op.name, op.operands, in, op.results[0], r, c).ok) continue;
+      d->tensors[op.results[0]] = r;
+      d->configs[o] = c;
+      visit(o + 1, cost + q.cost(op.kind, op.name, op.operands, in, op.results[0], r, c));
+    }
+    d->tensors[op.results[0]] =
+        interleaved_layout(g.values[op.results[0]], device::BufferType::dram);
+    d->configs[o] = base;
+  };
+  visit(0, 0);
+  return best;
+}
+
+}  // namespace
 
 TEST_CASE("an output override fixes the op's result memory in every policy") {
   for (std::string policy : {"dram", "l1-interleaved", "greedy", "beam"}) {
@@ -74,6 +119,28 @@ TEST_CASE("an override OpModel rejects fails with OpModel's reason; unknown ops 
   r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("has no operand '2'") != std::string::npos);
+  // An index too large for any integer type is an error, not an exception.
+  o.memreconfig = {"out:99999999999999999999999=l1"};
+  r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("has no operand '99999999999999999999999'") != std::string::npos);
+}
+
+TEST_CASE("the bounded exhaustive search finds the same optimum as the unbounded one") {
+  std::vector<std::pair<planner::Graph, device::ChipDesc>> cases = {
+      {residual_graph(), device::wormhole_b0()},
+      {qkv_graph(), one_core_chip()},
+      {farthest_graph(), one_core_chip()},
+      {join_graph(), one_core_chip()},
+  };
+  for (const auto& [g, chip] : cases) {
+    CAPTURE(g.name);
+    planner::PlannerOptions o;
+    o.max_legal_layouts = 3;
+    auto best = planner::exhaustive_search(g, chip, o);
+    REQUIRE_MESSAGE(best, (best ? std::string() : best.error().message));
+    CHECK(best->estimated_ns == unbounded_optimum(g, chip, 3));
+  }
 }
 
 TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it") {
@@ -88,10 +155,11 @@ TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it
     CAPTURE(chip.name);
     planner::PlannerOptions o;
     o.policy = "beam";
-    // The search is exponential in candidates per tensor; a pool of 4 (the best-ranked
-    // candidates, sharded ones included) keeps it to seconds. Beam plans with the same pool, so
-    // the gap compares like with like.
-    o.max_legal_layouts = 4;
+    // The search is exponential in candidates per tensor; its bounds (relaxed cost of the
+    // remaining ops, memoised per live state) keep a pool of 8 (the best-ranked candidates,
+    // sharded ones included) to seconds. Beam plans with the same pool, so the gap compares like
+    // with like.
+    o.max_legal_layouts = 8;
     auto best = planner::exhaustive_search(g, chip, o);
     REQUIRE_MESSAGE(best, (best ? std::string() : best.error().message));
     // The optimum is a real plan: it materializes, fits and costs what the search said.

@@ -1,11 +1,46 @@
 // The timing model: how long the real chip would take for one op. The emulator advances its
-// clock by it and the planner scores plans with it, so both agree.
+// clock by it and the planner scores plans with it (OpModel::cost), so both agree. The kernels do
+// not depend on it.
 //
-// duration = dispatch + max(compute, data movement), where
-//   compute  = the busiest core's work: tile-matmuls x cycles per tile-matmul (16 at LoFi, x2 at
-//              HiFi2, x3 HiFi3, x4 HiFi4), or elements / eltwise_elems_per_cycle, over the clock;
-//   movement = DRAM bytes (operands and results in DRAM) / DRAM bandwidth
-//            + L1 bytes / (NoC bytes per cycle x cores used x clock).
+// duration = dispatch + max(compute, data movement)
+//
+// compute: the busiest core's work: tile-matmuls x cycles per tile-matmul (16 at LoFi, x2 at
+//   HiFi2, x3 HiFi3, x4 HiFi4), or elements / eltwise_elems_per_cycle, over the clock (row ops,
+//   reductions, conv2d and pools: see timing.cpp).
+//
+// data movement: the busiest of four paths, each a bandwidth (every figure from DEVICE-FACTS
+// unless marked as an assumption):
+//   - the core's read NoC port and its write NoC port (2 NoCs: readers use one, writers the
+//     other), noc_bytes_per_cycle each;
+//   - its own L1, for data already on the core (assumption: 2 x noc_bytes_per_cycle, the width
+//     of both NoC ports; DEVICE-FACTS has no L1 port figure);
+//   - DRAM, dram_gbps over all banks, for every byte any core reads from or writes to DRAM.
+// What each core moves, per placement:
+//   - DRAM: its share crosses its NoC port once and counts against the DRAM bandwidth.
+//   - L1 interleaved (pages spread over every core's L1: every core reads from every bank), or a
+//     sharded tensor read by cores that do not hold it: its share crosses its port, weighted by
+//     link contention. Assumption: each NoC is a unidirectional 2-D torus over the grid (as on
+//     Wormhole), so uniform traffic crosses on average (n - 1) / 2 links per dimension of n
+//     routers; with `r` cores each moving b bytes, the busiest link carries
+//     r x b x max(grid_x - 1, grid_y - 1) / 2 / cores bytes. The factor is
+//     max(1, r x hops / cores): 3.5 for all 64 cores of an 8x8 Wormhole, 1 for a single reader.
+//   - L1 sharded, used by the core that holds it (an operand sharded exactly like the op's
+//     result when each result element comes from the operand element at the same place:
+//     elementwise ops, casts, reshapes keeping the 2-D view, row ops on height shards; a sharded
+//     result written by the op on its shard grid; a reshard leaving the shard grid it runs on):
+//     local L1 traffic only, nothing on the NoC. Permute, concat, slice, embedding, conv2d and
+//     pools move elements between shards and read over the NoC.
+//   - matmul programs: the busiest core reads its in0 block (per_core_m x K tiles) and in1 block
+//     (K x per_core_n). Multicast blocks (mcast_2d: in0 along rows, in1 along columns; mcast_1d:
+//     the multicast operand) are read once from their source by one sender per row/column (a
+//     local read when the source is sharded) and arrive at every other core at 1 x their bytes;
+//     the sender pays the larger of the two. Program none reads, on every core, the in0 rows and
+//     in1 columns its contiguous range of output tiles spans, so cores sharing rows or columns
+//     read (and for DRAM, fetch from DRAM) them again; its sharded result is written remotely
+//     (it computes tiles off their shard).
+// Not modelled: NoC latency per request (bandwidth-bound transfers), multicast egress of the
+// sender, DRAM traffic contending with L1 traffic on the NoC links, interleaved DRAM bank
+// imbalance.
 #pragma once
 
 #include <span>

@@ -3,6 +3,7 @@
 // Every policy asks these helpers; OpModel is the only judge of legality and cost.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,19 @@ std::vector<TensorLayout> layout_candidates(const Value& v, const device::ChipDe
 device::OpConfig config_for(const device::OpConfig& base, const TensorLayout& result,
                             const device::ChipDesc& chip);
 
+/// Whether a matmul/linear config leaves the program to the planner: program none with no block
+/// sizes given (what op_config() gives when the graph names no program).
+bool is_auto_matmul(device::OpKind kind, const device::OpConfig& config);
+
+/// The multicast program configs tried for an auto matmul on `base`'s grid: mcast_2d (and with
+/// transpose_mcast), mcast_1d multicasting in0 (cores split N) and in1 (cores split M); each
+/// with default blocks and with one-tile K steps (smaller circular buffers).
+std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& base);
+
+/// Fixes the program of every auto matmul of `plan` to the cheapest valid one on its final
+/// layouts (the one OpQuery::timing scored it with). Graph-given programs are kept.
+Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
+
 /// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
 std::string layout_string(const TensorLayout& layout);
 
@@ -59,11 +73,24 @@ class OpQuery {
                                std::span<const TensorLayout* const> operand_layouts, ValueId result,
                                const TensorLayout& result_layout,
                                const device::OpConfig& config) const;
-  /// OpModel::cost of the same launch.
+  /// OpModel::cost of the same launch. For an auto matmul (is_auto_matmul), the cost of its
+  /// cheapest valid program config (program none included): see resolve_config().
   device::OpTiming timing(device::OpKind kind, std::string_view name,
                           std::span<const ValueId> operands,
                           std::span<const TensorLayout* const> operand_layouts, ValueId result,
                           const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// The config timing() scored: `config`, or for an auto matmul its cheapest valid program.
+  device::OpConfig resolve_config(device::OpKind kind, std::string_view name,
+                                  std::span<const ValueId> operands,
+                                  std::span<const TensorLayout* const> operand_layouts,
+                                  ValueId result, const TensorLayout& result_layout,
+                                  const device::OpConfig& config) const;
+  /// validate() and cost() with one memo key: the cost when the launch is valid.
+  std::optional<uint64_t> cost_if_valid(device::OpKind kind, std::string_view name,
+                                        std::span<const ValueId> operands,
+                                        std::span<const TensorLayout* const> operand_layouts,
+                                        ValueId result, const TensorLayout& result_layout,
+                                        const device::OpConfig& config) const;
   /// Its duration, in ns.
   uint64_t cost(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                 std::span<const TensorLayout* const> operand_layouts, ValueId result,
@@ -79,16 +106,25 @@ class OpQuery {
   std::string key(device::OpKind kind, std::span<const ValueId> operands,
                   std::span<const TensorLayout* const> operand_layouts, ValueId result,
                   const TensorLayout& result_layout, const device::OpConfig& config) const;
-  device::OpTiming uncached_timing(device::OpKind kind, std::string_view name,
-                                   std::span<const ValueId> operands,
-                                   std::span<const TensorLayout* const> operand_layouts,
-                                   ValueId result, const TensorLayout& result_layout,
-                                   const device::OpConfig& config) const;
+  struct Best {
+    device::OpTiming timing;
+    device::OpConfig config;
+  };
+  /// `key` is the launch's memo key when the caller has built it already.
+  const Best& best(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+                   std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                   const TensorLayout& result_layout, const device::OpConfig& config,
+                   std::string key = {}) const;
+  /// Calls f(OpLaunch) on the placements of these values and layouts.
+  template <typename F>
+  auto with_launch(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+                   std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                   const TensorLayout& result_layout, const device::OpConfig& config, F&& f) const;
 
   const Graph& graph_;
   device::OpModel model_;
   mutable std::unordered_map<std::string, device::OpValidation> valid_memo_;
-  mutable std::unordered_map<std::string, device::OpTiming> cost_memo_;
+  mutable std::unordered_map<std::string, Best> cost_memo_;
 };
 
 }  // namespace meshplan::planner

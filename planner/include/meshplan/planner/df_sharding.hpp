@@ -1,10 +1,12 @@
 // DFShardingPolicy (seeds 001 §3.2-3.3, §4.1): the `df-sharding` baseline. L1 chains along
 // operand 0 of single-use ops in schedule (DFS) order, each resolved by a ShardSolver; a chain
 // whose solver fails falls back to DRAM entirely; chain outputs spill to DRAM unless kept in L1
-// by a fork L1 reservation or a chain merge, validated against the L1 reservation timeline.
+// by a concat (N-way) merge, a fork L1 reservation or an A->B / 3-way chain merge, validated
+// against the L1 reservation timeline.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,11 @@ struct L1Chain {
   ChainState state = ChainState::in_build;
   SpillLocation spill = SpillLocation::dram;
   std::vector<TensorLayout> layouts;  ///< Selected result layout per op (completed chains).
+  /// A concat isolated in its own chain (seed 001 §4.1.6), resolved after the regular chains.
+  bool concat = false;
+  /// Output memory layout a neighbouring concat needs (setConcatChainPreferences): the solver
+  /// picks among the last op's configs of this layout when it has any.
+  std::optional<device::MemLayout> preferred;
 };
 
 /// A reservation of L1 for a tensor kept past its chain: [first, last] schedule positions.

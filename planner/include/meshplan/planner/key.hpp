@@ -24,6 +24,9 @@ struct PlannerOptions {
   std::vector<std::string> output_overrides;
   /// Forced moves before an operand, as "op_name:operand=l1|dram" (tt-mlir insert-memreconfig).
   std::vector<std::string> memreconfig;
+  /// L1 spill selection after greedy/beam/l1-interleaved: "belady" (farthest next use) or "dp"
+  /// (optimal over the spill choice space, spill_dp.hpp).
+  std::string spill = "belady";
 };
 
 /// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,

@@ -1,0 +1,137 @@
+// The timing model's data movement (timing.hpp): interleaved L1 pays NoC link contention, shards
+// used in place pay local L1 only, DRAM pays its bandwidth, matmul programs multicast their blocks
+// instead of re-reading them. Simulated-time relations computed from the model's documented
+// parameters, not wall time.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/matmul_program.hpp"
+#include "meshplan/device/op_model.hpp"
+#include "meshplan/device/placement.hpp"
+#include "meshplan/device/timing.hpp"
+
+using namespace meshplan;
+using namespace meshplan::device;
+
+namespace {
+
+const std::vector<int64_t> kSquare{2048, 2048};  // 64 x 64 tiles, 4096 tiles, 8 MiB in bf16
+
+TensorPlacement placed(const char* name, const std::vector<int64_t>& shape, BufferType buffer,
+                       MemLayout memory = MemLayout::interleaved, uint16_t gx = 8,
+                       uint16_t gy = 8) {
+  if (memory == MemLayout::interleaved)
+    return make_interleaved(name, shape, DType::bf16, buffer, 0);
+  CoreRange grid{0, 0, static_cast<uint16_t>(gx - 1), static_cast<uint16_t>(gy - 1)};
+  auto spec = even_shard_spec(shape, memory, grid);
+  REQUIRE(spec);
+  return make_sharded(name, shape, DType::bf16, memory, *spec, 0);
+}
+
+OpTiming time_of(OpKind kind, std::vector<const TensorPlacement*> in, const TensorPlacement& out,
+                 const OpConfig& c) {
+  const TensorPlacement* outs[1] = {&out};
+  OpLaunch op{kind, "op", in, outs, c};
+  REQUIRE(OpModel(wormhole_b0()).validate(op).ok);
+  return estimate(wormhole_b0(), op);
+}
+
+OpConfig grid(uint16_t gx, uint16_t gy) {
+  OpConfig c;
+  c.grid_x = gx;
+  c.grid_y = gy;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("eltwise: shards in place beat interleaved L1, which beats DRAM") {
+  ChipDesc chip = wormhole_b0();
+  auto dram_a = placed("a", kSquare, BufferType::dram),
+       dram_b = placed("b", kSquare, BufferType::dram),
+       dram_o = placed("o", kSquare, BufferType::dram);
+  auto l1_a = placed("a", kSquare, BufferType::l1), l1_b = placed("b", kSquare, BufferType::l1),
+       l1_o = placed("o", kSquare, BufferType::l1);
+  auto sh_a = placed("a", kSquare, BufferType::l1, MemLayout::block_sharded),
+       sh_b = placed("b", kSquare, BufferType::l1, MemLayout::block_sharded),
+       sh_o = placed("o", kSquare, BufferType::l1, MemLayout::block_sharded);
+  OpTiming dram = time_of(OpKind::add, {&dram_a, &dram_b}, dram_o, grid(8, 8));
+  OpTiming l1 = time_of(OpKind::add, {&l1_a, &l1_b}, l1_o, grid(8, 8));
+  OpTiming sharded = time_of(OpKind::add, {&sh_a, &sh_b}, sh_o, grid(8, 8));
+  // DRAM: 24 MiB over 288 GB/s.
+  CHECK(dram.dram_ns == (3 * 8388608 + 287) / 288);
+  CHECK(dram.duration_ns == chip.dispatch_ns + dram.dram_ns);
+  // Interleaved L1: each of 64 cores reads 2 x 131072 B through its read port, weighted by the
+  // contention of 64 readers on an 8x8 torus: max(1, 64 x 3.5 / 64) = 3.5; 32 B/cycle at 1 GHz.
+  CHECK(l1.dram_ns == 0);
+  CHECK(l1.duration_ns == chip.dispatch_ns + 2 * 131072 * 35 / 10 / 32);
+  // In place: 3 x 131072 B of the core's own L1 at 64 B/cycle; compute 64 tiles x 1024 / 32.
+  CHECK(sharded.duration_ns == chip.dispatch_ns + 3 * 131072 / 64);
+  CHECK(sharded.compute_ns == 64 * 1024 / 32);
+  CHECK(sharded.duration_ns < l1.duration_ns);
+  CHECK(l1.duration_ns < dram.duration_ns);
+}
+
+TEST_CASE("eltwise: a shard on other cores than the result's is read over the NoC") {
+  auto a = placed("a", kSquare, BufferType::l1, MemLayout::height_sharded, 8, 8);
+  auto b = placed("b", kSquare, BufferType::l1, MemLayout::height_sharded, 8, 8);
+  auto same = placed("o", kSquare, BufferType::l1, MemLayout::height_sharded, 8, 8);
+  auto other = placed("o", kSquare, BufferType::l1, MemLayout::block_sharded, 8, 8);
+  OpTiming in_place = time_of(OpKind::add, {&a, &b}, same, grid(8, 8));
+  OpTiming moved = time_of(OpKind::add, {&a, &b}, other, grid(8, 8));
+  CHECK(in_place.duration_ns < moved.duration_ns);
+}
+
+TEST_CASE("interleaved L1 contention grows with the readers, up to the hop count") {
+  ChipDesc chip = wormhole_b0();
+  std::vector<int64_t> s{256, 256};  // 64 tiles, 131072 B
+  auto a = placed("a", s, BufferType::l1), o = placed("o", s, BufferType::l1);
+  // One core: its ports alone (131072 B in and out at 32 B/cycle each); no contention
+  // (1 x 3.5 / 64 < 1).
+  OpTiming one = time_of(OpKind::relu, {&a}, o, grid(1, 1));
+  CHECK(one.duration_ns == chip.dispatch_ns + 131072 / 32);
+  // 64 cores: 2048 B in and out each, weighted 3.5.
+  OpTiming all = time_of(OpKind::relu, {&a}, o, grid(8, 8));
+  CHECK(all.duration_ns == chip.dispatch_ns + 2048 * 35 / 10 / 32);
+}
+
+TEST_CASE("matmul: multicast programs read DRAM weights once, program none per core") {
+  // [256, 2048] x [2048, 2048]: out 8 x 64 tiles, K 64 tiles; weights 8 MiB in DRAM.
+  std::vector<int64_t> as{256, 2048}, bs{2048, 2048}, os{256, 2048};
+  auto a = placed("a", as, BufferType::l1), b = placed("w", bs, BufferType::dram),
+       o = placed("o", os, BufferType::l1);
+  OpConfig none = grid(8, 8);
+  OpConfig mc2 = none;
+  mc2.program = MatmulProgram::mcast_2d;
+  OpTiming t_none = time_of(OpKind::matmul, {&a, &b}, o, none);
+  OpTiming t_mc2 = time_of(OpKind::matmul, {&a, &b}, o, mc2);
+  // Program none: 512 output tiles, 8 per core, every core reads 8 in1 columns of 64 K tiles:
+  // 64 x 8 x 64 x 2048 B from DRAM, the weights 8 times over.
+  CHECK(t_none.dram_ns == (64ull * 8 * 64 * 2048 + 287) / 288);
+  // mcast_2d: one sender per column reads its 8 columns once: the weights once.
+  CHECK(t_mc2.dram_ns == (2048ull * 2048 * 2 + 287) / 288);
+  CHECK(t_mc2.duration_ns < t_none.duration_ns);
+  CHECK(t_mc2.compute_ns == t_none.compute_ns);  // same 8 tiles x 64 K tiles per core
+}
+
+TEST_CASE("matmul: block-sharded in0 and result stay on their cores under mcast_2d") {
+  std::vector<int64_t> as{1024, 1024}, bs{1024, 1024}, os{1024, 1024};
+  auto b = placed("w", bs, BufferType::l1);
+  OpConfig mc2 = grid(8, 8);
+  mc2.program = MatmulProgram::mcast_2d;
+  mc2.in0_block_w = 4;  // divides the 4 K tiles of each in0 shard
+  auto a_sh = placed("a", as, BufferType::l1, MemLayout::block_sharded);
+  auto o_sh = placed("o", os, BufferType::l1, MemLayout::block_sharded);
+  auto a_il = placed("a", as, BufferType::l1), o_il = placed("o", os, BufferType::l1);
+  OpTiming sharded = time_of(OpKind::matmul, {&a_sh, &b}, o_sh, mc2);
+  OpTiming interleaved = time_of(OpKind::matmul, {&a_il, &b}, o_il, mc2);
+  CHECK(sharded.duration_ns <= interleaved.duration_ns);
+  CHECK(sharded.dram_ns == 0);
+  // Each core receives its in0 block (4 x 32 tiles) and in1 block (32 x 4) by multicast; the
+  // in1 sender reads its block from interleaved L1 with 8 senders' contention (max(1, 8 x 3.5 /
+  // 64) = 1): (128 + 128) x 2048 B at 32 B/cycle; the result is written in place.
+  CHECK(sharded.duration_ns ==
+        wormhole_b0().dispatch_ns + std::max<uint64_t>(sharded.compute_ns, 256 * 2048 / 32));
+}
