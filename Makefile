@@ -7,6 +7,9 @@ JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libflatbuffers-dev flatbuffers-compiler \
                 libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev
 
+# `make test` also needs a browser: the plan report is opened in headless Chromium.
+TEST_PACKAGES := chromium
+
 DEMO_DIR := $(BUILD_DIR)/demo
 
 # Reliability builds, each in its own folder: ASan+UBSan (whole suite), TSan (the concurrency
@@ -19,7 +22,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_PACKAGES := clang-16 libclang-rt-16-dev
 NINJA_OR_MAKE = $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')
 
-.PHONY: all deps configure build test demo bench format clean test-asan test-tsan fuzz ci
+.PHONY: all deps test-deps configure build test demo bench format clean test-asan test-tsan fuzz ci
 
 all: build
 
@@ -36,8 +39,11 @@ configure: deps $(BUILD_DIR)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -V
+test-deps:
+	@./cmake/install-deps.sh $(TEST_PACKAGES)
+
+test: build test-deps
+	MESHPLAN_REQUIRE_CHROMIUM=1 ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -V
 
 demo: build
 	@mkdir -p $(DEMO_DIR)

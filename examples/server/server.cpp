@@ -1,202 +1,419 @@
 // meshplan-server: a small inference server that embeds the runtime (never the planner). At
-// start-up it maps a plan cache and verifies every plan, then serves line requests from stdin
-// with a pool of worker threads, each owning an emulated chip and its bound executables.
+// start-up it maps a plan cache, verifies every plan and binds each to an emulated chip of every
+// worker thread, and prints how long that took; then it serves the line protocol of
+// protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM or SIGINT.
 //
-//   meshplan-server CACHE.mpc [--threads N]
+//   meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] [--verify full|checksummed]
+//                   [--device FILE.json]... [--core-threads K]
 //
-// Requests, one per line:   run NAME [SEED] [--input=SHAPExf32=VALUES]...  |  list  |  quit
-// Responses (one line each, in completion order, tagged with the request number):
-//   ok #ID NAME device_us=T host_us=H out=SHAPE sum=S        |  error #ID MESSAGE
+// Without --port it serves stdin (responses on stdout) and stops at end of input. With --port it
+// listens on 127.0.0.1:P (0: a free port) and prints "listening on 127.0.0.1:PORT"; --stdin
+// serves stdin as well (its end of input then closes only that session). Every client session
+// is read by its own thread; requests go to one queue served by N worker threads (default 4),
+// each owning its chips and executables, so runs proceed in parallel (each chip runs its cores
+// on K host threads, default 1, so N workers use N cores). Damaged cache entries are
+// skipped at start-up and the others are served.
+#include <fcntl.h>
 #include <mimalloc-new-delete.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
-#include <iostream>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "meshplan/device/emulator.hpp"
-#include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/plan_cache.hpp"
-#include "tensor_io.hpp"
+#include "meshplan/device/descriptor_json.hpp"
+#include "protocol.hpp"
 
 using namespace meshplan;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Request {
+// Stop requests (quit, SIGTERM, SIGINT) write one byte to this pipe and never drain it, so every
+// thread polling its read end wakes up, now and later.
+std::atomic<bool> g_stop{false};
+int g_wake[2] = {-1, -1};
+
+void request_stop() {
+  if (!g_stop.exchange(true)) {
+    char c = 1;
+    ssize_t ignored = ::write(g_wake[1], &c, 1);  // async-signal-safe
+    (void)ignored;
+  }
+}
+
+extern "C" void on_signal(int) {
+  request_stop();
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// One client: where its requests come from and its responses go. Responses from several
+/// workers are written whole, one line at a time.
+class Session {
+ public:
+  Session(int in_fd, int out_fd, bool owns_fd) : in_(in_fd), out_(out_fd), owns_(owns_fd) {}
+  ~Session() {
+    if (owns_) ::close(in_);
+  }
+  int in_fd() const { return in_; }
+  void send(std::string line) {
+    line += '\n';
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t at = 0; at < line.size();) {
+      ssize_t n = ::write(out_, line.data() + at, line.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the client went away: its answers are dropped
+      at += static_cast<size_t>(n);
+    }
+  }
+  size_t next_id() { return next_id_++; }  // called by the session's reader thread only
+
+ private:
+  int in_, out_;
+  bool owns_;
+  std::mutex mu_;
+  size_t next_id_ = 0;
+};
+
+struct Job {
+  std::shared_ptr<Session> session;
   size_t id;
   std::string line;
 };
 
-/// A worker: one emulated chip, executables bound to it on first use of each plan.
-class Worker {
+class Server {
  public:
-  explicit Worker(const runtime::PlanCache& cache) : cache_(cache) {}
+  explicit Server(std::vector<std::string> names) : names_(std::move(names)) {}
 
-  Result<std::string> handle(const std::string& line) {
-    std::istringstream in(line);
-    std::string verb, name;
-    in >> verb >> name;
-    if (verb != "run" || name.empty())
-      return fail(ErrorCode::invalid_argument, "expected 'run NAME [SEED] [--input=...]', got '",
-                  line, "'");
-    uint64_t seed = 1;
-    std::vector<runtime::Tensor> given;
-    for (std::string word; in >> word;) {
-      if (word.rfind("--input=", 0) == 0)
-        given.push_back(MESHPLAN_TRY(tools::parse_input(word.substr(8))));
-      else if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])))
-        seed = std::stoull(word);
-      else
-        return fail(ErrorCode::invalid_argument, "unexpected '", word, "'");
+  /// Reads request lines from `s` until its end of input, `quit`, or a stop request.
+  void read_session(const std::shared_ptr<Session>& s) {
+    std::string buf;
+    bool discarding = false;  // inside a line that exceeded server::kMaxLineBytes
+    char chunk[1 << 16];
+    pollfd fds[2] = {{s->in_fd(), POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+    while (!g_stop.load()) {
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents) return;
+      ssize_t got = ::read(s->in_fd(), chunk, sizeof chunk);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) {  // end of input: a last line without '\n' still counts
+        if (!discarding && !buf.empty()) handle(s, buf);
+        return;
+      }
+      buf.append(chunk, static_cast<size_t>(got));
+      size_t start = 0;
+      for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+        if (discarding) {
+          discarding = false;
+          continue;
+        }
+        if (nl - start > server::kMaxLineBytes) {
+          too_long(*s);
+          continue;
+        }
+        if (!handle(s, buf.substr(start, nl - start)) || g_stop.load()) return;
+      }
+      buf.erase(0, start);
+      if (buf.size() > server::kMaxLineBytes) {
+        if (!discarding) too_long(*s);
+        discarding = true;
+        buf.clear();
+      }
     }
-    runtime::Executable& exe = *MESHPLAN_TRY(executable(name));
-    std::vector<runtime::Tensor> inputs =
-        given.empty() ? runtime::random_inputs(exe.plan(), seed) : std::move(given);
-    auto t0 = Clock::now();
-    runtime::RunResult r = MESHPLAN_TRY(exe.run(runtime::views_of(inputs)));
-    double host_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    const runtime::Tensor& out = r.outputs.at(0);
-    double sum = 0;
-    for (float v : out.data) sum += v;
-    std::string shape;
-    for (size_t d = 0; d < out.shape.size(); ++d)
-      shape += (d ? "x" : "") + std::to_string(out.shape[d]);
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s device_us=%.3f host_us=%.1f out=%s sum=%.6g", name.c_str(),
-                  r.device_ns / 1000.0, host_us, shape.c_str(), sum);
-    return std::string(buf);
   }
+
+  /// Worker thread body: answers queued run requests until the queue is closed and empty.
+  void work(server::Worker& worker) {
+    while (true) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      auto r = worker.run(job.line);
+      if (r) {
+        served_++;
+        job.session->send(str("ok #", job.id, " ", *r));
+      } else {
+        failed_++;
+        job.session->send(str("error #", job.id, " ", r.error().to_string()));
+      }
+    }
+  }
+
+  void close_queue() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+  }
+  size_t served() const { return served_.load(); }
+  size_t failed() const { return failed_.load(); }
 
  private:
-  Result<runtime::Executable*> executable(const std::string& name) {
-    if (auto it = bound_.find(name); it != bound_.end()) return it->second.get();
-    runtime::PlanRef plan = MESHPLAN_TRY(cache_.find(name));
-    const fb::DeviceInfo* d = plan.plan().header()->device();
-    if (!device_) {
-      device::ChipDesc chip =
-          MESHPLAN_TRY(device::builtin_chip(d->name() ? d->name()->string_view() : ""));
-      device_ = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
-    }
-    auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *device_));
-    return (bound_[name] = std::move(exe)).get();
+  void too_long(Session& s) {
+    failed_++;
+    s.send(str("error #", s.next_id(), " invalid_argument: request line longer than ",
+               server::kMaxLineBytes, " bytes"));
   }
 
-  const runtime::PlanCache& cache_;
-  std::unique_ptr<device::EmulatedDevice> device_;
-  std::map<std::string, std::unique_ptr<runtime::Executable>> bound_;
+  /// One request line; false when the session must stop reading (quit).
+  bool handle(const std::shared_ptr<Session>& s, std::string line) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos) return true;
+    line.erase(0, first);
+    size_t id = s->next_id();
+    if (line == "quit") {
+      s->send(str("bye #", id));
+      request_stop();
+      return false;
+    }
+    if (line == "list") {
+      std::string text = str("ok #", id, " plans=", names_.size());
+      for (const std::string& n : names_) text += " " + n;
+      s->send(text);
+      return true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(Job{s, id, std::move(line)});
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  std::vector<std::string> names_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool closing_ = false;
+  std::atomic<size_t> served_{0}, failed_{0};
 };
 
-int serve(const std::string& path, int threads) {
-  // Start-up: map the cache and verify every plan, so requests never pay for it.
-  auto t0 = Clock::now();
-  auto cache = runtime::PlanCache::open(path);
-  if (!cache) {
-    std::fprintf(stderr, "meshplan-server: error: %s\n", cache.error().to_string().c_str());
-    return 1;
+struct Options {
+  std::string cache;
+  int threads = 4;
+  unsigned core_threads = 1;  // the workers already run in parallel
+  int port = -1;              // -1: no TCP
+  bool stdin_too = false;
+  runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
+  std::vector<std::string> devices;
+};
+
+constexpr const char* kUsage =
+    "usage: meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] "
+    "[--verify full|checksummed] [--device FILE.json]... [--core-threads K]\n"
+    "  Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
+    "  without --port or with --stdin. N worker threads (1-256, default 4). Requests, one per\n"
+    "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n"
+    "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n";
+
+Result<Options> parse_args(int argc, char** argv) {
+  Options o;
+  auto number = [](const std::string& flag, const std::string& text, long lo,
+                   long hi) -> Result<long> {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || errno || v < lo || v > hi)
+      return fail(ErrorCode::invalid_argument, flag, " takes a number from ", lo, " to ", hi,
+                  ", not '", text, "'");
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& flag) -> Result<std::string> {
+      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+      if (i + 1 >= argc) return fail(ErrorCode::invalid_argument, flag, " needs a value");
+      return std::string(argv[++i]);
+    };
+    auto is = [&](const std::string& flag) { return a == flag || a.rfind(flag + "=", 0) == 0; };
+    if (is("--threads"))
+      o.threads = static_cast<int>(
+          MESHPLAN_TRY(number("--threads", MESHPLAN_TRY(value("--threads")), 1, 256)));
+    else if (is("--core-threads"))
+      o.core_threads = static_cast<unsigned>(
+          MESHPLAN_TRY(number("--core-threads", MESHPLAN_TRY(value("--core-threads")), 1, 64)));
+    else if (is("--port"))
+      o.port =
+          static_cast<int>(MESHPLAN_TRY(number("--port", MESHPLAN_TRY(value("--port")), 0, 65535)));
+    else if (a == "--stdin")
+      o.stdin_too = true;
+    else if (is("--verify")) {
+      std::string v = MESHPLAN_TRY(value("--verify"));
+      if (v != "full" && v != "checksummed")
+        return fail(ErrorCode::invalid_argument, "--verify takes full or checksummed, not '", v,
+                    "'");
+      o.verify = v == "full" ? runtime::VerifyMode::full : runtime::VerifyMode::checksummed;
+    } else if (is("--device"))
+      o.devices.push_back(MESHPLAN_TRY(value("--device")));
+    else if (!a.empty() && a[0] != '-' && o.cache.empty())
+      o.cache = a;
+    else
+      return fail(ErrorCode::invalid_argument, "unexpected argument '", a, "'");
   }
-  size_t good = 0;
-  for (size_t i = 0; i < cache->size(); ++i) {
-    auto plan = cache->load(i);
+  if (o.cache.empty()) return fail(ErrorCode::invalid_argument, "no plan cache given");
+  return o;
+}
+
+/// 127.0.0.1:port, listening; port 0 lets the kernel pick. Returns the fd and the port.
+Result<std::pair<int, int>> listen_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(ErrorCode::io, "socket: ", std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return fail(ErrorCode::io, "cannot listen on 127.0.0.1:", port, ": ", why);
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return std::pair<int, int>{fd, ntohs(addr.sin_port)};
+}
+
+Result<int> serve(const Options& opt) {
+  // Start-up: open the cache, verify every entry, bind every plan on every worker's chips.
+  auto t0 = Clock::now();
+  runtime::PlanCache cache =
+      MESHPLAN_TRY(runtime::PlanCache::open(opt.cache, runtime::PlanCacheOptions{opt.verify}));
+  auto t_open = Clock::now();
+  std::vector<runtime::PlanRef> plans;
+  for (size_t i = 0; i < cache.size(); ++i) {
+    auto plan = cache.load(i);
     if (plan)
-      ++good;
+      plans.push_back(*plan);
     else  // A damaged entry is skipped; the others are served.
       std::fprintf(stderr, "meshplan-server: skipping entry %zu: %s\n", i,
                    plan.error().to_string().c_str());
   }
-  double startup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  std::printf("ready: %zu of %zu plans from %s verified in %.3f ms, %d worker threads\n", good,
-              cache->size(), path.c_str(), startup_ms, threads);
+  auto t_verify = Clock::now();
+  std::map<std::string, device::ChipDesc, std::less<>> chips;
+  for (std::string_view n : device::builtin_chip_names())
+    chips.emplace(std::string(n), *device::builtin_chip(n));
+  for (const std::string& file : opt.devices) {
+    device::ChipDesc chip = MESHPLAN_TRY(device::load_chip_file(file));
+    chips[chip.name] = chip;
+  }
+  std::vector<std::unique_ptr<server::Worker>> workers;
+  std::vector<std::string> skipped;
+  for (int t = 0; t < opt.threads; ++t)
+    workers.push_back(MESHPLAN_TRY(
+        server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped)));
+  auto t_bind = Clock::now();
+  for (const std::string& why : skipped)
+    std::fprintf(stderr, "meshplan-server: not serving: %s\n", why.c_str());
+  std::vector<std::string> names;
+  for (const runtime::PlanRef& p : plans) names.emplace_back(p.name());
+  std::sort(names.begin(), names.end());
+
+  std::printf(
+      "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
+      "(open %.3f ms, verify %.3f ms, bind %.3f ms)\n",
+      plans.size(), cache.size(), opt.cache.c_str(), plans.size() - skipped.size(), opt.threads,
+      ms_between(t0, t_bind), ms_between(t0, t_open), ms_between(t_open, t_verify),
+      ms_between(t_verify, t_bind));
+  int listen_fd = -1;
+  if (opt.port >= 0) {
+    auto [fd, port] = MESHPLAN_TRY(listen_loopback(opt.port));
+    listen_fd = fd;
+    std::printf("listening on 127.0.0.1:%d\n", port);
+  }
   std::fflush(stdout);
 
-  std::mutex mu, out_mu;
-  std::condition_variable cv;
-  std::deque<Request> queue;
-  bool closing = false;
-  size_t served = 0, failed = 0;
-  auto respond = [&](const std::string& text, bool ok) {
-    std::lock_guard<std::mutex> lock(out_mu);
-    std::printf("%s\n", text.c_str());
-    std::fflush(stdout);
-    ok ? ++served : ++failed;
-  };
+  Server server(names);
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      Worker worker(*cache);
-      while (true) {
-        Request req;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return closing || !queue.empty(); });
-          if (queue.empty()) return;
-          req = std::move(queue.front());
-          queue.pop_front();
-        }
-        auto r = worker.handle(req.line);
-        if (r)
-          respond("ok #" + std::to_string(req.id) + " " + *r, true);
-        else
-          respond("error #" + std::to_string(req.id) + " " + r.error().to_string(), false);
+  for (auto& w : workers) pool.emplace_back([&server, &w] { server.work(*w); });
+  std::mutex readers_mu;
+  std::vector<std::thread> readers;
+  std::thread acceptor;
+  if (listen_fd >= 0)
+    acceptor = std::thread([&] {
+      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+      while (!g_stop.load()) {
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+        if (fds[1].revents) return;
+        if (!(fds[0].revents & POLLIN)) continue;
+        int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        auto session = std::make_shared<Session>(c, c, true);
+        std::lock_guard<std::mutex> lock(readers_mu);
+        readers.emplace_back([&server, session] { server.read_session(session); });
       }
     });
-  size_t next_id = 0;
-  for (std::string line; std::getline(std::cin, line);) {
-    if (line.empty()) continue;
-    if (line == "quit") break;
-    if (line == "list") {
-      std::lock_guard<std::mutex> lock(out_mu);
-      for (size_t i = 0; i < cache->size(); ++i)
-        std::printf("plan %.*s\n", static_cast<int>(cache->entry(i).name.size()),
-                    cache->entry(i).name.data());
-      std::fflush(stdout);
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      queue.push_back(Request{next_id++, line});
-    }
-    cv.notify_one();
+  if (listen_fd < 0 || opt.stdin_too) {
+    server.read_session(std::make_shared<Session>(STDIN_FILENO, STDOUT_FILENO, false));
+    if (listen_fd < 0) request_stop();  // stdin only: its end of input ends the server
   }
+  // Wait for quit or a signal, then: stop reading, answer what is queued, exit.
+  while (!g_stop.load()) {
+    pollfd wake{g_wake[0], POLLIN, 0};
+    ::poll(&wake, 1, -1);
+  }
+  if (acceptor.joinable()) acceptor.join();
   {
-    std::lock_guard<std::mutex> lock(mu);
-    closing = true;
+    std::lock_guard<std::mutex> lock(readers_mu);
+    for (auto& r : readers) r.join();
   }
-  cv.notify_all();
+  server.close_queue();
   for (auto& t : pool) t.join();
-  std::printf("done: %zu served, %zu failed\n", served, failed);
+  if (listen_fd >= 0) ::close(listen_fd);
+  std::printf("done: %zu served, %zu failed\n", server.served(), server.failed());
+  std::fflush(stdout);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
-  int threads = 4;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc)
-      threads = std::atoi(argv[++i]);
-    else if (a.rfind("--threads=", 0) == 0)
-      threads = std::atoi(a.c_str() + 10);
-    else if (path.empty() && a[0] != '-')
-      path = a;
-    else {
-      std::fprintf(stderr, "usage: meshplan-server CACHE.mpc [--threads N]\n");
-      return 1;
-    }
-  }
-  if (path.empty() || threads < 1 || threads > 256) {
-    std::fprintf(stderr, "usage: meshplan-server CACHE.mpc [--threads N]   (1 <= N <= 256)\n");
+  auto opt = parse_args(argc, argv);
+  if (!opt) {
+    std::fprintf(stderr, "meshplan-server: error: %s\n%s", opt.error().to_string().c_str(), kUsage);
     return 1;
   }
-  return serve(path, threads);
+  if (::pipe2(g_wake, O_CLOEXEC) != 0) {
+    std::perror("meshplan-server: pipe");
+    return 1;
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  auto status = serve(*opt);
+  if (!status) {
+    std::fprintf(stderr, "meshplan-server: error: %s\n", status.error().to_string().c_str());
+    return 1;
+  }
+  return *status;
 }

@@ -3,8 +3,9 @@
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
 //                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
 //                    OP:I=l1|dram]
-//                    [--device NAME] [--emit=plan-json|graph-json] [--report=PLAN.html]
-//                    [--spill=belady|dp]
+//                    [--device NAME|FILE.json] [--emit=plan-json|graph-json|dot]
+//                    [--report=PLAN.html] [--spill=belady|dp]
+//   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
 //   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy [--emit=sdy|stablehlo ...] [-o ...]
@@ -22,6 +23,9 @@
 #include <optional>
 #include <string>
 
+#include "compile_batch.hpp"
+#include "meshplan/device/descriptor_json.hpp"
+#include "meshplan/planner/dot.hpp"
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
@@ -38,7 +42,7 @@ using namespace meshplan;
 
 constexpr const char* kUsage =
     "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device "
-    "DEVICE]\n"
+    "NAME|FILE.json]\n"
     "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
     "N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
@@ -51,7 +55,14 @@ constexpr const char* kUsage =
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
     "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
-    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph.\n"
+    "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph;\n"
+    "  --emit=dot prints the planned graph for Graphviz (reshards and spills marked).\n"
+    "  --device takes a built-in chip (wormhole_b0, n150, n300, blackhole_p150) or a device\n"
+    "  JSON file (schemas/device.fbs).\n"
+    "       meshplan-compile A.json B.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [options]\n"
+    "  Plans several models (N threads, default 1) and writes the cache once, atomically; each\n"
+    "  is named after its file (a/mlp.json -> mlp). A model that fails is reported by name and\n"
+    "  the others' plans are still written (exit 1); --fail-fast writes nothing on a failure.\n"
     "       meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]\n"
     "                        [--arg-types=input,parameter,...] [-o OUT.mlir]\n"
     "  Runs the mesh pipeline on a StableHLO/Shardy module and prints it (to OUT.mlir or stdout).\n"
@@ -77,6 +88,9 @@ struct Args {
       compare;  // --compare=POLICY,POLICY: also plan with these, for the report
   planner::PlannerOptions options;
   std::vector<std::string> remove;  // --remove NAME: drop cache entries
+  std::vector<std::string> models;  // every positional MODEL; `model` is the one being planned
+  uint32_t jobs = 1;                // --jobs N: planning threads for several models
+  bool fail_fast = false;           // --fail-fast: one failed model writes nothing
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
@@ -152,12 +166,22 @@ Result<Args> parse_args(int argc, char** argv) {
       }
     } else if (is("--remove"))
       a.remove.push_back(MESHPLAN_TRY(value("--remove")));
+    else if (is("--jobs"))
+      a.jobs = MESHPLAN_TRY(positive("--jobs", MESHPLAN_TRY(value("--jobs"))));
+    else if (s == "--fail-fast")
+      a.fail_fast = true;
     else if (!s.empty() && s[0] == '-')
       return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
-    else if (a.model.empty())
-      a.model = s;
     else
-      return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
+      a.models.push_back(s);
+  }
+  if (!a.models.empty()) a.model = a.models.front();
+  if (a.models.size() > 1) {
+    if (!a.remove.empty() || a.output.empty() || !a.emit.empty() || !a.report.empty() ||
+        !a.name.empty())
+      return fail(ErrorCode::invalid_argument,
+                  "several models take -o CACHE.mpc and no --name, --emit, --report or --remove "
+                  "(names come from the file names)");
   }
   if (!a.remove.empty()) {
     if (!a.model.empty() || a.output.empty())
@@ -168,9 +192,10 @@ Result<Args> parse_args(int argc, char** argv) {
   if (a.output.empty() && a.emit.empty() && a.report.empty())
     return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
   bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
-  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && !mlir_emit)
+  if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && a.emit != "dot" &&
+      !mlir_emit)
     return fail(ErrorCode::invalid_argument,
-                "--emit takes plan-json, graph-json, sdy or stablehlo, not '", a.emit, "'");
+                "--emit takes plan-json, graph-json, dot, sdy or stablehlo, not '", a.emit, "'");
   if (mlir_emit && !a.model.ends_with(".mlir") && !a.model.ends_with(".json"))
     return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir or .json model");
   return a;
@@ -263,14 +288,20 @@ Status remove_entries(const Args& args) {
   return {};
 }
 
-Status run(int argc, char** argv) {
-  Args args = MESHPLAN_TRY(parse_args(argc, argv));
-  if (!args.remove.empty()) return remove_entries(args);
+/// --device NAME|FILE.json: a built-in chip, or a device JSON file (schemas/device.fbs).
+Result<device::ChipDesc> resolve_chip(const std::string& device) {
+  if (device.ends_with(".json")) return device::load_chip_file(device);
+  return device::builtin_chip(device);
+}
+
+/// Plans args.model: imports it, runs the emits and the report it asks for, and returns the
+/// cache entry to write (nullopt when the model was only printed, e.g. --emit=sdy).
+Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   auto t0 = std::chrono::steady_clock::now();
   planner::Graph graph;
   if (args.model.ends_with(".mlir")) {
     auto lowered = MESHPLAN_TRY(run_mlir(args));
-    if (!lowered) return {};
+    if (!lowered) return std::nullopt;
     graph = std::move(*lowered);
   } else {
     planner::AnnotatedGraph annotated =
@@ -292,32 +323,57 @@ Status run(int argc, char** argv) {
       if (!module) return std::unexpected(with_context(module.error(), args.model));
       auto lowered = MESHPLAN_TRY(
           run_mlir(args, std::move(*module), planner::pipeline_options(ann, rows, cols)));
-      if (!lowered) return {};
+      if (!lowered) return std::nullopt;
       graph = std::move(*lowered);
     }
   }
   if (args.emit == "graph-json") {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));
-    if (args.output.empty()) return {};
+    if (args.output.empty()) return std::nullopt;
   }
-  device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(args.device));
+  device::ChipDesc chip = MESHPLAN_TRY(resolve_chip(args.device));
   planner::PlannerOptions options = args.options;
   options.policy = args.policy;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (args.emit == "plan-json") std::cout << MESHPLAN_TRY(plan_json(plan.bytes));
+  std::string stem = tools::name_from_path(args.model);
+  std::string graph_name = !graph.name.empty() ? graph.name : stem;
+  if (args.emit == "dot")
+    std::cout << planner::render_dot(*fb::GetSizePrefixedPlan(plan.bytes.data()), graph_name);
   if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, plan));
-  if (args.output.empty()) return {};
-  std::string name = !args.name.empty() ? args.name : !graph.name.empty() ? graph.name : "main";
-  size_t size = plan.bytes.size();
-  MESHPLAN_TRY(
-      runtime::add_to_cache(args.output, runtime::CacheEntryData{name, std::move(plan.bytes)}));
-  std::fprintf(stderr,
-               "meshplan-compile: %s -> %s as '%s' (policy %s, device %s, %zu ops, %zu bytes, key "
-               "%s) in %.2f ms\n",
-               args.model.c_str(), args.output.c_str(), name.c_str(), args.policy.c_str(),
-               chip.name.c_str(), graph.ops.size(), size, plan.key.hex().c_str(), ms);
+  if (args.output.empty()) return std::nullopt;
+  // One model: the graph's name (as before); several: the file's name, which is unique.
+  std::string name = !args.name.empty() ? args.name : args.models.size() > 1 ? stem : graph_name;
+  tools::PlannedModel out;
+  out.summary = str("policy ", args.policy, ", device ", chip.name, ", ", graph.ops.size(),
+                    " ops, ", plan.bytes.size(), " bytes, key ", plan.key.hex());
+  out.planning_ms = ms;
+  out.entry = runtime::CacheEntryData{name, std::move(plan.bytes)};
+  return out;
+}
+
+Status run(int argc, char** argv) {
+  Args args = MESHPLAN_TRY(parse_args(argc, argv));
+  if (!args.remove.empty()) return remove_entries(args);
+  if (args.models.size() > 1) {
+    tools::BatchOptions batch{args.output, args.jobs, args.fail_fast};
+    return tools::compile_batch(args.models, batch,
+                                [&](const std::string& model) -> tools::PlanResult {
+                                  Args one = args;
+                                  one.model = model;
+                                  auto planned = plan_model(one);
+                                  if (!planned) return std::unexpected(planned.error());
+                                  return std::move(**planned);
+                                });
+  }
+  auto planned = MESHPLAN_TRY(plan_model(args));
+  if (!planned) return {};
+  std::string name = planned->entry.name;
+  MESHPLAN_TRY(runtime::add_to_cache(args.output, std::move(planned->entry)));
+  std::fprintf(stderr, "meshplan-compile: %s -> %s as '%s' (%s) in %.2f ms\n", args.model.c_str(),
+               args.output.c_str(), name.c_str(), planned->summary.c_str(), planned->planning_ms);
   return {};
 }
 

@@ -1,6 +1,7 @@
 // meshplan-run: runs a plan from a plan cache on the emulated device.
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
+//                [--device NAME|FILE.json]
 //   meshplan-run CACHE.mpc ls
 //   meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]
 //   ... [--input=2x3xf32=[[1,2,3],[4,5,6]] | --input=@x.npy]... [--output=@y.npy]...
@@ -15,6 +16,7 @@
 
 #include "cache_commands.hpp"
 #include "inspect_trace.hpp"
+#include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -38,13 +40,16 @@ constexpr const char* kUsage =
     "  Runs a plan on the emulated device with random inputs (seed N, default 1) and prints "
     "timing.\n"
     "  --check compares with the host f32 reference and fails if the relative error exceeds T\n"
-    "  (default 0.03). --print prints the outputs.\n";
+    "  (default 0.03). --print prints the outputs.\n"
+    "  --device NAME|FILE.json runs on that chip (built-in name or device JSON file) and refuses\n"
+    "  a plan made for another one, saying which facts differ; default: the plan's own chip.\n";
 
 struct Args {
   std::string cache, name, key;
   bool check = false, print = false, list = false, inspect = false, json = false;
   std::vector<std::string> inputs, outputs;
   std::string trace;
+  std::string device;  // --device NAME|FILE.json; empty: the chip named in the plan
   uint64_t seed = 1;
   double tolerance = runtime::kDefaultTolerance;
 };
@@ -78,6 +83,8 @@ Result<Args> parse_args(int argc, char** argv) {
       a.outputs.push_back(MESHPLAN_TRY(value("--output")));
     else if (is("--trace"))
       a.trace = MESHPLAN_TRY(value("--trace"));
+    else if (is("--device"))
+      a.device = MESHPLAN_TRY(value("--device"));
     else if (s == "--json")
       a.json = true;
     else if (s == "--print")
@@ -152,6 +159,28 @@ Status save_outputs(const Args& args, const runtime::Executable& exe,
   return {};
 }
 
+/// The chip to run on: --device (built-in name or device JSON file), checked against the plan's
+/// key material so a mismatch says which facts differ; else the built-in chip the plan names.
+Result<device::ChipDesc> chip_for(const Args& args, const runtime::PlanRef& plan) {
+  const fb::DeviceInfo* want = plan.plan().header()->device();
+  std::string_view planned = want->name() ? want->name()->string_view() : "";
+  if (args.device.empty()) {
+    auto chip = device::builtin_chip(planned);
+    if (!chip)
+      return fail(ErrorCode::not_found, "plan '", plan.name(), "' was made for device '", planned,
+                  "', which is not built in: give its descriptor with --device FILE.json");
+    return chip;
+  }
+  device::ChipDesc chip =
+      MESHPLAN_TRY(args.device.ends_with(".json") ? device::load_chip_file(args.device)
+                                                  : device::builtin_chip(args.device));
+  runtime::PlanQuery query;
+  query.device = &chip;
+  query.planner_version = {};
+  MESHPLAN_TRY(runtime::check_plan_matches(plan, query));
+  return chip;
+}
+
 Result<int> run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t_open = Clock::now();
@@ -179,9 +208,7 @@ Result<int> run(int argc, char** argv) {
     plan = MESHPLAN_TRY(cache.find(args.name));
   }
   double find_ms = ms_since(t_find);
-  const fb::DeviceInfo* want = plan.plan().header()->device();
-  device::ChipDesc chip =
-      MESHPLAN_TRY(device::builtin_chip(want->name() ? want->name()->string_view() : ""));
+  device::ChipDesc chip = MESHPLAN_TRY(chip_for(args, plan));
   auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       {"cold start: full structural verify vs checksummed",
        {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
       {"verify_plan vs checksum alone", {"BM_VerifyPlanOnly", "BM_ChecksumOnly"}},
+      {"FlatBuffers structural verifier: plain vs flattened",
+       {"BM_StructuralVerifierPlain", "BM_StructuralVerifierFlattened"}},
       {"plan 10k-op transformer: greedy spill=dp vs belady",
        {"BM_PlanTransformer10k/greedy_dp", "BM_PlanTransformer10k/greedy"}},
   });

@@ -1,27 +1,31 @@
-// The inference server example: start-up report, a bounded number of requests served by several
-// threads, errors answered per request, damaged entries skipped at start-up.
+// The inference server example: the stdin session, the loopback TCP server with concurrent
+// pipelined clients whose answers are checked against the host reference and a local run, bad
+// requests answered with errors while serving goes on, and clean shutdown by `quit` and SIGTERM.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "test_util.hpp"
 
-namespace {
+using namespace meshplan;
 
-std::string run(const std::string& cmd, int* status) {
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int rc = ::pclose(pipe);
-  *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
-}
+namespace {
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -30,45 +34,335 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 const std::string kBin = MESHPLAN_BINARY_DIR;
+const std::string kTiny = R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3] } }],
+    ops: [{ kind: "relu", operands: ["x"], results: [{ name: "r" }] }], outputs: ["r"] })";
+
+/// A cache with the mlp example and a one-op relu plan.
+std::string make_cache(const test::TempDir& dir) {
+  std::string cache = dir.file("plans.mpc"), tiny = dir.file("tiny.json");
+  test::write_bytes(tiny, std::vector<uint8_t>(kTiny.begin(), kTiny.end()));
+  REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " +
+                          test::source_path("examples/models/mlp.json") + " " + tiny + " -o " +
+                          cache)
+              .status == 0);
+  return cache;
+}
+
+/// Reads one '\n'-terminated line from fd, waiting at most `seconds`; false on EOF or timeout.
+bool read_line(int fd, std::string* pending, std::string* line, int seconds = 120) {
+  while (true) {
+    size_t nl = pending->find('\n');
+    if (nl != std::string::npos) {
+      *line = pending->substr(0, nl);
+      pending->erase(0, nl + 1);
+      return true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, seconds * 1000) <= 0) return false;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    pending->append(buf, static_cast<size_t>(n));
+  }
+}
+
+/// meshplan-server as a child process whose stdout and stderr come back through a pipe.
+struct ServerProcess {
+  pid_t pid = -1;
+  int out = -1;
+  std::string pending, log;
+  int port = -1;
+
+  explicit ServerProcess(const std::vector<std::string>& args) {
+    // Everything the child needs is built before fork(): between fork and exec it may only
+    // make async-signal-safe calls (another thread could hold the allocator's lock).
+    std::string bin = kBin + "/examples/meshplan-server";
+    std::vector<char*> argv;
+    argv.push_back(bin.data());
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(p[1], 1);
+      ::dup2(p[1], 2);
+      ::close(p[0]);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, 0);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(p[1]);
+    out = p[0];
+    // Start-up lines up to "listening on 127.0.0.1:PORT".
+    std::string line;
+    while (port < 0 && read_line(out, &pending, &line)) {
+      log += line + "\n";
+      if (line.rfind("listening on 127.0.0.1:", 0) == 0) port = std::stoi(line.substr(23));
+    }
+  }
+  /// Waits for the exit; returns the exit status (-1 if killed by a signal) and keeps the output.
+  int wait() {
+    std::string line;
+    while (read_line(out, &pending, &line)) log += line + "\n";
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ::close(out);
+    pid = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  ~ServerProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      ::close(out);
+    }
+  }
+};
+
+/// A loopback client: sends every request at once, then collects one response per request,
+/// keyed by request number.
+std::map<size_t, std::string> exchange(int port, const std::vector<std::string>& requests,
+                                       size_t expected_responses) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  std::string text;
+  for (const std::string& r : requests) text += r + "\n";
+  for (size_t at = 0; at < text.size();) {
+    ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+    REQUIRE(n > 0);
+    at += static_cast<size_t>(n);
+  }
+  std::map<size_t, std::string> responses;
+  std::string pending, line;
+  while (responses.size() < expected_responses && read_line(fd, &pending, &line)) {
+    size_t hash = line.find('#');
+    REQUIRE(hash != std::string::npos);
+    responses[std::stoul(line.substr(hash + 1))] = line;
+  }
+  ::close(fd);
+  return responses;
+}
+
+/// key=value fields of a response line.
+std::map<std::string, std::string> fields(const std::string& line) {
+  std::map<std::string, std::string> f;
+  std::istringstream in(line);
+  for (std::string w; in >> w;)
+    if (size_t eq = w.find('='); eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
+  return f;
+}
+
+/// What the server must answer for `run NAME random SEED`, from a local run on the same
+/// emulated chip (bit-identical), after checking that local run against the host reference.
+struct Expected {
+  std::string shape, sum, absmax, xxh;
+  double ref_sum = 0, ref_l1 = 0;
+};
+
+Expected expect(const runtime::PlanCache& cache, const std::string& name, uint64_t seed) {
+  auto plan = cache.find(name);
+  REQUIRE(plan);
+  auto dev = device::EmulatedDevice::create(device::wormhole_b0());
+  REQUIRE(dev);
+  auto exe = runtime::Executable::bind(*plan, **dev);
+  REQUIRE(exe);
+  auto inputs = runtime::random_inputs(*plan, seed);
+  auto views = runtime::views_of(inputs);
+  auto run = (*exe)->run(views);
+  REQUIRE(run);
+  auto ref = runtime::run_reference(*plan, views);
+  REQUIRE(ref);
+  REQUIRE(runtime::check_outputs(run->outputs, *ref, runtime::kDefaultTolerance).ok);
+  const runtime::Tensor& t = run->outputs.at(0);
+  Expected e;
+  double sum = 0, absmax = 0;
+  for (float v : t.data) {
+    sum += v;
+    absmax = std::max(absmax, static_cast<double>(std::fabs(v)));
+  }
+  for (float v : ref->at(0).data) {
+    e.ref_sum += v;
+    e.ref_l1 += std::fabs(v);
+  }
+  char buf[64];
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    e.shape += (d ? "x" : "") + std::to_string(t.shape[d]);
+  std::snprintf(buf, sizeof buf, "%.9g", sum);
+  e.sum = buf;
+  std::snprintf(buf, sizeof buf, "%.9g", absmax);
+  e.absmax = buf;
+  e.xxh = xxh3_128(t.data.data(), t.data.size() * sizeof(float)).hex();
+  return e;
+}
 
 }  // namespace
 
-TEST_CASE("meshplan-server serves a bounded stream of requests from several threads") {
-  meshplan::test::TempDir dir;
-  std::string cache = dir.file("plans.mpc");
-  std::string tiny = dir.file("tiny.json");
-  std::string json = R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3] } }],
-    ops: [{ kind: "relu", operands: ["x"], results: [{ name: "r" }] }], outputs: ["r"] })";
-  meshplan::test::write_bytes(tiny, std::vector<uint8_t>(json.begin(), json.end()));
-  int st = 0;
-  run(kBin + "/planner/meshplan-compile " +
-          meshplan::test::source_path("examples/models/mlp.json") + " -o " + cache + " --name mlp",
-      &st);
-  REQUIRE(st == 0);
-  run(kBin + "/planner/meshplan-compile " + tiny + " -o " + cache + " --name tiny", &st);
-  REQUIRE(st == 0);
-
+TEST_CASE("meshplan-server on stdin: start-up report, requests from several threads, errors") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
   std::string requests = dir.file("requests.txt");
   std::string text = "list\n";
   for (int i = 0; i < 30; ++i)
-    text += (i % 3 ? "run mlp " : "run tiny ") + std::to_string(i) + "\n";
+    text += (i % 3 ? "run mlp " : "run tiny random ") + std::to_string(i) + "\n";
   text += "run tiny --input=2x3xf32=[[1,-2,3],[-4,5,-6]]\n";
   text +=
       "run nope\nrun tiny --input=3x3xf32=1\nfrobnicate\nquit\nrun mlp\n";  // after quit: ignored
-  meshplan::test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
-  std::string out =
-      run(kBin + "/examples/meshplan-server " + cache + " --threads 4 < " + requests, &st);
-  INFO(out);
-  CHECK(st == 0);
-  CHECK(out.find("ready: 2 of 2 plans from") != std::string::npos);
-  CHECK(out.find("4 worker threads") != std::string::npos);
-  CHECK(out.find("plan mlp") != std::string::npos);
-  CHECK(count(out, "\nok #") == 31);
-  CHECK(out.find("tiny device_us=") != std::string::npos);
-  CHECK(out.find("out=2x3 sum=9 ") == std::string::npos);   // no trailing fields
-  CHECK(out.find("out=2x3 sum=9\n") != std::string::npos);  // relu of the given input: 1 + 3 + 5
-  CHECK(count(out, "\nerror #") == 3);
-  CHECK(out.find("no plan named 'nope'") != std::string::npos);
-  CHECK(out.find("shape [3x3] does not match the plan's [2x3]") != std::string::npos);
-  CHECK(out.find("done: 31 served, 3 failed") != std::string::npos);
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  auto out =
+      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 4 < " + requests);
+  INFO(out.text);
+  CHECK(out.status == 0);
+  CHECK(out.text.find("ready: 2 of 2 plans from") != std::string::npos);
+  CHECK(out.text.find("2 bound on 4 worker threads in") != std::string::npos);
+  CHECK(out.text.find("ok #0 plans=2 mlp tiny\n") != std::string::npos);
+  CHECK(count(out.text, "\nok #") == 32);  // list + 31 runs
+  CHECK(out.text.find("tiny device_us=") != std::string::npos);
+  // relu of the given input: 1 + 3 + 5, largest 5.
+  CHECK(out.text.find("outputs=1 out0=2x3 sum0=9 absmax0=5 xxh0=") != std::string::npos);
+  CHECK(count(out.text, "\nerror #") == 3);
+  CHECK(out.text.find("error #32 not_found: no plan named 'nope' (serving: mlp, tiny)") !=
+        std::string::npos);
+  CHECK(out.text.find("shape [3x3] does not match the plan's [2x3]") != std::string::npos);
+  CHECK(out.text.find("error #34 invalid_argument: expected 'run NAME") != std::string::npos);
+  CHECK(out.text.find("bye #35") != std::string::npos);
+  CHECK(out.text.find("done: 31 served, 3 failed") != std::string::npos);
+}
+
+TEST_CASE("meshplan-server on a loopback port: concurrent clients get the reference's answers") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  ServerProcess server({cache, "--port", "0", "--threads", "3"});
+  INFO(server.log);
+  REQUIRE(server.port > 0);
+  CHECK(server.log.find("ready: 2 of 2 plans from") != std::string::npos);
+
+  auto opened = runtime::PlanCache::open(cache);
+  REQUIRE(opened);
+  constexpr int kClients = 4, kPerClient = 6;
+  std::map<std::pair<std::string, uint64_t>, Expected> expected;
+  for (int c = 0; c < kClients; ++c)
+    for (int r = 0; r < kPerClient; ++r) {
+      std::string name = r % 2 ? "tiny" : "mlp";
+      uint64_t seed = 100 * c + r;
+      expected[{name, seed}] = expect(*opened, name, seed);
+    }
+  std::vector<std::map<size_t, std::string>> answers(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c)
+    clients.emplace_back([&, c] {
+      std::vector<std::string> reqs;
+      for (int r = 0; r < kPerClient; ++r)
+        reqs.push_back(std::string("run ") + (r % 2 ? "tiny" : "mlp") + " random " +
+                       std::to_string(100 * c + r));
+      answers[c] = exchange(server.port, reqs, reqs.size());
+    });
+  for (auto& t : clients) t.join();
+  for (int c = 0; c < kClients; ++c) {
+    REQUIRE(answers[c].size() == kPerClient);
+    for (int r = 0; r < kPerClient; ++r) {
+      const std::string& line = answers[c][r];
+      CAPTURE(line);
+      std::string name = r % 2 ? "tiny" : "mlp";
+      REQUIRE(line.rfind("ok #" + std::to_string(r) + " " + name + " ", 0) == 0);
+      auto f = fields(line);
+      const Expected& e = expected[{name, static_cast<uint64_t>(100 * c + r)}];
+      CHECK(f["outputs"] == "1");
+      CHECK(f["out0"] == e.shape);
+      CHECK(f["sum0"] == e.sum);
+      CHECK(f["absmax0"] == e.absmax);
+      CHECK(f["xxh0"] == e.xxh);
+      // And against the f32 host reference directly, at bf16 tolerance.
+      CHECK(std::fabs(std::stod(f["sum0"]) - e.ref_sum) <= 0.03 * std::max(1.0, e.ref_l1));
+    }
+  }
+
+  // Bad requests get error lines; the session and the server go on serving.
+  std::string long_line = "run tiny " + std::string(1100000, 'x');
+  auto bad = exchange(
+      server.port,
+      {"run nope", "run tiny --input=3x3xf32=1", "\x01\x02garbage\xff", "run mlp random notanumber",
+       "run tiny --input=@/etc/passwd", "run tiny random 99999999999999999999999", long_line,
+       "run tiny --input=2x3xf32=1,2", "run tiny random 7 check", "list"},
+      10);
+  REQUIRE(bad.size() == 10);
+  CHECK(bad[0].find("error #0 not_found: no plan named 'nope'") == 0);
+  CHECK(bad[1].find("error #1 invalid_argument: input 0 ('x'): shape [3x3] does not match the "
+                    "plan's [2x3]") == 0);
+  CHECK(bad[2].find("error #2 invalid_argument: expected 'run NAME") == 0);
+  CHECK(bad[3].find("error #3 invalid_argument: seed 'notanumber' is not a 64-bit number") == 0);
+  CHECK(bad[4].find("error #4 invalid_argument: file inputs") == 0);
+  CHECK(bad[5].find("error #5 invalid_argument: seed '99999999999999999999999'") == 0);
+  CHECK(bad[6].find("error #6 invalid_argument: request line longer than") == 0);
+  CHECK(bad[7].find("error #7 invalid_argument: --input '2x3xf32': 2 values for 6 elements") == 0);
+  CHECK(bad[8].find("ok #8 tiny ") == 0);
+  REQUIRE(fields(bad[8]).count("rel_err") == 1);
+  CHECK(std::stod(fields(bad[8])["rel_err"]) <= runtime::kDefaultTolerance);
+  CHECK(bad[9] == "ok #9 plans=2 mlp tiny");
+
+  // quit stops the server cleanly: acknowledged, queued work answered, exit status 0.
+  auto bye = exchange(server.port, {"quit"}, 1);
+  CHECK(bye[0] == "bye #0");
+  CHECK(server.wait() == 0);
+  CHECK(server.log.find("done: " + std::to_string(kClients * kPerClient + 1) +
+                        " served, 8 failed") != std::string::npos);
+}
+
+TEST_CASE("meshplan-server stops cleanly on SIGTERM, and refuses to start on a bad cache") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  {
+    ServerProcess server({cache, "--port", "0", "--threads", "2", "--verify", "full"});
+    INFO(server.log);
+    REQUIRE(server.port > 0);
+    auto one = exchange(server.port, {"run tiny random 3"}, 1);
+    CHECK(one[0].find("ok #0 tiny ") == 0);
+    REQUIRE(::kill(server.pid, SIGTERM) == 0);
+    CHECK(server.wait() == 0);
+    CHECK(server.log.find("done: 1 served, 0 failed") != std::string::npos);
+  }
+  auto missing =
+      test::run_shell(kBin + "/examples/meshplan-server " + dir.file("none.mpc") + " --port 0");
+  CHECK(missing.status == 1);
+  CHECK(missing.text.find("none.mpc") != std::string::npos);
+  auto bad_flag = test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 0");
+  CHECK(bad_flag.status == 1);
+  CHECK(bad_flag.text.find("--threads takes a number from 1 to 256") != std::string::npos);
+}
+
+TEST_CASE("meshplan-server serves plans for a custom chip given with --device FILE.json") {
+  test::TempDir dir;
+  std::string dev = dir.file("wh4x4.json"), cache = dir.file("c.mpc");
+  std::string chip =
+      R"({"chip": {"base": "wormhole_b0", "name": "wh4x4", "grid_x": 4, "grid_y": 4}})";
+  test::write_bytes(dev, std::vector<uint8_t>(chip.begin(), chip.end()));
+  REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " +
+                          test::source_path("examples/models/mlp.json") + " -o " + cache +
+                          " --policy greedy --device " + dev)
+              .status == 0);
+  std::string requests = dir.file("r.txt");
+  std::string text = "run mlp random 5 check\n";
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  std::string server = kBin + "/examples/meshplan-server " + cache + " --threads 2";
+  auto without = test::run_shell(server + " < " + requests);
+  INFO(without.text);
+  CHECK(without.status == 0);
+  CHECK(without.text.find("1 of 1 plans from") != std::string::npos);
+  CHECK(without.text.find("and 0 bound") != std::string::npos);
+  CHECK(without.text.find("not serving: plan 'mlp' targets device 'wh4x4'") != std::string::npos);
+  CHECK(without.text.find("error #0 incompatible: plan 'mlp' is not served") != std::string::npos);
+  auto with = test::run_shell(server + " --device " + dev + " < " + requests);
+  INFO(with.text);
+  CHECK(with.status == 0);
+  CHECK(with.text.find("and 1 bound") != std::string::npos);
+  CHECK(with.text.find("ok #0 mlp device_us=") != std::string::npos);
+  CHECK(with.text.find(" rel_err=") != std::string::npos);
+  CHECK(with.text.find("done: 1 served, 0 failed") != std::string::npos);
 }

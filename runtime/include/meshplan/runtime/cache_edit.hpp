@@ -45,3 +45,15 @@ struct GcOptions {
 Result<CacheEditReport> gc_cache(const std::string& path, const GcOptions& options);
 
 }  // namespace meshplan::runtime
+
+namespace meshplan::runtime {
+
+/// Adds every entry of `entries` to the cache at `path` (created if missing) in one atomic
+/// write under the writers' lock, replacing existing entries with the same name or key. Each
+/// new plan is verified first (an invalid one is an error and nothing is written). Among the
+/// new entries, a later one with the same name or key as an earlier one replaces it; the
+/// replaced entry is reported in `dropped`. A damaged existing cache is not overwritten.
+Result<CacheEditReport> add_all_to_cache(const std::string& path,
+                                         std::vector<CacheEntryData> entries);
+
+}  // namespace meshplan::runtime

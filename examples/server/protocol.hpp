@@ -1,0 +1,68 @@
+// meshplan-server's line protocol, and the worker that answers run requests.
+//
+// Transport: 127.0.0.1 TCP (`--port P`, 0 picks a free port and prints it) and/or stdin/stdout.
+// Every request and every response is one line of text ending in '\n' ("\r\n" is accepted);
+// lines are at most 1 MiB. A client may send many requests without waiting (pipelining):
+// responses come in completion order, each tagged with the request's number in its session
+// (#0, #1, ... counting every line the session sent, blank lines excepted).
+//
+// Requests:
+//   run NAME [random SEED | SEED] [--input=SHAPExf32=VALUES]... [check]
+//       Runs plan NAME. Inputs are given in plan input order, IREE style
+//       (--input=2x3xf32=[[1,2,3],[4,5,6]] or --input=2x3xf32=0.5), all or none; with none they
+//       are drawn from SEED (default 1) exactly as runtime::random_inputs(plan, SEED) does, so a
+//       client can recompute them. `check` also runs the f32 host reference and reports the
+//       relative error. File inputs (@x.npy) are refused: the server reads no files for clients.
+//   list    names of the plans being served
+//   quit    stops the whole server: no new requests are read, queued ones are answered, then it
+//           exits 0 (as on SIGTERM or SIGINT)
+//
+// Responses:
+//   ok #ID NAME device_us=T host_us=H outputs=K out0=SHAPE sum0=S absmax0=A xxh0=HEX ...
+//       [rel_err=E]
+//       T: simulated device time; H: host wall time of the run; then per output i: shape
+//       (e.g. 64x512), sum and largest |value| of its elements (%.9g), and XXH3-128 of its f32
+//       bytes (32 hex digits; equal outputs give equal digests).
+//   ok #ID plans=N NAME...          (list)
+//   bye #ID                         (quit)
+//   error #ID CODE: MESSAGE         the request failed; the server keeps serving. CODE is one
+//       of invalid_argument, not_found, incompatible, ... (meshplan::ErrorCode names).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/plan_cache.hpp"
+
+namespace meshplan::server {
+
+/// Longest request line accepted.
+inline constexpr size_t kMaxLineBytes = 1u << 20;
+
+/// A worker thread's state: one emulated chip per device the plans target, and every plan
+/// bound to its chip at start-up. Used by one thread at a time.
+class Worker {
+ public:
+  /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
+  /// taken from `chips` by the device name the plan records. Plans that cannot be bound are
+  /// reported in `skipped` (name and reason) and answered with that reason later. Each chip
+  /// runs the cores of big ops on `core_threads` host threads.
+  static Result<std::unique_ptr<Worker>> create(
+      const std::vector<runtime::PlanRef>& plans,
+      const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
+      std::vector<std::string>* skipped);
+
+  /// Answers one `run ...` request line with the text after "ok #ID " or an error.
+  Result<std::string> run(const std::string& line);
+
+ private:
+  std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
+  std::map<std::string, std::unique_ptr<runtime::Executable>, std::less<>> bound_;
+  std::map<std::string, std::string, std::less<>> unbound_;  ///< name -> why it is not served
+};
+
+}  // namespace meshplan::server

@@ -1,0 +1,166 @@
+// The server's worker: parses a run request, runs the bound plan, summarises the outputs.
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "meshplan/runtime/check.hpp"
+#include "protocol.hpp"
+#include "tensor_io.hpp"
+
+namespace meshplan::server {
+
+namespace {
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) s += (d ? "x" : "") + std::to_string(shape[d]);
+  return s;
+}
+
+/// The SHAPE of "SHAPExf32=VALUES", checked against the plan's input before any value is read,
+/// so a request cannot make the server allocate more than the plan's own inputs.
+Status check_input_shape(std::string_view text, size_t i, const runtime::Executable& exe) {
+  size_t eq = text.find('=');
+  std::string_view spec = text.substr(0, eq);
+  std::string want = shape_text(exe.input_shape(i)) + "xf32";
+  if (eq == std::string_view::npos || spec != want)
+    return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i), "'): shape [",
+                spec.substr(0, spec.rfind('x')), "] does not match the plan's [",
+                shape_text(exe.input_shape(i)), "] (expected --input=", want, "=VALUES)");
+  return {};
+}
+
+/// Client text echoed in an error: at most 80 bytes, non-printable bytes shown as '?'.
+std::string echo(std::string_view text) {
+  std::string out(text.substr(0, 80));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return text.size() > 80 ? out + "..." : out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Worker>> Worker::create(
+    const std::vector<runtime::PlanRef>& plans,
+    const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
+    std::vector<std::string>* skipped) {
+  auto w = std::unique_ptr<Worker>(new Worker());
+  for (const runtime::PlanRef& plan : plans) {
+    std::string name(plan.name());
+    const fb::DeviceInfo* d = plan.plan().header()->device();
+    std::string chip_name = d->name() ? d->name()->str() : "";
+    auto chip = chips.find(chip_name);
+    std::string why;
+    if (chip == chips.end()) {
+      why = str("plan '", name, "' targets device '", chip_name,
+                "', neither built in nor given with --device FILE.json");
+    } else {
+      auto& dev = w->devices_[chip_name];
+      if (!dev) {
+        dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip->second));
+        dev->set_core_threads(core_threads);
+      }
+      auto exe = runtime::Executable::bind(plan, *dev);
+      if (exe)
+        w->bound_[name] = std::move(*exe);
+      else
+        why = exe.error().message;
+    }
+    if (!why.empty()) {
+      w->unbound_[name] = why;
+      if (skipped) skipped->push_back(why);
+    }
+  }
+  return w;
+}
+
+Result<std::string> Worker::run(const std::string& line) {
+  std::istringstream in(line);
+  std::string verb, name;
+  in >> verb >> name;
+  if (verb != "run" || name.empty())
+    return fail(ErrorCode::invalid_argument, "expected 'run NAME [random SEED] [--input=...]', ",
+                "'list' or 'quit', got '", echo(line), "'");
+  auto it = bound_.find(name);
+  if (it == bound_.end()) {
+    if (auto u = unbound_.find(name); u != unbound_.end())
+      return fail(ErrorCode::incompatible, "plan '", name, "' is not served: ", u->second);
+    std::string names;
+    for (const auto& [n, exe] : bound_) names += (names.empty() ? "" : ", ") + n;
+    return fail(ErrorCode::not_found, "no plan named '", echo(name), "' (serving: ", names, ")");
+  }
+  runtime::Executable& exe = *it->second;
+  uint64_t seed = 1;
+  bool check = false, seeded = false;
+  std::vector<std::string> given;
+  for (std::string word; in >> word;) {
+    if (word.rfind("--input=", 0) == 0) {
+      std::string text = word.substr(8);
+      if (!text.empty() && text[0] == '@')
+        return fail(ErrorCode::invalid_argument, "file inputs ('", echo(text),
+                    "') are not accepted over the protocol; send SHAPExf32=VALUES");
+      given.push_back(text);
+    } else if (word == "check") {
+      check = true;
+    } else if ((word == "random" && in >> word) ||
+               (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])))) {
+      char* end = nullptr;
+      errno = 0;
+      seed = std::strtoull(word.c_str(), &end, 10);
+      if (word.empty() || *end || errno == ERANGE || word[0] == '-')
+        return fail(ErrorCode::invalid_argument, "seed '", echo(word), "' is not a 64-bit number");
+      seeded = true;
+    } else {
+      return fail(ErrorCode::invalid_argument, "unexpected '", echo(word), "' in run ", name);
+    }
+  }
+  if (seeded && !given.empty())
+    return fail(ErrorCode::invalid_argument, "give a seed or --input values, not both");
+  std::vector<runtime::Tensor> inputs;
+  if (given.empty()) {
+    inputs = runtime::random_inputs(exe.plan(), seed);
+  } else {
+    if (given.size() != exe.input_count())
+      return fail(ErrorCode::invalid_argument, "plan '", name, "' takes ", exe.input_count(),
+                  " inputs, ", given.size(), " --input given");
+    for (size_t i = 0; i < given.size(); ++i) {
+      MESHPLAN_TRY(check_input_shape(given[i], i, exe));
+      inputs.push_back(MESHPLAN_TRY(tools::parse_input(given[i])));
+    }
+  }
+  auto views = runtime::views_of(inputs);
+  auto t0 = std::chrono::steady_clock::now();
+  runtime::RunResult r = MESHPLAN_TRY(exe.run(views));
+  double host_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  char buf[256];
+  std::snprintf(buf, sizeof buf, " device_us=%.3f host_us=%.1f outputs=%zu", r.device_ns / 1000.0,
+                host_us, r.outputs.size());
+  std::string out = name + buf;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const runtime::Tensor& t = r.outputs[i];
+    double sum = 0, absmax = 0;
+    for (float v : t.data) {
+      sum += v;
+      absmax = std::max(absmax, static_cast<double>(std::fabs(v)));
+    }
+    Hash128 digest = xxh3_128(t.data.data(), t.data.size() * sizeof(float));
+    std::snprintf(buf, sizeof buf, " out%zu=%s sum%zu=%.9g absmax%zu=%.9g xxh%zu=%s", i,
+                  shape_text(t.shape).c_str(), i, sum, i, absmax, i, digest.hex().c_str());
+    out += buf;
+  }
+  if (check) {
+    auto reference = MESHPLAN_TRY(runtime::run_reference(exe.plan(), views));
+    runtime::CheckReport c =
+        runtime::check_outputs(r.outputs, reference, runtime::kDefaultTolerance);
+    std::snprintf(buf, sizeof buf, " rel_err=%.6g", c.relative_error);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace meshplan::server
