@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "meshplan/planner/graph.hpp"
+#include "meshplan/planner/mesh_annotations.hpp"
 
 namespace meshplan::models {
 
@@ -62,5 +63,36 @@ struct ModelSpec {
 };
 /// Every model of the zoo, in a fixed order.
 std::vector<ModelSpec> zoo();
+
+// ---- Mesh variants (zoo_mesh.cpp): global graphs + Shardy annotations for export_stablehlo ----
+
+/// Megatron-style tensor parallelism for llama_decoder(config) on a named mesh:
+///   "t3k" (mesh ["x"=2, "y"=4]): attention and FFN split over all 8 chips ({"x", "y"}):
+///     wq/wk/wv and w1/w3 column-parallel (output dim), wo and w2 row-parallel (input dim), so the
+///     heads (and the K/V cache's kv-head dim) split 8 ways;
+///   "galaxy" (mesh ["x"=8, "y"=4]): attention TP 8 over "x" (32 query / 8 KV heads: one KV head
+///     and its 4 query heads per "x" position, replicated along "y"), FFN 2-D over {"x", "y"}
+///     (32-way, 14336 / 32 = 448 columns per chip).
+/// Activations, norms' weights and the mask are replicated. Each layer then needs exactly two
+/// all_reduces of the [seq, hidden] activations: after wo (over the attention axes) and after
+/// w2 (over the FFN axes). Needs kv_heads divisible by the attention TP size.
+Result<planner::MeshAnnotations> llama_tensor_parallel(const LlamaConfig& config,
+                                                       std::string_view mesh);
+/// The attention and FFN axes llama_tensor_parallel uses on `mesh`.
+std::vector<std::string> llama_attention_axes(std::string_view mesh);
+std::vector<std::string> llama_ffn_axes(std::string_view mesh);
+
+/// One mesh zoo entry: the model annotated for a mesh ("t3k", "galaxy", "n300").
+struct MeshModelSpec {
+  std::string name;
+  std::string mesh;
+  int64_t rows = 1, cols = 1;
+  std::function<Result<planner::AnnotatedGraph>()> full;
+  std::function<Result<planner::AnnotatedGraph>()> reduced;
+};
+/// Llama-3-8B prefill / decode tensor-parallel on t3k and galaxy (reduced: hidden 512, 16 heads,
+/// 8 KV heads, FFN 1024, sequence 32 / past 31); ResNet-50 batch 8 data-parallel on n300 1x2
+/// (no shardings: the pipeline's automatic batch sharding; reduced: batch 2, 32x32 images).
+std::vector<MeshModelSpec> mesh_zoo();
 
 }  // namespace meshplan::models

@@ -97,6 +97,16 @@ Result<int> run(const Args& args) {
       if (!out) return fail(ErrorCode::io, "cannot write ", path);
       std::printf("wrote %s\n", path.c_str());
     }
+    for (const models::MeshModelSpec& spec : models::mesh_zoo()) {  // annotated graph.json
+      auto g = spec.full();
+      if (!g) return std::unexpected(with_context(g.error(), "model " + spec.name));
+      std::string json = MESHPLAN_TRY(planner::export_graph_json(g->graph, g->annotations));
+      std::string path = args.write_json + "/" + spec.name + ".json";
+      std::ofstream out(path, std::ios::trunc);
+      out << json;
+      if (!out) return fail(ErrorCode::io, "cannot write ", path);
+      std::printf("wrote %s\n", path.c_str());
+    }
     return 0;
   }
   std::vector<std::string> policies = args.policies;

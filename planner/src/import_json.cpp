@@ -77,6 +77,12 @@ Result<std::string> read_text_file(const std::string& path) {
 }
 
 Result<Graph> import_graph_json(std::string_view json, std::string_view source_name) {
+  auto annotated = MESHPLAN_TRY(import_annotated_graph_json(json, source_name));
+  return std::move(annotated.graph);
+}
+
+Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
+                                                   std::string_view source_name) {
   auto parser = MESHPLAN_TRY(make_parser());
   std::string text(json);
   std::string src(source_name);
@@ -89,8 +95,20 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
                 ": not a graph (root table must be meshplan.fb.Graph)");
   const fb::Graph* fg = fb::GetGraph(parser->builder_.GetBufferPointer());
 
-  Graph g;
+  AnnotatedGraph result;
+  Graph& g = result.graph;
+  MeshAnnotations& ann = result.annotations;
   g.name = fg->name() ? fg->name()->str() : "";
+  if (fg->mesh_axes())
+    for (const fb::MeshAxis* a : *fg->mesh_axes())
+      ann.axes.emplace_back(a->name()->str(), a->size());
+  if (fg->output_shardings()) {
+    for (const flatbuffers::String* s : *fg->output_shardings()) ann.outputs.push_back(s->str());
+    size_t n = fg->outputs() ? fg->outputs()->size() : 0;
+    if (ann.outputs.size() != n)
+      return fail(ErrorCode::invalid_argument, source_name, ": output_shardings has ",
+                  ann.outputs.size(), " entries for ", n, " outputs");
+  }
   std::map<std::string, ValueId, std::less<>> names;
   auto add_value = [&](const fb::Value* v, std::string_view where) -> Result<ValueId> {
     Value value;
@@ -118,6 +136,7 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
       if (v.kind != ArgKind::constant && a->data())
         return fail(ErrorCode::invalid_argument, source_name, ": argument '", v.name,
                     "' has data but is not a constant");
+      if (a->sharding()) ann.arguments.emplace_back(v.name, a->sharding()->str());
       g.arguments.push_back(id);
     }
   // First pass: ops and their results, so operands may refer to values defined later in the file.
@@ -193,7 +212,12 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
           shard_from_fb(fg->output_shards()->Get(i), str(source_name, ": output shard #", i))));
   auto status = validate(g);
   if (!status) return std::unexpected(with_context(status.error(), std::string(source_name)));
-  return g;
+  return result;
+}
+
+Result<AnnotatedGraph> load_annotated_graph_file(const std::string& path) {
+  std::string text = MESHPLAN_TRY(read_text_file(path));
+  return import_annotated_graph_json(text, path);
 }
 
 Result<Graph> load_graph_file(const std::string& path) {
@@ -201,7 +225,7 @@ Result<Graph> load_graph_file(const std::string& path) {
   return import_graph_json(text, path);
 }
 
-Result<std::string> export_graph_json(const Graph& g) {
+Result<std::string> export_graph_json(const Graph& g, const MeshAnnotations& ann) {
   flatbuffers::FlatBufferBuilder b;
   auto value = [&](const Value& v) {
     return fb::CreateValueDirect(b, v.name.c_str(), &v.shape, static_cast<fb::DType>(v.dtype));
@@ -211,8 +235,11 @@ Result<std::string> export_graph_json(const Graph& g) {
     const Value& v = g.values[a];
     auto fv = value(v);
     std::vector<double> data(v.data.begin(), v.data.end());
+    std::string_view sharding = ann.argument(v.name);
+    std::string sharding_text(sharding);
     args.push_back(fb::CreateArgumentDirect(b, fv, static_cast<fb::ArgKind>(v.kind),
-                                            v.kind == ArgKind::constant ? &data : nullptr));
+                                            v.kind == ArgKind::constant ? &data : nullptr,
+                                            sharding.empty() ? nullptr : sharding_text.c_str()));
   }
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (const Op& op : g.ops) {
@@ -258,9 +285,16 @@ Result<std::string> export_graph_json(const Graph& g) {
   };
   for (const auto& s : g.argument_shards) arg_shards.push_back(shard(s));
   for (const auto& s : g.output_shards) out_shards.push_back(shard(s));
+  std::vector<flatbuffers::Offset<fb::MeshAxis>> axes;
+  for (const auto& [name, size] : ann.axes)
+    axes.push_back(fb::CreateMeshAxisDirect(b, name.c_str(), size));
+  std::vector<flatbuffers::Offset<flatbuffers::String>> output_shardings;
+  for (const std::string& s : ann.outputs) output_shardings.push_back(b.CreateString(s));
   b.Finish(fb::CreateGraphDirect(b, g.name.c_str(), &args, &ops, &outputs, mesh,
                                  arg_shards.empty() ? nullptr : &arg_shards,
-                                 out_shards.empty() ? nullptr : &out_shards),
+                                 out_shards.empty() ? nullptr : &out_shards,
+                                 axes.empty() ? nullptr : &axes,
+                                 output_shardings.empty() ? nullptr : &output_shardings),
            fb::GraphIdentifier());
   auto parser = MESHPLAN_TRY(make_parser());
   std::string text;

@@ -5,6 +5,9 @@
 #include <numeric>
 #include <sstream>
 
+#include "meshplan_custom_call.hpp"
+#include "stablehlo_ops.hpp"
+
 namespace meshplan::planner::shlo {
 
 namespace {
@@ -160,42 +163,14 @@ std::string FactorRule::print() const {
 Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   std::string_view n = short_name(op);
   const bool stablehlo = std::string_view(op.name).starts_with("stablehlo.");
-  if ((stablehlo && in(n, {"abs",
-                           "negate",
-                           "exponential",
-                           "log",
-                           "sqrt",
-                           "rsqrt",
-                           "tanh",
-                           "logistic",
-                           "not",
-                           "floor",
-                           "ceil",
-                           "sine",
-                           "cosine",
-                           "sign",
-                           "exponential_minus_one",
-                           "log_plus_one",
-                           "round_nearest_even",
-                           "convert",
-                           "add",
-                           "subtract",
-                           "multiply",
-                           "divide",
-                           "maximum",
-                           "minimum",
-                           "power",
-                           "remainder",
-                           "and",
-                           "or",
-                           "xor",
-                           "atan2",
-                           "compare",
-                           "select"})) ||
+  // Elementwise: the parser's and printer's op lists (one truth), plus convert/compare/select.
+  if ((stablehlo && (is_elementwise_unary(n) || is_elementwise_binary(n) ||
+                     in(n, {"convert", "compare", "select"}))) ||
       op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard")
     return elementwise(m, op);
   if (!stablehlo)
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
+  if (n == "custom_call" && meshplan_call_kind(op)) return meshplan_call_rule(m, op);
   RuleBuilder b;
   if (n == "reshape") return reshape_rule(m, op);
   if (n == "constant") {

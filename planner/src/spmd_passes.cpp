@@ -99,10 +99,17 @@ Status apply_argument_types(Module& m, const std::vector<std::string>& types) {
 Status apply_shard_status(Module& m) {
   Func* f = m.entry();
   if (!f) return {};
-  for (ArgInfo& a : f->args)
+  for (ArgInfo& a : f->args) {
+    // A status the module already states is kept: export_stablehlo says `unsharded` for the
+    // annotated arguments of a graph, whose host tensors are whole (mesh_shard devices /
+    // replicate at the boundary, not identity).
+    bool stated = false;
+    for (const auto& [k, v] : a.attrs) stated |= k == "ttcore.shard_status";
+    if (stated) continue;
     set_attr(a.attrs, "ttcore.shard_status",
              opaque(std::string("#ttcore.shard_status<") +
                     (m.values[a.value].sharding ? "sharded" : "unsharded") + ">"));
+  }
   return {};
 }
 

@@ -8,6 +8,7 @@
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
+//   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy [--emit=sdy|stablehlo ...] [-o ...]
 //   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
@@ -25,6 +26,7 @@
 #include "compile_batch.hpp"
 #include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/planner/dot.hpp"
+#include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
@@ -70,6 +72,9 @@ constexpr const char* kUsage =
     "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, "
     "close.\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
+    "  A MODEL.json with sharding annotations (mesh_axes, Argument.sharding) or a --mesh larger\n"
+    "  than 1x1 takes the same path: the graph is exported to StableHLO/Shardy first. --mesh also\n"
+    "  takes n300 (1x2), t3k (2x4) and galaxy (8x4).\n"
     "  --report writes a self-contained HTML report; --compare adds plans by other policies to "
     "it.\n"
     "       meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n"
@@ -77,8 +82,8 @@ constexpr const char* kUsage =
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
-  std::string mesh = "1x1", stop_after, arg_types;
-  std::string report;  // --report=FILE.html
+  std::string mesh, stop_after, arg_types;  // mesh "" = not given (1x1)
+  std::string report;                       // --report=FILE.html
   std::vector<std::string>
       compare;  // --compare=POLICY,POLICY: also plan with these, for the report
   planner::PlannerOptions options;
@@ -191,8 +196,8 @@ Result<Args> parse_args(int argc, char** argv) {
       !mlir_emit)
     return fail(ErrorCode::invalid_argument,
                 "--emit takes plan-json, graph-json, dot, sdy or stablehlo, not '", a.emit, "'");
-  if (mlir_emit && !a.model.ends_with(".mlir"))
-    return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir model");
+  if (mlir_emit && !a.model.ends_with(".mlir") && !a.model.ends_with(".json"))
+    return fail(ErrorCode::invalid_argument, "--emit=", a.emit, " needs a .mlir or .json model");
   return a;
 }
 
@@ -211,16 +216,15 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
 
 /// A .mlir model: the mesh pipeline, then either the printed module (--emit=sdy|stablehlo)
 /// or the per-device program lowered to the graph IR.
-Result<std::optional<planner::Graph>> run_mlir(const Args& args) {
-  planner::shlo::Module module = MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
-  planner::shlo::PipelineOptions options;
-  size_t x = args.mesh.find('x');
-  char* end = nullptr;
-  options.mesh_rows = std::strtoll(args.mesh.c_str(), &end, 10);
-  options.mesh_cols =
-      x == std::string::npos ? 0 : std::strtoll(args.mesh.c_str() + x + 1, &end, 10);
-  if (x == std::string::npos || *end != '\0' || options.mesh_rows < 1 || options.mesh_cols < 1)
-    return fail(ErrorCode::invalid_argument, "--mesh takes RxC (e.g. 2x4), not '", args.mesh, "'");
+/// (A graph.json exported to StableHLO arrives here as `module` with `options` already set.)
+Result<std::optional<planner::Graph>> run_mlir(const Args& args,
+                                               std::optional<planner::shlo::Module> exported = {},
+                                               planner::shlo::PipelineOptions options = {}) {
+  planner::shlo::Module module =
+      exported ? std::move(*exported) : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
+  if (!exported)
+    MESHPLAN_TRY(planner::parse_mesh_size(args.mesh.empty() ? "1x1" : args.mesh, &options.mesh_rows,
+                                          &options.mesh_cols));
   std::string stage = !args.stop_after.empty()   ? args.stop_after
                       : args.emit == "stablehlo" ? "import"
                                                  : "close";
@@ -300,7 +304,28 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
     if (!lowered) return std::nullopt;
     graph = std::move(*lowered);
   } else {
-    graph = MESHPLAN_TRY(planner::load_graph_file(args.model));
+    planner::AnnotatedGraph annotated =
+        MESHPLAN_TRY(planner::load_annotated_graph_file(args.model));
+    int64_t rows = 1, cols = 1;
+    if (!args.mesh.empty()) MESHPLAN_TRY(planner::parse_mesh_size(args.mesh, &rows, &cols));
+    const bool mesh = !annotated.annotations.empty() || rows * cols > 1 || args.emit == "sdy" ||
+                      args.emit == "stablehlo";
+    if (!mesh) {
+      graph = std::move(annotated.graph);
+    } else {
+      planner::MeshAnnotations& ann = annotated.annotations;
+      if (ann.axes.empty() && rows * cols > 1) ann.axes = {{"model", rows}, {"batch", cols}};
+      if (!args.mesh.empty() && !ann.axes.empty() && ann.rows() * ann.cols() != rows * cols)
+        return fail(ErrorCode::incompatible, args.model, ": the graph is annotated for a ",
+                    ann.rows(), "x", ann.cols(), " mesh but --mesh ", args.mesh, " has ",
+                    rows * cols, " chips");
+      auto module = planner::export_stablehlo(annotated.graph, ann);
+      if (!module) return std::unexpected(with_context(module.error(), args.model));
+      auto lowered = MESHPLAN_TRY(
+          run_mlir(args, std::move(*module), planner::pipeline_options(ann, rows, cols)));
+      if (!lowered) return std::nullopt;
+      graph = std::move(*lowered);
+    }
   }
   if (args.emit == "graph-json") {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));

@@ -44,7 +44,8 @@ struct PipelineOptions {
 
 /// Pass 2: ttcore.argument_type from options.argument_types.
 Status apply_argument_types(Module& m, const std::vector<std::string>& types);
-/// Pass 3: ttcore.shard_status = sharded when the argument carries an sdy.sharding.
+/// Pass 3: ttcore.shard_status = sharded when the argument carries an sdy.sharding (arguments
+/// that already state a ttcore.shard_status keep it).
 Status apply_shard_status(Module& m);
 /// Pass 4: when nothing is annotated, declare the mesh and shard the batch dim (dim 0) of the
 /// inputs over every mesh axis of size > 1 ("batch" first). Inputs are the arguments typed

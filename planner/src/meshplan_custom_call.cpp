@@ -1,0 +1,95 @@
+// meshplan custom calls <-> graph ops.
+#include "meshplan_custom_call.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace meshplan::planner::shlo {
+
+std::string custom_call_target(const Op& op) {
+  if (op.name != "stablehlo.custom_call") return "";
+  const Attr* t = op.attr("call_target_name");
+  if (!t) t = op.prop("call_target_name");
+  if (!t) return "";
+  return t->kind == Attr::Kind::symbol || t->kind == Attr::Kind::string ? t->text : "";
+}
+
+std::optional<OpKind> meshplan_call_kind(const Op& op) {
+  std::string target = custom_call_target(op);
+  if (!target.starts_with(kMeshplanPrefix)) return std::nullopt;
+  return device::op_from_name(std::string_view(target).substr(kMeshplanPrefix.size()));
+}
+
+Result<planner::Op> meshplan_call_op(const Op& op) {
+  std::string target = custom_call_target(op);
+  auto kind = meshplan_call_kind(op);
+  if (!kind)
+    return fail(ErrorCode::unimplemented, op.loc.str(), ": custom call '", target,
+                "' is not a meshplan op");
+  planner::Op g;
+  g.name = target;
+  g.kind = *kind;
+  for (const auto* list : {&op.props, &op.attrs})
+    for (const auto& [name, a] : *list) {
+      if (!name.starts_with(kMeshplanPrefix)) continue;
+      Attribute out{name.substr(kMeshplanPrefix.size()), int64_t{0}};
+      using K = Attr::Kind;
+      if (a.kind == K::integer)
+        out.value = a.i;
+      else if (a.kind == K::floating)
+        out.value = a.f;
+      else if (a.kind == K::boolean)
+        out.value = a.i != 0;
+      else if (a.kind == K::string)
+        out.value = a.text;
+      else if (a.kind == K::dense_array && a.text.starts_with("f"))
+        out.value = a.values;
+      else if (a.kind == K::dense_array)
+        out.value = a.ints;
+      else
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", target, ": attribute '", name,
+                    "' = ", attr_string(a), " has no graph attribute form");
+      g.attributes.push_back(std::move(out));
+    }
+  std::sort(g.attributes.begin(), g.attributes.end(),
+            [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
+  return g;
+}
+
+namespace {
+
+std::string double_text(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+std::string attr_value_text(const AttrValue& value) {
+  if (auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i) + " : i64";
+  if (auto* d = std::get_if<double>(&value)) return double_text(*d) + " : f64";
+  if (auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (auto* s = std::get_if<std::string>(&value)) {
+    std::string q = "\"";
+    for (char c : *s) {
+      if (c == '"' || c == '\\') q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  }
+  std::string out;
+  if (auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+    out = "array<i64";
+    for (size_t k = 0; k < v->size(); ++k) out += (k ? ", " : ": ") + std::to_string((*v)[k]);
+  } else if (auto* f = std::get_if<std::vector<double>>(&value)) {
+    out = "array<f64";
+    for (size_t k = 0; k < f->size(); ++k) out += (k ? ", " : ": ") + double_text((*f)[k]);
+  }
+  return out + ">";
+}
+
+}  // namespace meshplan::planner::shlo
