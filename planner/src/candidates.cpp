@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/formats.hpp"
 
 namespace meshplan::planner {
@@ -148,6 +149,17 @@ std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
   put(config.fidelity);
   put(config.grid_x);
   put(config.grid_y);
+  if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
+    put(config.mesh_rows);
+    put(config.mesh_cols);
+    put(config.cluster_axis);
+    put(config.reduce);
+    put(config.collective_dim);
+    put(config.split_dim);
+    put(config.concat_dim);
+    put(config.num_pairs);
+    k.append(reinterpret_cast<const char*>(config.pairs), 2 * size_t{config.num_pairs});
+  }
   auto tensor = [&](ValueId v, const TensorLayout& t) {
     const Value& val = graph_.values[v];
     put(static_cast<uint8_t>(val.shape.size()));
