@@ -43,7 +43,7 @@ TEST_CASE("meshplan-compile and meshplan-run handle a tensor-parallel MLP on a T
   CHECK(inspected.text.find("mesh t3k 2x4, linear, 2 links") != std::string::npos);
   CHECK(inspected.text.find("input  w1: host [256x512] -> per chip [256x128], devices "
                             "shard_dims=[-1,1]") != std::string::npos);
-  CHECK(inspected.text.find("all_reduce") != std::string::npos);
+  CHECK(inspected.text.find("all_reduce       axis 1") != std::string::npos);
   // A host input of the per-chip shape is refused, naming the input.
   auto bad = test::run_shell(kRun + " " + cache +
                              " --name tp_mlp_t3k --input=@/nonexistent.npy --input=1xf32=[1] "
