@@ -163,15 +163,28 @@ Result<Shape> infer_collective_shape(OpKind kind, std::span<const std::span<cons
   return out;
 }
 
-MeshDesc default_collective_mesh(const ChipDesc& chip, const OpConfig& config) {
+MeshDesc default_mesh(const ChipDesc& chip, int rows, int cols) {
   MeshDesc m;
-  m.name = "default";
-  m.rows = std::max<uint16_t>(1, config.mesh_rows);
-  m.cols = std::max<uint16_t>(1, config.mesh_cols);
-  m.chip = chip;
+  m.name = str(rows, "x", cols);
+  m.rows = static_cast<uint16_t>(std::clamp(rows, 1, 0xFFFF));
+  m.cols = static_cast<uint16_t>(std::clamp(cols, 1, 0xFFFF));
   m.topology = Topology::linear;
   m.links = 1;
+  for (std::string_view name : builtin_mesh_names())
+    if (auto b = builtin_mesh(name); b && b->rows == m.rows && b->cols == m.cols) {
+      m.name = b->name;
+      m.topology = b->topology;
+      m.links = b->links;
+      m.hop_latency_ns = b->hop_latency_ns;
+      break;
+    }
+  m.links = std::max<uint32_t>(1, std::min(m.links, chip.ethernet_links));
+  m.chip = chip;
   return m;
+}
+
+MeshDesc default_collective_mesh(const ChipDesc& chip, const OpConfig& config) {
+  return default_mesh(chip, config.mesh_rows, config.mesh_cols);
 }
 
 uint64_t collective_op_ns(const MeshDesc& given, const OpLaunch& op) {

@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "mesh_internal.hpp"
+#include "meshplan/device/collective_ops.hpp"
 
 namespace meshplan::device {
 
-Result<std::unique_ptr<Mesh>> Mesh::create(MeshDesc desc) {
+Result<std::unique_ptr<EmulatedMesh>> EmulatedMesh::create(MeshDesc desc) {
   MESHPLAN_TRY(desc.verify());
-  std::unique_ptr<Mesh> mesh(new Mesh(std::move(desc)));
+  std::unique_ptr<EmulatedMesh> mesh(new EmulatedMesh(std::move(desc)));
   mesh->chips_.reserve(static_cast<size_t>(mesh->size()));
   for (int i = 0; i < mesh->size(); ++i) {
     auto chip = EmulatedDevice::create(mesh->desc_.chip);
@@ -23,45 +24,33 @@ Result<std::unique_ptr<Mesh>> Mesh::create(MeshDesc desc) {
   return mesh;
 }
 
-uint64_t Mesh::now_ns(MeshCoord c) const {
+uint64_t EmulatedMesh::now_ns(MeshCoord c) const {
   size_t i = static_cast<size_t>(desc_.index(c));
   return chips_[i]->now_ns() + waited_ns_[i];
 }
 
-uint64_t Mesh::now_ns() const {
+uint64_t EmulatedMesh::now_ns() const {
   uint64_t t = 0;
   for (int i = 0; i < size(); ++i) t = std::max(t, now_ns(desc_.coord(i)));
   return t;
 }
 
-void Mesh::reset() {
+void EmulatedMesh::reset() {
   for (auto& c : chips_) c->reset();
   std::fill(waited_ns_.begin(), waited_ns_.end(), 0);
 }
 
-uint64_t Mesh::resident_bytes() const {
+uint64_t EmulatedMesh::resident_bytes() const {
   uint64_t n = 0;
   for (const auto& c : chips_) n += c->resident_bytes();
   return n;
 }
 
-std::vector<std::vector<int>> Mesh::groups(int axis) const {
-  std::vector<std::vector<int>> out;
-  if (axis == 0) {
-    for (int c = 0; c < cols(); ++c) {
-      out.emplace_back();
-      for (int r = 0; r < rows(); ++r) out.back().push_back(r * cols() + c);
-    }
-  } else {
-    for (int r = 0; r < rows(); ++r) {
-      out.emplace_back();
-      for (int c = 0; c < cols(); ++c) out.back().push_back(r * cols() + c);
-    }
-  }
-  return out;
+std::vector<std::vector<int>> EmulatedMesh::groups(int axis) const {
+  return collective_groups(rows(), cols(), axis);
 }
 
-uint64_t Mesh::advance(std::span<const int> chips, uint64_t duration_ns) {
+uint64_t EmulatedMesh::advance(std::span<const int> chips, uint64_t duration_ns) {
   uint64_t start = 0;
   for (int i : chips) start = std::max(start, now_ns(desc_.coord(i)));
   uint64_t end = start + duration_ns;

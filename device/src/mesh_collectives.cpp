@@ -4,7 +4,9 @@
 #include <functional>
 
 #include "mesh_internal.hpp"
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/mesh.hpp"
+#include "meshplan/device/timing.hpp"
 
 namespace meshplan::device {
 
@@ -17,10 +19,11 @@ std::string at(const Mesh& m, int index) {
 }
 
 Status check_axis(const Mesh& m, int axis, const std::string& label) {
-  if (axis != 0 && axis != 1)
+  if (axis != 0 && axis != 1 && axis != -1)
     return fail(ErrorCode::invalid_argument, label, ": cluster_axis ", axis, " is out of range: a ",
                 m.rows(), "x", m.cols(), " mesh has axis 0 (", m.rows(),
-                " chips per column) and axis 1 (", m.cols(), " chips per row)");
+                " chips per column), axis 1 (", m.cols(), " chips per row) and -1 (all ", m.size(),
+                " chips)");
   return {};
 }
 
@@ -125,7 +128,7 @@ struct AxisCollective {
   }
 };
 
-Result<CollectiveRun> Mesh::all_gather(PerChip in, PerChip out, int dim, int cluster_axis) {
+Result<CollectiveRun> EmulatedMesh::all_gather(PerChip in, PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_gather(dim=", dim, ", cluster_axis=", cluster_axis, ")");
   MESHPLAN_TRY(check_count(*this, in, "input", label));
   MESHPLAN_TRY(check_count(*this, out, "output", label));
@@ -158,8 +161,8 @@ Result<CollectiveRun> Mesh::all_gather(PerChip in, PerChip out, int dim, int clu
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> Mesh::reduce_scatter(PerChip in, PerChip out, int dim, int cluster_axis,
-                                           ReduceOp op) {
+Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int dim,
+                                                   int cluster_axis, ReduceOp op) {
   std::string label =
       str("reduce_scatter(dim=", dim, ", cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
   MESHPLAN_TRY(check_count(*this, in, "input", label));
@@ -199,7 +202,8 @@ Result<CollectiveRun> Mesh::reduce_scatter(PerChip in, PerChip out, int dim, int
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> Mesh::all_reduce(PerChip in, PerChip out, int cluster_axis, ReduceOp op) {
+Result<CollectiveRun> EmulatedMesh::all_reduce(PerChip in, PerChip out, int cluster_axis,
+                                               ReduceOp op) {
   std::string label = str("all_reduce(cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
   MESHPLAN_TRY(check_count(*this, in, "input", label));
   MESHPLAN_TRY(check_count(*this, out, "output", label));
@@ -226,8 +230,8 @@ Result<CollectiveRun> Mesh::all_reduce(PerChip in, PerChip out, int cluster_axis
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> Mesh::all_to_all(PerChip in, PerChip out, int split_dim, int concat_dim,
-                                       int cluster_axis) {
+Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int split_dim,
+                                               int concat_dim, int cluster_axis) {
   std::string label = str("all_to_all(split_dim=", split_dim, ", concat_dim=", concat_dim,
                           ", cluster_axis=", cluster_axis, ")");
   MESHPLAN_TRY(check_count(*this, in, "input", label));
@@ -281,7 +285,7 @@ Result<CollectiveRun> Mesh::all_to_all(PerChip in, PerChip out, int split_dim, i
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> Mesh::collective_permute(
+Result<CollectiveRun> EmulatedMesh::collective_permute(
     PerChip in, PerChip out, std::span<const std::pair<MeshCoord, MeshCoord>> pairs) {
   std::string label = str("collective_permute(", pairs.size(), " pairs)");
   MESHPLAN_TRY(check_count(*this, in, "input", label));
@@ -335,6 +339,134 @@ Result<CollectiveRun> Mesh::collective_permute(
   run.timing = estimate_permute(desc_, pairs, tensor_bytes(model));
   run.end_ns = advance(involved, run.timing.duration_ns);
   return run;
+}
+
+Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, int cluster_axis) {
+  std::string label = str("all_slice(dim=", dim, ", cluster_axis=", cluster_axis, ")");
+  MESHPLAN_TRY(check_count(*this, in, "input", label));
+  MESHPLAN_TRY(check_count(*this, out, "output", label));
+  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  auto all = groups(cluster_axis);
+  std::vector<int> position(static_cast<size_t>(size()));
+  for (const auto& g : all) {
+    const TensorPlacement& first = in[static_cast<size_t>(g[0])];
+    int d =
+        MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(*this, g[0]), "dim"));
+    int64_t n = static_cast<int64_t>(g.size());
+    if (first.shape[static_cast<size_t>(d)] % n != 0)
+      return fail(ErrorCode::invalid_argument, label, ": ", at(*this, g[0]), ": input '",
+                  first.name, "' ", shape_name(first.shape), " dim ", d, " does not split into ", n,
+                  " pieces");
+    std::vector<int64_t> want(first.shape.begin(), first.shape.end());
+    want[static_cast<size_t>(d)] /= n;
+    for (size_t p = 0; p < g.size(); ++p) {
+      MESHPLAN_TRY(check_like(*this, in, g[0], g[p], label));
+      MESHPLAN_TRY(
+          check_output(*this, out[static_cast<size_t>(g[p])], want, first.dtype, g[p], label));
+      position[static_cast<size_t>(g[p])] = static_cast<int>(p);
+    }
+  }
+  // Read everything, then write: a failing chip leaves every input untouched.
+  std::vector<std::vector<float>> inputs;
+  for (int i = 0; i < size(); ++i)
+    inputs.push_back(MESHPLAN_TRY(read_chip(*this, i, in[static_cast<size_t>(i)], label)));
+  CollectiveRun run;
+  run.groups = static_cast<uint32_t>(all.size());
+  for (int i = 0; i < size(); ++i) {
+    const TensorPlacement& t = in[static_cast<size_t>(i)];
+    int d = dim < 0 ? dim + static_cast<int>(t.shape.size()) : dim;
+    DimSplit s = split_at(t.shape, d);
+    const TensorPlacement& o = out[static_cast<size_t>(i)];
+    int64_t len = o.shape[static_cast<size_t>(d)];
+    std::vector<float> slice(static_cast<size_t>(volume(o.shape)));
+    copy_block(inputs[static_cast<size_t>(i)].data(), s, position[static_cast<size_t>(i)] * len,
+               slice.data(), len, 0, len);
+    MESHPLAN_TRY(write_chip(*this, i, o, slice, label));
+    // A local copy of the kept slice, timed by the chip's data-movement model.
+    const TensorPlacement* operands[] = {&o};
+    const TensorPlacement* results[] = {&o};
+    OpLaunch copy{OpKind::to_memory_config, "all_slice", operands, results, OpConfig{}};
+    uint64_t ns = estimate(desc_.chip, copy).duration_ns;
+    int chip_index[] = {i};
+    advance(chip_index, ns);
+    if (ns >= run.timing.duration_ns) {
+      run.timing = CollectiveTiming{};
+      run.timing.duration_ns = run.timing.transfer_ns = ns;
+      run.timing.chips = 1;
+    }
+    run.end_ns = std::max(run.end_ns, now_ns(desc_.coord(i)));
+  }
+  return run;
+}
+
+NullMesh::NullMesh(MeshDesc desc) : desc_(std::move(desc)) {
+  for (int i = 0; i < desc_.chips(); ++i)
+    chips_.push_back(std::make_unique<NullDevice>(desc_.chip));
+}
+
+namespace {
+std::unexpected<Error> null_mesh(const char* what) {
+  return fail(ErrorCode::unimplemented, "null mesh: ", what, " is not implemented by this backend");
+}
+}  // namespace
+
+Result<CollectiveRun> NullMesh::all_gather(PerChip, PerChip, int, int) {
+  return null_mesh("all_gather");
+}
+Result<CollectiveRun> NullMesh::reduce_scatter(PerChip, PerChip, int, int, ReduceOp) {
+  return null_mesh("reduce_scatter");
+}
+Result<CollectiveRun> NullMesh::all_reduce(PerChip, PerChip, int, ReduceOp) {
+  return null_mesh("all_reduce");
+}
+Result<CollectiveRun> NullMesh::all_to_all(PerChip, PerChip, int, int, int) {
+  return null_mesh("all_to_all");
+}
+Result<CollectiveRun> NullMesh::collective_permute(
+    PerChip, PerChip, std::span<const std::pair<MeshCoord, MeshCoord>>) {
+  return null_mesh("collective_permute");
+}
+Result<CollectiveRun> NullMesh::all_slice(PerChip, PerChip, int, int) {
+  return null_mesh("all_slice");
+}
+Status NullMesh::full_to_shard(std::span<const float>, std::span<const int64_t>,
+                               const MeshShardSpec&, PerChip) {
+  return null_mesh("full_to_shard");
+}
+Status NullMesh::shard_to_full(PerChip, const MeshShardSpec&, std::span<const int64_t>,
+                               std::span<float>) {
+  return null_mesh("shard_to_full");
+}
+
+Result<CollectiveRun> run_collective_op(Mesh& mesh, OpKind kind, const OpConfig& c, PerChip in,
+                                        PerChip out) {
+  if (c.mesh_rows != mesh.rows() || c.mesh_cols != mesh.cols())
+    return fail(ErrorCode::invalid_argument, op_name(kind), " was configured for a ", c.mesh_rows,
+                "x", c.mesh_cols, " mesh, this mesh is ", mesh.rows(), "x", mesh.cols());
+  switch (kind) {
+    case OpKind::all_gather:
+      return mesh.all_gather(in, out, c.collective_dim, c.cluster_axis);
+    case OpKind::reduce_scatter:
+      return mesh.reduce_scatter(in, out, c.collective_dim, c.cluster_axis, c.reduce);
+    case OpKind::all_reduce:
+      return mesh.all_reduce(in, out, c.cluster_axis, c.reduce);
+    case OpKind::all_to_all:
+      return mesh.all_to_all(in, out, c.split_dim, c.concat_dim, c.cluster_axis);
+    case OpKind::all_slice:
+      return mesh.all_slice(in, out, c.collective_dim, c.cluster_axis);
+    case OpKind::collective_permute: {
+      std::vector<std::pair<MeshCoord, MeshCoord>> pairs;
+      for (auto [from, to] : permute_pairs(c)) {
+        if (from >= mesh.size() || to >= mesh.size())
+          return fail(ErrorCode::invalid_argument, "collective_permute: pair (", from, ", ", to,
+                      ") is outside the ", mesh.rows(), "x", mesh.cols(), " mesh");
+        pairs.emplace_back(mesh.descriptor().coord(from), mesh.descriptor().coord(to));
+      }
+      return mesh.collective_permute(in, out, pairs);
+    }
+    default:
+      return fail(ErrorCode::invalid_argument, op_name(kind), " is not a collective");
+  }
 }
 
 }  // namespace meshplan::device

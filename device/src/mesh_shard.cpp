@@ -178,8 +178,8 @@ Result<std::vector<int64_t>> mesh_shard_local_shape(int rows, int cols,
   return local;
 }
 
-Status Mesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
-                           const MeshShardSpec& spec, PerChip out) {
+Status EmulatedMesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
+                                   const MeshShardSpec& spec, PerChip out) {
   std::string label = label_of("FullToShard", spec);
   MESHPLAN_TRY(check_count(*this, out, "output", label));
   auto local = mesh_shard_local_shape(desc_, full_shape, spec);
@@ -211,8 +211,8 @@ Status Mesh::full_to_shard(std::span<const float> host, std::span<const int64_t>
   return {};
 }
 
-Status Mesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
-                           std::span<const int64_t> full_shape, std::span<float> host) {
+Status EmulatedMesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
+                                   std::span<const int64_t> full_shape, std::span<float> host) {
   std::string label = label_of("ShardToFull", spec);
   MESHPLAN_TRY(check_count(*this, in, "input", label));
   auto local = mesh_shard_local_shape(desc_, full_shape, spec);

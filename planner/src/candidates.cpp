@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/formats.hpp"
 
 namespace meshplan::planner {
@@ -209,6 +210,17 @@ std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
   put(config.in0_block_w);
   put(config.out_subblock_h);
   put(config.out_subblock_w);
+  if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
+    put(config.mesh_rows);
+    put(config.mesh_cols);
+    put(config.cluster_axis);
+    put(config.reduce);
+    put(config.collective_dim);
+    put(config.split_dim);
+    put(config.concat_dim);
+    put(config.num_pairs);
+    k.append(reinterpret_cast<const char*>(config.pairs), 2 * size_t{config.num_pairs});
+  }
   auto tensor = [&](ValueId v, const TensorLayout& t) {
     const Value& val = graph_.values[v];
     put(static_cast<uint8_t>(val.shape.size()));

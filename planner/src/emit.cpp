@@ -2,6 +2,7 @@
 // planner entry point that runs the passes in order.
 #include <algorithm>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/timing.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/memory_plan.hpp"
@@ -72,6 +73,7 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
        stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
   auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
   auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
+  auto pairs = ints(c.pairs, 2 * static_cast<size_t>(c.num_pairs));
   fb::OpConfigBuilder ob(b);
   ob.add_transpose_a(c.transpose_a);
   ob.add_transpose_b(c.transpose_b);
@@ -104,6 +106,12 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_in0_block_w(c.in0_block_w);
   ob.add_out_subblock_h(c.out_subblock_h);
   ob.add_out_subblock_w(c.out_subblock_w);
+  ob.add_cluster_axis(c.cluster_axis);
+  ob.add_reduce(static_cast<uint8_t>(c.reduce));
+  ob.add_collective_dim(c.collective_dim);
+  ob.add_split_dim(c.split_dim);
+  ob.add_concat_dim(c.concat_dim);
+  if (!pairs.IsNull()) ob.add_pairs(pairs);
   return ob.Finish();
 }
 
@@ -119,6 +127,11 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   Schedule schedule = Schedule::build(g);
   MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
   MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
+
+  // Mesh programs run on the built-in mesh of their shape (device::default_mesh); the graph key
+  // holds the shape, so the key determines the mesh descriptor too.
+  const device::MeshDesc mesh = device::default_mesh(chip, original.mesh.rows, original.mesh.cols);
+  if (!original.mesh.single_chip()) MESHPLAN_TRY(mesh.verify());
 
   CompiledPlan out;
   out.graph_key = graph_key(original);
@@ -182,8 +195,9 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     std::vector<const device::TensorPlacement*> inp, resp;
     for (auto& p : in) inp.push_back(&p);
     for (auto& p : res) resp.push_back(&p);
-    device::OpTiming timing =
-        device::estimate(chip, device::OpLaunch{op.kind, op.name, inp, resp, c});
+    device::OpLaunch launch{op.kind, op.name, inp, resp, c};
+    device::OpTiming timing = device::estimate(chip, launch);
+    if (device::is_collective(op.kind)) timing.duration_ns = device::collective_op_ns(mesh, launch);
     total_ns += timing.duration_ns;
     for (auto* p : inp)
       dram_bytes +=
@@ -221,12 +235,40 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
       fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills,
                             planned.reshards, dram_bytes, memory.l1_high_water, total_ns, 0);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
+  // The mesh and the boundary shards (with host shapes), for mesh programs only: single-chip
+  // plans carry none of it.
+  flatbuffers::Offset<fb::MeshInfo> mesh_info;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::MeshShard>>> in_shards,
+      out_shards;
+  if (!original.mesh.single_chip()) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> axes;
+    for (const std::string& a : original.mesh.axis_names) axes.push_back(b.CreateString(a));
+    fb::Hash128 mesh_hash = to_fb(mesh.hash());
+    mesh_info = fb::CreateMeshInfo(
+        b, b.CreateString(mesh.name), mesh.rows, mesh.cols, static_cast<uint8_t>(mesh.topology),
+        mesh.links, mesh.hop_latency_ns, axes.empty() ? 0 : b.CreateVector(axes), &mesh_hash);
+    auto shard = [&](const device::MeshShardSpec& s, std::vector<int64_t> full) {
+      std::vector<int32_t> dims(s.shard_dims.begin(), s.shard_dims.end());
+      return fb::CreateMeshShardDirect(b, static_cast<fb::MeshShardType>(s.type), &dims,
+                                       s.shard_shape.empty() ? nullptr : &s.shard_shape, &full);
+    };
+    std::vector<flatbuffers::Offset<fb::MeshShard>> ins, outs;
+    for (size_t i = 0; i < original.arguments.size(); ++i)
+      if (original.values[original.arguments[i]].kind != ArgKind::constant)
+        ins.push_back(shard(original.argument_shards[i],
+                            MESHPLAN_TRY(boundary_full_shape(original, i, false))));
+    for (size_t i = 0; i < original.outputs.size(); ++i)
+      outs.push_back(
+          shard(original.output_shards[i], MESHPLAN_TRY(boundary_full_shape(original, i, true))));
+    in_shards = b.CreateVector(ins);
+    out_shards = b.CreateVector(outs);
+  }
   auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor,
                                      b.CreateString(std::string(kPlannerVersion)), &key, &gkey,
-                                     b.CreateString(g.name), device_info, opts, metrics);
+                                     b.CreateString(g.name), device_info, opts, metrics, mesh_info);
   auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops),
                              b.CreateVector(inputs), b.CreateVector(outputs),
-                             b.CreateVectorOfStructs(segments));
+                             b.CreateVectorOfStructs(segments), in_shards, out_shards);
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
   uint64_t data_start = align64(b.GetSize());

@@ -112,6 +112,9 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   r.graph.values = g.values;
   r.graph.arguments = g.arguments;
   r.graph.outputs = g.outputs;
+  r.graph.mesh = g.mesh;
+  r.graph.argument_shards = g.argument_shards;
+  r.graph.output_shards = g.output_shards;
   r.layout.tensors = d.tensors;
   TakenNames names(g);
   std::vector<std::vector<const LayoutDecision::Reshard*>> before(g.ops.size());
@@ -237,6 +240,9 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.graph.name = g.name;
   out.graph.values = g.values;
   out.graph.arguments = g.arguments;
+  out.graph.mesh = g.mesh;
+  out.graph.argument_shards = g.argument_shards;
+  out.graph.output_shards = g.output_shards;
   out.layout.tensors = in.layout.tensors;
   out.spills = in.spills;
   out.reshards = in.reshards;

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
 using namespace meshplan;
@@ -19,6 +22,9 @@ struct mp_cache {
 struct mp_executable {
   std::unique_ptr<device::EmulatedDevice> device;
   std::unique_ptr<runtime::Executable> exe;
+  // Mesh plans: the EmulatedMesh the plan names and its MeshExecutable (exe is then null).
+  std::unique_ptr<device::EmulatedMesh> mesh;
+  std::unique_ptr<runtime::MeshExecutable> mesh_exe;
   // NUL-terminated copies of input/output names (plan strings are, but views may not say so).
   std::vector<std::string> input_names, output_names;
 };
@@ -149,11 +155,28 @@ mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_execu
   const fb::DeviceInfo* want = plan->plan().header()->device();
   auto chip = device::builtin_chip(want->name() ? want->name()->string_view() : "");
   if (!chip) return report(chip.error());
+  auto handle = std::make_unique<mp_executable>();
+  if (runtime::is_mesh_plan(*plan)) {
+    // Mesh plans run on the EmulatedMesh their header names, with host (full) tensors.
+    auto desc = runtime::plan_mesh_desc(*plan, *chip);
+    if (!desc) return report(desc.error());
+    auto mesh = device::EmulatedMesh::create(*desc);
+    if (!mesh) return report(mesh.error());
+    auto exe = runtime::MeshExecutable::bind(*plan, **mesh);
+    if (!exe) return report(exe.error());
+    handle->mesh = std::move(*mesh);
+    handle->mesh_exe = std::move(*exe);
+    for (size_t i = 0; i < handle->mesh_exe->input_count(); ++i)
+      handle->input_names.emplace_back(handle->mesh_exe->input_name(i));
+    for (size_t i = 0; i < handle->mesh_exe->output_count(); ++i)
+      handle->output_names.emplace_back(handle->mesh_exe->output_name(i));
+    *out = handle.release();
+    return MP_OK;
+  }
   auto dev = device::EmulatedDevice::create(*chip);
   if (!dev) return report(dev.error());
   auto exe = runtime::Executable::bind(*plan, **dev);
   if (!exe) return report(exe.error());
-  auto handle = std::make_unique<mp_executable>();
   handle->device = std::move(*dev);
   handle->exe = std::move(*exe);
   for (size_t i = 0; i < handle->exe->input_count(); ++i)
@@ -185,7 +208,7 @@ const char* mp_executable_output_name(const mp_executable* exe, size_t i) {
 const int64_t* mp_executable_input_shape(const mp_executable* exe, size_t i, size_t* rank) {
   if (rank) *rank = 0;
   if (!exe || i >= exe->input_names.size()) return nullptr;
-  auto s = exe->exe->input_shape(i);
+  auto s = exe->mesh_exe ? exe->mesh_exe->input_shape(i) : exe->exe->input_shape(i);
   if (rank) *rank = s.size();
   return s.data();
 }
@@ -193,7 +216,7 @@ const int64_t* mp_executable_input_shape(const mp_executable* exe, size_t i, siz
 const int64_t* mp_executable_output_shape(const mp_executable* exe, size_t i, size_t* rank) {
   if (rank) *rank = 0;
   if (!exe || i >= exe->output_names.size()) return nullptr;
-  auto s = exe->exe->output_shape(i);
+  auto s = exe->mesh_exe ? exe->mesh_exe->output_shape(i) : exe->exe->output_shape(i);
   if (rank) *rank = s.size();
   return s.data();
 }
@@ -203,13 +226,18 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
   if (!exe) return invalid("mp_executable_run: exe is NULL");
   if ((input_count && !inputs) || (output_count && !outputs))
     return invalid("mp_executable_run: tensor array is NULL");
-  runtime::Executable& e = *exe->exe;
-  std::string plan(e.plan().name());
-  if (input_count != e.input_count())
-    return invalid(str("plan '", plan, "' takes ", e.input_count(), " inputs, got ", input_count));
-  if (output_count != e.output_count())
-    return invalid(
-        str("plan '", plan, "' has ", e.output_count(), " outputs, got room for ", output_count));
+  // The same surface over a single-chip Executable or a MeshExecutable (host shapes).
+  runtime::MeshExecutable* m = exe->mesh_exe.get();
+  runtime::Executable* e = exe->exe.get();
+  std::string plan(m ? m->plan().name() : e->plan().name());
+  size_t n_in = m ? m->input_count() : e->input_count();
+  size_t n_out = m ? m->output_count() : e->output_count();
+  auto input_shape = [&](size_t i) { return m ? m->input_shape(i) : e->input_shape(i); };
+  auto output_shape = [&](size_t i) { return m ? m->output_shape(i) : e->output_shape(i); };
+  if (input_count != n_in)
+    return invalid(str("plan '", plan, "' takes ", n_in, " inputs, got ", input_count));
+  if (output_count != n_out)
+    return invalid(str("plan '", plan, "' has ", n_out, " outputs, got room for ", output_count));
   bool by_name = input_count > 0;
   for (size_t i = 0; i < input_count; ++i) by_name = by_name && inputs[i].name != nullptr;
   std::vector<runtime::TensorView> views(input_count);
@@ -217,7 +245,7 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
   for (size_t k = 0; k < input_count; ++k) {
     size_t i = k;
     if (by_name) {
-      auto at = e.input_index(inputs[k].name);
+      auto at = m ? m->input_index(inputs[k].name) : e->input_index(inputs[k].name);
       if (!at) return report(at.error());
       i = *at;
       if (bound[i])
@@ -225,22 +253,30 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
     }
     bound[i] = true;
     std::string what = str("plan '", plan, "': input ", i, " '", exe->input_names[i], "'");
-    if (auto ok = check_tensor(inputs[k], e.input_shape(i), what); !ok) return report(ok.error());
-    views[i] = runtime::TensorView{e.input_shape(i),
+    if (auto ok = check_tensor(inputs[k], input_shape(i), what); !ok) return report(ok.error());
+    views[i] = runtime::TensorView{input_shape(i),
                                    std::span<const float>(static_cast<const float*>(inputs[k].data),
                                                           inputs[k].size_bytes / 4)};
   }
   for (size_t o = 0; o < output_count; ++o) {
     std::string what = str("plan '", plan, "': output ", o, " '", exe->output_names[o], "'");
-    if (auto ok = check_tensor(outputs[o], e.output_shape(o), what); !ok) return report(ok.error());
+    if (auto ok = check_tensor(outputs[o], output_shape(o), what); !ok) return report(ok.error());
   }
-  auto result = e.run(views);
+  auto copy_out = [&](const std::vector<runtime::Tensor>& results, uint64_t ns) {
+    for (size_t o = 0; o < output_count; ++o)
+      std::copy(results[o].data.begin(), results[o].data.end(),
+                static_cast<float*>(outputs[o].data));
+    if (device_ns) *device_ns = ns;
+    return MP_OK;
+  };
+  if (m) {
+    auto result = m->run(views);
+    if (!result) return report(result.error());
+    return copy_out(result->outputs, result->device_ns);
+  }
+  auto result = e->run(views);
   if (!result) return report(result.error());
-  for (size_t o = 0; o < output_count; ++o)
-    std::copy(result->outputs[o].data.begin(), result->outputs[o].data.end(),
-              static_cast<float*>(outputs[o].data));
-  if (device_ns) *device_ns = result->device_ns;
-  return MP_OK;
+  return copy_out(result->outputs, result->device_ns);
 }
 
 }  // extern "C"

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "meshplan/runtime/mesh_plan.hpp"
+
 namespace meshplan::runtime {
 
 namespace {
@@ -37,9 +39,13 @@ std::vector<Tensor> random_inputs(const PlanRef& plan, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<Tensor> out;
-  for (uint32_t id : *plan.plan().inputs()) {
-    device::TensorPlacement t = plan.placement(id);
-    Tensor x(std::vector<int64_t>(t.shape.begin(), t.shape.end()));
+  for (uint32_t i = 0; i < plan.plan().inputs()->size(); ++i) {
+    uint32_t id = plan.plan().inputs()->Get(i);
+    // Host shapes: a mesh plan's inputs are the full tensors its boundary shards split.
+    auto shape = host_shape(plan, i, false);
+    Tensor x(std::vector<int64_t>(shape.begin(), shape.end()));
+    if (boundary_shard(plan, i, false).type == device::MeshShardType::identity)
+      x.data.resize(x.data.size() * static_cast<size_t>(mesh_rows(plan) * mesh_cols(plan)));
     // Weights are scaled by sqrt(3 / fan-in) (unit-variance outputs for uniform inputs, as
     // initialisers do) so that activations stay O(1) through deep models; other parameters
     // (biases, norm weights) stay in [-1, 1).

@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 
 namespace meshplan::runtime {
 
@@ -86,11 +88,27 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.in0_block_w = f->in0_block_w();
     c.out_subblock_h = f->out_subblock_h();
     c.out_subblock_w = f->out_subblock_w();
+    // Collectives; the mesh size is the plan header's (set by MeshExecutable).
+    c.cluster_axis = f->cluster_axis();
+    c.reduce = static_cast<device::ReduceOp>(std::min<uint8_t>(f->reduce(), 2));
+    c.collective_dim = f->collective_dim();
+    c.split_dim = f->split_dim();
+    c.concat_dim = f->concat_dim();
+    if (f->pairs()) {
+      size_t n = std::min<size_t>(f->pairs()->size(), 2 * device::kMaxMeshChips);
+      for (size_t i = 0; i < n; ++i)
+        c.pairs[i] = static_cast<uint8_t>(f->pairs()->Get(static_cast<uint32_t>(i)));
+      c.num_pairs = static_cast<uint8_t>(n / 2);
+    }
   }
   return c;
 }
 
 Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Device& device) {
+  if (is_mesh_plan(plan))
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' is a ", mesh_rows(plan), "x",
+                mesh_cols(plan),
+                " mesh plan: bind it to a device::Mesh (MeshExecutable::bind), not to one device");
   const fb::DeviceInfo* d = plan.plan().header()->device();
   Hash128 want{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
   const device::ChipDesc& have = device.descriptor();
@@ -235,6 +253,7 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
 }
 
 Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const TensorView> inputs) {
+  if (is_mesh_plan(plan)) return run_mesh_reference(plan, inputs);
   MESHPLAN_TRY(check_inputs(plan, inputs));
   const fb::Plan& p = plan.plan();
   std::vector<Tensor> values(p.tensors()->size());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/placement.hpp"
 #include "meshplan/device/types.hpp"
 
@@ -97,6 +98,122 @@ PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
   ref.name_ = h->graph_name() ? h->graph_name()->string_view() : std::string_view();
   return ref;
 }
+
+namespace {
+
+/// The mesh fields (MESH-SPEC §4): header mesh, boundary shards against the local shapes,
+/// collective attributes against the mesh. Allocates only for plans with collectives.
+Status verify_mesh(const fb::Plan& plan, std::string_view what) {
+  auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
+  const fb::MeshInfo* m = plan.header()->mesh();
+  int rows = m ? m->rows() : 1, cols = m ? m->cols() : 1;
+  if (rows < 1 || cols < 1) return bad("mesh ", rows, "x", cols, " has no chips");
+  int chips = rows * cols;
+  if (m && (m->topology() > 1 || m->links() < 1 || !m->descriptor_hash()))
+    return bad("mesh ", rows, "x", cols, " has topology ", int{m->topology()}, ", ", m->links(),
+               " links", m->descriptor_hash() ? "" : " and no descriptor hash");
+  const auto* in_shards = plan.input_shards();
+  const auto* out_shards = plan.output_shards();
+  if (chips == 1) {
+    if ((in_shards && in_shards->size()) || (out_shards && out_shards->size()))
+      return bad("boundary shards on a single-chip plan");
+  } else {
+    if (!in_shards || in_shards->size() != plan.inputs()->size() || !out_shards ||
+        out_shards->size() != plan.outputs()->size())
+      return bad("a ", rows, "x", cols, " mesh plan needs one boundary shard per input (",
+                 plan.inputs()->size(), ") and output (", plan.outputs()->size(), ")");
+    auto check_shard = [&](const fb::MeshShard* s, uint32_t id, std::string_view role,
+                           uint32_t i) -> Status {
+      const auto* local = plan.tensors()->Get(id)->shape();
+      int rank = static_cast<int>(local->size());
+      if (static_cast<int>(s->type()) > static_cast<int>(fb::MeshShardType::MAX))
+        return bad(role, " ", i, " has unknown shard type ", static_cast<int>(s->type()));
+      int32_t dims[2] = {-1, -1};
+      if (s->shard_dims()) {
+        if (s->shard_dims()->size() != 2)
+          return bad(role, " ", i, " has ", s->shard_dims()->size(), " shard dims, expected 2");
+        dims[0] = s->shard_dims()->Get(0);
+        dims[1] = s->shard_dims()->Get(1);
+      }
+      bool devices = s->type() == fb::MeshShardType::devices;
+      for (int a = 0; a < 2; ++a)
+        if (dims[a] < -1 || dims[a] >= rank)
+          return bad(role, " ", i, ": shard_dims[", a, "] = ", dims[a],
+                     " is not -1 or a dim of its rank-", rank, " tensor");
+      if (devices && dims[0] < 0 && dims[1] < 0)
+        return bad(role, " ", i, ": a devices shard splits no dim");
+      if (s->shard_shape() && static_cast<int>(s->shard_shape()->size()) != rank)
+        return bad(role, " ", i, ": shard_shape has ", s->shard_shape()->size(), " dims, not ",
+                   rank);
+      const auto* full = s->full_shape();
+      if (!full || static_cast<int>(full->size()) != rank)
+        return bad(role, " ", i, " needs a full shape of rank ", rank);
+      for (int d = 0; d < rank; ++d) {
+        int64_t pieces = 1;
+        if (devices) {
+          if (dims[0] == d) pieces *= rows;
+          if (dims[1] == d) pieces *= cols;
+        }
+        int64_t want = local->Get(static_cast<uint32_t>(d));
+        if (full->Get(static_cast<uint32_t>(d)) / pieces != want ||
+            full->Get(static_cast<uint32_t>(d)) % pieces != 0)
+          return bad(role, " ", i, ": full dim ", d, " (", full->Get(static_cast<uint32_t>(d)),
+                     ") is not the local dim ", want, " times ", pieces, " pieces");
+        if (s->shard_shape() && s->shard_shape()->Get(static_cast<uint32_t>(d)) != pieces)
+          return bad(role, " ", i, ": shard_shape disagrees with shard_dims along dim ", d);
+      }
+      return {};
+    };
+    for (uint32_t i = 0; i < in_shards->size(); ++i)
+      MESHPLAN_TRY(check_shard(in_shards->Get(i), plan.inputs()->Get(i), "input", i));
+    for (uint32_t i = 0; i < out_shards->size(); ++i)
+      MESHPLAN_TRY(check_shard(out_shards->Get(i), plan.outputs()->Get(i), "output", i));
+  }
+  for (uint32_t o = 0; o < plan.ops()->size(); ++o) {
+    const fb::OpPlan* op = plan.ops()->Get(o);
+    auto kind = static_cast<device::OpKind>(op->kind());
+    if (!device::is_collective(kind)) continue;
+    std::string_view name = device::op_name(kind);
+    if (chips == 1) return bad("op ", o, " (", name, ") is a collective in a single-chip plan");
+    const fb::OpConfig* c = op->config();
+    if (!c) return bad("op ", o, " (", name, ") has no config");
+    if (c->cluster_axis() < -1 || c->cluster_axis() > 1)
+      return bad("op ", o, " (", name, ") has cluster_axis ", int{c->cluster_axis()});
+    if (c->reduce() > 2) return bad("op ", o, " (", name, ") has reduce ", int{c->reduce()});
+    if (c->pairs() &&
+        (c->pairs()->size() % 2 != 0 || c->pairs()->size() > 2u * device::kMaxMeshChips))
+      return bad("op ", o, " (", name, ") has ", c->pairs()->size(),
+                 " pair entries (an even count up to ", 2 * device::kMaxMeshChips, " expected)");
+    device::OpConfig config;
+    config.mesh_rows = static_cast<uint16_t>(rows);
+    config.mesh_cols = static_cast<uint16_t>(cols);
+    config.cluster_axis = c->cluster_axis();
+    config.collective_dim = c->collective_dim();
+    config.split_dim = c->split_dim();
+    config.concat_dim = c->concat_dim();
+    if (c->pairs()) {
+      for (uint32_t k = 0; k < c->pairs()->size(); ++k) {
+        int32_t chip = c->pairs()->Get(k);
+        if (chip < 0 || chip >= chips)
+          return bad("op ", o, " (", name, ") pairs name chip ", chip, " outside the ", rows, "x",
+                     cols, " mesh");
+        config.pairs[k] = static_cast<uint8_t>(chip);
+      }
+      config.num_pairs = static_cast<uint8_t>(c->pairs()->size() / 2);
+    }
+    const auto* in = plan.tensors()->Get(op->operands()->Get(0))->shape();
+    const auto* out = plan.tensors()->Get(op->results()->Get(0))->shape();
+    std::span<const int64_t> in_shape(in->data(), in->size());
+    std::span<const int64_t> shapes[] = {in_shape};
+    auto inferred = device::infer_collective_shape(kind, shapes, config);
+    if (!inferred) return bad("op ", o, " (", name, "): ", inferred.error().message);
+    if (!std::equal(inferred->begin(), inferred->end(), out->begin(), out->end()))
+      return bad("op ", o, " (", name, "): result shape does not follow from the operand's");
+  }
+  return {};
+}
+
+}  // namespace
 
 // Flattened for the same reason as verify_structure: the invariant loops below read every tensor
 // and op through FlatBuffers accessors that GCC otherwise calls out of line (3.7x slower on a
@@ -217,6 +334,7 @@ PlanRef PlanRef::trusted(std::span<const uint8_t> bytes) {
   }
   MESHPLAN_TRY(check_ids(plan->inputs(), "input", 0));
   MESHPLAN_TRY(check_ids(plan->outputs(), "output", 0));
+  MESHPLAN_TRY(verify_mesh(*plan, what));
   PlanRef ref;
   ref.plan_ = plan;
   ref.bytes_ = bytes;

@@ -32,7 +32,16 @@ Status check_plan_matches(const PlanRef& plan, const PlanQuery& query) {
     const fb::Hash128* g = h->graph_key();
     other_graph = !g || Hash128{g->lo(), g->hi()} != *query.graph_key;
   }
-  if (!stale && !other_device && !other_policy && !other_beam && !other_graph) return {};
+  const fb::MeshInfo* m = h->mesh();
+  int rows = m ? m->rows() : 1, cols = m ? m->cols() : 1;
+  bool other_mesh = false;
+  if (query.mesh) {
+    bool single = rows * cols == 1 && query.mesh->chips() == 1;
+    const fb::Hash128* mh = m ? m->descriptor_hash() : nullptr;
+    other_mesh = !single && (!mh || Hash128{mh->lo(), mh->hi()} != query.mesh->hash());
+  }
+  if (!stale && !other_device && !other_policy && !other_beam && !other_graph && !other_mesh)
+    return {};
 
   std::string why;
   auto add = [&](const std::string& reason) { why += (why.empty() ? "" : "; ") + reason; };
@@ -63,6 +72,13 @@ Status check_plan_matches(const PlanRef& plan, const PlanQuery& query) {
   if (other_policy)
     add(str("options differ: policy ", policy.empty() ? "?" : policy, " ≠ ", query.policy));
   if (other_beam) add(str("options differ: beam width ", beam, " ≠ ", *query.beam_width));
+  if (other_mesh) {
+    std::string_view name = m ? sv(m->name()) : std::string_view("single chip");
+    std::string plan_side = str(name, " ", rows, "×", cols);
+    std::string want_side = str(query.mesh->name, " ", query.mesh->rows, "×", query.mesh->cols);
+    add(plan_side == want_side ? str("mesh ", plan_side, " descriptor differs (topology or links)")
+                               : str("mesh ", plan_side, " ≠ ", want_side));
+  }
   if (other_graph) {
     const fb::Hash128* g = h->graph_key();
     add(str("graph differs: key ", g ? Hash128{g->lo(), g->hi()}.hex() : std::string("?"), " ≠ ",

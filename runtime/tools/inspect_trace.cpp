@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/types.hpp"
 
 namespace meshplan::tools {
@@ -59,6 +60,10 @@ std::string inspect_table(const runtime::PlanRef& plan) {
     std::string config = str(c.transpose_a ? "tA " : "", c.transpose_b ? "tB " : "",
                              c.activation != device::Activation::none ? "relu " : "",
                              fb::EnumNameMathFidelity(static_cast<fb::MathFidelity>(c.fidelity)));
+    if (device::is_collective(static_cast<device::OpKind>(op->kind())))
+      config = static_cast<device::OpKind>(op->kind()) == device::OpKind::collective_permute
+                   ? str(int{c.num_pairs}, " pairs")
+                   : str("axis ", int{c.cluster_axis});
     const fb::TensorPlan* r = p.tensors()->Get(op->results()->Get(0));
     std::string placement =
         str(fb::EnumNameBufferType(r->buffer()), "/", fb::EnumNameMemLayout(r->memory()));

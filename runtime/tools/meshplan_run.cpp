@@ -17,8 +17,10 @@
 #include "cache_commands.hpp"
 #include "inspect_trace.hpp"
 #include "meshplan/device/descriptor_json.hpp"
+#include "mesh_run.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "tensor_io.hpp"
 
@@ -208,6 +210,10 @@ Result<int> run(int argc, char** argv) {
     plan = MESHPLAN_TRY(cache.find(args.name));
   }
   double find_ms = ms_since(t_find);
+  if (runtime::is_mesh_plan(plan))  // On the EmulatedMesh the plan was made for.
+    return tools::run_mesh_plan(plan, tools::MeshRunOptions{args.inputs, args.outputs, args.trace,
+                                                            args.seed, args.tolerance, args.check,
+                                                            args.print, args.inspect, args.json});
   device::ChipDesc chip = MESHPLAN_TRY(chip_for(args, plan));
   auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
   auto t_bind = Clock::now();

@@ -24,7 +24,7 @@ struct MeshFixture {
   std::vector<TensorPlacement> in, out;
 
   MeshFixture(MeshDesc desc, bool gather, int axis) {
-    mesh = std::move(*Mesh::create(std::move(desc)));
+    mesh = std::move(*EmulatedMesh::create(std::move(desc)));
     out_shape = in_shape;
     if (gather) out_shape[0] *= mesh->descriptor().axis_size(axis);
     std::vector<float> values(static_cast<size_t>(kRows * kCols));

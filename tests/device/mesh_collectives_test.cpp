@@ -17,7 +17,7 @@ constexpr uint64_t kOut = 64ull << 20;
 std::unique_ptr<Mesh> make_mesh(std::string_view name) {
   auto desc = builtin_mesh(name);
   REQUIRE(desc);
-  auto mesh = Mesh::create(*desc);
+  auto mesh = EmulatedMesh::create(*desc);
   REQUIRE(mesh);
   return std::move(*mesh);
 }
@@ -231,7 +231,7 @@ TEST_CASE("collective_permute moves each source to its target and zeroes the res
 }
 
 TEST_CASE("a 1x1 mesh and a bf16 all_reduce") {
-  auto one = Mesh::create(single_chip_mesh(blackhole_p150()));
+  auto one = EmulatedMesh::create(single_chip_mesh(blackhole_p150()));
   REQUIRE(one);
   std::vector<int64_t> shape{33, 65};
   ChipTensors in(**one, "x", same_shape(**one, shape), DType::bf16, kIn);

@@ -11,7 +11,7 @@ using namespace meshplan::test;
 
 TEST_CASE("devices sharding puts each block on its chip and reassembles") {
   for (const char* name : {"n300", "t3k", "galaxy"}) {
-    auto mesh = std::move(*Mesh::create(*builtin_mesh(name)));
+    auto mesh = std::move(*EmulatedMesh::create(*builtin_mesh(name)));
     int R = mesh->rows(), C = mesh->cols();
     std::vector<int64_t> full{16, 3, 64};  // dims 0 and 2 split over 1, 2, 4, 8 and 32
     std::vector<float> host = chip_values(full, 11);
@@ -57,7 +57,7 @@ TEST_CASE("devices sharding puts each block on its chip and reassembles") {
 }
 
 TEST_CASE("replicate and identity") {
-  auto mesh = std::move(*Mesh::create(*builtin_mesh("t3k")));
+  auto mesh = std::move(*EmulatedMesh::create(*builtin_mesh("t3k")));
   std::vector<int64_t> full{5, 33};
   std::vector<float> host = chip_values(full, 12);
   ChipTensors t(*mesh, "r", same_shape(*mesh, full), DType::bf16, 0);

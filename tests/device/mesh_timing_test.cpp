@@ -85,7 +85,7 @@ TEST_CASE("collective_permute timing routes over the links") {
 }
 
 TEST_CASE("chip clocks: a group starts at its slowest chip and ends together") {
-  auto mesh = std::move(*Mesh::create(*builtin_mesh("t3k")));
+  auto mesh = std::move(*EmulatedMesh::create(*builtin_mesh("t3k")));
   std::vector<int64_t> shape{64, 64};
   ChipTensors in(*mesh, "x", same_shape(*mesh, shape), DType::bf16, 0);
   ChipTensors out(*mesh, "y", same_shape(*mesh, {64, 256}), DType::bf16, 64ull << 20);
@@ -113,7 +113,7 @@ TEST_CASE("chip clocks: a group starts at its slowest chip and ends together") {
 }
 
 TEST_CASE("a bigger collective takes longer on the mesh clock; bytes moved are counted") {
-  auto mesh = std::move(*Mesh::create(*builtin_mesh("galaxy")));
+  auto mesh = std::move(*EmulatedMesh::create(*builtin_mesh("galaxy")));
   uint64_t last = 0;
   for (int64_t rows : {32, 64, 128}) {
     mesh->reset();
@@ -129,7 +129,7 @@ TEST_CASE("a bigger collective takes longer on the mesh clock; bytes moved are c
 }
 
 TEST_CASE("an idle galaxy mesh is cheap in host memory") {
-  auto mesh = Mesh::create(*builtin_mesh("galaxy"));
+  auto mesh = EmulatedMesh::create(*builtin_mesh("galaxy"));
   REQUIRE(mesh);
   CHECK((*mesh)->size() == 32);
   CHECK((*mesh)->resident_bytes() == 0);

@@ -48,9 +48,13 @@ std::vector<std::pair<int, int>> permute_pairs(const OpConfig& config);
 /// (the single-chip timing model's data-movement time on `chip`).
 uint64_t collective_op_ns(const MeshDesc& mesh, const OpLaunch& op);
 
-/// The mesh collective costs are computed on when a caller has only a chip and the config's
-/// mesh size: a linear mesh with one ethernet link between neighbours (a lower bound on the
-/// fabric: real meshes have more links, n300/t3k 2, galaxy 4).
+/// The mesh the planner plans a rows x cols graph for, and that meshplan-run builds for it:
+/// the built-in mesh of that shape (n300 1x2, t3k 2x4, galaxy 8x4: its name, topology, links,
+/// hop latency) with `chip` as its chips (links capped by the chip's ethernet links); any other
+/// shape is a linear mesh named "RxC" with one link between neighbours.
+MeshDesc default_mesh(const ChipDesc& chip, int rows, int cols);
+/// default_mesh() of the config's mesh_rows x mesh_cols: what OpModel costs collectives on when
+/// it was made for a chip, not a mesh.
 MeshDesc default_collective_mesh(const ChipDesc& chip, const OpConfig& config);
 
 }  // namespace meshplan::device

@@ -1,5 +1,6 @@
-// The emulated mesh: a grid of EmulatedDevices (one per chip) with a simulated clock per chip,
-// and the collectives that move real bytes between the chips' memories.
+// The mesh interface (device::Mesh) and its backends: the emulated mesh, a grid of
+// EmulatedDevices (one per chip) with a simulated clock per chip and collectives that move real
+// bytes between the chips' memories; and NullMesh, which implements nothing.
 //
 // Tensors on a mesh are given per chip: a span of placements indexed by chip index
 // (row * cols + col), one per chip, each the chip-local tensor (SPMD plans usually give every
@@ -9,7 +10,9 @@
 // and output dtypes are equal.
 //
 // cluster_axis = k runs one independent collective per group of chips along mesh axis k:
-// axis 0 groups the chips of one column (N = rows), axis 1 the chips of one row (N = cols).
+// axis 0 groups the chips of one column (N = rows), axis 1 the chips of one row (N = cols);
+// cluster_axis = -1 runs one collective over all chips in chip-index order (N = rows * cols),
+// timed as a line or ring over all of them (the mesh's topology).
 // Within a group, results are ordered by the chips' coordinate along the axis.
 //
 // Time: each group starts when its slowest chip is ready (the latest of its chips' clocks), lasts
@@ -54,65 +57,103 @@ struct CollectiveRun {
   uint32_t groups = 0;       ///< Independent collectives run (rows or columns).
 };
 
-/// A mesh of emulated chips. Owns its devices; references from chip() live as long as the Mesh.
+/// A mesh of chips: the interface the runtime programs against, as Device is for one chip.
+/// EmulatedMesh is the first backend; NullMesh shows the surface a hardware backend fills in.
 /// Not thread-safe: callers serialise every call, including calls on the chips it hands out
-/// (the runtime's Executable does). Memory is allocated lazily by each chip, so an idle
-/// 32-chip mesh costs little host memory (see resident_bytes()).
+/// (the runtime's MeshExecutable does).
 class Mesh {
  public:
-  /// Fails if the descriptor does not verify.
-  static Result<std::unique_ptr<Mesh>> create(MeshDesc desc);
+  virtual ~Mesh() = default;
+  virtual const MeshDesc& descriptor() const = 0;
+  int rows() const { return descriptor().rows; }
+  int cols() const { return descriptor().cols; }
+  int size() const { return descriptor().chips(); }
 
-  const MeshDesc& descriptor() const { return desc_; }
-  int rows() const { return desc_.rows; }
-  int cols() const { return desc_.cols; }
-  int size() const { return desc_.chips(); }
-
-  /// Preconditions: the coordinate / index lies in the mesh.
-  EmulatedDevice& chip(MeshCoord c) { return *chips_[static_cast<size_t>(desc_.index(c))]; }
-  EmulatedDevice& chip(int index) { return *chips_[static_cast<size_t>(index)]; }
-  const EmulatedDevice& chip(int index) const { return *chips_[static_cast<size_t>(index)]; }
-
+  /// Chip `index` (row-major). Precondition: the index lies in the mesh.
+  virtual Device& chip(int index) = 0;
   /// Simulated time of one chip since reset: its device's op time plus collective time.
-  uint64_t now_ns(MeshCoord c) const;
+  virtual uint64_t now_ns(MeshCoord c) const = 0;
   /// The latest chip clock.
-  uint64_t now_ns() const;
+  virtual uint64_t now_ns() const = 0;
   /// Frees every buffer on every chip and resets all clocks.
-  void reset();
-  /// Host bytes backing all chips' emulated memories.
-  uint64_t resident_bytes() const;
+  virtual void reset() = 0;
 
-  /// Every chip of a group gets its group's inputs concatenated along `dim` (negative dims count
-  /// from the back). Inputs of one group have equal shapes; outputs have dim scaled by N.
-  Result<CollectiveRun> all_gather(PerChip in, PerChip out, int dim, int cluster_axis);
+  /// cluster_axis: 0 = the chips of one column, 1 = of one row, -1 = all chips as one group in
+  /// chip-index order (collective_ops.hpp). Every chip of a group gets its group's inputs
+  /// concatenated along `dim` (negative dims count from the back).
+  virtual Result<CollectiveRun> all_gather(PerChip in, PerChip out, int dim, int cluster_axis) = 0;
   /// The group's inputs reduced elementwise (in coordinate order); the chip at position i keeps
   /// slice i of N along `dim`. in[dim] must be divisible by N.
-  Result<CollectiveRun> reduce_scatter(PerChip in, PerChip out, int dim, int cluster_axis,
-                                       ReduceOp op = ReduceOp::sum);
+  virtual Result<CollectiveRun> reduce_scatter(PerChip in, PerChip out, int dim, int cluster_axis,
+                                               ReduceOp op = ReduceOp::sum) = 0;
   /// reduce_scatter followed by all_gather: every chip gets the group's reduction.
-  Result<CollectiveRun> all_reduce(PerChip in, PerChip out, int cluster_axis,
-                                   ReduceOp op = ReduceOp::sum);
+  virtual Result<CollectiveRun> all_reduce(PerChip in, PerChip out, int cluster_axis,
+                                           ReduceOp op = ReduceOp::sum) = 0;
   /// Chip i splits its input into N slices along `split_dim` and sends slice j to chip j; chip j
   /// concatenates what it received (from positions 0..N-1) along `concat_dim`.
-  Result<CollectiveRun> all_to_all(PerChip in, PerChip out, int split_dim, int concat_dim,
-                                   int cluster_axis);
+  virtual Result<CollectiveRun> all_to_all(PerChip in, PerChip out, int split_dim, int concat_dim,
+                                           int cluster_axis) = 0;
   /// Each target gets its source's tensor; chips that are nobody's target get zeros. Sources and
   /// targets are each distinct. Only sources' inputs are read.
-  Result<CollectiveRun> collective_permute(PerChip in, PerChip out,
-                                           std::span<const std::pair<MeshCoord, MeshCoord>> pairs);
+  virtual Result<CollectiveRun> collective_permute(
+      PerChip in, PerChip out, std::span<const std::pair<MeshCoord, MeshCoord>> pairs) = 0;
+  /// The chip at group position i keeps slice i of N along `dim` of its own input: no
+  /// communication (timed as a local copy on each chip).
+  virtual Result<CollectiveRun> all_slice(PerChip in, PerChip out, int dim, int cluster_axis) = 0;
 
   /// mesh_shard FullToShard: writes the host tensor (row-major, `full_shape`) into each chip's
   /// placement as `spec` says. Every placement's shape must be shard_shape(full_shape).
-  Status full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
-                       const MeshShardSpec& spec, PerChip out);
+  virtual Status full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
+                               const MeshShardSpec& spec, PerChip out) = 0;
   /// mesh_shard ShardToFull: reassembles the host tensor from the chips (replicated copies are
   /// taken from the chips at coordinate 0 along each replicated axis).
+  virtual Status shard_to_full(PerChip in, const MeshShardSpec& spec,
+                               std::span<const int64_t> full_shape, std::span<float> host) = 0;
+};
+
+/// Runs collective op `kind` (collective_ops.hpp) with `config`'s attributes through `mesh`.
+/// config.mesh_rows x mesh_cols must be the mesh's shape.
+Result<CollectiveRun> run_collective_op(Mesh& mesh, OpKind kind, const OpConfig& config, PerChip in,
+                                        PerChip out);
+
+/// A mesh of emulated chips. Owns its devices; references from chip() live as long as the mesh.
+/// Memory is allocated lazily by each chip, so an idle 32-chip mesh costs little host memory
+/// (see resident_bytes()).
+class EmulatedMesh final : public Mesh {
+ public:
+  /// Fails if the descriptor does not verify.
+  static Result<std::unique_ptr<EmulatedMesh>> create(MeshDesc desc);
+
+  const MeshDesc& descriptor() const override { return desc_; }
+  /// Preconditions: the coordinate / index lies in the mesh.
+  EmulatedDevice& chip(MeshCoord c) { return *chips_[static_cast<size_t>(desc_.index(c))]; }
+  EmulatedDevice& chip(int index) override { return *chips_[static_cast<size_t>(index)]; }
+  const EmulatedDevice& chip(int index) const { return *chips_[static_cast<size_t>(index)]; }
+
+  uint64_t now_ns(MeshCoord c) const override;
+  uint64_t now_ns() const override;
+  void reset() override;
+  /// Host bytes backing all chips' emulated memories.
+  uint64_t resident_bytes() const;
+
+  Result<CollectiveRun> all_gather(PerChip in, PerChip out, int dim, int cluster_axis) override;
+  Result<CollectiveRun> reduce_scatter(PerChip in, PerChip out, int dim, int cluster_axis,
+                                       ReduceOp op = ReduceOp::sum) override;
+  Result<CollectiveRun> all_reduce(PerChip in, PerChip out, int cluster_axis,
+                                   ReduceOp op = ReduceOp::sum) override;
+  Result<CollectiveRun> all_to_all(PerChip in, PerChip out, int split_dim, int concat_dim,
+                                   int cluster_axis) override;
+  Result<CollectiveRun> collective_permute(
+      PerChip in, PerChip out, std::span<const std::pair<MeshCoord, MeshCoord>> pairs) override;
+  Result<CollectiveRun> all_slice(PerChip in, PerChip out, int dim, int cluster_axis) override;
+  Status full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
+                       const MeshShardSpec& spec, PerChip out) override;
   Status shard_to_full(PerChip in, const MeshShardSpec& spec, std::span<const int64_t> full_shape,
-                       std::span<float> host);
+                       std::span<float> host) override;
 
  private:
-  explicit Mesh(MeshDesc desc) : desc_(std::move(desc)) {}
-  /// Chip indices of each group along `axis`, in coordinate order.
+  explicit EmulatedMesh(MeshDesc desc) : desc_(std::move(desc)) {}
+  /// Chip indices of each group along `axis` (-1: one group of all chips), in coordinate order.
   std::vector<std::vector<int>> groups(int axis) const;
   /// Moves the chips to `start + duration` where start is the latest of their clocks.
   uint64_t advance(std::span<const int> chips, uint64_t duration_ns);
@@ -120,6 +161,33 @@ class Mesh {
   MeshDesc desc_;
   std::vector<std::unique_ptr<EmulatedDevice>> chips_;
   std::vector<uint64_t> waited_ns_;  ///< Per chip: time spent in collectives (added to its clock).
+};
+
+/// A backend that implements nothing: its chips are NullDevices and every mesh call answers
+/// unimplemented.
+class NullMesh final : public Mesh {
+ public:
+  explicit NullMesh(MeshDesc desc);
+  const MeshDesc& descriptor() const override { return desc_; }
+  Device& chip(int index) override { return *chips_[static_cast<size_t>(index)]; }
+  uint64_t now_ns(MeshCoord) const override { return 0; }
+  uint64_t now_ns() const override { return 0; }
+  void reset() override {}
+  Result<CollectiveRun> all_gather(PerChip, PerChip, int, int) override;
+  Result<CollectiveRun> reduce_scatter(PerChip, PerChip, int, int, ReduceOp) override;
+  Result<CollectiveRun> all_reduce(PerChip, PerChip, int, ReduceOp) override;
+  Result<CollectiveRun> all_to_all(PerChip, PerChip, int, int, int) override;
+  Result<CollectiveRun> collective_permute(
+      PerChip, PerChip, std::span<const std::pair<MeshCoord, MeshCoord>>) override;
+  Result<CollectiveRun> all_slice(PerChip, PerChip, int, int) override;
+  Status full_to_shard(std::span<const float>, std::span<const int64_t>, const MeshShardSpec&,
+                       PerChip) override;
+  Status shard_to_full(PerChip, const MeshShardSpec&, std::span<const int64_t>,
+                       std::span<float>) override;
+
+ private:
+  MeshDesc desc_;
+  std::vector<std::unique_ptr<NullDevice>> chips_;
 };
 
 }  // namespace meshplan::device

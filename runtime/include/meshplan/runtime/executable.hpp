@@ -39,7 +39,8 @@ struct NamedTensorView {
 /// device must outlive the Executable.
 class Executable {
  public:
-  /// Fails with incompatible if the plan was made for another device descriptor.
+  /// Fails with incompatible if the plan was made for another device descriptor, or is a mesh
+  /// plan (those bind to a device::Mesh: MeshExecutable in mesh_executable.hpp).
   static Result<std::unique_ptr<Executable>> bind(PlanRef plan, device::Device& device);
 
   const PlanRef& plan() const { return plan_; }
@@ -71,7 +72,7 @@ class Executable {
 };
 
 /// Runs the plan's ops on the host in f32 (device::reference), with the same inputs: what the
-/// device's results are checked against.
+/// device's results are checked against. Mesh plans: run_mesh_reference (host inputs).
 Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const TensorView> inputs);
 
 /// OpConfig stored in a plan op.

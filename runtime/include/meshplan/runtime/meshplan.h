@@ -6,7 +6,10 @@
  * that thread's next failing call. Handles are opaque. An mp_cache may be used from many
  * threads at once; an mp_executable may be run from many threads (runs on one executable are
  * serialised; create one executable per thread to run in parallel). The cache must outlive the
- * executables created from it. Host tensors are caller memory: row-major, dtype MP_F32. */
+ * executables created from it. Host tensors are caller memory: row-major, dtype MP_F32.
+ * Mesh plans (made for a mesh of chips) run through the same handles on the emulated mesh their
+ * header names; their input and output shapes are the host (full) shapes (identity-sharded
+ * boundaries, whose host buffers hold one tensor per chip, are not supported here). */
 #ifndef MESHPLAN_RUNTIME_MESHPLAN_H_
 #define MESHPLAN_RUNTIME_MESHPLAN_H_
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/device/mesh_desc.hpp"
 #include "meshplan/runtime/plan.hpp"
 
 namespace meshplan::runtime {
@@ -19,6 +20,9 @@ struct PlanQuery {
   std::string_view planner_version = kPlannerVersion;  ///< Empty: any planner version.
   std::string_view policy;                             ///< Empty: any layout policy.
   std::optional<uint32_t> beam_width;  ///< Compared only when both sides use policy "beam".
+  /// Mesh the plan must run on (shape and descriptor); a single-chip plan matches only a 1x1
+  /// mesh. Null: not compared.
+  const device::MeshDesc* mesh = nullptr;
 };
 
 /// Compares `plan`'s header with `query` field by field. Ok when everything asked for matches;

@@ -1,0 +1,227 @@
+// Running a mesh plan on a device::Mesh (see mesh_executable.hpp).
+#include "meshplan/runtime/mesh_executable.hpp"
+
+#include <algorithm>
+
+#include "meshplan/device/collective_ops.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
+
+namespace meshplan::runtime {
+
+namespace {
+
+std::string shape_text(std::span<const int64_t> s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
+  auto bytes = p.segment(static_cast<uint32_t>(segment));
+  return std::span<const float>(reinterpret_cast<const float*>(bytes.data()),
+                                bytes.size() / sizeof(float));
+}
+
+}  // namespace
+
+Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
+  const auto* ids = p.plan().inputs();
+  if (inputs.size() != ids->size())
+    return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(),
+                " inputs, got ", inputs.size());
+  for (uint32_t i = 0; i < ids->size(); ++i) {
+    auto want = host_shape(p, i, false);
+    std::string_view name = p.placement(ids->Get(i)).name;
+    if (!std::ranges::equal(inputs[i].shape, want))
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", name, "': shape ",
+                  shape_text(inputs[i].shape), " does not match the plan's host shape ",
+                  shape_text(want));
+    int64_t copies = boundary_shard(p, i, false).type == device::MeshShardType::identity
+                         ? mesh_rows(p) * mesh_cols(p)
+                         : 1;
+    if (static_cast<int64_t>(inputs[i].data.size()) != device::volume(want) * copies)
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", name,
+                  "': ", inputs[i].data.size(), " values for host shape ", shape_text(want),
+                  copies > 1 ? str(" on ", copies, " chips (identity)") : std::string());
+  }
+  return {};
+}
+
+Result<std::unique_ptr<MeshExecutable>> MeshExecutable::bind(PlanRef plan, device::Mesh& mesh) {
+  const device::MeshDesc& have = mesh.descriptor();
+  if (!is_mesh_plan(plan))
+    return fail(ErrorCode::incompatible, "plan '", plan.name(),
+                "' is a single-chip plan: bind it to a Device (Executable::bind), not to the ",
+                have.rows, "x", have.cols, " mesh ", have.name);
+  if (mesh_rows(plan) != have.rows || mesh_cols(plan) != have.cols)
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for a ",
+                mesh_rows(plan), "x", mesh_cols(plan), " mesh, this mesh ", have.name, " is ",
+                have.rows, "x", have.cols);
+  const fb::DeviceInfo* d = plan.plan().header()->device();
+  Hash128 chip_hash{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
+  if (chip_hash != have.chip.hash())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for chip ",
+                d->name() ? d->name()->string_view() : "?", " (descriptor ",
+                chip_hash.hex().substr(0, 8), "), the mesh's chips are ", have.chip.name,
+                " (descriptor ", have.chip.hash().hex().substr(0, 8), ")");
+  auto desc = plan_mesh_desc(plan, have.chip);
+  if (!desc) return std::unexpected(desc.error());
+  if (desc->hash() != have.hash())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for mesh ", desc->name,
+                " (", device::topology_name(desc->topology), ", ", desc->links,
+                " links), this mesh is ", have.name, " (", device::topology_name(have.topology),
+                ", ", have.links, " links)");
+  return std::unique_ptr<MeshExecutable>(new MeshExecutable(plan, mesh));
+}
+
+size_t MeshExecutable::input_count() const {
+  return plan_.plan().inputs()->size();
+}
+std::string_view MeshExecutable::input_name(size_t i) const {
+  return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name;
+}
+std::span<const int64_t> MeshExecutable::input_shape(size_t i) const {
+  return host_shape(plan_, i, false);
+}
+size_t MeshExecutable::output_count() const {
+  return plan_.plan().outputs()->size();
+}
+std::string_view MeshExecutable::output_name(size_t i) const {
+  return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name;
+}
+std::span<const int64_t> MeshExecutable::output_shape(size_t i) const {
+  return host_shape(plan_, i, true);
+}
+
+Result<size_t> MeshExecutable::input_index(std::string_view name) const {
+  for (size_t i = 0; i < input_count(); ++i)
+    if (input_name(i) == name) return i;
+  std::string names;
+  for (size_t i = 0; i < input_count(); ++i) names += str(i ? ", '" : "'", input_name(i), "'");
+  return fail(ErrorCode::not_found, "plan '", plan_.name(), "' has no input named '", name,
+              "' (its inputs: ", names, ")");
+}
+
+Result<MeshRunResult> MeshExecutable::run(std::span<const NamedTensorView> inputs) {
+  std::vector<TensorView> views(input_count());
+  std::vector<bool> seen(input_count(), false);
+  for (const NamedTensorView& in : inputs) {
+    size_t i = MESHPLAN_TRY(input_index(in.name));
+    if (seen[i])
+      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input '", in.name,
+                  "' is given twice");
+    seen[i] = true;
+    views[i] = in.view;
+  }
+  for (size_t i = 0; i < views.size(); ++i)
+    if (!seen[i])
+      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input ", i, " '",
+                  input_name(i), "' is missing");
+  return run(std::span<const TensorView>(views));
+}
+
+Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
+  MESHPLAN_TRY(check_host_inputs(plan_, inputs));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const fb::Plan& p = plan_.plan();
+  const int chips = mesh_.size();
+  const device::MeshDesc& desc = mesh_.descriptor();
+  mesh_.reset();
+  auto all_chips = [&](const device::TensorPlacement& t) {
+    return std::vector<device::TensorPlacement>(static_cast<size_t>(chips), t);
+  };
+  auto on_every_chip = [&](auto&& f) -> Status {
+    for (int c = 0; c < chips; ++c) MESHPLAN_TRY(f(mesh_.chip(c)));
+    return {};
+  };
+  for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
+    const fb::TensorPlan* t = p.tensors()->Get(id);
+    if (t->role() == fb::TensorRole::intermediate) continue;
+    device::TensorPlacement placement = plan_.placement(id);
+    MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.allocate(placement); }));
+    if (t->role() == fb::TensorRole::constant)
+      MESHPLAN_TRY(on_every_chip([&](device::Device& d) {
+        return d.write(placement, segment_floats(plan_, t->segment()));
+      }));
+  }
+  for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
+    auto per_chip = all_chips(plan_.placement(p.inputs()->Get(i)));
+    MESHPLAN_TRY(mesh_.full_to_shard(inputs[i].data, host_shape(plan_, i, false),
+                                     boundary_shard(plan_, i, false), per_chip));
+  }
+
+  MeshRunResult result;
+  result.ops.reserve(p.ops()->size() * static_cast<size_t>(chips));
+  for (const fb::OpPlan* op : *p.ops()) {
+    constexpr size_t kMax = device::kMaxOperands;
+    device::TensorPlacement in[kMax], out[kMax];
+    const device::TensorPlacement* inp[kMax];
+    const device::TensorPlacement* outp[kMax];
+    for (uint32_t i = 0; i < op->operands()->size(); ++i) {
+      in[i] = plan_.placement(op->operands()->Get(i));
+      inp[i] = &in[i];
+    }
+    for (uint32_t i = 0; i < op->results()->size(); ++i) {
+      out[i] = plan_.placement(op->results()->Get(i));
+      outp[i] = &out[i];
+      MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.allocate(out[i]); }));
+    }
+    std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
+    device::OpConfig config = op_config_of(*op);
+    config.mesh_rows = desc.rows;
+    config.mesh_cols = desc.cols;
+    auto kind = static_cast<device::OpKind>(op->kind());
+    if (device::is_collective(kind)) {
+      std::vector<uint64_t> start(static_cast<size_t>(chips));
+      for (int c = 0; c < chips; ++c) start[static_cast<size_t>(c)] = mesh_.now_ns(desc.coord(c));
+      auto ins = all_chips(in[0]), outs = all_chips(out[0]);
+      auto run = device::run_collective_op(mesh_, kind, config, ins, outs);
+      if (!run) return std::unexpected(with_context(run.error(), str("op '", name, "'")));
+      result.collective_ns += run->timing.duration_ns;
+      result.bytes_moved += run->bytes_moved;
+      for (int c = 0; c < chips; ++c) {
+        uint64_t end = mesh_.now_ns(desc.coord(c));
+        result.ops.push_back(MeshOpProfile{name, kind, static_cast<uint32_t>(c),
+                                           start[static_cast<size_t>(c)],
+                                           end - start[static_cast<size_t>(c)], 0, true});
+      }
+    } else {
+      device::OpLaunch launch{kind, name, std::span(inp, op->operands()->size()),
+                              std::span(outp, op->results()->size()), config};
+      for (int c = 0; c < chips; ++c) {
+        uint64_t start = mesh_.now_ns(desc.coord(c));
+        auto timing = mesh_.chip(c).launch(launch);
+        if (!timing)
+          return std::unexpected(
+              with_context(timing.error(), str("chip ", device::coord_name(desc.coord(c)))));
+        result.ops.push_back(MeshOpProfile{name, kind, static_cast<uint32_t>(c), start,
+                                           timing->duration_ns, timing->cores_used, false});
+      }
+    }
+    if (op->frees())
+      for (uint32_t id : *op->frees()) {
+        device::TensorPlacement t = plan_.placement(id);
+        MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.deallocate(t); }));
+      }
+  }
+  for (uint32_t i = 0; i < p.outputs()->size(); ++i) {
+    auto full = host_shape(plan_, i, true);
+    device::MeshShardSpec spec = boundary_shard(plan_, i, true);
+    Tensor t(std::vector<int64_t>(full.begin(), full.end()));
+    if (spec.type == device::MeshShardType::identity)
+      t.data.resize(t.data.size() * static_cast<size_t>(chips));
+    auto per_chip = all_chips(plan_.placement(p.outputs()->Get(i)));
+    MESHPLAN_TRY(mesh_.shard_to_full(per_chip, spec, full, t.data));
+    result.outputs.push_back(std::move(t));
+  }
+  for (int c = 0; c < chips; ++c) {
+    uint64_t total = mesh_.now_ns(desc.coord(c)), ops = mesh_.chip(c).now_ns();
+    result.chip_ns.push_back(total);
+    result.chip_device_ns.push_back(ops);
+    result.chip_collective_ns.push_back(total - std::min(total, ops));
+    result.device_ns = std::max(result.device_ns, total);
+  }
+  return result;
+}
+
+}  // namespace meshplan::runtime

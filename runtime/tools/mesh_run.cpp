@@ -1,0 +1,173 @@
+// meshplan-run for mesh plans (see mesh_run.hpp).
+#include "mesh_run.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "inspect_trace.hpp"
+#include "meshplan/device/mesh.hpp"
+#include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
+#include "tensor_io.hpp"
+
+namespace meshplan::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string shape_text(std::span<const int64_t> s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string shard_text(const device::MeshShardSpec& s) {
+  std::string out(device::mesh_shard_type_name(s.type));
+  if (s.type == device::MeshShardType::devices)
+    out += str(" shard_dims=[", s.shard_dims[0], ",", s.shard_dims[1], "]");
+  return out;
+}
+
+/// Chrome trace: process 0 is the mesh, one thread (track) per chip; collectives in category
+/// "collective".
+std::string mesh_trace(const runtime::PlanRef& plan, const runtime::MeshRunResult& run,
+                       const device::MeshDesc& mesh) {
+  std::ostringstream out;
+  out << "{\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&]() {
+    out << (first ? "\n" : ",\n");
+    first = false;
+  };
+  sep();
+  out << R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"mesh )" << mesh.name << " "
+      << mesh.rows << "x" << mesh.cols << " (" << plan.name() << ")\"}}";
+  for (int c = 0; c < mesh.chips(); ++c) {
+    sep();
+    out << R"({"name":"thread_name","ph":"M","pid":0,"tid":)" << c << R"(,"args":{"name":"chip )"
+        << device::coord_name(mesh.coord(c)) << R"("}})";
+  }
+  for (const runtime::MeshOpProfile& op : run.ops) {
+    sep();
+    out << R"({"name":")" << op.name << R"(","cat":")" << (op.collective ? "collective" : "op")
+        << R"(","ph":"X","pid":0,"tid":)" << op.chip << R"(,"ts":)" << op.start_ns / 1000.0
+        << R"(,"dur":)" << op.duration_ns / 1000.0 << R"(,"args":{"kind":")"
+        << device::op_name(op.kind) << R"(","cores":)" << op.cores << "}}";
+  }
+  out << "\n],\"displayTimeUnit\":\"ns\"}\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string inspect_mesh(const runtime::PlanRef& plan) {
+  std::ostringstream out;
+  const fb::MeshInfo* m = plan.plan().header()->mesh();
+  out << "mesh " << (m && m->name() ? m->name()->str() : "?") << " " << runtime::mesh_rows(plan)
+      << "x" << runtime::mesh_cols(plan);
+  if (m) {
+    out << ", " << (m->topology() == 1 ? "ring" : "linear") << ", " << m->links() << " links, hop "
+        << m->hop_latency_ns() << " ns";
+    if (m->axis_names() && m->axis_names()->size()) {
+      out << ", axes";
+      for (const flatbuffers::String* a : *m->axis_names()) out << " " << a->str();
+    }
+  }
+  out << "\n";
+  for (int output = 0; output < 2; ++output) {
+    const auto* ids = output ? plan.plan().outputs() : plan.plan().inputs();
+    for (uint32_t i = 0; i < ids->size(); ++i) {
+      device::TensorPlacement t = plan.placement(ids->Get(i));
+      out << "  " << (output ? "output " : "input  ") << t.name << ": host "
+          << shape_text(runtime::host_shape(plan, i, output != 0)) << " -> per chip "
+          << shape_text(t.shape) << ", "
+          << shard_text(runtime::boundary_shard(plan, i, output != 0)) << "\n";
+    }
+  }
+  return out.str();
+}
+
+Result<int> run_mesh_plan(const runtime::PlanRef& plan, const MeshRunOptions& o) {
+  const fb::DeviceInfo* want = plan.plan().header()->device();
+  device::ChipDesc chip =
+      MESHPLAN_TRY(device::builtin_chip(want->name() ? want->name()->string_view() : ""));
+  device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, chip));
+  auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  auto t_bind = Clock::now();
+  auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
+  double bind_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_bind).count();
+  if (o.inspect) {
+    if (o.json) {
+      std::cout << MESHPLAN_TRY(inspect_json(plan));
+    } else {
+      std::cout << inspect_mesh(plan) << inspect_table(plan);
+    }
+    return 0;
+  }
+  std::vector<runtime::Tensor> inputs;
+  if (o.inputs.empty()) {
+    inputs = runtime::random_inputs(plan, o.seed);
+  } else {
+    if (o.inputs.size() != exe->input_count())
+      return fail(ErrorCode::invalid_argument, "plan '", plan.name(), "' takes ",
+                  exe->input_count(), " inputs, ", o.inputs.size(), " --input given");
+    for (const std::string& text : o.inputs) inputs.push_back(MESHPLAN_TRY(parse_input(text)));
+  }
+  auto views = runtime::views_of(inputs);
+  auto t_run = Clock::now();
+  runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));
+  double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
+  std::printf("plan '%.*s' (%s, %u ops) on mesh %s %dx%d of %s\n",
+              static_cast<int>(plan.name().size()), plan.name().data(), plan.key().hex().c_str(),
+              plan.plan().ops()->size(), desc.name.c_str(), desc.rows, desc.cols,
+              chip.name.c_str());
+  std::printf(
+      "bind %.3f ms, run %.3f ms (host), %.3f us simulated (slowest chip), %.3f us in "
+      "collectives, %llu bytes between chips\n",
+      bind_ms, run_ms, result.device_ns / 1000.0, result.collective_ns / 1000.0,
+      static_cast<unsigned long long>(result.bytes_moved));
+  for (int c = 0; c < desc.chips(); ++c)
+    std::printf("  chip %s: %.3f us (ops %.3f us, collectives %.3f us)\n",
+                device::coord_name(desc.coord(c)).c_str(), result.chip_ns[c] / 1000.0,
+                result.chip_device_ns[c] / 1000.0, result.chip_collective_ns[c] / 1000.0);
+  if (o.print)
+    for (size_t i = 0; i < result.outputs.size(); ++i)
+      std::printf("  %.*s = %s\n", static_cast<int>(exe->output_name(i).size()),
+                  exe->output_name(i).data(), format_tensor(result.outputs[i]).c_str());
+  if (o.outputs.size() > result.outputs.size())
+    return fail(ErrorCode::invalid_argument, o.outputs.size(), " --output given, the plan has ",
+                result.outputs.size(), " outputs");
+  for (size_t i = 0; i < o.outputs.size(); ++i) {
+    const std::string& f = o.outputs[i];
+    if (f == "-")
+      std::printf("%.*s = %s\n", static_cast<int>(exe->output_name(i).size()),
+                  exe->output_name(i).data(), format_tensor(result.outputs[i]).c_str());
+    else if (!f.empty() && f[0] == '@')
+      MESHPLAN_TRY(write_npy(f.substr(1), result.outputs[i]));
+    else
+      return fail(ErrorCode::invalid_argument, "--output takes @file.npy or -, not '", f, "'");
+  }
+  if (!o.trace.empty()) {
+    std::ofstream out(o.trace, std::ios::trunc);
+    out << mesh_trace(plan, result, desc);
+    if (!out) return fail(ErrorCode::io, "cannot write trace '", o.trace, "'");
+    std::printf("trace: %s (%zu ops on %d chips)\n", o.trace.c_str(), result.ops.size(),
+                desc.chips());
+  }
+  if (o.check) {
+    std::vector<runtime::Tensor> ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
+    runtime::CheckReport rep = runtime::check_outputs(result.outputs, ref, o.tolerance);
+    std::printf(
+        "check: max abs error %.6g, output scale %.6g, relative error %.6g (tolerance %.3g): %s\n",
+        rep.max_abs_error, rep.scale, rep.relative_error, o.tolerance, rep.ok ? "PASS" : "FAIL");
+    return rep.ok ? 0 : 2;
+  }
+  return 0;
+}
+
+}  // namespace meshplan::tools

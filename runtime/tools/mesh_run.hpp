@@ -1,0 +1,27 @@
+// meshplan-run for mesh plans: builds the EmulatedMesh the plan was made for, runs the plan with
+// host tensors, prints per-chip timing, writes a trace with one track per chip, checks against
+// the host SPMD reference, and inspects the mesh and boundary shards.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "meshplan/runtime/plan.hpp"
+
+namespace meshplan::tools {
+
+struct MeshRunOptions {
+  std::vector<std::string> inputs, outputs;
+  std::string trace;
+  uint64_t seed = 1;
+  double tolerance = 0.03;
+  bool check = false, print = false, inspect = false, json = false;
+};
+
+/// Runs (or inspects) a mesh plan; the exit code (0, or 2 when --check fails).
+Result<int> run_mesh_plan(const runtime::PlanRef& plan, const MeshRunOptions& options);
+
+/// The mesh part of `inspect`: mesh, topology, links, and one line per boundary shard.
+std::string inspect_mesh(const runtime::PlanRef& plan);
+
+}  // namespace meshplan::tools
