@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "meshplan/device/placement.hpp"
+#include "tile_io.hpp"
 
 namespace meshplan::device {
 
@@ -87,6 +88,25 @@ Status run_on_cores(ChipMemory& memory, size_t n, bool parallel,
   for (Status& s : status)
     if (!s) return s;
   return {};
+}
+
+Status TileIO::read_all_blocks(std::vector<float>& blocks) const {
+  int64_t pages = grid_.pages();
+  blocks.assign(static_cast<size_t>(pages * kTileElems), 0.0f);
+  // Reads in contiguous page ranges, one per pool thread at most (each range fills its own blocks).
+  size_t parts = use_pool(memory_, pages * kTileCopyNs) ? memory_.pool->threads() : 1;
+  int64_t per_part = (pages + static_cast<int64_t>(parts) - 1) / static_cast<int64_t>(parts);
+  return run_on_cores(memory_, parts, parts > 1, [&](size_t part) -> Status {
+    float tile[kTileElems];
+    int64_t end = std::min(pages, static_cast<int64_t>(part + 1) * per_part);
+    for (int64_t p = static_cast<int64_t>(part) * per_part; p < end; ++p) {
+      MESHPLAN_TRY(read(p, tile));
+      float* block = blocks.data() + p * kTileElems;
+      for (int r = 0; r < kTileH; ++r)
+        for (int c = 0; c < kTileW; ++c) block[r * kTileW + c] = tile[tile_offset(r, c)];
+    }
+    return {};
+  });
 }
 
 }  // namespace meshplan::device

@@ -55,6 +55,10 @@ unsigned EmulatedDevice::core_threads() const {
   return pool_->threads();
 }
 
+uint64_t EmulatedDevice::pooled_jobs() const {
+  return pool_->jobs();
+}
+
 Status EmulatedDevice::check_supported(const TensorPlacement& t) const {
   return check_placement(t, chip_);
 }

@@ -1,5 +1,6 @@
 // Data-rearranging kernels: reshape, permute, concat, slice and embedding gather each output
 // tile element from its source operand element; typecast converts tile by tile.
+#include "core_pool.hpp"
 #include "kernel_blocks.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
@@ -11,7 +12,7 @@ namespace {
 Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
   DType to = op.config.dtype;
-  return for_each_core(out.grid().pages(), cores,
+  return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
                        [&](uint32_t, int64_t begin, int64_t end) -> Status {
                          float tile[kTileElems];
                          for (int64_t p = begin; p < end; ++p) {

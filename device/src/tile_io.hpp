@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
@@ -11,47 +12,47 @@
 
 namespace meshplan::device {
 
-/// Reads and writes tiles of one placement.
+/// Largest tiled page: a 32x32 tile of a 4-byte dtype.
+inline constexpr uint32_t kMaxTileBytes = kTileElems * 4;
+
+/// Reads and writes tiles of one tiled placement. Keeps no per-call state, so the emulated cores
+/// of one op may share a TileIO across pool threads: reads from any page, writes to distinct pages
+/// whose memory is already backed (back_for_writes).
 class TileIO {
  public:
   TileIO(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t)
-      : memory_(memory), t_(t), map_(t, chip), grid_(tile_grid(t.shape)), page_(t.page_size) {}
+      : memory_(memory), t_(t), map_(t, chip), grid_(tile_grid(t.shape)) {
+    assert(t.page_size <= kMaxTileBytes && "TileIO: tiled pages hold at most 4096 bytes");
+  }
 
   const TileGrid& grid() const { return grid_; }
 
   /// Page p as 1024 f32 values in tile order.
-  Status read(int64_t p, float* tile) {
+  Status read(int64_t p, float* tile) const {
+    alignas(64) std::byte page[kMaxTileBytes];
     PageLocation loc = map_.page(p);
-    memory_.bank(t_.buffer, loc.bank).read(loc.offset, page_.data(), page_.size());
-    return unpack_tile(t_.dtype, page_.data(), tile);
+    memory_.bank(t_.buffer, loc.bank).read(loc.offset, page, t_.page_size);
+    return unpack_tile(t_.dtype, page, tile);
   }
 
-  Status write(int64_t p, const float* tile) {
-    MESHPLAN_TRY(pack_tile(t_.dtype, tile, page_.data()));
+  Status write(int64_t p, const float* tile) const {
+    alignas(64) std::byte page[kMaxTileBytes];
+    MESHPLAN_TRY(pack_tile(t_.dtype, tile, page));
     PageLocation loc = map_.page(p);
-    memory_.bank(t_.buffer, loc.bank).write(loc.offset, page_.data(), page_.size());
+    memory_.bank(t_.buffer, loc.bank).write(loc.offset, page, t_.page_size);
     return {};
   }
 
-  /// Reads every tile, converted to row-major 32x32 blocks, into `blocks` (pages * 1024).
-  Status read_all_blocks(std::vector<float>& blocks) {
-    blocks.assign(static_cast<size_t>(grid_.pages() * kTileElems), 0.0f);
-    float tile[kTileElems];
-    for (int64_t p = 0; p < grid_.pages(); ++p) {
-      MESHPLAN_TRY(read(p, tile));
-      float* block = blocks.data() + p * kTileElems;
-      for (int r = 0; r < kTileH; ++r)
-        for (int c = 0; c < kTileW; ++c) block[r * kTileW + c] = tile[tile_offset(r, c)];
-    }
-    return {};
-  }
+  /// Reads every tile, converted to row-major 32x32 blocks, into `blocks` (pages * 1024); on the
+  /// core pool when there are enough tiles (reads never allocate memory, so threads only share
+  /// read-only state).
+  Status read_all_blocks(std::vector<float>& blocks) const;
 
  private:
   ChipMemory& memory_;
   const TensorPlacement& t_;
   AddressMap map_;
   TileGrid grid_;
-  std::vector<std::byte> page_;
 };
 
 inline float activate(Activation a, float v) {
@@ -66,18 +67,6 @@ inline TileCoords tile_coords(const TileGrid& g, int64_t p) {
   int64_t per_matrix = (g.rows + kTileH - 1) / kTileH;
   int64_t tr = p / g.tiles_w, tc = p % g.tiles_w;
   return TileCoords{tr / per_matrix, (tr % per_matrix) * kTileH, tc * kTileW};
-}
-
-/// Splits `tiles` output tiles over `cores` cores in contiguous ranges; calls fn(core, begin, end).
-template <class Fn>
-inline Status for_each_core(int64_t tiles, uint32_t cores, Fn&& fn) {
-  int64_t per_core = (tiles + cores - 1) / cores;
-  for (uint32_t core = 0; core < cores; ++core) {
-    int64_t begin = core * per_core, end = std::min(tiles, begin + per_core);
-    if (begin >= end) break;
-    MESHPLAN_TRY(fn(core, begin, end));
-  }
-  return {};
 }
 
 }  // namespace meshplan::device

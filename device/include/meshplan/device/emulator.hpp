@@ -54,6 +54,9 @@ class EmulatedDevice final : public Device {
   /// Host threads that run emulated cores of big ops (1 = serial). Default: min(4, hardware).
   void set_core_threads(unsigned threads);
   unsigned core_threads() const;
+  /// Kernel loops (per-core loops and operand reads) that ran on the core pool's threads since
+  /// set_core_threads(), rather than inline; tests use it to see which path an op took.
+  uint64_t pooled_jobs() const;
 
   /// L1 use of one core (index y * grid_x + x): interleaved L1 buffers count on every core,
   /// sharded ones on the cores of their grid.
