@@ -77,6 +77,22 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
                   t.shard.extra_ranges ? " and more" : "");
     } else if (t.buffer == BufferType::l1) {
       where = " on every core";
+    } else {
+      where = str(" in each of the ", chip_.dram_banks, " DRAM banks");
+    }
+    // An overlap: name the first core (in core order) that holds both buffers. The address
+    // range is shared by every core, so buffers on disjoint cores may still be refused.
+    bool named = false;
+    for (const auto& [key, live] : live_) {
+      if (named || key.first != t.buffer || t.buffer != BufferType::l1 ||
+          key.second >= t.address + bytes || t.address >= key.second + live.bytes)
+        continue;
+      for (uint32_t c = 0; c < l1_used_.size() && !named; ++c)
+        if (map.holds(c) && holds(live, c)) {
+          where += str(" (core (", c % chip_.grid_x, ",", c / chip_.grid_x, ") holds both it and '",
+                       live.name, "')");
+          named = true;
+        }
     }
     return std::unexpected(
         with_context(status.error(), str("allocating tensor '", t.name, "'", where)));

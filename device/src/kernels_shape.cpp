@@ -96,7 +96,8 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
         float v = ids.at(idx.data());
         if (!(v >= 0.0f) || v >= static_cast<float>(rows))
           return fail(ErrorCode::invalid_argument, "embedding index ", v, " at position ", i,
-                      " is outside the table's ", rows, " rows");
+                      " of indices '", op.operands[0]->name, "' is outside the ", rows,
+                      " rows of table '", op.operands[1]->name, "'");
       }
       return write_elements(memory, chip, op, cores, [&](const int64_t* out_idx) {
         int64_t row[2] = {static_cast<int64_t>(ids.at(out_idx)), out_idx[rank - 1]};

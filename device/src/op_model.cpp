@@ -116,12 +116,17 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     v.cb_bytes_per_core = circular_buffer_bytes(op);
   }
   uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
-  if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
+  if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable) {
+    std::string l1_results;
+    for (const TensorPlacement* t : op.results)
+      if (t->buffer == BufferType::l1)
+        l1_results += str(l1_results.empty() ? "" : ", ", "'", t->name, "'");
     return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ",
-                  v.output_l1_bytes_per_core,
-                  " bytes of L1 output per core (on core (0,0) and every other core of its ",
-                  op.config.grid_x, "x", op.config.grid_y, " grid), more than the ", usable,
-                  " usable");
+                  v.output_l1_bytes_per_core, " bytes of L1 output",
+                  l1_results.empty() ? "" : str(" (", l1_results, ")"),
+                  " per core (on core (0,0) and every other core of its ", op.config.grid_x, "x",
+                  op.config.grid_y, " grid), more than the ", usable, " usable");
+  }
   v.ok = true;
   return v;
 }
