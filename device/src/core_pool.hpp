@@ -57,21 +57,26 @@ void back_for_writes(ChipMemory& memory, const ChipDesc& chip, const TensorPlace
 Status run_on_cores(ChipMemory& memory, size_t n, bool parallel,
                     const std::function<Status(size_t)>& fn);
 
-/// Estimated host time (ns on one core) of an op's kernel below which its emulated cores run
-/// inline on the caller: waking the pool's helpers and joining them costs about 10-30 us on the
-/// 2-core host (tests/bench/kernels_bench.cpp, BM_PoolCrossover: pooled and serial eltwise cross
-/// between 64 and 128 bf16 tiles, ~1 us each), so tiny ops keep their < 2 us launch.
+/// Estimated serial host time (ns) of a kernel below which its emulated cores run inline on the
+/// caller rather than on the pool. Measured with tests/bench/kernels_bench.cpp on the 2-core
+/// host: waking the helper and joining it costs ~5.5 us (BM_TinyLaunchForcedPool vs
+/// BM_TinyLaunchInline64x32), so an ideal 2-way split pays off from ~11 us of work; the threshold
+/// sits ~20x above the overhead so that, when the other core is busy (other processes; the
+/// BM_PoolCrossover* sweep then shows no gain below ~256 tiles), pooling costs at most a few
+/// percent, and tiny ops (~2 us launches) never touch the pool.
 inline constexpr int64_t kPoolMinWorkNs = 100'000;
 
-/// Rough host cost of one output tile, per kind of kernel loop, for the estimate above.
-inline constexpr int64_t kTileCopyNs = 1'000;     ///< Unpack, one op per value, pack.
+/// Host cost estimates per output tile or value, measured as CPU time of the serial kernels in
+/// kernels_bench.cpp (bf16, this host); only their order of magnitude matters.
+inline constexpr int64_t kTileCopyNs = 2'000;     ///< Unpack, one cheap op per value, pack.
 inline constexpr int64_t kTileGatherNs = 10'000;  ///< 1024 values gathered by logical index.
-inline constexpr int64_t kTileMacNs = 4'000;      ///< One 32x32x32 tile multiply-accumulate.
-inline constexpr int64_t kElementVisitNs = 5;     ///< One operand value read by logical index.
+inline constexpr int64_t kTileMacNs = 8'000;      ///< One 32x32x32 tile multiply-accumulate.
+inline constexpr int64_t kElementVisitNs = 7;     ///< One operand value read by logical index.
 
 /// Whether a kernel whose serial host work is `work_ns` runs its cores on memory.pool.
 inline bool use_pool(const ChipMemory& memory, int64_t work_ns) {
-  return work_ns >= kPoolMinWorkNs && memory.pool != nullptr && memory.pool->threads() > 1;
+  int64_t min_ns = memory.pool_min_work_ns >= 0 ? memory.pool_min_work_ns : kPoolMinWorkNs;
+  return work_ns >= min_ns && memory.pool != nullptr && memory.pool->threads() > 1;
 }
 
 /// The per-core loop of every tiled kernel: splits `tiles` output tiles of `result` over `cores`

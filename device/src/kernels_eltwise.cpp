@@ -53,11 +53,12 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
     }
     return {};
   };
-  // Transcendental unary ops cost a few times a plain add per value.
-  int64_t ns_per_tile =
-      op.kind == OpKind::add || op.kind == OpKind::multiply || op.kind == OpKind::relu
-          ? kTileCopyNs
-          : 4 * kTileCopyNs;
+  // Transcendental ops (gelu, exp, ...) cost ~8x a plain add per value (kernels_bench.cpp).
+  bool cheap = op.kind == OpKind::add || op.kind == OpKind::subtract ||
+               op.kind == OpKind::multiply || op.kind == OpKind::maximum ||
+               op.kind == OpKind::minimum || op.kind == OpKind::relu || op.kind == OpKind::neg ||
+               op.kind == OpKind::abs;
+  int64_t ns_per_tile = cheap && act == Activation::none ? kTileCopyNs : 8 * kTileCopyNs;
   return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
 
