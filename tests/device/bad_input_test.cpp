@@ -167,6 +167,16 @@ TEST_CASE("overlapping fixed addresses name both tensors and a core both use") {
   CHECK(has(s.error().message, "overlaps"));
   CHECK(has(s.error().message, "core (2,1)"));  // the first core both shard grids hold
   REQUIRE(dev->deallocate(a));
+  // DRAM: every bank reserves the same range, so the message names the banks.
+  TensorPlacement p = make_interleaved("p", shape, DType::bf16, BufferType::dram, 0);
+  TensorPlacement q = make_interleaved("q", shape, DType::bf16, BufferType::dram, 1024);
+  REQUIRE(dev->allocate(p));
+  auto d = dev->allocate(q);
+  REQUIRE_FALSE(d);
+  CHECK(has(d.error().message, "'q'"));
+  CHECK(has(d.error().message, "overlaps live buffer 'p'"));
+  CHECK(has(d.error().message, "12 DRAM banks"));
+  REQUIRE(dev->deallocate(p));
   good_op_runs(*dev);
 }
 
