@@ -164,7 +164,9 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(),
                 " values for ", volume(t.shape), " elements");
-  return write_tensor(memory_, chip_, t, host);
+  if (auto s = write_tensor(memory_, chip_, t, host); !s)
+    return std::unexpected(with_context(s.error(), str("writing tensor '", t.name, "'")));
+  return {};
 }
 
 Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {

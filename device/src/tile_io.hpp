@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
@@ -21,7 +22,7 @@ inline constexpr uint32_t kMaxTileBytes = kTileElems * 4;
 class TileIO {
  public:
   TileIO(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t)
-      : memory_(memory), t_(t), map_(t, chip), grid_(tile_grid(t.shape)) {
+      : memory_(memory), t_(t), map_(t, chip), grid_(tile_grid(t.shape)), grid_x_(chip.grid_x) {
     assert(t.page_size <= kMaxTileBytes && "TileIO: tiled pages hold at most 4096 bytes");
   }
 
@@ -32,15 +33,29 @@ class TileIO {
     alignas(64) std::byte page[kMaxTileBytes];
     PageLocation loc = map_.page(p);
     memory_.bank(t_.buffer, loc.bank).read(loc.offset, page, t_.page_size);
-    return unpack_tile(t_.dtype, page, tile);
+    if (auto s = unpack_tile(t_.dtype, page, tile); !s)
+      return std::unexpected(with_context(s.error(), where(p, loc)));
+    return {};
   }
 
+  /// Fails (naming the tensor, tile, core or bank, and address) if the values do not fit the
+  /// dtype, e.g. inf in a bf8b tile; nothing is written then.
   Status write(int64_t p, const float* tile) const {
     alignas(64) std::byte page[kMaxTileBytes];
-    MESHPLAN_TRY(pack_tile(t_.dtype, tile, page));
     PageLocation loc = map_.page(p);
+    if (auto s = pack_tile(t_.dtype, tile, page); !s)
+      return std::unexpected(with_context(s.error(), where(p, loc)));
     memory_.bank(t_.buffer, loc.bank).write(loc.offset, page, t_.page_size);
     return {};
+  }
+
+  /// "tensor 'x' tile p on core (x,y) at L1 address a" or "... in DRAM bank b at address a".
+  std::string where(int64_t p, PageLocation loc) const {
+    if (t_.buffer == BufferType::l1)
+      return str("tensor '", t_.name, "' tile ", p, " on core (", loc.bank % grid_x_, ",",
+                 loc.bank / grid_x_, ") at L1 address ", loc.offset);
+    return str("tensor '", t_.name, "' tile ", p, " in DRAM bank ", loc.bank, " at address ",
+               loc.offset);
   }
 
   /// Reads every tile, converted to row-major 32x32 blocks, into `blocks` (pages * 1024); on the
@@ -53,6 +68,7 @@ class TileIO {
   const TensorPlacement& t_;
   AddressMap map_;
   TileGrid grid_;
+  uint32_t grid_x_;
 };
 
 inline float activate(Activation a, float v) {

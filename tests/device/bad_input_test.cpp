@@ -5,6 +5,8 @@
 // where one is at fault; after each, the same device runs a good op correctly.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -373,5 +375,44 @@ TEST_CASE("an embedding index out of range names op and tensor and leaves the re
   REQUIRE(dev->write(ids, std::vector<float>{1, 2, 7, 3}));
   CHECK(dev->launch(OpLaunch{OpKind::embedding, "embed", ins, outs, grid(1, 1)}));
   for (auto* t : {&ids, &table, &emb}) REQUIRE(dev->deallocate(*t));
+  good_op_runs(*dev);
+}
+
+TEST_CASE(
+    "values a dtype cannot hold name the tensor, and in an op the op, tile, core and address") {
+  auto dev = make_device();
+  const ChipDesc& chip = dev->descriptor();
+  // Host write of inf into a bf8b tensor.
+  TensorPlacement b8 = make_interleaved("blocky", kSmall, DType::bf8b, BufferType::dram, 0);
+  REQUIRE(dev->allocate(b8));
+  std::vector<float> values(static_cast<size_t>(volume(kSmall)), 1.0f);
+  values[40] = std::numeric_limits<float>::infinity();
+  auto w = dev->write(b8, values);
+  REQUIRE_FALSE(w);
+  CHECK(has(w.error().message, "writing tensor 'blocky'"));
+  CHECK(has(w.error().message, "bf8b cannot hold inf"));
+  REQUIRE(dev->deallocate(b8));
+  // exp(100) overflows f32 to inf, which the bf8b L1 result cannot hold.
+  TensorPlacement x = make_interleaved("logits", kSmall, DType::f32, BufferType::dram, 0);
+  TensorPlacement y =
+      make_interleaved("probs", kSmall, DType::bf8b, BufferType::l1, under_top(chip, 4096));
+  REQUIRE(dev->allocate(x));
+  REQUIRE(dev->allocate(y));
+  std::fill(values.begin(), values.end(), 100.0f);
+  REQUIRE(dev->write(x, values));
+  const TensorPlacement* ins[] = {&x};
+  const TensorPlacement* outs[] = {&y};
+  auto r = dev->launch(OpLaunch{OpKind::exp, "expo", ins, outs, grid(1, 1)});
+  REQUIRE_FALSE(r);
+  CHECK(has(r.error().message, "op 'expo'"));
+  CHECK(has(r.error().message,
+            "tensor 'probs' tile 0 on core (0,0) at L1 address " + std::to_string(y.address)));
+  CHECK(has(r.error().message, "bf8b cannot hold inf"));
+  // Smaller logits fit.
+  std::fill(values.begin(), values.end(), 2.0f);
+  REQUIRE(dev->write(x, values));
+  CHECK(dev->launch(OpLaunch{OpKind::exp, "expo", ins, outs, grid(1, 1)}));
+  REQUIRE(dev->deallocate(x));
+  REQUIRE(dev->deallocate(y));
   good_op_runs(*dev);
 }
