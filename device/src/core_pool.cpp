@@ -1,4 +1,4 @@
-// CorePool: persistent helpers woken per job; work items handed out under one mutex.
+// CorePool: persistent helpers woken per job; work items handed out and counted under one mutex.
 #include "core_pool.hpp"
 
 #include <algorithm>
@@ -25,9 +25,11 @@ void CorePool::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (next_ < n_) {
     size_t i = next_++;
+    const std::function<void(size_t)>* job = job_;  // Valid until item i is counted done.
     lock.unlock();
-    (*job_)(i);
+    (*job)(i);
     lock.lock();
+    if (++done_ == n_) finished_.notify_one();
   }
 }
 
@@ -41,8 +43,6 @@ void CorePool::work() {
       seen = generation_;
     }
     drain();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--busy_ == 0) finished_.notify_one();
   }
 }
 
@@ -56,15 +56,19 @@ void CorePool::run(size_t n, const std::function<void(size_t)>& fn) {
     job_ = &fn;
     n_ = n;
     next_ = 0;
-    busy_ = static_cast<unsigned>(workers_.size());
+    done_ = 0;
     ++generation_;
   }
   start_.notify_all();
   drain();
+  // Waits for the items helpers took, not for every helper to wake: on a busy host a helper may
+  // be scheduled only after the caller has done all the work, and then finds nothing to do (or
+  // joins a later job).
   std::unique_lock<std::mutex> lock(mutex_);
-  finished_.wait(lock, [&] { return busy_ == 0; });
+  finished_.wait(lock, [&] { return done_ == n_; });
   job_ = nullptr;
   n_ = 0;
+  next_ = 0;
 }
 
 void back_for_writes(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t) {

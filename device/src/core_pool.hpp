@@ -40,8 +40,8 @@ class CorePool {
   std::condition_variable start_, finished_;
   const std::function<void(size_t)>* job_ = nullptr;
   size_t n_ = 0;
-  size_t next_ = 0;    // Guarded by mutex_ (items are coarse: a core's whole block).
-  unsigned busy_ = 0;  // Helpers still inside the current job.
+  size_t next_ = 0;  // Guarded by mutex_ (items are coarse: a core's whole block).
+  size_t done_ = 0;  // Items of the current job finished, by anyone.
   uint64_t generation_ = 0;
   bool stop_ = false;
   std::vector<std::thread> workers_;
