@@ -59,11 +59,12 @@ Status run_on_cores(ChipMemory& memory, size_t n, bool parallel,
 
 /// Estimated serial host time (ns) of a kernel below which its emulated cores run inline on the
 /// caller rather than on the pool. Measured with tests/bench/kernels_bench.cpp on the 2-core
-/// host: waking the helper and joining it costs ~5.5 us (BM_TinyLaunchForcedPool vs
-/// BM_TinyLaunchInline64x32), so an ideal 2-way split pays off from ~11 us of work; the threshold
-/// sits ~20x above the overhead so that, when the other core is busy (other processes; the
-/// BM_PoolCrossover* sweep then shows no gain below ~256 tiles), pooling costs at most a few
-/// percent, and tiny ops (~2 us launches) never touch the pool.
+/// host: waking the helper and handing out items costs ~3-5 us (BM_TinyLaunchForcedPool vs
+/// BM_TinyLaunchInline64x32), so an ideal 2-way split pays off from ~10 us of work. The threshold
+/// sits ~20x above that overhead because the other core is often busy (load average 6-9 while
+/// this was measured): pooled and serial wall times then match at every size (BM_PoolCrossover*,
+/// 0.8-1.1x) while the calling thread's CPU time halves, and pooling small ops would only add
+/// the overhead. Tiny ops (~2 us launches) never touch the pool.
 inline constexpr int64_t kPoolMinWorkNs = 100'000;
 
 /// Host cost estimates per output tile or value, measured as CPU time of the serial kernels in
