@@ -1,9 +1,10 @@
-// CorePool: persistent helpers woken per job; work items handed out under one mutex.
+// CorePool: persistent helpers woken per job; work items handed out and counted under one mutex.
 #include "core_pool.hpp"
 
 #include <algorithm>
 
 #include "meshplan/device/placement.hpp"
+#include "tile_io.hpp"
 
 namespace meshplan::device {
 
@@ -24,9 +25,11 @@ void CorePool::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (next_ < n_) {
     size_t i = next_++;
+    const std::function<void(size_t)>* job = job_;  // Valid until item i is counted done.
     lock.unlock();
-    (*job_)(i);
+    (*job)(i);
     lock.lock();
+    if (++done_ == n_) finished_.notify_one();
   }
 }
 
@@ -40,8 +43,6 @@ void CorePool::work() {
       seen = generation_;
     }
     drain();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--busy_ == 0) finished_.notify_one();
   }
 }
 
@@ -55,15 +56,19 @@ void CorePool::run(size_t n, const std::function<void(size_t)>& fn) {
     job_ = &fn;
     n_ = n;
     next_ = 0;
-    busy_ = static_cast<unsigned>(workers_.size());
+    done_ = 0;
     ++generation_;
   }
   start_.notify_all();
   drain();
+  // Waits for the items helpers took, not for every helper to wake: on a busy host a helper may
+  // be scheduled only after the caller has done all the work, and then finds nothing to do (or
+  // joins a later job).
   std::unique_lock<std::mutex> lock(mutex_);
-  finished_.wait(lock, [&] { return busy_ == 0; });
+  finished_.wait(lock, [&] { return done_ == n_; });
   job_ = nullptr;
   n_ = 0;
+  next_ = 0;
 }
 
 void back_for_writes(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t) {
@@ -87,6 +92,25 @@ Status run_on_cores(ChipMemory& memory, size_t n, bool parallel,
   for (Status& s : status)
     if (!s) return s;
   return {};
+}
+
+Status TileIO::read_all_blocks(std::vector<float>& blocks) const {
+  int64_t pages = grid_.pages();
+  blocks.assign(static_cast<size_t>(pages * kTileElems), 0.0f);
+  // Reads in contiguous page ranges, one per pool thread at most (each range fills its own blocks).
+  size_t parts = use_pool(memory_, pages * kTileCopyNs) ? memory_.pool->threads() : 1;
+  int64_t per_part = (pages + static_cast<int64_t>(parts) - 1) / static_cast<int64_t>(parts);
+  return run_on_cores(memory_, parts, parts > 1, [&](size_t part) -> Status {
+    float tile[kTileElems];
+    int64_t end = std::min(pages, static_cast<int64_t>(part + 1) * per_part);
+    for (int64_t p = static_cast<int64_t>(part) * per_part; p < end; ++p) {
+      MESHPLAN_TRY(read(p, tile));
+      float* block = blocks.data() + p * kTileElems;
+      for (int r = 0; r < kTileH; ++r)
+        for (int c = 0; c < kTileW; ++c) block[r * kTileW + c] = tile[tile_offset(r, c)];
+    }
+    return {};
+  });
 }
 
 }  // namespace meshplan::device

@@ -57,6 +57,10 @@ unsigned EmulatedDevice::core_threads() const {
   return pool_->threads();
 }
 
+uint64_t EmulatedDevice::pooled_jobs() const {
+  return pool_->jobs();
+}
+
 Status EmulatedDevice::check_supported(const TensorPlacement& t) const {
   return check_placement(t, chip_);
 }
@@ -75,6 +79,22 @@ Status EmulatedDevice::allocate(const TensorPlacement& t) {
                   t.shard.extra_ranges ? " and more" : "");
     } else if (t.buffer == BufferType::l1) {
       where = " on every core";
+    } else {
+      where = str(" in each of the ", chip_.dram_banks, " DRAM banks");
+    }
+    // An overlap: name the first core (in core order) that holds both buffers. The address
+    // range is shared by every core, so buffers on disjoint cores may still be refused.
+    bool named = false;
+    for (const auto& [key, live] : live_) {
+      if (named || key.first != t.buffer || t.buffer != BufferType::l1 ||
+          key.second >= t.address + bytes || t.address >= key.second + live.bytes)
+        continue;
+      for (uint32_t c = 0; c < l1_used_.size() && !named; ++c)
+        if (map.holds(c) && holds(live, c)) {
+          where += str(" (core (", c % chip_.grid_x, ",", c / chip_.grid_x, ") holds both it and '",
+                       live.name, "')");
+          named = true;
+        }
     }
     return std::unexpected(
         with_context(status.error(), str("allocating tensor '", t.name, "'", where)));
@@ -146,7 +166,9 @@ Status EmulatedDevice::write(const TensorPlacement& t, std::span<const float> ho
   if (static_cast<int64_t>(host.size()) != volume(t.shape))
     return fail(ErrorCode::invalid_argument, "writing tensor '", t.name, "': ", host.size(),
                 " values for ", volume(t.shape), " elements");
-  return write_tensor(memory_, chip_, t, host);
+  if (auto s = write_tensor(memory_, chip_, t, host); !s)
+    return std::unexpected(with_context(s.error(), str("writing tensor '", t.name, "'")));
+  return {};
 }
 
 Status EmulatedDevice::read(const TensorPlacement& t, std::span<float> host) {

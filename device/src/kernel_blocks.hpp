@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core_pool.hpp"
 #include "kernels.hpp"
 #include "tile_io.hpp"
 
@@ -59,17 +60,18 @@ inline void output_index(std::span<const int64_t> shape, const TileCoords& tc, i
   if (rank >= 1) idx[rank - 1] = tc.col0 + c;
 }
 
-/// Computes result 0 tile by tile on `cores` cores: each element inside the logical shape is
-/// fn(logical index), padding is 0.
+/// Computes result 0 tile by tile on `cores` cores (for_each_core: on the pool when
+/// tiles * ns_per_tile is large enough): each element inside the logical shape is fn(logical
+/// index), padding is 0. fn is called concurrently from several threads and must only read.
 template <class Fn>
 Status write_elements(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores,
-                      Fn&& fn) {
+                      Fn&& fn, int64_t ns_per_tile = kTileGatherNs) {
   TileIO out(memory, chip, *op.results[0]);
   const TileGrid& og = out.grid();
   auto shape = op.results[0]->shape;
   if (shape.size() > static_cast<size_t>(kMaxRank))
     return fail(ErrorCode::unimplemented, "result rank ", shape.size(), " exceeds ", kMaxRank);
-  return for_each_core(og.pages(), cores, [&](uint32_t, int64_t begin, int64_t end) -> Status {
+  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
     float tile[kTileElems];
     int64_t idx[kMaxRank] = {};
     for (int64_t p = begin; p < end; ++p) {
@@ -86,7 +88,8 @@ Status write_elements(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& 
       MESHPLAN_TRY(out.write(p, tile));
     }
     return {};
-  });
+  };
+  return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
 
 }  // namespace meshplan::device

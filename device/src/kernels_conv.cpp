@@ -19,40 +19,43 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
                   kind == OpKind::conv2d ? in[1].shape : std::span<const int64_t>{}, op.config));
   Activation act = op.config.activation;
   bool has_bias = in.size() == 3;
-  return write_elements(memory, chip, op, cores, [&](const int64_t* o) {
-    int64_t n = o[0], oy = o[1], ox = o[2], oc = o[3];
-    int64_t grp = kind == OpKind::conv2d ? oc / g.cout_per_group : 0;
-    float acc = kind == OpKind::max_pool2d ? -std::numeric_limits<float>::infinity() : 0.0f;
-    int64_t count = 0;
-    for (int64_t ky = 0; ky < g.kh; ++ky) {
-      int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-      if (iy < 0 || iy >= g.h) continue;
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        int64_t ix = ox * g.sw - g.pl + kx * g.dw;
-        if (ix < 0 || ix >= g.w) continue;
-        ++count;
-        int64_t xi[4] = {n, iy, ix, oc};
-        if (kind == OpKind::conv2d) {
-          int64_t wi[4] = {oc, ky, kx, 0};
-          for (int64_t ci = 0; ci < g.cin_per_group; ++ci) {
-            xi[3] = grp * g.cin_per_group + ci;
-            wi[3] = ci;
-            acc += in[0].at(xi) * in[1].at(wi);
+  return write_elements(
+      memory, chip, op, cores,
+      [&](const int64_t* o) {
+        int64_t n = o[0], oy = o[1], ox = o[2], oc = o[3];
+        int64_t grp = kind == OpKind::conv2d ? oc / g.cout_per_group : 0;
+        float acc = kind == OpKind::max_pool2d ? -std::numeric_limits<float>::infinity() : 0.0f;
+        int64_t count = 0;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+            if (ix < 0 || ix >= g.w) continue;
+            ++count;
+            int64_t xi[4] = {n, iy, ix, oc};
+            if (kind == OpKind::conv2d) {
+              int64_t wi[4] = {oc, ky, kx, 0};
+              for (int64_t ci = 0; ci < g.cin_per_group; ++ci) {
+                xi[3] = grp * g.cin_per_group + ci;
+                wi[3] = ci;
+                acc += in[0].at(xi) * in[1].at(wi);
+              }
+            } else if (kind == OpKind::max_pool2d) {
+              acc = std::max(acc, in[0].at(xi));
+            } else {
+              acc += in[0].at(xi);
+            }
           }
-        } else if (kind == OpKind::max_pool2d) {
-          acc = std::max(acc, in[0].at(xi));
-        } else {
-          acc += in[0].at(xi);
         }
-      }
-    }
-    if (kind == OpKind::conv2d) {
-      if (has_bias) acc += in[2].at_broadcast(&oc, 1);
-      return apply_activation(act, acc);
-    }
-    if (kind == OpKind::max_pool2d) return acc;
-    return count ? acc / static_cast<float>(count) : 0.0f;
-  });
+        if (kind == OpKind::conv2d) {
+          if (has_bias) acc += in[2].at_broadcast(&oc, 1);
+          return apply_activation(act, acc);
+        }
+        if (kind == OpKind::max_pool2d) return acc;
+        return count ? acc / static_cast<float>(count) : 0.0f;
+      },
+      g.kh * g.kw * g.cin_per_group * kTileElems * kElementVisitNs);
 }
 
 }  // namespace meshplan::device

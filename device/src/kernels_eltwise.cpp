@@ -20,7 +20,7 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
   for (const TensorPlacement* t : op.operands) ins.emplace_back(memory, chip, *t);
   bool binary = is_binary(op.kind);
   Activation act = op.config.activation;
-  return for_each_core(og.pages(), cores, [&](uint32_t, int64_t begin, int64_t end) -> Status {
+  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
     float x[kTileElems], y[kTileElems];
     for (int64_t p = begin; p < end; ++p) {
       MESHPLAN_TRY(ins[0].read(p, x));
@@ -52,7 +52,14 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
       MESHPLAN_TRY(out.write(p, x));
     }
     return {};
-  });
+  };
+  // Transcendental ops (gelu, exp, ...) cost ~8x a plain add per value (kernels_bench.cpp).
+  bool cheap = op.kind == OpKind::add || op.kind == OpKind::subtract ||
+               op.kind == OpKind::multiply || op.kind == OpKind::maximum ||
+               op.kind == OpKind::minimum || op.kind == OpKind::relu || op.kind == OpKind::neg ||
+               op.kind == OpKind::abs;
+  int64_t ns_per_tile = cheap && act == Activation::none ? kTileCopyNs : 8 * kTileCopyNs;
+  return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
 
 }  // namespace

@@ -11,10 +11,6 @@ namespace meshplan::device {
 
 namespace {
 
-/// Tile multiply-accumulates (about 10 us each on one host core) below which threads cost more
-/// than they save.
-constexpr int64_t kParallelTileMacs = 16;
-
 void transpose_blocks(std::vector<float>& blocks) {
   for (size_t off = 0; off < blocks.size(); off += kTileElems)
     for (int r = 0; r < kTileH; ++r)
@@ -107,8 +103,9 @@ Status run_matmul(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
   };
 
   std::vector<MatmulWork> work = matmul_work(m, chip.grid_x);
-  // Threads pay off only when each core has real work; tiny ops stay on the caller.
-  bool parallel = m.mt * m.nt * m.kt >= kParallelTileMacs;
+  // The same threshold as every other kernel (for_each_core); matmul's cores follow its program's
+  // blocks rather than contiguous tile ranges, so it calls run_on_cores itself.
+  bool parallel = work.size() > 1 && use_pool(memory, m.mt * m.nt * m.kt * kTileMacNs);
   if (parallel) back_for_writes(memory, chip, *op.results[0]);
   return run_on_cores(memory, work.size(), parallel, [&](size_t i) -> Status {
     const MatmulWork& w = work[i];

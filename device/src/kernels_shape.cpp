@@ -1,5 +1,6 @@
 // Data-rearranging kernels: reshape, permute, concat, slice and embedding gather each output
 // tile element from its source operand element; typecast converts tile by tile.
+#include "core_pool.hpp"
 #include "kernel_blocks.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
@@ -11,7 +12,7 @@ namespace {
 Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
   DType to = op.config.dtype;
-  return for_each_core(out.grid().pages(), cores,
+  return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
                        [&](uint32_t, int64_t begin, int64_t end) -> Status {
                          float tile[kTileElems];
                          for (int64_t p = begin; p < end; ++p) {
@@ -95,7 +96,8 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
         float v = ids.at(idx.data());
         if (!(v >= 0.0f) || v >= static_cast<float>(rows))
           return fail(ErrorCode::invalid_argument, "embedding index ", v, " at position ", i,
-                      " is outside the table's ", rows, " rows");
+                      " of indices '", op.operands[0]->name, "' is outside the ", rows,
+                      " rows of table '", op.operands[1]->name, "'");
       }
       return write_elements(memory, chip, op, cores, [&](const int64_t* out_idx) {
         int64_t row[2] = {static_cast<int64_t>(ids.at(out_idx)), out_idx[rank - 1]};

@@ -54,11 +54,24 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
   for (const TensorPlacement* t : op.results) bytes += 2ull * tile_bytes(t->dtype);
   if ((op.kind == OpKind::matmul || op.kind == OpKind::linear) && !op.results.empty())
     bytes += kTileElems * 4;  // f32 partials
-  // Row ops keep a whole tile row of the operand in f32 to compute its statistics.
+  // Row ops keep the tiles of the operand along their reduced dim in f32 to compute its
+  // statistics: a tile row (last dim), a tile column (softmax over the rows dim), or one tile per
+  // index of a leading dim.
   bool row_op =
       op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm;
-  if (row_op && !op.operands.empty())
-    bytes += static_cast<uint64_t>(tile_grid(op.operands[0]->shape).tiles_w) * kTileElems * 4;
+  if (row_op && !op.operands.empty()) {
+    auto shape = op.operands[0]->shape;
+    TileGrid g = tile_grid(shape);
+    int64_t rank = static_cast<int64_t>(shape.size()), line_tiles = g.tiles_w;
+    if (op.kind == OpKind::softmax && op.config.num_dims == 1 && rank > 0) {
+      int64_t d = op.config.dims[0] < 0 ? op.config.dims[0] + rank : op.config.dims[0];
+      if (d == rank - 2)
+        line_tiles = (g.rows + kTileH - 1) / kTileH;
+      else if (d >= 0 && d < rank - 2)
+        line_tiles = shape[d];
+    }
+    bytes += static_cast<uint64_t>(line_tiles) * kTileElems * 4;
+  }
   return bytes;
 }
 
@@ -128,12 +141,17 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     v.cb_bytes_per_core = circular_buffer_bytes(op);
   }
   uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
-  if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
+  if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable) {
+    std::string l1_results;
+    for (const TensorPlacement* t : op.results)
+      if (t->buffer == BufferType::l1)
+        l1_results += str(l1_results.empty() ? "" : ", ", "'", t->name, "'");
     return reject("needs ", v.cb_bytes_per_core, " bytes of circular buffers and ",
-                  v.output_l1_bytes_per_core,
-                  " bytes of L1 output per core (on core (0,0) and every other core of its ",
-                  op.config.grid_x, "x", op.config.grid_y, " grid), more than the ", usable,
-                  " usable");
+                  v.output_l1_bytes_per_core, " bytes of L1 output",
+                  l1_results.empty() ? "" : str(" (", l1_results, ")"),
+                  " per core (on core (0,0) and every other core of its ", op.config.grid_x, "x",
+                  op.config.grid_y, " grid), more than the ", usable, " usable");
+  }
   v.ok = true;
   return v;
 }

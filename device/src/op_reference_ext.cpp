@@ -137,14 +137,26 @@ Status reference_ext(OpKind kind, std::span<const HostView> in, const OpConfig& 
           out[o] = static_cast<float>(kind == OpKind::reduce_mean ? acc[o] / count : acc[o]);
       return {};
     }
-    case OpKind::softmax:
-      for_each_row(in[0], out, [](const float* x, float* y, int64_t n) {
-        float m = *std::max_element(x, x + n);
+    case OpKind::softmax: {
+      // Over dim d: the lines start at the elements whose index along d is 0, and step by d's
+      // stride.
+      size_t rank = in[0].shape.size();
+      if (rank == 0) return fail(ErrorCode::invalid_argument, "softmax needs rank >= 1");
+      int d = static_cast<int>(rank) - 1;
+      if (c.num_dims == 1) d = MESHPLAN_TRY(resolve_axis(c.dims[0], rank, "softmax dim"));
+      int64_t n = in[0].shape[d], stride = strides_of(in[0].shape)[d];
+      const float* x = in[0].data.data();
+      for (int64_t i = 0; i < total && n > 0; ++i) {
+        if ((i / stride) % n != 0) continue;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, x[i + j * stride]);
         double s = 0;
-        for (int64_t j = 0; j < n; ++j) s += std::exp(double(x[j]) - m);
-        for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(std::exp(double(x[j]) - m) / s);
-      });
+        for (int64_t j = 0; j < n; ++j) s += std::exp(double(x[i + j * stride]) - m);
+        for (int64_t j = 0; j < n; ++j)
+          out[i + j * stride] = static_cast<float>(std::exp(double(x[i + j * stride]) - m) / s);
+      }
       return {};
+    }
     case OpKind::layer_norm:
     case OpKind::rms_norm: {
       const float* w = in.size() > 1 ? in[1].data.data() : nullptr;

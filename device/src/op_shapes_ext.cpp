@@ -184,12 +184,7 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
       if (in[0].empty()) return fail(ErrorCode::invalid_argument, "softmax needs rank >= 1");
       if (c.num_dims > 1)
         return fail(ErrorCode::invalid_argument, "softmax takes one dim, got ", int(c.num_dims));
-      if (c.num_dims == 1) {
-        int d = MESHPLAN_TRY(resolve_axis(c.dims[0], in[0].size(), "softmax dim"));
-        if (d != static_cast<int>(in[0].size()) - 1)
-          return fail(ErrorCode::unimplemented, "softmax over dim ", d, " of ", shape_text(in[0]),
-                      ": only the last dim is supported");
-      }
+      if (c.num_dims == 1) MESHPLAN_TRY(resolve_axis(c.dims[0], in[0].size(), "softmax dim"));
       return same();
     }
     case OpKind::layer_norm:

@@ -1,6 +1,9 @@
 // Benchmark main: runs every benchmark, then prints the ratios the README quotes.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "meshplan/device/op_semantics.hpp"
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   meshplan::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_ratios({
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> pairs{
       {"cold start: JSON import+plan vs cache open+find+bind",
        {"BM_LoadFromJson", "BM_ColdStartFromCache"}},
       {"transformer_block: emulator vs f32 host reference",
@@ -118,7 +121,28 @@ int main(int argc, char** argv) {
        {"BM_StructuralVerifierPlain", "BM_StructuralVerifierFlattened"}},
       {"plan 10k-op transformer: greedy spill=dp vs belady",
        {"BM_PlanTransformer10k/greedy_dp", "BM_PlanTransformer10k/greedy"}},
-  });
+      // Kernels on the core pool (tests/bench/kernels_bench.cpp): serial / pooled.
+      {"kernels: add 8x256x256 serial vs pooled",
+       {"BM_KernelSerial/add/real_time", "BM_KernelPooled/add/real_time"}},
+      {"kernels: gelu 8x256x256 serial vs pooled",
+       {"BM_KernelSerial/gelu/real_time", "BM_KernelPooled/gelu/real_time"}},
+      {"kernels: softmax last dim serial vs pooled",
+       {"BM_KernelSerial/softmax_last/real_time", "BM_KernelPooled/softmax_last/real_time"}},
+      {"kernels: softmax dim 0 serial vs pooled",
+       {"BM_KernelSerial/softmax_dim0/real_time", "BM_KernelPooled/softmax_dim0/real_time"}},
+      {"kernels: conv2d 32x32x64 3x3 serial vs pooled",
+       {"BM_KernelSerial/conv2d/real_time", "BM_KernelPooled/conv2d/real_time"}},
+      {"kernels: matmul 512 serial vs pooled",
+       {"BM_KernelSerial/matmul/real_time", "BM_KernelPooled/matmul/real_time"}},
+  };
+  // The pool's crossover: serial / forced-pooled eltwise add per size in tiles (> 1: pool wins).
+  for (int tiles = 8; tiles <= 512; tiles *= 2)
+    pairs.push_back({"pool crossover: add of " + std::to_string(tiles) + " tiles serial/pooled",
+                     {"BM_PoolCrossoverSerial/" + std::to_string(tiles) + "/real_time",
+                      "BM_PoolCrossoverPooled/" + std::to_string(tiles) + "/real_time"}});
+  pairs.push_back({"tiny relu 64x32: forced pool vs inline",
+                   {"BM_TinyLaunchForcedPool/real_time", "BM_TinyLaunchInline64x32/real_time"}});
+  reporter.print_ratios(pairs);
   benchmark::Shutdown();
   return 0;
 }

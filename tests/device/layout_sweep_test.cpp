@@ -372,3 +372,78 @@ TEST_CASE("the rest of the op set: validate() and launch() agree over operand an
   CHECK(s.accepted_sharded > 1200);
   CHECK(s.rejected > 100);
 }
+
+TEST_CASE(
+    "softmax over every dim, reductions over dim sets, the norms: validate() and launch() "
+    "agree over operand and result layouts") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96};
+  auto h0 = random_values(shape, 11);
+  const std::vector<int64_t> vec{96};
+  auto hw = random_values(vec, 12), hb = random_values(vec, 13);
+  for (float& v : hw) v += 1.5f;  // weights away from zero
+  struct Case {
+    OpKind kind;
+    OpConfig config;
+    int params = 0;  ///< Norm weight (1) and bias (2).
+  };
+  std::vector<Case> cases;
+  auto with_dims = [](OpKind kind, std::vector<int> dims, bool keepdim) {
+    OpConfig c = grid_config();
+    c.num_dims = static_cast<uint8_t>(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) c.dims[i] = static_cast<int8_t>(dims[i]);
+    c.keepdim = keepdim;
+    return Case{kind, c};
+  };
+  cases.push_back(Case{OpKind::softmax, grid_config()});  // no dim: the last
+  for (int d : {0, 1, 2, -2, -3}) cases.push_back(with_dims(OpKind::softmax, {d}, false));
+  cases.push_back(with_dims(OpKind::reduce_sum, {0}, false));
+  cases.push_back(with_dims(OpKind::reduce_sum, {1}, true));
+  cases.push_back(with_dims(OpKind::reduce_sum, {0, 2}, false));
+  cases.push_back(with_dims(OpKind::reduce_mean, {-2, -1}, true));
+  cases.push_back(with_dims(OpKind::reduce_mean, {}, false));  // every dim
+  cases.push_back(with_dims(OpKind::reduce_max, {0, 1}, false));
+  cases.push_back(with_dims(OpKind::reduce_max, {2}, true));
+  cases.push_back(Case{OpKind::layer_norm, grid_config(), 2});
+  cases.push_back(Case{OpKind::layer_norm, grid_config(), 0});
+  cases.push_back(Case{OpKind::rms_norm, grid_config(), 1});
+  int softmax_accepted = 0, reduce_accepted = 0, norm_accepted = 0;
+  for (const Case& k : cases) {
+    std::vector<std::span<const int64_t>> shapes{shape};
+    for (int i = 0; i < k.params; ++i) shapes.emplace_back(vec);
+    auto out = infer_shape(k.kind, shapes, k.config);
+    REQUIRE_MESSAGE(out, out.error().message);
+    std::vector<int64_t> out_shape(out->begin(), out->end());
+    for (Kind k0 : kKinds)
+      for (Kind k1 : kKinds) {
+        CAPTURE(op_name(k.kind));
+        CAPTURE(static_cast<int>(k.config.dims[0]));
+        CAPTURE(kind_name(k0));
+        CAPTURE(kind_name(k1));
+        std::vector<TensorPlacement> ins{place("x", shape, DType::bf16, k0)};
+        std::vector<std::vector<float>> host{h0};
+        if (k.params >= 1) {
+          ins.push_back(place("w", vec, DType::bf16, Kind::dram));
+          host.push_back(hw);
+        }
+        if (k.params >= 2) {
+          ins.push_back(place("b", vec, DType::bf16, Kind::l1));
+          host.push_back(hb);
+        }
+        int before = s.accepted;
+        s.check(k.kind, ins, place("z", out_shape, DType::bf16, k1), k.config, host, 0.02);
+        int& counter = k.kind == OpKind::softmax ? softmax_accepted
+                       : k.kind == OpKind::layer_norm || k.kind == OpKind::rms_norm
+                           ? norm_accepted
+                           : reduce_accepted;
+        counter += s.accepted - before;
+      }
+  }
+  MESSAGE("dims sweep: ", s.accepted, " accepted (", s.accepted_sharded, " with sharded tensors; ",
+          softmax_accepted, " softmax, ", reduce_accepted, " reductions, ", norm_accepted,
+          " norms), ", s.rejected, " rejected");
+  CHECK(softmax_accepted > 300);
+  CHECK(reduce_accepted > 300);
+  CHECK(norm_accepted > 150);
+  CHECK(s.rejected > 50);
+}

@@ -66,8 +66,34 @@ TEST_CASE("softmax over the last dim is numerically stable") {
   c.num_dims = 1;
   c.dims[0] = -1;
   CHECK(run_op(OpKind::softmax, {rand_input("x", {45, 70}, 4)}, c).rel_err() < 0.01);
+  c.dims[0] = 2;
+  CHECK(contains(shape_error(OpKind::softmax, {{45, 70}}, c), "softmax dim 2 is out of range"));
+}
+
+TEST_CASE("softmax over every dim, positive and negative, matches the reference") {
+  OpInput x = rand_input("x", {3, 5, 45, 70}, 11, -4, 4);
+  for (int d = -4; d < 4; ++d) {
+    CAPTURE(d);
+    OpConfig c = grid_config(4, 2);
+    c.num_dims = 1;
+    c.dims[0] = static_cast<int8_t>(d);
+    OpRun r = run_op(OpKind::softmax, {x}, c);
+    CHECK(r.rel_err() < 0.01);
+  }
+  // Over dim 0 of [4, 37]: each column sums to one, large logits stay finite.
+  OpConfig c = grid_config();
+  c.num_dims = 1;
   c.dims[0] = 0;
-  CHECK(contains(shape_error(OpKind::softmax, {{45, 70}}, c), "only the last dim"));
+  OpRun r = run_op(OpKind::softmax, {rand_input("x", {4, 37}, 12, 100, 140)}, c);
+  CHECK(r.rel_err() < 0.02);
+  for (int col = 0; col < 37; ++col) {
+    double s = 0;
+    for (int row = 0; row < 4; ++row) {
+      CHECK(std::isfinite(r.got[row * 37 + col]));
+      s += r.got[row * 37 + col];
+    }
+    CHECK(s == doctest::Approx(1.0).epsilon(0.02));
+  }
 }
 
 TEST_CASE("layer_norm and rms_norm, with and without weight and bias") {

@@ -25,6 +25,9 @@ struct ChipMemory {
   }
   /// Threads the kernels may spread cores over (null: run serially).
   class CorePool* pool = nullptr;
+  /// Estimated serial host work (ns) from which a kernel's cores run on `pool`; below it they run
+  /// inline on the caller. -1: the measured default (kPoolMinWorkNs in core_pool.hpp).
+  int64_t pool_min_work_ns = -1;
 };
 
 /// An emulated chip. Not thread-safe (see Device).
@@ -54,6 +57,12 @@ class EmulatedDevice final : public Device {
   /// Host threads that run emulated cores of big ops (1 = serial). Default: min(4, hardware).
   void set_core_threads(unsigned threads);
   unsigned core_threads() const;
+  /// Overrides the work threshold from which kernels use the pool (-1: the measured default);
+  /// for benchmarks that measure the crossover and tests that force either path.
+  void set_pool_min_work_ns(int64_t ns) { memory_.pool_min_work_ns = ns; }
+  /// Kernel loops (per-core loops and operand reads) that ran on the core pool's threads since
+  /// set_core_threads(), rather than inline; tests use it to see which path an op took.
+  uint64_t pooled_jobs() const;
 
   /// L1 use of one core (index y * grid_x + x): interleaved L1 buffers count on every core,
   /// sharded ones on the cores of their grid.

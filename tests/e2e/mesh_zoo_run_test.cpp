@@ -1,16 +1,6 @@
-// PENDING (left out of the build on purpose: the *_test.cpp glob does not match this name).
-//
 // The end-to-end test of the annotated mesh zoo: graph.json + shardings -> meshplan-compile
 // (export_stablehlo, run_pipeline, lower_to_graph, mesh plan) -> meshplan-run on the emulated
-// mesh -> equals the graph's own f32 reference. It needs the other two mesh branches:
-//   - shlo-lower (engineer B): lower_to_graph for every op the export emits (meshplan.* custom
-//     calls, reduce, transpose, concatenate, broadcast_in_dim, collectives, mesh boundary);
-//   - mesh-exec (engineer A): mesh plans (Graph::mesh, argument/output shards in the plan) and
-//     meshplan-run executing them on an emulated mesh with host-shaped inputs and outputs.
-// Until both are merged, meshplan-compile stops at lower_to_graph's "unimplemented" error.
-// To enable after the merge: `git mv tests/e2e/mesh_zoo_run_test.cpp.pending
-// tests/e2e/mesh_zoo_run_test.cpp` (the e2e suite globs *_test.cpp) and build e2e_tests.
-// If A's meshplan-run takes mesh inputs differently (e.g. per-chip files), adapt run_model().
+// mesh -> equals the graph's own f32 reference.
 #include <doctest/doctest.h>
 
 #include <cstring>
