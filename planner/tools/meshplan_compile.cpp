@@ -303,6 +303,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
     auto lowered = MESHPLAN_TRY(run_mlir(args));
     if (!lowered) return std::nullopt;
     graph = std::move(*lowered);
+    graph.name = tools::name_from_path(args.model);  // Not the entry function's name ("main").
   } else {
     planner::AnnotatedGraph annotated =
         MESHPLAN_TRY(planner::load_annotated_graph_file(args.model));
@@ -325,6 +326,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
           run_mlir(args, std::move(*module), planner::pipeline_options(ann, rows, cols)));
       if (!lowered) return std::nullopt;
       graph = std::move(*lowered);
+      graph.name = annotated.graph.name;  // The model's name, not the entry function's.
     }
   }
   if (args.emit == "graph-json") {

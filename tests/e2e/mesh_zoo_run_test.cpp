@@ -3,6 +3,7 @@
 // mesh -> equals the graph's own f32 reference.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -65,6 +66,15 @@ TEST_CASE("mesh zoo (reduced): compile -> run on the emulated mesh -> equals the
     auto module = planner::export_stablehlo(model->graph, model->annotations);
     REQUIRE(module.has_value());
     auto inputs = test::graph_inputs(model->graph, *module, 11);
+    // Matrix weights scaled by sqrt(3 / fan-in), as runtime::random_inputs does: with unit-range
+    // weights the reduced Llama's activations reach the thousands and bf16 storage alone is off
+    // by more than the tolerance (the plan itself is checked at that scale by meshplan-run).
+    for (size_t i = 0; i < inputs.size() && i < model->graph.arguments.size(); ++i) {
+      const planner::Value& v = model->graph.values[model->graph.arguments[i]];
+      if (v.kind != planner::ArgKind::parameter || v.shape.size() != 2 || !v.data.empty()) continue;
+      float scale = std::sqrt(3.0f / static_cast<float>(v.shape[0]));
+      for (float& x : inputs[i].data) x *= scale;
+    }
     auto want = test::graph_reference(model->graph, inputs);
     REQUIRE(want.has_value());
     std::string args;
