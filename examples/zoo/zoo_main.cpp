@@ -16,11 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh.hpp"
+#include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "zoo.hpp"
 
@@ -65,12 +71,32 @@ void progress(size_t done, size_t total, const std::string& what) {
 
 struct Row {
   std::string model, device, policy;
-  uint32_t ops = 0, l1_outputs = 0, spills = 0, reshards = 0;
+  uint32_t ops = 0, l1_outputs = 0, spills = 0, reshards = 0, collectives = 0;
+  bool mesh = false;
   double simulated_us = 0, planning_ms = 0, load_us = 0, max_error = -1, relative_error = -1;
   bool verified = false;
   std::string note;
   std::string run_entry;  ///< Cache entry executed: the reduced plan, or the full one if identical.
 };
+
+/// The per-device program of an annotated graph, as meshplan-compile makes it: export to
+/// StableHLO/Shardy, the mesh pipeline, lowering to the graph IR (named after the model).
+Result<planner::Graph> mesh_program(const planner::AnnotatedGraph& annotated, int64_t rows,
+                                    int64_t cols) {
+  planner::shlo::Module module =
+      MESHPLAN_TRY(planner::export_stablehlo(annotated.graph, annotated.annotations));
+  MESHPLAN_TRY(planner::shlo::run_pipeline(
+      module, planner::pipeline_options(annotated.annotations, rows, cols)));
+  planner::Graph g = MESHPLAN_TRY(planner::shlo::lower_to_graph(module));
+  g.name = annotated.graph.name;
+  return g;
+}
+
+uint32_t count_collectives(const planner::Graph& g) {
+  uint32_t n = 0;
+  for (const planner::Op& op : g.ops) n += device::is_collective(op.kind) ? 1 : 0;
+  return n;
+}
 
 Result<int> run(const Args& args) {
   std::vector<models::ModelSpec> zoo = models::zoo();
@@ -79,8 +105,14 @@ Result<int> run(const Args& args) {
     for (const std::string& m : args.models) {
       auto it = std::find_if(zoo.begin(), zoo.end(),
                              [&](const models::ModelSpec& s) { return s.name == m; });
-      if (it == zoo.end()) return fail(ErrorCode::not_found, "no model '", m, "' in the zoo");
-      chosen.push_back(*it);
+      if (it != zoo.end()) {
+        chosen.push_back(*it);
+        continue;
+      }
+      std::vector<models::MeshModelSpec> meshes = models::mesh_zoo();
+      if (std::none_of(meshes.begin(), meshes.end(),
+                       [&](const models::MeshModelSpec& s) { return s.name == m; }))
+        return fail(ErrorCode::not_found, "no model '", m, "' in the zoo");
     }
     zoo = chosen;
   }
@@ -162,6 +194,66 @@ Result<int> run(const Args& args) {
       progress(++done, total, "planned " + spec.name + " (" + policy + ")");
     }
   }
+  // The mesh variants (tensor-parallel Llama on t3k / galaxy, data-parallel ResNet-50 on n300):
+  // annotated graphs through the mesh pipeline, planned chip by chip under every policy.
+  std::vector<models::MeshModelSpec> mesh_zoo;
+  for (const models::MeshModelSpec& spec : models::mesh_zoo())
+    if (args.models.empty() ||
+        std::find(args.models.begin(), args.models.end(), spec.name) != args.models.end())
+      mesh_zoo.push_back(spec);
+  total += mesh_zoo.size() * policies.size();
+  for (const models::MeshModelSpec& spec : mesh_zoo) {
+    auto full_ann = spec.full();
+    auto reduced_ann = spec.reduced();
+    if (!full_ann) return std::unexpected(with_context(full_ann.error(), "model " + spec.name));
+    if (!reduced_ann)
+      return std::unexpected(
+          with_context(reduced_ann.error(), "model " + spec.name + " (reduced)"));
+    auto t_pipe = Clock::now();
+    auto full = mesh_program(*full_ann, spec.rows, spec.cols);
+    double pipeline_ms = ms_since(t_pipe);
+    auto reduced = mesh_program(*reduced_ann, spec.rows, spec.cols);
+    device::ChipDesc chip = device::wormhole_b0();
+    for (const std::string& policy : policies) {
+      progress(done, total, "planning " + spec.name + " (" + policy + ")");
+      planner::PlannerOptions options;
+      options.policy = policy;
+      Row row;
+      row.model = spec.name;
+      row.device = spec.mesh;
+      row.policy = policy;
+      row.mesh = true;
+      if (!full || !reduced) {
+        row.note = (!full ? full.error() : reduced.error()).to_string();
+        rows.push_back(std::move(row));
+        progress(++done, total, "failed " + spec.name);
+        continue;
+      }
+      row.collectives = count_collectives(*full);
+      auto t0 = Clock::now();
+      auto plan = planner::compile(*full, chip, options);
+      row.planning_ms = pipeline_ms + ms_since(t0);
+      if (!plan) {
+        row.note = plan.error().to_string();
+      } else {
+        const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan->bytes.data())->header()->metrics();
+        row.ops = m->ops();
+        row.l1_outputs = m->l1_outputs();
+        row.spills = m->spills();
+        row.reshards = m->reshards();
+        row.simulated_us = m->estimated_ns() / 1000.0;
+        entries.push_back({spec.name + "/" + policy, std::move(plan->bytes)});
+      }
+      auto small = planner::compile(*reduced, chip, options);
+      row.run_entry = spec.name + "/" + policy + "/reduced";
+      if (small)
+        entries.push_back({row.run_entry, std::move(small->bytes)});
+      else if (row.note.empty())
+        row.note = "reduced: " + small.error().to_string();
+      rows.push_back(std::move(row));
+      progress(++done, total, "planned " + spec.name + " (" + policy + ")");
+    }
+  }
   MESHPLAN_TRY(runtime::write_cache(args.cache, std::move(entries)));
 
   // 2. Serve: open the cache once, then for each model find, bind and run the reduced plan.
@@ -180,6 +272,27 @@ Result<int> run(const Args& args) {
     row.load_us = ms_since(t_load) * 1000.0;
     if (!args.run) continue;
     runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.run_entry));
+    if (row.mesh) {  // On the emulated mesh the plan was made for, host tensors in and out.
+      device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, device::wormhole_b0()));
+      auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+      auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
+      auto inputs = runtime::random_inputs(plan, 7);
+      auto views = runtime::views_of(inputs);
+      auto result = (*exe).run(views);
+      if (!result) {
+        row.note = result.error().to_string();
+        all_ok = false;
+        continue;
+      }
+      auto ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
+      runtime::CheckReport rep =
+          runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
+      row.max_error = rep.max_abs_error;
+      row.relative_error = rep.relative_error;
+      row.verified = rep.ok;
+      all_ok = all_ok && rep.ok;
+      continue;
+    }
     device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
     auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
     auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
@@ -202,29 +315,35 @@ Result<int> run(const Args& args) {
 
   std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(),
               args.cache.c_str(), open_us);
-  std::printf("%-22s %-12s %-14s %6s %6s %6s %8s %14s %11s %9s %10s %s\n", "model", "device",
-              "policy", "ops", "%L1", "spills", "reshards", "simulated us", "plan ms", "load us",
-              "rel err", "check (reduced widths)");
+  std::printf("%-28s %-12s %-14s %6s %6s %6s %8s %5s %14s %11s %9s %10s %s\n", "model", "device",
+              "policy", "ops", "%L1", "spills", "reshards", "coll", "simulated us", "plan ms",
+              "load us", "rel err", "check (reduced widths)");
   for (const Row& r : rows) {
     double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
-    std::printf("%-22s %-12s %-14s %6u %5.1f%% %6u %8u %14.1f %11.1f %9.1f %10.5f %s\n",
+    std::printf("%-28s %-12s %-14s %6u %5.1f%% %6u %8u %5u %14.1f %11.1f %9.1f %10.5f %s\n",
                 r.model.c_str(), r.device.c_str(), r.policy.c_str(), r.ops, l1, r.spills,
-                r.reshards, r.simulated_us, r.planning_ms, r.load_us, r.relative_error,
+                r.reshards, r.collectives, r.simulated_us, r.planning_ms, r.load_us,
+                r.relative_error,
                 !r.note.empty() ? r.note.c_str()
                 : !args.run     ? "not run"
                 : r.verified    ? "VERIFIED"
                                 : "FAILED");
   }
-  std::printf("(collectives: 0 — single-chip plans; the mesh variants need the mesh planner)\n");
+  std::printf(
+      "(mesh models: ops, %%L1 and simulated time are per chip, the slowest chip's "
+      "estimate; coll = collectives per chip; plan ms includes the mesh pipeline)\n");
 
   if (!args.bench_json.empty()) {
     std::ofstream out(args.bench_json, std::ios::trunc);
     out << "{\n  \"policies\": [\n";
-    for (size_t m = 0; m < zoo.size(); ++m) {
-      out << "    {\"model\": \"" << zoo[m].name << "\", \"simulated_us\": {";
+    std::vector<std::string> names;
+    for (const models::ModelSpec& spec : zoo) names.push_back(spec.name);
+    for (const models::MeshModelSpec& spec : mesh_zoo) names.push_back(spec.name);
+    for (size_t m = 0; m < names.size(); ++m) {
+      out << "    {\"model\": \"" << names[m] << "\", \"simulated_us\": {";
       bool first = true;
       for (const Row& r : rows)
-        if (r.model == zoo[m].name) {
+        if (r.model == names[m]) {
           out << (first ? "" : ", ") << "\"" << r.policy << "\": ";
           if (r.note.empty())
             out << r.simulated_us;
@@ -235,11 +354,11 @@ Result<int> run(const Args& args) {
       out << "}, \"planning_ms\": {";
       first = true;
       for (const Row& r : rows)
-        if (r.model == zoo[m].name) {
+        if (r.model == names[m]) {
           out << (first ? "" : ", ") << "\"" << r.policy << "\": " << r.planning_ms;
           first = false;
         }
-      out << "}}" << (m + 1 < zoo.size() ? "," : "") << "\n";
+      out << "}}" << (m + 1 < names.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
     if (!out) return fail(ErrorCode::io, "cannot write ", args.bench_json);
