@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
 namespace meshplan::server {
@@ -43,8 +45,25 @@ namespace meshplan::server {
 /// Longest request line accepted.
 inline constexpr size_t kMaxLineBytes = 1u << 20;
 
-/// A worker thread's state: one emulated chip per device the plans target, and every plan
-/// bound to its chip at start-up. Used by one thread at a time.
+/// One plan as a worker serves it: bound to a chip (single-chip plans) or to an emulated mesh
+/// (mesh plans: host-shaped inputs and outputs).
+struct Served {
+  std::unique_ptr<runtime::Executable> chip;
+  std::unique_ptr<runtime::MeshExecutable> mesh;
+
+  const runtime::PlanRef& plan() const { return chip ? chip->plan() : mesh->plan(); }
+  size_t input_count() const { return chip ? chip->input_count() : mesh->input_count(); }
+  std::string_view input_name(size_t i) const {
+    return chip ? chip->input_name(i) : mesh->input_name(i);
+  }
+  std::span<const int64_t> input_shape(size_t i) const {
+    return chip ? chip->input_shape(i) : mesh->input_shape(i);
+  }
+};
+
+/// A worker thread's state: one emulated chip per device and one emulated mesh per mesh the
+/// plans target, and every plan bound to its chip or mesh at start-up. Used by one thread at a
+/// time.
 class Worker {
  public:
   /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
@@ -61,7 +80,8 @@ class Worker {
 
  private:
   std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
-  std::map<std::string, std::unique_ptr<runtime::Executable>, std::less<>> bound_;
+  std::map<std::string, std::unique_ptr<device::Mesh>, std::less<>> meshes_;
+  std::map<std::string, Served, std::less<>> bound_;
   std::map<std::string, std::string, std::less<>> unbound_;  ///< name -> why it is not served
 };
 

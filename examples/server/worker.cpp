@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "protocol.hpp"
 #include "tensor_io.hpp"
 
@@ -23,7 +24,7 @@ std::string shape_text(std::span<const int64_t> shape) {
 
 /// The SHAPE of "SHAPExf32=VALUES", checked against the plan's input before any value is read,
 /// so a request cannot make the server allocate more than the plan's own inputs.
-Status check_input_shape(std::string_view text, size_t i, const runtime::Executable& exe) {
+Status check_input_shape(std::string_view text, size_t i, const Served& exe) {
   size_t eq = text.find('=');
   std::string_view spec = text.substr(0, eq);
   std::string want = shape_text(exe.input_shape(i)) + "xf32";
@@ -58,6 +59,21 @@ Result<std::unique_ptr<Worker>> Worker::create(
     if (chip == chips.end()) {
       why = str("plan '", name, "' targets device '", chip_name,
                 "', neither built in nor given with --device FILE.json");
+    } else if (runtime::is_mesh_plan(plan)) {
+      // Mesh plans: an emulated mesh of the plan's shape, shared by the plans made for it.
+      auto desc = runtime::plan_mesh_desc(plan, chip->second);
+      if (!desc) {
+        why = desc.error().message;
+      } else {
+        std::string mesh_name = str(desc->name, " ", desc->rows, "x", desc->cols);
+        auto& mesh = w->meshes_[mesh_name];
+        if (!mesh) mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
+        auto exe = runtime::MeshExecutable::bind(plan, *mesh);
+        if (exe)
+          w->bound_[name].mesh = std::move(*exe);
+        else
+          why = exe.error().message;
+      }
     } else {
       auto& dev = w->devices_[chip_name];
       if (!dev) {
@@ -66,7 +82,7 @@ Result<std::unique_ptr<Worker>> Worker::create(
       }
       auto exe = runtime::Executable::bind(plan, *dev);
       if (exe)
-        w->bound_[name] = std::move(*exe);
+        w->bound_[name].chip = std::move(*exe);
       else
         why = exe.error().message;
     }
@@ -93,7 +109,7 @@ Result<std::string> Worker::run(const std::string& line) {
     for (const auto& [n, exe] : bound_) names += (names.empty() ? "" : ", ") + n;
     return fail(ErrorCode::not_found, "no plan named '", echo(name), "' (serving: ", names, ")");
   }
-  runtime::Executable& exe = *it->second;
+  Served& exe = it->second;
   uint64_t seed = 1;
   bool check = false, seeded = false;
   std::vector<std::string> given;
@@ -134,15 +150,25 @@ Result<std::string> Worker::run(const std::string& line) {
   }
   auto views = runtime::views_of(inputs);
   auto t0 = std::chrono::steady_clock::now();
-  runtime::RunResult r = MESHPLAN_TRY(exe.run(views));
+  std::vector<runtime::Tensor> outputs;
+  uint64_t device_ns = 0;
+  if (exe.chip) {
+    runtime::RunResult r = MESHPLAN_TRY(exe.chip->run(views));
+    outputs = std::move(r.outputs);
+    device_ns = r.device_ns;
+  } else {
+    runtime::MeshRunResult r = MESHPLAN_TRY(exe.mesh->run(views));
+    outputs = std::move(r.outputs);
+    device_ns = r.device_ns;  // The slowest chip's clock.
+  }
   double host_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   char buf[256];
-  std::snprintf(buf, sizeof buf, " device_us=%.3f host_us=%.1f outputs=%zu", r.device_ns / 1000.0,
-                host_us, r.outputs.size());
+  std::snprintf(buf, sizeof buf, " device_us=%.3f host_us=%.1f outputs=%zu", device_ns / 1000.0,
+                host_us, outputs.size());
   std::string out = name + buf;
-  for (size_t i = 0; i < r.outputs.size(); ++i) {
-    const runtime::Tensor& t = r.outputs[i];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const runtime::Tensor& t = outputs[i];
     double sum = 0, absmax = 0;
     for (float v : t.data) {
       sum += v;
@@ -155,8 +181,7 @@ Result<std::string> Worker::run(const std::string& line) {
   }
   if (check) {
     auto reference = MESHPLAN_TRY(runtime::run_reference(exe.plan(), views));
-    runtime::CheckReport c =
-        runtime::check_outputs(r.outputs, reference, runtime::kDefaultTolerance);
+    runtime::CheckReport c = runtime::check_outputs(outputs, reference, runtime::kDefaultTolerance);
     std::snprintf(buf, sizeof buf, " rel_err=%.6g", c.relative_error);
     out += buf;
   }

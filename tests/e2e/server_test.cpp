@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -365,4 +366,37 @@ TEST_CASE("meshplan-server serves plans for a custom chip given with --device FI
   CHECK(with.text.find("ok #0 mlp device_us=") != std::string::npos);
   CHECK(with.text.find(" rel_err=") != std::string::npos);
   CHECK(with.text.find("done: 1 served, 0 failed") != std::string::npos);
+}
+
+TEST_CASE("meshplan-server serves a mesh plan on an emulated t3k next to a single-chip plan") {
+  test::TempDir dir;
+  std::string cache = dir.file("c.mpc");
+  for (const char* model : {"examples/models/tp_mlp_t3k.json", "examples/models/mlp.json"})
+    REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " + test::source_path(model) +
+                            " -o " + cache + " --policy greedy")
+                .status == 0);
+  std::string requests = dir.file("r.txt");
+  std::string text = "list\n";
+  for (int i = 0; i < 4; ++i) text += "run tp_mlp_t3k random " + std::to_string(i) + " check\n";
+  text += "run mlp random 1 check\nrun tp_mlp_t3k --input=2x2xf32=1\nquit\n";
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  auto out =
+      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 2 < " + requests);
+  INFO(out.text);
+  CHECK(out.status == 0);
+  CHECK(out.text.find("2 of 2 plans from") != std::string::npos);
+  CHECK(out.text.find("and 2 bound") != std::string::npos);
+  // Host-shaped output (the full 64x256, not a chip's shard), checked against the SPMD reference.
+  CHECK(count(out.text, " tp_mlp_t3k device_us=") == 4);
+  CHECK(count(out.text, "outputs=1 out0=64x256 ") == 4);
+  size_t at = 0;
+  int checked = 0;
+  while ((at = out.text.find(" rel_err=", at)) != std::string::npos) {
+    at += 9;
+    CHECK(std::strtod(out.text.c_str() + at, nullptr) < runtime::kDefaultTolerance);
+    ++checked;
+  }
+  CHECK(checked == 5);
+  CHECK(out.text.find("plan 'tp_mlp_t3k' takes 3 inputs, 1 --input given") != std::string::npos);
+  CHECK(out.text.find("done: 5 served, 1 failed") != std::string::npos);
 }
