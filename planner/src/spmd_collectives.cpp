@@ -546,6 +546,13 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
       if (from < 0 || to < 0 || from >= mesh->devices() || to >= mesh->devices())
         return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": pair (", from,
                     ", ", to, ") names a device outside the ", mesh->devices(), "-device mesh");
+    std::set<int64_t> sources, targets;
+    for (const auto& [from, to] : c.pairs) {
+      bool new_source = sources.insert(from).second, new_target = targets.insert(to).second;
+      if (!new_source || !new_target)
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": pair (", from,
+                    ", ", to, ") repeats a ", new_source ? "target" : "source");
+    }
     return c;
   } else if (n.starts_with("stablehlo.")) {
     c.kind = std::string(n.substr(10));

@@ -256,3 +256,35 @@ TEST_CASE("2x2 end to end: lowered per-device graph compiles and runs on an emul
   w.data.assign(want->at(0).data.begin(), want->at(0).data.end());
   CHECK(runtime::check_outputs(run->outputs, {w}, runtime::kDefaultTolerance).ok);
 }
+
+TEST_CASE("stablehlo.collective_permute with bad source_target_pairs is a named error") {
+  auto text = [](const std::string& pairs, int n) {
+    return str("sdy.mesh @mesh = <[\"x\"=1, \"y\"=2]>\n",
+               "func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {\n",
+               "  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{}, {}]>] "
+               "out_shardings=[<@mesh, [{}, {}]>] manual_axes={\"x\", \"y\"} (%arg1: "
+               "tensor<4x4xf32>) {\n",
+               "    %1 = \"stablehlo.collective_permute\"(%arg1) <{source_target_pairs = dense<",
+               pairs, "> : tensor<", n, "x2xi64>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>\n",
+               "    sdy.return %1 : tensor<4x4xf32>\n",
+               "  } : (tensor<4x4xf32>) -> tensor<4x4xf32>\n",
+               "  return %0 : tensor<4x4xf32>\n}\n");
+  };
+  auto error = [&](const std::string& pairs, int n) {
+    auto m = parse_module(text(pairs, n), "bad.mlir");
+    REQUIRE_MESSAGE(m.has_value(), m.error().message);
+    std::vector<HostArray> in{HostArray{{4, 4}, std::vector<float>(16, 1.0f)}};
+    auto r = evaluate_spmd(*m, in);
+    REQUIRE_FALSE(r.has_value());
+    return r.error().message;
+  };
+  CHECK(error("[[0, 1], [0, 0]]", 2).find("repeats a source") != std::string::npos);
+  CHECK(error("[[0, 1], [1, 1]]", 2).find("repeats a target") != std::string::npos);
+  CHECK(error("[[0, 2]]", 1).find("outside the 2-device mesh") != std::string::npos);
+  // A good one: device 1 gets device 0's tensor, device 0 (nobody's target) gets zeros.
+  auto m = parse_module(text("[[0, 1]]", 1), "good.mlir");
+  REQUIRE(m.has_value());
+  auto comm = communication(*m);
+  REQUIRE(comm.has_value());
+  CHECK(comm->bytes == doctest::Approx(4 * 4 * 4));
+}
