@@ -30,6 +30,96 @@ std::vector<OpId>* entry_body(Module& m, OpId* mc_out) {
   return nullptr;
 }
 
+/// One axis of a dim replaced by another of the same size (`from` -> `to`).
+struct AxisSwap {
+  AxisRef from, to;
+};
+
+/// The axis swaps that turn `src` into `tgt` when that is all that differs: on every dim the
+/// non-trivial axes are equally many and each either stays or is replaced by an axis of the same
+/// size that `src` does not use anywhere, while the replaced axis is used nowhere in `tgt`.
+/// Such a reshard keeps each device's shard size and only moves shards between devices (one
+/// collective_permute). With `only_dims`, dims that do not qualify are left alone (their swaps
+/// are not returned) instead of making the whole answer empty.
+std::vector<AxisSwap> axis_swaps(const AxisMath& math, const TensorSharding& src,
+                                 const TensorSharding& tgt, bool only_dims) {
+  std::vector<AxisRef> src_all, tgt_all;
+  for (const auto& d : src.dims)
+    for (const AxisRef& a : math.without_trivial(d.axes)) src_all.push_back(a);
+  for (const auto& d : tgt.dims)
+    for (const AxisRef& a : math.without_trivial(d.axes)) tgt_all.push_back(a);
+  auto used = [&](const std::vector<AxisRef>& all, const AxisRef& a) {
+    return std::any_of(all.begin(), all.end(),
+                       [&](const AxisRef& b) { return math.overlaps(a, b); });
+  };
+  std::vector<AxisSwap> out;
+  const size_t rank = std::max(src.dims.size(), tgt.dims.size());
+  for (size_t d = 0; d < rank; ++d) {
+    auto have = d < src.dims.size() ? math.normalize(math.without_trivial(src.dims[d].axes))
+                                    : std::vector<AxisRef>{};
+    auto want = d < tgt.dims.size() ? math.normalize(math.without_trivial(tgt.dims[d].axes))
+                                    : std::vector<AxisRef>{};
+    if (have == want) continue;
+    bool ok = have.size() == want.size();
+    std::vector<AxisSwap> dim_swaps;
+    for (size_t k = 0; ok && k < have.size(); ++k) {
+      if (have[k] == want[k]) continue;
+      ok = math.size(have[k]) == math.size(want[k]) && !math.overlaps(have[k], want[k]) &&
+           !used(tgt_all, have[k]) && !used(src_all, want[k]);
+      dim_swaps.push_back({have[k], want[k]});
+    }
+    if (ok)
+      out.insert(out.end(), dim_swaps.begin(), dim_swaps.end());
+    else if (!only_dims)
+      return {};
+  }
+  return out;
+}
+
+/// Index of a mesh axis by name, or the axis count when absent.
+size_t axis_index(const MeshDecl& mesh, const std::string& name) {
+  size_t k = 0;
+  while (k < mesh.axes.size() && mesh.axes[k].first != name) ++k;
+  return k;
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
+                                                       const TensorSharding& src,
+                                                       const TensorSharding& tgt) {
+  AxisMath math{mesh};
+  std::vector<AxisSwap> swaps = axis_swaps(math, src, tgt, false);
+  std::vector<int64_t> sizes;
+  for (const auto& a : mesh.axes) sizes.push_back(a.second);
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t dev = 0; dev < mesh.devices(); ++dev) {
+    std::vector<int64_t> coord(sizes.size());
+    int64_t rest = dev;
+    for (size_t k = sizes.size(); k-- > 0;) {
+      coord[k] = rest % sizes[k];
+      rest /= sizes[k];
+    }
+    // Target `dev` at (from=r, to=q) needs piece q along the dim; the device at (from=q, to=r)
+    // holds it. Parts are read from the target's coordinate, then all moved at once.
+    std::vector<int64_t> src_coord = coord;
+    for (const AxisSwap& s : swaps) {
+      size_t kf = axis_index(mesh, s.from.name), kt = axis_index(mesh, s.to.name);
+      if (kf == sizes.size() || kt == sizes.size()) continue;
+      int64_t r = (coord[kf] / s.from.pre_size) % math.size(s.from);
+      int64_t q = (coord[kt] / s.to.pre_size) % math.size(s.to);
+      src_coord[kf] += (q - r) * s.from.pre_size;
+      src_coord[kt] += (r - q) * s.to.pre_size;
+    }
+    int64_t source = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) source = source * sizes[k] + src_coord[k];
+    pairs.emplace_back(source, dev);
+  }
+  return pairs;
+}
+
+namespace {
+
 /// Ops replacing one reshard, built from its source to its target sharding.
 class ReshardLowering {
  public:
@@ -49,6 +139,28 @@ class ReshardLowering {
     auto target = [&](size_t d) {
       return math_.normalize(math_.without_trivial(tgt.dims[d].axes));
     };
+    // 0. collective_permute: dims whose axes are only replaced by unused axes of the same size
+    //    keep their shard size; each device sends its shard to the one that needs it.
+    if (auto swaps = axis_swaps(math_, cur, tgt, true); !swaps.empty()) {
+      TensorSharding next = cur;
+      for (size_t d = 0; d < rank; ++d) {
+        auto have = math_.normalize(math_.without_trivial(cur.dims[d].axes));
+        auto want = target(d);
+        if (have.size() != want.size() || have == want) continue;
+        bool swapped = true;
+        for (size_t k = 0; k < have.size() && swapped; ++k)
+          swapped =
+              have[k] == want[k] || std::any_of(swaps.begin(), swaps.end(), [&](const AxisSwap& s) {
+                return s.from == have[k] && s.to == want[k];
+              });
+        if (swapped) next.dims[d].axes = want;
+      }
+      OpId o = m_.add_op("sdy.collective_permute", {x}, {m_.values[x].type}, loc);
+      m_.ops[o].sharding = next;
+      out.push_back(o);
+      x = m_.ops[o].results[0];
+      cur = next;
+    }
     // 1. all_to_all: an axis that leaves dim d and is wanted at the end of dim e.
     for (size_t d = 0; d < rank; ++d) {
       auto extra = suffix(cur.dims[d].axes, tgt.dims[d].axes);
@@ -297,6 +409,15 @@ Status global_to_local_shapes(Module& m) {
     m.values[region.args[i]].type = MESHPLAN_TRY(
         local(m.values[region.args[i]].type, m.ops[mc].in_shardings[i], m.ops[mc].loc));
 
+  // The source shardings of the permutes, read before local types and shardings change.
+  std::map<OpId, TensorSharding> permute_src;
+  for (OpId o : *body)
+    if (m.ops[o].name == "sdy.collective_permute" && m.ops[o].operands.size() == 1) {
+      ValueId x = m.ops[o].operands[0];
+      auto s = sharding_of(m, x);
+      permute_src[o] = s ? *s : replicated_sharding(mesh->name, m.values[x].type.shape.size());
+    }
+
   std::vector<OpId> out;
   std::map<ValueId, ValueId> remap;
   const std::vector<OpId> ops = *body;
@@ -307,6 +428,24 @@ Status global_to_local_shapes(Module& m) {
     const std::string& n = op.name;
     if (n == "sdy.return") {
       out.push_back(o);
+      continue;
+    }
+    if (n == "sdy.collective_permute") {
+      if (!op.sharding || op.operands.size() != 1 || !permute_src.count(o))
+        return fail(ErrorCode::invalid_argument, op.loc.str(),
+                    ": sdy.collective_permute needs one operand and an out_sharding");
+      std::vector<std::vector<int64_t>> pairs;
+      for (const auto& [from, to] : permute_pairs(*mesh, permute_src[o], *op.sharding))
+        pairs.push_back({from, to});
+      ValueId x = op.operands[0];
+      OpId c = m.add_op("stablehlo.collective_permute", {x}, {m.values[x].type}, op.loc);
+      m.ops[c].set_prop("source_target_pairs", dense_groups(pairs));
+      Attr handle;
+      handle.kind = Attr::Kind::opaque;
+      handle.text = str("#stablehlo.channel_handle<handle = ", channel++, ", type = 1>");
+      m.ops[c].set_prop("channel_handle", handle);
+      out.push_back(c);
+      remap[op.results[0]] = m.ops[c].results[0];
       continue;
     }
     if (n == "sdy.all_gather" || n == "sdy.all_reduce" || n == "sdy.reduce_scatter" ||
@@ -392,6 +531,29 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
         c.dim = static_cast<int64_t>(d);
         c.groups = replica_groups(*mesh, math.without_trivial(op.dim_axes[d]));
       }
+  } else if (n == "stablehlo.collective_permute") {
+    c.kind = "collective_permute";
+    const Attr* p = op.prop("source_target_pairs");
+    if (!p || p->kind != Attr::Kind::dense || p->type.shape.size() != 2 ||
+        (p->type.shape[0] > 0 && p->type.shape[1] != 2) ||
+        p->values.size() != static_cast<size_t>(p->type.shape[0] * 2))
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                  " needs source_target_pairs of shape Nx2");
+    for (size_t k = 0; k + 1 < p->values.size(); k += 2)
+      c.pairs.emplace_back(static_cast<int64_t>(p->values[k]),
+                           static_cast<int64_t>(p->values[k + 1]));
+    for (const auto& [from, to] : c.pairs)
+      if (from < 0 || to < 0 || from >= mesh->devices() || to >= mesh->devices())
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": pair (", from,
+                    ", ", to, ") names a device outside the ", mesh->devices(), "-device mesh");
+    std::set<int64_t> sources, targets;
+    for (const auto& [from, to] : c.pairs) {
+      bool new_source = sources.insert(from).second, new_target = targets.insert(to).second;
+      if (!new_source || !new_target)
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": pair (", from,
+                    ", ", to, ") repeats a ", new_source ? "target" : "source");
+    }
+    return c;
   } else if (n.starts_with("stablehlo.")) {
     c.kind = std::string(n.substr(10));
     const Attr* g = op.prop("replica_groups");
@@ -476,8 +638,9 @@ Result<CommStats> communication(const Module& m) {
         s.bytes += 2 * f * in_bytes;
       else if (c.kind == "all_to_all")
         s.bytes += f * in_bytes;
-      else
-        s.bytes += in_bytes;
+      else if (std::any_of(c.pairs.begin(), c.pairs.end(),
+                           [](const auto& p) { return p.first != p.second; }))
+        s.bytes += in_bytes;  // collective_permute: each moving device sends its local tensor
     }
   }
   for (const auto& [k, n] : counts) s.counts.emplace_back(k, n);

@@ -127,7 +127,8 @@ class Evaluator {
       return {};
     }
     if (n == "stablehlo.all_gather" || n == "stablehlo.all_reduce" ||
-        n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" || n == "sdy.all_slice")
+        n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" || n == "sdy.all_slice" ||
+        n == "stablehlo.collective_permute")
       return collective(op);
     for (size_t r = 0; r < op.results.size(); ++r)
       env_[op.results[r]].resize(static_cast<size_t>(devices_));
@@ -426,7 +427,19 @@ Status Evaluator::collective(const Op& op) {
   CollectiveInfo c = MESHPLAN_TRY(collective_info(m_, op));
   std::vector<Arr> result(static_cast<size_t>(devices_));
   const std::vector<Arr>& x = env_[op.operands[0]];
-  if (c.kind == "all_slice") {
+  if (c.kind == "collective_permute") {
+    // Targets get their source's tensor; a device nobody targets gets zeros.
+    for (int64_t dev = 0; dev < devices_; ++dev) {
+      const Arr& a = x[static_cast<size_t>(dev)];
+      result[static_cast<size_t>(dev)] = Arr{a.shape, std::vector<float>(a.data.size(), 0.0f)};
+    }
+    for (const auto& [from, to] : c.pairs) {
+      if (from >= devices_ || to >= devices_)
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": pair (", from, ", ", to,
+                    ") names a device outside the ", devices_, "-device mesh");
+      result[static_cast<size_t>(to)] = x[static_cast<size_t>(from)];
+    }
+  } else if (c.kind == "all_slice") {
     AxisMath math{*mesh};
     for (int64_t dev = 0; dev < devices_; ++dev) {
       const Arr& a = x[static_cast<size_t>(dev)];

@@ -81,6 +81,7 @@ struct CollectiveInfo {
   int cluster_axis = -1;  ///< mesh axis index when the groups run along one whole axis, else -1
   std::vector<std::vector<int64_t>> groups;  ///< device ids, in order along the group
   std::string reduction = "sum";
+  std::vector<std::pair<int64_t, int64_t>> pairs;  ///< collective_permute: (source, target) ids
 };
 /// Reads a collective op of a local program (StableHLO generic form or sdy.all_slice).
 Result<CollectiveInfo> collective_info(const Module& m, const Op& op);
@@ -89,6 +90,15 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op);
 /// form one group, ordered by their coordinate along the axes. Device ids are row-major.
 std::vector<std::vector<int64_t>> replica_groups(const MeshDecl& mesh,
                                                  const std::vector<AxisRef>& axes);
+
+/// The (source, target) device pairs (row-major ids, one per device, self-pairs included: a
+/// device nobody targets would get zeros) of the collective_permute that reshards `src` to
+/// `tgt` when they differ only by dims' axes replaced with unused axes of the same size: the
+/// device at (a=i, b=j, rest) holds piece i, so target (a=r, b=q, rest) receives from
+/// (a=q, b=r, rest). Dims that differ otherwise are ignored (identity on their axes).
+std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
+                                                       const TensorSharding& src,
+                                                       const TensorSharding& tgt);
 
 /// Sum of the bytes each device sends over the bottleneck link per collective of the local
 /// program (all_gather / reduce_scatter (N-1)/N*T, all_reduce 2(N-1)/N*T, all_to_all (N-1)/N*T,
