@@ -201,11 +201,13 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no host evaluation for '", op.name, "'");
   s.remove_prefix(10);
   bool ok = false;
-  if (in.size() == 1 && op.props.empty() && s != "reshape" && s != "convert") {
+  // Elementwise ops: operands of the result's size (anything else falls through to its own case).
+  auto same_size = [&](const Arr* a) { return a->data.size() == out.data.size(); };
+  if (in.size() == 1 && op.props.empty() && s != "reshape" && s != "convert" && same_size(in[0])) {
     for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = unary(s, in[0]->data[i], ok);
     if (ok) return out;
   }
-  if (in.size() == 2 && op.props.empty()) {
+  if (in.size() == 2 && op.props.empty() && same_size(in[0]) && same_size(in[1])) {
     for (size_t i = 0; i < out.data.size(); ++i)
       out.data[i] = binary(s, in[0]->data[i], in[1]->data[i], ok);
     if (ok) return out;

@@ -10,6 +10,17 @@
 
 namespace meshplan::runtime {
 
+namespace {
+
+/// Segment i of a plan, copied out byte-wise: the vector's elements need not be 8-byte aligned.
+fb::Segment segment_at(const fb::Plan& plan, uint32_t i) {
+  fb::Segment seg;
+  std::memcpy(&seg, plan.segments()->Data() + size_t{i} * sizeof(fb::Segment), sizeof seg);
+  return seg;
+}
+
+}  // namespace
+
 // The plan's enums must match the device's (ops.def order, DType, layouts).
 #define MESHPLAN_OP(name, operands, results)                                                  \
   static_assert(static_cast<int>(fb::OpKind::name) == static_cast<int>(device::OpKind::name), \
@@ -55,8 +66,8 @@ Hash128 PlanRef::key() const {
 
 std::span<const uint8_t> PlanRef::segment(uint32_t i) const {
   uint32_t fb_size = flatbuffers::GetPrefixedSize(bytes_.data()) + sizeof(flatbuffers::uoffset_t);
-  const fb::Segment* s = plan_->segments()->Get(i);
-  return bytes_.subspan(align64(fb_size) + s->offset(), s->size());
+  const fb::Segment s = segment_at(*plan_, i);
+  return bytes_.subspan(align64(fb_size) + s.offset(), s.size());
 }
 
 device::TensorPlacement PlanRef::placement(uint32_t id) const {
@@ -248,8 +259,16 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   uint32_t n_tensors = plan->tensors()->size();
   uint64_t data_start = align64(prefix + 4ull);
   uint32_t n_segments = plan->segments() ? plan->segments()->size() : 0;
+  // Core ranges are read in place: a damaged offset must not make them misaligned (the
+  // FlatBuffers verifier checks the length field's alignment, not the elements'). Segments are
+  // copied out instead (segment_at): FlatBuffers 2.0.8 may place a vector of 8-byte structs at
+  // a 4-byte boundary.
+  auto misaligned = [](const auto* vec, size_t align) {
+    return vec && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
+  };
   for (uint32_t i = 0; i < n_segments; ++i) {
-    const fb::Segment* s = plan->segments()->Get(i);
+    const fb::Segment seg = segment_at(*plan, i);
+    const fb::Segment* s = &seg;
     if (s->offset() % 64 != 0 || s->offset() > bytes.size() ||
         data_start + s->offset() + s->size() > bytes.size())
       return bad("segment ", i, " [", s->offset(), ", +", s->size(), ") lies outside the plan's ",
@@ -270,7 +289,7 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
     if (t->memory() != fb::MemLayout::interleaved) {
       const fb::ShardSpec* s = t->shard();
       if (!s || !s->grid() || s->grid()->size() < 1 || s->grid()->size() > device::kMaxCoreRanges ||
-          !s->shape() || s->shape()->size() != 2)
+          misaligned(s->grid(), alignof(fb::CoreRange)) || !s->shape() || s->shape()->size() != 2)
         return bad("sharded tensor ", i, " needs a shard spec with 1 to ", device::kMaxCoreRanges,
                    " core ranges and a 2-D shard shape");
       if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
@@ -281,8 +300,7 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
         return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);
       uint64_t volume = 1;
       for (int64_t d : *t->shape()) volume *= static_cast<uint64_t>(d);
-      if (plan->segments()->Get(static_cast<uint32_t>(t->segment()))->size() !=
-          volume * sizeof(float))
+      if (segment_at(*plan, static_cast<uint32_t>(t->segment())).size() != volume * sizeof(float))
         return bad("constant tensor ", i, ": segment size does not match its shape");
     }
   }
