@@ -12,6 +12,13 @@ namespace meshplan::runtime {
 
 namespace {
 
+/// A vector whose elements are not aligned for their type (a damaged offset can do that: the
+/// FlatBuffers 2.0.8 verifier checks only the 4-byte length field's alignment).
+template <typename V>
+bool misaligned(const V* vec, size_t align) {
+  return vec && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
+}
+
 /// Segment i of a plan, copied out byte-wise: the vector's elements need not be 8-byte aligned.
 fb::Segment segment_at(const fb::Plan& plan, uint32_t i) {
   fb::Segment seg;
@@ -156,6 +163,9 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
       if (s->shard_shape() && static_cast<int>(s->shard_shape()->size()) != rank)
         return bad(role, " ", i, ": shard_shape has ", s->shard_shape()->size(), " dims, not ",
                    rank);
+      if (misaligned(s->full_shape(), alignof(int64_t)) ||
+          misaligned(s->shard_shape(), alignof(int64_t)))
+        return bad(role, " ", i, ": a shape vector is misaligned");
       const auto* full = s->full_shape();
       if (!full || static_cast<int>(full->size()) != rank)
         return bad(role, " ", i, " needs a full shape of rank ", rank);
@@ -263,9 +273,6 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   // FlatBuffers verifier checks the length field's alignment, not the elements'). Segments are
   // copied out instead (segment_at): FlatBuffers 2.0.8 may place a vector of 8-byte structs at
   // a 4-byte boundary.
-  auto misaligned = [](const auto* vec, size_t align) {
-    return vec && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
-  };
   for (uint32_t i = 0; i < n_segments; ++i) {
     const fb::Segment seg = segment_at(*plan, i);
     const fb::Segment* s = &seg;
@@ -277,6 +284,9 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   for (uint32_t i = 0; i < n_tensors; ++i) {
     const fb::TensorPlan* t = plan->tensors()->Get(i);
     if (!t->shape()) return bad("tensor ", i, " has no shape");
+    if (misaligned(t->shape(), alignof(int64_t)) ||
+        (t->shard() && misaligned(t->shard()->shape(), alignof(int64_t))))
+      return bad("tensor ", i, ": a shape vector is misaligned");
     for (int64_t d : *t->shape())
       if (d <= 0) return bad("tensor ", i, " has dimension ", d);
     if (static_cast<int>(t->dtype()) > static_cast<int>(fb::DType::MAX) ||
@@ -332,6 +342,9 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
     if (const fb::OpConfig* c = op->config()) {
       auto too_long = [](const auto* v, uint32_t max) { return v && v->size() > max; };
       constexpr uint32_t kRank = device::kMaxRank;
+      if (misaligned(c->shape(), alignof(int64_t)) || misaligned(c->begins(), alignof(int64_t)) ||
+          misaligned(c->ends(), alignof(int64_t)) || misaligned(c->steps(), alignof(int64_t)))
+        return bad("op ", o, " (", info.name, "): an attribute vector is misaligned");
       if (too_long(c->dims(), kRank) || too_long(c->shape(), kRank) ||
           too_long(c->begins(), kRank) || too_long(c->ends(), kRank) ||
           too_long(c->steps(), kRank) || too_long(c->kernel(), 2) || too_long(c->stride(), 2) ||
