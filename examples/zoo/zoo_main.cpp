@@ -272,41 +272,31 @@ Result<int> run(const Args& args) {
     row.load_us = ms_since(t_load) * 1000.0;
     if (!args.run) continue;
     runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.run_entry));
+    auto inputs = runtime::random_inputs(plan, 7);
+    auto views = runtime::views_of(inputs);
+    Result<std::vector<runtime::Tensor>> outputs;
     if (row.mesh) {  // On the emulated mesh the plan was made for, host tensors in and out.
       device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, device::wormhole_b0()));
       auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
       auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
-      auto inputs = runtime::random_inputs(plan, 7);
-      auto views = runtime::views_of(inputs);
-      auto result = (*exe).run(views);
-      if (!result) {
-        row.note = result.error().to_string();
-        all_ok = false;
-        continue;
-      }
-      auto ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
-      runtime::CheckReport rep =
-          runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
-      row.max_error = rep.max_abs_error;
-      row.relative_error = rep.relative_error;
-      row.verified = rep.ok;
-      all_ok = all_ok && rep.ok;
-      continue;
+      auto r = (*exe).run(views);
+      outputs = r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
+                  : std::unexpected(r.error());
+    } else {
+      device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
+      auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
+      auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
+      auto r = (*exe).run(views);
+      outputs = r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
+                  : std::unexpected(r.error());
     }
-    device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
-    auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
-    auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
-    auto inputs = runtime::random_inputs(plan, 7);
-    auto views = runtime::views_of(inputs);
-    auto result = (*exe).run(views);
-    if (!result) {
-      row.note = result.error().to_string();
+    if (!outputs) {
+      row.note = outputs.error().to_string();
       all_ok = false;
       continue;
     }
     auto ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
-    runtime::CheckReport rep =
-        runtime::check_outputs(result->outputs, ref, runtime::kDefaultTolerance);
+    runtime::CheckReport rep = runtime::check_outputs(*outputs, ref, runtime::kDefaultTolerance);
     row.max_error = rep.max_abs_error;
     row.relative_error = rep.relative_error;
     row.verified = rep.ok;

@@ -6,21 +6,11 @@
 #include <vector>
 
 #include "meshplan/device/types.hpp"
+#include "plan_text.hpp"
 
 namespace meshplan::planner {
 
 namespace {
-
-std::string shape_of(const fb::TensorPlan* t) {
-  std::string s;
-  for (uint32_t i = 0; i < t->shape()->size(); ++i)
-    s += (i ? "x" : "") + std::to_string(t->shape()->Get(i));
-  return s;
-}
-
-std::string name_of(const fb::TensorPlan* t) {
-  return t->name() ? t->name()->str() : "?";
-}
 
 /// "L1 block_sharded 4x2 cores bf16" or "DRAM interleaved bf16".
 std::string layout_of(const fb::TensorPlan* t) {

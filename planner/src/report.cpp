@@ -8,6 +8,7 @@
 
 #include "meshplan/device/op_model.hpp"
 #include "meshplan/device/types.hpp"
+#include "plan_text.hpp"
 
 namespace meshplan::planner {
 
@@ -17,17 +18,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
-}
-
-std::string shape_of(const fb::TensorPlan* t) {
-  std::string s;
-  for (uint32_t i = 0; i < t->shape()->size(); ++i)
-    s += (i ? "x" : "") + std::to_string(t->shape()->Get(i));
-  return s;
-}
-
-std::string name_of(const fb::TensorPlan* t) {
-  return t->name() ? t->name()->str() : "?";
 }
 
 std::string layout_of(const fb::TensorPlan* t) {
