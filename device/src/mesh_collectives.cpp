@@ -27,6 +27,13 @@ Status check_axis(const Mesh& m, int axis, const std::string& label) {
   return {};
 }
 
+/// The checks every axis collective starts with: one input and one output per chip, a valid axis.
+Status check_call(const Mesh& m, PerChip in, PerChip out, int axis, const std::string& label) {
+  MESHPLAN_TRY(check_count(m, in, "input", label));
+  MESHPLAN_TRY(check_count(m, out, "output", label));
+  return check_axis(m, axis, label);
+}
+
 /// Chip `i`'s input matches the group's first chip `f` in shape and dtype.
 Status check_like(const Mesh& m, PerChip in, int f, int i, const std::string& label) {
   const TensorPlacement &a = in[static_cast<size_t>(f)], &b = in[static_cast<size_t>(i)];
@@ -130,9 +137,7 @@ struct AxisCollective {
 
 Result<CollectiveRun> EmulatedMesh::all_gather(PerChip in, PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_gather(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
   AxisCollective c{*this, in, out, label, CollectiveKind::all_gather, groups(cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
@@ -165,9 +170,7 @@ Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int 
                                                    int cluster_axis, ReduceOp op) {
   std::string label =
       str("reduce_scatter(dim=", dim, ", cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
   AxisCollective c{*this, in, out, label, CollectiveKind::reduce_scatter, groups(cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
@@ -205,9 +208,7 @@ Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int 
 Result<CollectiveRun> EmulatedMesh::all_reduce(PerChip in, PerChip out, int cluster_axis,
                                                ReduceOp op) {
   std::string label = str("all_reduce(cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
   AxisCollective c{*this, in, out, label, CollectiveKind::all_reduce, groups(cluster_axis)};
   for (const auto& g : c.groups)
     for (int i : g) {
@@ -234,9 +235,7 @@ Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int spli
                                                int concat_dim, int cluster_axis) {
   std::string label = str("all_to_all(split_dim=", split_dim, ", concat_dim=", concat_dim,
                           ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
   AxisCollective c{*this, in, out, label, CollectiveKind::all_to_all, groups(cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
@@ -343,9 +342,7 @@ Result<CollectiveRun> EmulatedMesh::collective_permute(
 
 Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_slice(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  MESHPLAN_TRY(check_axis(*this, cluster_axis, label));
+  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
   auto all = groups(cluster_axis);
   std::vector<int> position(static_cast<size_t>(size()));
   for (const auto& g : all) {

@@ -41,6 +41,24 @@ std::pair<int, int> lifetime(const Schedule& s, ValueId v, int n) {
   return {first, std::min(last, std::max(n - 1, 0))};
 }
 
+/// OpModel's verdict on op `o` with its planned layouts and config; a rejection is an error
+/// with `code`, `prefix` and OpModel's reason.
+Result<device::OpValidation> validate_at(OpQuery& query, const Graph& g, const LayoutPlan& layout,
+                                         OpId o, ErrorCode code, std::string_view prefix) {
+  const Op& op = g.ops[o];
+  std::vector<const TensorLayout*> in;
+  for (ValueId v : op.operands) in.push_back(&layout.tensors[v]);
+  device::OpValidation v = query.validate(op.kind, op.name, op.operands, in, op.results[0],
+                                          layout.tensors[op.results[0]], layout.configs[o]);
+  if (!v.ok)
+    return fail(code, prefix,
+                query
+                    .explain(op.kind, op.name, op.operands, in, op.results[0],
+                             layout.tensors[op.results[0]], layout.configs[o])
+                    .reason);
+  return v;
+}
+
 }  // namespace
 
 Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& layout,
@@ -51,18 +69,8 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
   out.cb_bytes.assign(s.order().size(), 0);
   OpQuery query(g, chip);
   for (int pos = 0; pos < n; ++pos) {
-    const Op& op = g.ops[s.order()[pos]];
-    std::vector<const TensorLayout*> in;
-    for (ValueId v : op.operands) in.push_back(&layout.tensors[v]);
-    device::OpValidation v =
-        query.validate(op.kind, op.name, op.operands, in, op.results[0],
-                       layout.tensors[op.results[0]], layout.configs[s.order()[pos]]);
-    if (!v.ok)
-      return fail(ErrorCode::invalid_argument, "memory plan: ",
-                  query
-                      .explain(op.kind, op.name, op.operands, in, op.results[0],
-                               layout.tensors[op.results[0]], layout.configs[s.order()[pos]])
-                      .reason);
+    device::OpValidation v = MESHPLAN_TRY(validate_at(
+        query, g, layout, s.order()[pos], ErrorCode::invalid_argument, "memory plan: "));
     out.cb_bytes[pos] = v.cb_bytes_per_core;
   }
   struct Item {
@@ -215,17 +223,8 @@ Status verify_memory(const Graph& g, const Schedule& s, const LayoutPlan& layout
   for (size_t pos = 0; pos < s.order().size(); ++pos) {
     const Op& op = g.ops[s.order()[pos]];
     for (ValueId r : op.results) MESHPLAN_TRY(take(r));
-    std::vector<const TensorLayout*> in;
-    for (ValueId v : op.operands) in.push_back(&layout.tensors[v]);
-    device::OpValidation v =
-        query.validate(op.kind, op.name, op.operands, in, op.results[0],
-                       layout.tensors[op.results[0]], layout.configs[s.order()[pos]]);
-    if (!v.ok)
-      return fail(ErrorCode::internal, "memory plan does not verify: ",
-                  query
-                      .explain(op.kind, op.name, op.operands, in, op.results[0],
-                               layout.tensors[op.results[0]], layout.configs[s.order()[pos]])
-                      .reason);
+    device::OpValidation v = MESHPLAN_TRY(validate_at(
+        query, g, layout, s.order()[pos], ErrorCode::internal, "memory plan does not verify: "));
     uint64_t cb_top = chip.l1_unreserved_base + v.cb_bytes_per_core;
     if (cb_top > alloc.l1.lowest_allocated())
       return fail(ErrorCode::internal, "memory plan does not verify: op '", op.name,
