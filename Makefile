@@ -80,12 +80,14 @@ fuzz:
 	@./cmake/install-deps.sh $(DEB_PACKAGES) $(FUZZ_PACKAGES)
 	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DMESHPLAN_SANITIZE=ON -DMESHPLAN_LIBFUZZER=ON -DMESHPLAN_BUILD_BENCH=OFF
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target plan_cache_fuzz graph_json_fuzz meshplan_fuzz_corpus
-	rm -rf $(FUZZ_DIR)/run && mkdir -p $(FUZZ_DIR)/run/cache $(FUZZ_DIR)/run/graph
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target plan_cache_fuzz graph_json_fuzz stablehlo_fuzz meshplan_fuzz_corpus
+	rm -rf $(FUZZ_DIR)/run && mkdir -p $(FUZZ_DIR)/run/cache $(FUZZ_DIR)/run/graph $(FUZZ_DIR)/run/stablehlo
 	cp $(FUZZ_DIR)/tests/fuzz/corpus/cache/*.mpc $(FUZZ_DIR)/run/cache/
 	cp tests/fuzz/corpus/graph/*.json $(FUZZ_DIR)/run/graph/
+	cp tests/fuzz/corpus/stablehlo/*.mlir tests/planner/golden/*.mlir examples/models/*.mlir $(FUZZ_DIR)/run/stablehlo/
 	$(FUZZ_DIR)/tests/fuzz/plan_cache_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 $(FUZZ_DIR)/run/cache
 	$(FUZZ_DIR)/tests/fuzz/graph_json_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 $(FUZZ_DIR)/run/graph
+	$(FUZZ_DIR)/tests/fuzz/stablehlo_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 $(FUZZ_DIR)/run/stablehlo
 
 ci: test test-asan test-tsan fuzz
 

@@ -22,9 +22,12 @@ std::vector<int64_t> ints(std::initializer_list<int64_t> v) {
 /// [group*seq, kv_len] added to the scores. Returns [seq, heads*hd].
 V attention(GraphBuilder& b, V q, V k, V v, V mask, int64_t seq, int64_t heads, int64_t kv_heads,
             int64_t hd, const std::string& p) {
+  // Heads are split and merged through 3-D [seq, heads, hd] / [heads, seq, hd] tensors: a 4-D
+  // [seq, kv_heads, group, hd] view would pad its group dim to a whole tile (32 rows for
+  // group 1..4). [heads, seq, hd] -> [kv_heads, group*seq, hd] keeps the 2-D view: a free reshape.
   int64_t group = heads / kv_heads;
-  V q4 = b.op("reshape", {q}, {attr("shape", ints({seq, kv_heads, group, hd}))}, p + "q_split");
-  V qp = b.op("permute", {q4}, {attr("perm", ints({1, 2, 0, 3}))}, p + "q_heads");
+  V qs = b.op("reshape", {q}, {attr("shape", ints({seq, heads, hd}))}, p + "q_split");
+  V qp = b.op("permute", {qs}, {attr("perm", ints({1, 0, 2}))}, p + "q_heads");
   V q3 = b.op("reshape", {qp}, {attr("shape", ints({kv_heads, group * seq, hd}))}, p + "q_group");
   V scores = b.op("matmul", {q3, k}, {attr("transpose_b", true)}, p + "qk");
   V scale = b.constant(p + "scale", {1}, {1.0f / std::sqrt(static_cast<float>(hd))});
@@ -32,8 +35,8 @@ V attention(GraphBuilder& b, V q, V k, V v, V mask, int64_t seq, int64_t heads, 
   V masked = b.op("add", {scaled, mask}, {}, p + "mask_scores");
   V probs = b.op("softmax", {masked}, {attr("dim", -1)}, p + "softmax");
   V ctx = b.op("matmul", {probs, v}, {}, p + "pv");
-  V c4 = b.op("reshape", {ctx}, {attr("shape", ints({kv_heads, group, seq, hd}))}, p + "ctx_split");
-  V cp = b.op("permute", {c4}, {attr("perm", ints({2, 0, 1, 3}))}, p + "ctx_tokens");
+  V cs = b.op("reshape", {ctx}, {attr("shape", ints({heads, seq, hd}))}, p + "ctx_split");
+  V cp = b.op("permute", {cs}, {attr("perm", ints({1, 0, 2}))}, p + "ctx_tokens");
   return b.op("reshape", {cp}, {attr("shape", ints({seq, heads * hd}))}, p + "ctx_merge");
 }
 
