@@ -50,7 +50,7 @@ TEST_CASE("prepare_conv_weight puts element (o, kh, kw, i) at row (kh*KW + kw)*I
 
   SUBCASE("bad host shapes and sizes are errors, never writes out of bounds") {
     std::vector<float> small(5);
-    auto r = device::prepare_conv_weight(device::HostView{shape, w}, small);
+    auto r = device::prepare_conv_weight(device::HostView{shape, w}, 1, small);
     REQUIRE_FALSE(r);
     CHECK(contains(r.error().message, "[2x1x2x3]"));
     CHECK_FALSE(device::prepared_conv_weight_shape(std::vector<int64_t>{2, 3, 3}, 1));

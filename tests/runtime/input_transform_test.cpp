@@ -126,9 +126,12 @@ TEST_CASE("verify_plan rejects damaged input transforms") {
   auto offset_of = [&](const void* p) {
     return static_cast<size_t>(static_cast<const uint8_t*>(p) - bytes.data());
   };
-  size_t kind_at = offset_of(t->GetAddressOf(fb::InputTransform::VT_KIND));
+  // Generated tables derive privately from flatbuffers::Table: reach the field addresses through
+  // it.
+  const auto* table = reinterpret_cast<const flatbuffers::Table*>(t);
+  size_t kind_at = offset_of(table->GetAddressOf(fb::InputTransform::VT_KIND));
   size_t shape_at = offset_of(t->host_shape()->data());
-  size_t groups_at = offset_of(t->GetAddressOf(fb::InputTransform::VT_GROUPS));
+  size_t groups_at = offset_of(table->GetAddressOf(fb::InputTransform::VT_GROUPS));
 
   SUBCASE("unknown kind") {
     bytes[kind_at] = 7;
