@@ -16,17 +16,17 @@ using namespace meshplan;
 
 namespace {
 
-/// x -> conv 3x3 (w1, bias) -> relu -> conv 1x1 (w2): two prepared weights.
+/// x -> conv 3x3 (w1, bias) -> relu -> grouped conv 1x1 (w2): two prepared weights.
 planner::Graph cnn() {
   using planner::attr;
   planner::GraphBuilder b("cnn");
   auto x = b.input("x", {1, 10, 10, 8});
   auto w1 = b.parameter("w1", {16, 3, 3, 8});
   auto b1 = b.parameter("b1", {16});
-  auto w2 = b.parameter("w2", {24, 1, 1, 16});
+  auto w2 = b.parameter("w2", {24, 1, 1, 8});
   auto c1 = b.op("conv2d", {x, w1, b1},
                  {attr("padding", std::vector<int64_t>{1, 1}), attr("activation", "relu")}, "c1");
-  b.output(b.op("conv2d", {c1, w2}, {}, "c2"));
+  b.output(b.op("conv2d", {c1, w2}, {attr("groups", 2)}, "c2"));
   auto g = b.build();
   REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
   return *g;
@@ -131,7 +131,11 @@ TEST_CASE("verify_plan rejects damaged input transforms") {
   const auto* table = reinterpret_cast<const flatbuffers::Table*>(t);
   size_t kind_at = offset_of(table->GetAddressOf(fb::InputTransform::VT_KIND));
   size_t shape_at = offset_of(t->host_shape()->data());
-  size_t groups_at = offset_of(table->GetAddressOf(fb::InputTransform::VT_GROUPS));
+  // Groups are stored only when not 1: input 3 (w2) has groups 2.
+  const fb::InputTransform* grouped = list->Get(3);
+  REQUIRE(grouped->groups() == 2);
+  size_t groups_at = offset_of(reinterpret_cast<const flatbuffers::Table*>(grouped)->GetAddressOf(
+      fb::InputTransform::VT_GROUPS));
 
   SUBCASE("unknown kind") {
     bytes[kind_at] = 7;
