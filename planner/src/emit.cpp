@@ -286,7 +286,7 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     };
     std::vector<flatbuffers::Offset<fb::MeshShard>> ins, outs;
     // Full shapes of the planned (prepared) inputs: the runtime prepares a weight on the host,
-    // then splits it over the chips (prepared weights are replicated or identity-mapped).
+    // then replicates it over the chips (only replicated weights are prepared).
     for (size_t i = 0; i < source->arguments.size(); ++i)
       if (source->values[source->arguments[i]].kind != ArgKind::constant)
         ins.push_back(shard(source->argument_shards[i],

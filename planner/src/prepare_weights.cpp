@@ -27,7 +27,7 @@ std::vector<PreparedWeight> conv_weight_candidates(const Graph& g) {
     bool kind_ok = v.kind == ArgKind::input || v.kind == ArgKind::parameter;
     bool shard_ok =
         g.mesh.single_chip() || (i < g.argument_shards.size() &&
-                                 g.argument_shards[i].type != device::MeshShardType::devices);
+                                 g.argument_shards[i].type == device::MeshShardType::replicate);
     if (kind_ok && shard_ok && v.shape.size() == 4) state[g.arguments[i]] = 0;
   }
   for (ValueId out : g.outputs) state[out] = -1;

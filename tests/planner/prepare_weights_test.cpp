@@ -112,8 +112,12 @@ TEST_CASE("prepare_conv_weights skips constants, mixed groups and split mesh arg
     auto split = m.parameter("split", {4, 1, 1, 4});
     m.shard(y, device::MeshShardSpec{device::MeshShardType::devices, {-1, 0}, {}});
     m.shard(split, device::MeshShardSpec{device::MeshShardType::devices, {-1, 0}, {}});
+    // identity: each chip gets its own host tensor, so there is no single one to prepare.
+    auto ident = m.parameter("ident", {4, 1, 1, 4});
+    m.shard(ident, device::MeshShardSpec{device::MeshShardType::identity, {-1, -1}, {}});
     auto a = m.op("conv2d", {y, rep}, {attr("padding", std::vector<int64_t>{1, 1})}, "a");
-    m.output(m.op("conv2d", {a, split}, {}, "b"),
+    auto b2 = m.op("conv2d", {a, split}, {}, "b");
+    m.output(m.op("conv2d", {b2, ident}, {}, "c"),
              device::MeshShardSpec{device::MeshShardType::devices, {-1, 0}, {}});
     auto mg = m.build();
     REQUIRE_MESSAGE(mg, (mg ? std::string() : mg.error().message));

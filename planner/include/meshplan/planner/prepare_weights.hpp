@@ -24,8 +24,9 @@ struct PreparedWeight {
 
 /// The arguments prepare_conv_weights() would rewrite, sorted by argument index: inputs and
 /// parameters (never constants or graph outputs) of rank 4 whose every use is operand 1 (the
-/// weight) of a conv2d, with the same groups in every use; on a mesh graph only those whose
-/// boundary shard is replicate or identity (the host tensor is the per-chip one). Pure query.
+/// weight) of a conv2d, with the same groups in every use; on a mesh graph only replicated ones
+/// (the host tensor is every chip's tensor: the runtime prepares it once, then replicates it).
+/// Pure query.
 std::vector<PreparedWeight> conv_weight_candidates(const Graph& graph);
 
 /// Rewrites every candidate in place: the argument's shape becomes [KH*KW*I/groups, O] and each
