@@ -35,11 +35,21 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
             ++count;
             int64_t xi[4] = {n, iy, ix, oc};
             if (kind == OpKind::conv2d) {
+              // Either weight form: [O, KH, KW, I/g] or prepared [KH*KW*I/g, O]. The sum runs
+              // in the same order, so both forms give bit-equal results.
               int64_t wi[4] = {oc, ky, kx, 0};
+              int64_t row = (ky * g.kw + kx) * g.cin_per_group;
               for (int64_t ci = 0; ci < g.cin_per_group; ++ci) {
                 xi[3] = grp * g.cin_per_group + ci;
-                wi[3] = ci;
-                acc += in[0].at(xi) * in[1].at(wi);
+                float wv;
+                if (g.weight.prepared) {
+                  int64_t pi[2] = {row + ci, oc};
+                  wv = in[1].at(pi);
+                } else {
+                  wi[3] = ci;
+                  wv = in[1].at(wi);
+                }
+                acc += in[0].at(xi) * wv;
               }
             } else if (kind == OpKind::max_pool2d) {
               acc = std::max(acc, in[0].at(xi));

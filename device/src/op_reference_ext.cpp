@@ -55,10 +55,9 @@ Status windowed(OpKind kind, std::span<const HostView> in, const OpConfig& c,
               const float* px = x + ((n * g.h + iy) * g.w + ix) * g.c;
               ++count;
               if (kind == OpKind::conv2d) {
-                const float* pw =
-                    in[1].data.data() + ((o * g.kh + ky) * g.kw + kx) * g.cin_per_group;
+                const float* pw = in[1].data.data();
                 for (int64_t ci = 0; ci < g.cin_per_group; ++ci)
-                  acc += double(px[grp * g.cin_per_group + ci]) * pw[ci];
+                  acc += double(px[grp * g.cin_per_group + ci]) * pw[g.weight.index(o, ky, kx, ci)];
               } else if (kind == OpKind::max_pool2d) {
                 acc = std::max<double>(acc, px[o]);
               } else {

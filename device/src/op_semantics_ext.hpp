@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/op_semantics.hpp"
 
 namespace meshplan::device {
@@ -39,6 +40,7 @@ struct WindowGeom {
   int64_t sh, sw, dh, dw;  ///< Stride, dilation.
   int64_t pt, pl;          ///< Top and left padding.
   int64_t groups = 1, cin_per_group = 1, cout_per_group = 1;
+  ConvWeightDims weight;  ///< conv2d: the weight's form and where element (o, ky, kx, ci) is.
 };
 /// conv2d (weight given) or pool geometry of input `in`.
 Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/formats.hpp"
 #include "scalar_ops.hpp"
 
@@ -104,20 +105,12 @@ Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,
   for (int32_t p : c.padding)
     if (p < 0) return fail(ErrorCode::invalid_argument, "padding ", p, " is negative");
   if (kind == OpKind::conv2d) {
-    if (weight.size() != 4)
-      return fail(ErrorCode::invalid_argument, "conv2d weight ", shape_text(weight),
-                  " is not [O, KH, KW, I/groups]");
+    ConvWeightDims wd = MESHPLAN_TRY(conv_weight_dims(in, weight, c));
     g.groups = c.groups;
-    if (g.groups <= 0 || g.c % g.groups != 0 || weight[0] % g.groups != 0)
-      return fail(ErrorCode::invalid_argument, "groups ", g.groups, " must divide input channels ",
-                  g.c, " and output channels ", weight[0]);
-    g.oc = weight[0], g.kh = weight[1], g.kw = weight[2];
-    g.cin_per_group = g.c / g.groups;
+    g.oc = wd.out_channels, g.kh = wd.kh, g.kw = wd.kw;
+    g.cin_per_group = wd.in_per_group;
     g.cout_per_group = g.oc / g.groups;
-    if (weight[3] != g.cin_per_group)
-      return fail(ErrorCode::invalid_argument, "conv2d weight ", shape_text(weight), " needs ",
-                  g.cin_per_group, " input channels per group (input ", shape_text(in), ", groups ",
-                  g.groups, ")");
+    g.weight = wd;
   } else if (kind == OpKind::global_avg_pool2d) {
     g.oc = g.c, g.kh = g.h, g.kw = g.w, g.sh = g.sw = g.dh = g.dw = 1, g.pt = g.pl = 0;
     g.oh = g.ow = 1;

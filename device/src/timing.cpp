@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 
@@ -67,10 +68,11 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
       break;
     case OpKind::conv2d: {
       if (op.operands.size() < 2 || in.size() != 4 || out.size() != 4) return false;
-      auto w = op.operands[1]->shape;
-      if (w.size() != 4) return false;
-      int64_t groups = std::max<int32_t>(1, op.config.groups);
-      int64_t m = out[0] * out[1] * out[2], k = w[1] * w[2] * w[3], n = w[0] / groups;
+      // K and N from either weight form ([O, KH, KW, I/g] or prepared [KH*KW*I/g, O]).
+      auto w = conv_weight_dims(in, op.operands[1]->shape, op.config);
+      if (!w) return false;
+      int64_t groups = op.config.groups;
+      int64_t m = out[0] * out[1] * out[2], k = w->rows(), n = w->out_channels / groups;
       int64_t tile_matmuls =
           ceil_tiles(m, kTileH) * ceil_tiles(k, kTileW) * ceil_tiles(n, kTileW) * groups;
       double per_tile = 2.0 * kTileH * kTileW * kTileW / chip.matmul_flops_per_cycle *

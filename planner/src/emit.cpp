@@ -8,6 +8,7 @@
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/schedule.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -120,8 +121,19 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
 Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip,
                              const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
+  // conv2d weights in their prepared form (prepare_weights.hpp); the graph is copied only when
+  // the pass has something to rewrite. `source` is what the policies plan; the key stays that of
+  // the user's graph.
+  Graph prepared_graph;
+  std::vector<PreparedWeight> prepared;
+  const Graph* source = &original;
+  if (options.prepare_weights && !conv_weight_candidates(original).empty()) {
+    prepared_graph = original;
+    prepared = MESHPLAN_TRY(prepare_conv_weights(prepared_graph));
+    source = &prepared_graph;
+  }
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
-  LayoutResult planned = MESHPLAN_TRY(plan_layout(original, chip, options));
+  LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
   const Graph& g = planned.graph;
   const LayoutPlan& layout = planned.layout;
   Schedule schedule = Schedule::build(g);
@@ -230,7 +242,27 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   auto device_info = fb::CreateDeviceInfo(b, b.CreateString(chip.name), chip.grid_x, chip.grid_y,
                                           chip.l1_size, chip.l1_unreserved_base, chip.dram_banks,
                                           chip.dram_bank_size, &desc_hash);
-  auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
+  auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width,
+                                       options.prepare_weights);
+  // One host transform per plan input when any input has one (inputs are the non-constant
+  // arguments, in order).
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::InputTransform>>> transforms;
+  if (!prepared.empty()) {
+    std::vector<flatbuffers::Offset<fb::InputTransform>> list;
+    size_t next = 0;
+    for (size_t i = 0; i < original.arguments.size(); ++i) {
+      if (original.values[original.arguments[i]].kind == ArgKind::constant) continue;
+      if (next < prepared.size() && prepared[next].argument == i) {
+        const PreparedWeight& p = prepared[next++];
+        list.push_back(fb::CreateInputTransform(b, fb::InputTransformKind::conv_weight,
+                                                b.CreateVector(p.host_shape),
+                                                static_cast<int32_t>(p.groups)));
+      } else {
+        list.push_back(fb::CreateInputTransform(b));
+      }
+    }
+    transforms = b.CreateVector(list);
+  }
   auto metrics =
       fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills,
                             planned.reshards, dram_bytes, memory.l1_high_water, total_ns, 0);
@@ -253,10 +285,12 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
                                        s.shard_shape.empty() ? nullptr : &s.shard_shape, &full);
     };
     std::vector<flatbuffers::Offset<fb::MeshShard>> ins, outs;
-    for (size_t i = 0; i < original.arguments.size(); ++i)
-      if (original.values[original.arguments[i]].kind != ArgKind::constant)
-        ins.push_back(shard(original.argument_shards[i],
-                            MESHPLAN_TRY(boundary_full_shape(original, i, false))));
+    // Full shapes of the planned (prepared) inputs: the runtime prepares a weight on the host,
+    // then replicates it over the chips (only replicated weights are prepared).
+    for (size_t i = 0; i < source->arguments.size(); ++i)
+      if (source->values[source->arguments[i]].kind != ArgKind::constant)
+        ins.push_back(shard(source->argument_shards[i],
+                            MESHPLAN_TRY(boundary_full_shape(*source, i, false))));
     for (size_t i = 0; i < original.outputs.size(); ++i)
       outs.push_back(
           shard(original.output_shards[i], MESHPLAN_TRY(boundary_full_shape(original, i, true))));
@@ -268,7 +302,7 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
                                      b.CreateString(g.name), device_info, opts, metrics, mesh_info);
   auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops),
                              b.CreateVector(inputs), b.CreateVector(outputs),
-                             b.CreateVectorOfStructs(segments), in_shards, out_shards);
+                             b.CreateVectorOfStructs(segments), in_shards, out_shards, transforms);
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
   uint64_t data_start = align64(b.GetSize());

@@ -140,9 +140,11 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     if (!dt || *dt == DType::bf8b) return bad("must be one of \"f32\", \"bf16\", \"i32\", \"u32\"");
     c.dtype = *dt;
     *required_seen = true;
-  } else if (n == "kernel" && is_pool(k)) {
+  } else if (n == "kernel" && (is_pool(k) || k == OpKind::conv2d)) {
+    // conv2d: the window of a prepared 2-D weight (a 4-D weight gives its own; see
+    // device::conv_weight_dims).
     MESHPLAN_TRY(pair(c.kernel, 1));
-    *required_seen = true;
+    if (is_pool(k)) *required_seen = true;
   } else if (n == "stride" && (k == OpKind::conv2d || is_pool(k))) {
     MESHPLAN_TRY(pair(c.stride, 1));
   } else if (n == "dilation" && (k == OpKind::conv2d || is_pool(k))) {

@@ -86,6 +86,8 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   }
   // Belady is the default and keeps the keys of earlier plans.
   if (options.spill != "belady") h.string("spill").string(options.spill);
+  // Preparing conv weights is the default; turning it off changes the plans.
+  if (!options.prepare_weights) h.string("no-prepare-weights");
   return h.digest();
 }
 

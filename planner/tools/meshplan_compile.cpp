@@ -4,7 +4,7 @@
 //                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
 //                    OP:I=l1|dram]
 //                    [--device NAME|FILE.json] [--emit=plan-json|graph-json|dot]
-//                    [--report=PLAN.html] [--spill=belady|dp]
+//                    [--report=PLAN.html] [--spill=belady|dp] [--no-prepare-weights]
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
@@ -46,12 +46,15 @@ constexpr const char* kUsage =
     "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
     "N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
-    "                        [--spill=belady|dp]\n"
+    "                        [--spill=belady|dp] [--no-prepare-weights]\n"
     "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
     "[--compare=POLICY,...]]\n"
     "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
     "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
     "  --spill: L1 spill selection, farthest next use (belady, default) or optimal (dp).\n"
+    "  --no-prepare-weights: plan conv2d weight arguments as given, [O, KH, KW, I/groups];\n"
+    "  by default they are planned prepared, [KH*KW*I/groups, O], and the runtime prepares the\n"
+    "  host tensor the caller passes (plan input transform conv_weight).\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
     "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
@@ -142,6 +145,8 @@ Result<Args> parse_args(int argc, char** argv) {
       if (mode != "belady" && mode != "dp")
         return fail(ErrorCode::invalid_argument, "--spill takes belady or dp, not '", mode, "'");
       a.options.spill = mode;
+    } else if (s == "--no-prepare-weights") {
+      a.options.prepare_weights = false;
     } else if (is("--override"))
       a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
     else if (is("--memreconfig"))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 
 namespace meshplan::runtime {
@@ -19,8 +20,8 @@ int64_t fan_in(const PlanRef& plan, uint32_t id) {
     auto shape = plan.placement(id).shape;
     if (shape.size() < 2) return 0;
     switch (static_cast<device::OpKind>(op->kind())) {
-      case device::OpKind::conv2d:
-        return device::volume(shape.subspan(1));
+      case device::OpKind::conv2d:  // [O, KH, KW, I] or prepared [KH*KW*I, O]
+        return shape.size() == 2 ? shape[0] : device::volume(shape.subspan(1));
       case device::OpKind::matmul:
       case device::OpKind::linear: {
         bool transposed = op->config() && op->config()->transpose_b();
@@ -42,7 +43,7 @@ std::vector<Tensor> random_inputs(const PlanRef& plan, uint64_t seed) {
   for (uint32_t i = 0; i < plan.plan().inputs()->size(); ++i) {
     uint32_t id = plan.plan().inputs()->Get(i);
     // Host shapes: a mesh plan's inputs are the full tensors its boundary shards split.
-    auto shape = host_shape(plan, i, false);
+    auto shape = user_input_shape(plan, i);
     Tensor x(std::vector<int64_t>(shape.begin(), shape.end()));
     if (boundary_shard(plan, i, false).type == device::MeshShardType::identity)
       x.data.resize(x.data.size() * static_cast<size_t>(mesh_rows(plan) * mesh_cols(plan)));

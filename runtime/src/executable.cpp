@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 
@@ -27,6 +28,18 @@ Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
     return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(),
                 " inputs, got ", inputs.size());
   for (uint32_t i = 0; i < ids->size(); ++i) {
+    // Inputs with a host transform (a prepared conv2d weight) take their host shape.
+    if (input_transform(p, i)) {
+      auto host = user_input_shape(p, i);
+      if (!std::ranges::equal(inputs[i].shape, host) ||
+          static_cast<int64_t>(inputs[i].data.size()) != device::volume(host))
+        return fail(ErrorCode::invalid_argument, "input ", i, " '", p.placement(ids->Get(i)).name,
+                    "': shape ", shape_text(inputs[i].shape), " with ", inputs[i].data.size(),
+                    " values does not match its host shape ", shape_text(host),
+                    " (a conv2d weight the plan prepares into ",
+                    shape_text(p.placement(ids->Get(i)).shape), ")");
+      continue;
+    }
     device::TensorPlacement t = p.placement(ids->Get(i));
     bool same = inputs[i].shape.size() == t.shape.size() &&
                 std::equal(t.shape.begin(), t.shape.end(), inputs[i].shape.begin());
@@ -128,7 +141,7 @@ std::string_view Executable::input_name(size_t i) const {
   return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name;
 }
 std::span<const int64_t> Executable::input_shape(size_t i) const {
-  return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).shape;
+  return user_input_shape(plan_, i);
 }
 size_t Executable::output_count() const {
   return plan_.plan().outputs()->size();
@@ -215,8 +228,19 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
     if (t->role() == fb::TensorRole::constant)
       MESHPLAN_TRY(device_.write(plan_.placement(id), segment_floats(plan_, t->segment())));
   }
-  for (uint32_t i = 0; i < p.inputs()->size(); ++i)
-    MESHPLAN_TRY(device_.write(plan_.placement(p.inputs()->Get(i)), inputs[i].data));
+  for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
+    device::TensorPlacement t = plan_.placement(p.inputs()->Get(i));
+    if (!input_transform(plan_, i)) {
+      MESHPLAN_TRY(device_.write(t, inputs[i].data));
+      continue;
+    }
+    // Prepared on the host into a buffer kept across runs (it grows to the largest such input).
+    size_t n = static_cast<size_t>(device::volume(t.shape));
+    if (prepared_.size() < n) prepared_.resize(n);
+    std::span<float> staged(prepared_.data(), n);
+    MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
+    MESHPLAN_TRY(device_.write(t, staged));
+  }
 
   RunResult result;
   result.ops.reserve(p.ops()->size());
@@ -268,8 +292,9 @@ Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const T
   }
   for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
     uint32_t id = p.inputs()->Get(i);
-    values[id] = Tensor(std::vector<int64_t>(inputs[i].shape.begin(), inputs[i].shape.end()));
-    std::copy(inputs[i].data.begin(), inputs[i].data.end(), values[id].data.begin());
+    auto shape = plan.placement(id).shape;
+    values[id] = Tensor(std::vector<int64_t>(shape.begin(), shape.end()));
+    MESHPLAN_TRY(apply_input_transform(plan, i, inputs[i], values[id].data));
     have[id] = true;
   }
   for (const fb::OpPlan* op : *p.ops()) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 
 namespace meshplan::runtime {
@@ -30,8 +31,16 @@ Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
     return fail(ErrorCode::invalid_argument, "plan '", p.name(), "' takes ", ids->size(),
                 " inputs, got ", inputs.size());
   for (uint32_t i = 0; i < ids->size(); ++i) {
-    auto want = host_shape(p, i, false);
+    auto want = user_input_shape(p, i);
     std::string_view name = p.placement(ids->Get(i)).name;
+    if (input_transform(p, i) &&
+        (!std::ranges::equal(inputs[i].shape, want) ||
+         static_cast<int64_t>(inputs[i].data.size()) != device::volume(want)))
+      return fail(ErrorCode::invalid_argument, "input ", i, " '", name, "': shape ",
+                  shape_text(inputs[i].shape), " with ", inputs[i].data.size(),
+                  " values does not match its host shape ", shape_text(want),
+                  " (a conv2d weight the plan prepares into ", shape_text(host_shape(p, i, false)),
+                  ")");
     if (!std::ranges::equal(inputs[i].shape, want))
       return fail(ErrorCode::invalid_argument, "input ", i, " '", name, "': shape ",
                   shape_text(inputs[i].shape), " does not match the plan's host shape ",
@@ -81,7 +90,7 @@ std::string_view MeshExecutable::input_name(size_t i) const {
   return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name;
 }
 std::span<const int64_t> MeshExecutable::input_shape(size_t i) const {
-  return host_shape(plan_, i, false);
+  return user_input_shape(plan_, i);
 }
 size_t MeshExecutable::output_count() const {
   return plan_.plan().outputs()->size();
@@ -146,7 +155,16 @@ Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
   }
   for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
     auto per_chip = all_chips(plan_.placement(p.inputs()->Get(i)));
-    MESHPLAN_TRY(mesh_.full_to_shard(inputs[i].data, host_shape(plan_, i, false),
+    std::span<const float> host = inputs[i].data;
+    if (input_transform(plan_, i)) {
+      // Prepared on the host (into a buffer kept across runs), then replicated.
+      size_t n = static_cast<size_t>(device::volume(host_shape(plan_, i, false)));
+      if (prepared_.size() < n) prepared_.resize(n);
+      std::span<float> staged(prepared_.data(), n);
+      MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
+      host = staged;
+    }
+    MESHPLAN_TRY(mesh_.full_to_shard(host, host_shape(plan_, i, false),
                                      boundary_shard(plan_, i, false), per_chip));
   }
 

@@ -5,6 +5,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 
@@ -122,7 +123,12 @@ Result<std::vector<Tensor>> run_mesh_reference(const PlanRef& plan,
     auto local = shape_of(id);
     auto full = host_shape(plan, i, false);
     device::MeshShardSpec spec = boundary_shard(plan, i, false);
+    // A prepared conv2d weight (replicated) is prepared on the host first, as the run does.
     Values host(inputs[i].data.begin(), inputs[i].data.end());
+    if (input_transform(plan, i)) {
+      host.assign(static_cast<size_t>(device::volume(full)), 0.0f);
+      MESHPLAN_TRY(apply_input_transform(plan, i, inputs[i], host));
+    }
     int64_t per_chip = device::volume(local);
     for (int c = 0; c < chips; ++c) {
       Values v(static_cast<size_t>(per_chip));

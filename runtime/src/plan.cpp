@@ -234,6 +234,49 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   return {};
 }
 
+/// Host transforms of the inputs (format 1.2): one per input or none; known kinds; a conv_weight
+/// transform's host shape prepares into exactly the input tensor's shape, and its input is not
+/// split over a mesh (prepared weights are replicated).
+Status verify_input_transforms(const fb::Plan& plan, std::string_view what) {
+  auto bad = [&](auto&&... msg) { return fail(ErrorCode::corrupt, "plan ", what, ": ", msg...); };
+  const auto* list = plan.input_transforms();
+  if (!list || list->size() == 0) return {};
+  if (list->size() != plan.inputs()->size())
+    return bad(list->size(), " input transforms for ", plan.inputs()->size(), " inputs");
+  for (uint32_t i = 0; i < list->size(); ++i) {
+    const fb::InputTransform* t = list->Get(i);
+    if (t->kind() > fb::InputTransformKind::MAX)
+      return bad("input ", i, " has unknown transform kind ", static_cast<int>(t->kind()));
+    if (t->kind() == fb::InputTransformKind::none) {
+      if (t->host_shape()) return bad("input ", i, " has a host shape but no transform");
+      continue;
+    }
+    const auto* host = t->host_shape();
+    if (!host || host->size() != 4 || misaligned(host, alignof(int64_t)))
+      return bad("input ", i,
+                 ": a conv_weight transform needs an aligned host shape [O, KH, KW, I]");
+    int64_t o = host->Get(0), kh = host->Get(1), kw = host->Get(2), ci = host->Get(3);
+    constexpr int64_t kMaxDim = int64_t{1} << 31;
+    if (o <= 0 || kh <= 0 || kw <= 0 || ci <= 0 || o >= kMaxDim || kh >= kMaxDim || kw >= kMaxDim ||
+        ci >= kMaxDim)
+      return bad("input ", i, ": conv_weight host shape [", o, "x", kh, "x", kw, "x", ci,
+                 "] has a dim outside [1, 2^31)");
+    if (t->groups() <= 0 || o % t->groups() != 0)
+      return bad("input ", i, ": conv_weight groups ", t->groups(), " does not divide ", o,
+                 " output channels");
+    const fb::TensorPlan* tensor = plan.tensors()->Get(plan.inputs()->Get(i));
+    const auto* shape = tensor->shape();
+    if (shape->size() != 2 || shape->Get(0) != kh * kw * ci || shape->Get(1) != o)
+      return bad("input ", i, ": conv_weight host shape [", o, "x", kh, "x", kw, "x", ci,
+                 "] prepares into [", kh * kw * ci, "x", o,
+                 "], which is not the input tensor's shape");
+    if (const auto* shards = plan.input_shards();
+        shards && i < shards->size() && shards->Get(i)->type() != fb::MeshShardType::replicate)
+      return bad("input ", i, ": a conv_weight input must be replicated over the mesh");
+  }
+  return {};
+}
+
 }  // namespace
 
 // Flattened for the same reason as verify_structure: the invariant loops below read every tensor
@@ -366,6 +409,7 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   MESHPLAN_TRY(check_ids(plan->inputs(), "input", 0));
   MESHPLAN_TRY(check_ids(plan->outputs(), "output", 0));
   MESHPLAN_TRY(verify_mesh(*plan, what));
+  MESHPLAN_TRY(verify_input_transforms(*plan, what));
   PlanRef ref;
   ref.plan_ = plan;
   ref.bytes_ = bytes;

@@ -12,6 +12,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/spill_dp.hpp"
 
 using namespace meshplan;
@@ -111,7 +112,13 @@ void BM_PlanQuality(benchmark::State& state) {
     double log_beam_over_df = 0, log_greedy_over_df = 0;
     int count = 0;
     bool greedy_le_df = true;
-    for (const auto& [g, chip] : models()) {
+    for (const auto& [original, chip] : models()) {
+      // As compile() plans them: conv2d weights in their prepared form.
+      planner::Graph g = original;
+      if (auto prepared = planner::prepare_conv_weights(g); !prepared) {
+        std::printf("  %-22s error: %s\n", g.name.c_str(), prepared.error().message.c_str());
+        continue;
+      }
       uint64_t ns[5] = {};
       for (int p = 0; p < 5; ++p) {
         planner::PlannerOptions o;

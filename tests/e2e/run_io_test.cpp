@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "meshplan/schemas/hash.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -82,5 +83,5 @@ TEST_CASE("meshplan-run --input, --output, --trace and inspect") {
   Output js = sh(kBin + "/runtime/meshplan-run inspect " + cache + " --name tiny --json");
   CHECK(js.status == 0);
   CHECK(has(js, "\"format_major\": 1"));
-  CHECK(has(js, "\"planner_version\": \"0.1.0\""));
+  CHECK(has(js, "\"planner_version\": \"" + std::string(meshplan::kPlannerVersion) + "\""));
 }

@@ -12,6 +12,7 @@
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/schemas/hash.hpp"
 #include "test_util.hpp"
 
@@ -39,7 +40,11 @@ std::string current_digests() {
       CAPTURE(p);
       planner::PlannerOptions o;
       o.policy = p;
-      auto planned = planner::plan_layout(*g, device::wormhole_b0(), o);
+      // As compile() does: conv2d weights planned in their prepared form.
+      planner::Graph prepared = *g;
+      auto pass = planner::prepare_conv_weights(prepared);
+      REQUIRE_MESSAGE(pass, (pass ? std::string() : pass.error().message));
+      auto planned = planner::plan_layout(prepared, device::wormhole_b0(), o);
       REQUIRE_MESSAGE(planned, (planned ? std::string() : planned.error().message));
       Hasher h;
       h.string(planned->print());

@@ -153,7 +153,7 @@ TEST_CASE("format minor versions are additive, majors are refused") {
     replace_once(newer, "  mesh: MeshInfo;\n}",
                  "  mesh: MeshInfo;\n  future_notes: string;\n  future_count: ulong;\n}");
     std::string j = json;
-    replace_once(j, "format_minor: 1", "format_minor: 7");
+    replace_once(j, str("format_minor: ", kPlanFormatMinor), "format_minor: 7");
     replace_once(j, "metrics: {", "future_notes: \"added in 1.7\", future_count: 99, metrics: {");
     std::vector<uint8_t> bytes = from_json(j, newer);
     auto ref = verify_plan(bytes, "newer minor");
@@ -172,7 +172,8 @@ TEST_CASE("format minor versions are additive, majors are refused") {
     auto ref = verify_plan(from_json(j, schema), "'m' in 'c.mpc'");
     REQUIRE_FALSE(ref);
     CHECK(ref.error().code == ErrorCode::incompatible);
-    CHECK(ref.error().message == "plan 'm' in 'c.mpc': format 2.1, this runtime reads 1.x");
+    CHECK(ref.error().message ==
+          str("plan 'm' in 'c.mpc': format 2.", kPlanFormatMinor, ", this runtime reads 1.x"));
   }
 }
 

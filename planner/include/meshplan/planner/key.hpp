@@ -27,6 +27,9 @@ struct PlannerOptions {
   /// L1 spill selection after greedy/beam/l1-interleaved: "belady" (farthest next use) or "dp"
   /// (optimal over the spill choice space, spill_dp.hpp).
   std::string spill = "belady";
+  /// Run prepare_conv_weights (prepare_weights.hpp): conv2d weight arguments are planned in
+  /// their prepared 2-D form and the plan records the host transform. Off: planned as given.
+  bool prepare_weights = true;
 };
 
 /// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,

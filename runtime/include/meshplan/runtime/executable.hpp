@@ -46,6 +46,9 @@ class Executable {
   const PlanRef& plan() const { return plan_; }
   size_t input_count() const;
   std::string_view input_name(size_t i) const;
+  /// The shape the caller passes for input i: the plan tensor's shape, except for inputs with a
+  /// host transform (input_transform.hpp: a conv2d weight the planner prepared), which take
+  /// their host shape [O, KH, KW, I/groups] and are prepared on the host before upload.
   std::span<const int64_t> input_shape(size_t i) const;
   size_t output_count() const;
   std::string_view output_name(size_t i) const;
@@ -56,9 +59,10 @@ class Executable {
   /// Position of the output named `name`; not_found lists the names the plan has.
   Result<size_t> output_index(std::string_view name) const;
 
-  /// Runs the plan with `inputs` bound by position (plan input order). Shape mismatches name the
-  /// offending input. The device is reset first. Thread-safe: concurrent calls are serialised
-  /// on this Executable's device; bind one Executable per device to run in parallel.
+  /// Runs the plan with `inputs` bound by position (plan input order), each of input_shape(i).
+  /// Shape mismatches name the offending input (and, for a prepared weight, both shapes). The
+  /// device is reset first. Thread-safe: concurrent calls are serialised on this Executable's
+  /// device; bind one Executable per device to run in parallel.
   Result<RunResult> run(std::span<const TensorView> inputs);
   /// Runs the plan with every input bound by name, in any order. Errors name the input: unknown
   /// names, inputs given twice, inputs missing, shape or size mismatches.
@@ -69,6 +73,8 @@ class Executable {
   PlanRef plan_;
   device::Device& device_;
   std::mutex mutex_;
+  /// Host staging for inputs with a host transform; guarded by mutex_, reused across runs.
+  std::vector<float> prepared_;
 };
 
 /// Runs the plan's ops on the host in f32 (device::reference), with the same inputs: what the

@@ -56,7 +56,8 @@ class MeshExecutable {
   const PlanRef& plan() const { return plan_; }
   size_t input_count() const;
   std::string_view input_name(size_t i) const;
-  /// Host (full) shape the input takes.
+  /// Host (full) shape the input takes; for a prepared conv2d weight (input_transform.hpp) its
+  /// host form [O, KH, KW, I/groups].
   std::span<const int64_t> input_shape(size_t i) const;
   size_t output_count() const;
   std::string_view output_name(size_t i) const;
@@ -73,6 +74,8 @@ class MeshExecutable {
   PlanRef plan_;
   device::Mesh& mesh_;
   std::mutex mutex_;
+  /// Host staging for inputs with a host transform; guarded by mutex_, reused across runs.
+  std::vector<float> prepared_;
 };
 
 /// Host f32 SPMD simulation of a mesh plan: each host input split per its shard, every chip's

@@ -1,0 +1,41 @@
+// Graph pass: conv2d weights prepared ahead of time. A conv2d weight [O, KH, KW, I/groups] in
+// tiles pads KW to 32 rows (32x the bytes of a 1x1 conv); TTNN prepares conv weights once, at
+// load time, into the 2-D im2col matrix [KH*KW*I/groups, O] (device/conv_weights.hpp). This pass
+// makes the planned graph take the prepared form and records, per rewritten argument, the host
+// transform the runtime applies to what the user passes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "meshplan/planner/graph.hpp"
+
+namespace meshplan::planner {
+
+/// One argument the pass rewrote: its value now has the prepared shape; the user still passes
+/// `host_shape`.
+struct PreparedWeight {
+  ValueId value = 0;
+  size_t argument = 0;              ///< Index in Graph::arguments.
+  std::vector<int64_t> host_shape;  ///< [O, KH, KW, I/groups].
+  int64_t groups = 1;
+};
+
+/// The arguments prepare_conv_weights() would rewrite, sorted by argument index: inputs and
+/// parameters (never constants or graph outputs) of rank 4 whose every use is operand 1 (the
+/// weight) of a conv2d, with the same groups in every use; on a mesh graph only replicated ones
+/// (the host tensor is every chip's tensor: the runtime prepares it once, then replicates it).
+/// Pure query.
+std::vector<PreparedWeight> conv_weight_candidates(const Graph& graph);
+
+/// Rewrites every candidate in place: the argument's shape becomes [KH*KW*I/groups, O] and each
+/// conv2d using it gets the attribute kernel = [KH, KW]; then re-validates the graph. Returns
+/// what it rewrote (empty: the graph is unchanged).
+Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& graph);
+
+/// Deterministic dump of a pass result, one line per prepared argument:
+/// `w1 [64x3x3x32] -> [288x64] groups 1`.
+std::string print_prepared(const Graph& graph, const std::vector<PreparedWeight>& prepared);
+
+}  // namespace meshplan::planner
