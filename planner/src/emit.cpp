@@ -13,6 +13,11 @@
 
 namespace meshplan::planner {
 
+static_assert(static_cast<int>(fb::SpillSelection::dp_fallback) ==
+                  static_cast<int>(SpillSelection::dp_fallback) &&
+              static_cast<int>(fb::SpillSelection::MAX) ==
+                  static_cast<int>(SpillSelection::dp_fallback));
+
 namespace {
 
 fb::Hash128 to_fb(const Hash128& h) {
@@ -231,9 +236,10 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
                                           chip.l1_size, chip.l1_unreserved_base, chip.dram_banks,
                                           chip.dram_bank_size, &desc_hash);
   auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width);
-  auto metrics =
-      fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills,
-                            planned.reshards, dram_bytes, memory.l1_high_water, total_ns, 0);
+  auto metrics = fb::CreatePlanMetrics(
+      b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills, planned.reshards,
+      dram_bytes, memory.l1_high_water, total_ns, 0,
+      static_cast<fb::SpillSelection>(planned.spill_selection), planned.spill_dp_states);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
   // The mesh and the boundary shards (with host shapes), for mesh programs only: single-chip
   // plans carry none of it.

@@ -193,7 +193,7 @@ void BM_SpillSelection(benchmark::State& state) {
         std::printf("  %-22s %-8s %12llu %7u %12llu %7u %8.3f %7s\n", g.name.c_str(), policy,
                     static_cast<unsigned long long>(b), belady->spills,
                     static_cast<unsigned long long>(p), dp->spills, static_cast<double>(p) / b,
-                    stats.exact ? "yes" : "no");
+                    stats.exact() ? "yes" : "no");
       }
     std::printf("\n");
   }

@@ -129,7 +129,7 @@ TEST_CASE(
     SpillDpStats stats;
     auto dp = manage_spills_dp(in, chip, &stats);
     REQUIRE_MESSAGE(dp, (dp ? std::string() : dp.error().message));
-    CHECK(stats.exact);
+    CHECK(stats.exact());
     CHECK(fits(*dp, chip));
     CHECK(stats.cost_ns == dp->estimated_ns(chip));
     Brute b = brute_force(in, chip);
@@ -183,9 +183,11 @@ TEST_CASE("spill=dp plans run end to end; unknown spill modes and bad choices ar
 TEST_CASE("DP spill selection falls back to Belady, and says so, past its live-tensor limit") {
   LayoutResult in = unspilled(qkv_graph(), one_core_chip());
   SpillDpStats stats;
-  auto dp = manage_spills_dp(in, one_core_chip(), &stats, /*max_live=*/1);
+  SpillDpOptions limits;
+  limits.max_live = 1;
+  auto dp = manage_spills_dp(in, one_core_chip(), &stats, limits);
   REQUIRE(dp);
-  CHECK_FALSE(stats.exact);
+  CHECK_FALSE(stats.exact());
   auto belady = manage_spills(in, one_core_chip());
   REQUIRE(belady);
   CHECK(dp->print() == belady->print());
