@@ -262,18 +262,18 @@ constexpr uint64_t kNoBound = std::numeric_limits<uint64_t>::max();
 }  // namespace
 
 Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::ChipDesc& chip,
-                                      SpillDpStats* stats, SpillDpOptions limits) {
+                                      SpillDpStats* stats, SpillDpOptions options) {
   SpillDpStats local;
   SpillDpStats& st = stats ? *stats : local;
   st = SpillDpStats{};
   const Graph& g = in.graph;
   const uint32_t n = static_cast<uint32_t>(g.ops.size());
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
-  const uint32_t max_live = std::min(limits.max_live, kMaxSlots);
-  const uint32_t max_readers = std::min<uint32_t>(limits.max_readers, 31);
+  const uint32_t max_live = std::min(options.max_live, kMaxSlots);
+  const uint32_t max_readers = std::min<uint32_t>(options.max_readers, 31);
 
   // 1. Belady's plan and the bound.
-  Result<LayoutResult> belady = manage_spills(in, chip, limits.belady_results_first);
+  Result<LayoutResult> belady = manage_spills(in, chip, options.belady_results_first);
   uint64_t bound = kNoBound;
   if (belady) {
     uint64_t ns = 0;
@@ -525,9 +525,9 @@ Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::Chip
           uint32_t spills =
               entry.spills + (demote ? 1u : 0u) + static_cast<uint32_t>(std::popcount(sub));
           insert(next, m, running, Entry{total, spills, s, evict, demote});
-          if (st.states > limits.max_states)
+          if (st.states > options.max_states)
             return fallback(
-                str("more than ", limits.max_states, " DP states (at op '", op.name, "')"));
+                str("more than ", options.max_states, " DP states (at op '", op.name, "')"));
         }
       }
     }
