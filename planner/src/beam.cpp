@@ -4,6 +4,12 @@
 // best with back-pointers. Backward: from the last op to the first, each op takes the candidate
 // its consumers' requests cost least to satisfy (fork resolution), inserting reshards for the
 // consumers whose wanted layout differs.
+//
+// Speed: every (operand options, result layout) candidate is first a small Scored record; only
+// the K kept become entries, which refer to their operands' producer entries and reshard targets
+// by index (Pick) instead of copying layouts; layout candidates are computed once per value. The
+// order of candidates and the stable sort are those of the first version, so plans are
+// byte-identical to it (tests/planner/beam_identity_test.cpp).
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -17,34 +23,50 @@ namespace {
 constexpr uint32_t kReshardsPerOperand = 2;  // reshard targets explored per operand per op
 constexpr uint64_t kInf = std::numeric_limits<uint64_t>::max() / 4;
 
+/// How one kept entry reads one operand, by index: the producer's entry `parent` (in its level;
+/// -1 for an argument), through a reshard to candidate `reshard` of the operand's layout
+/// candidates (-1: none), or through the user's forced move.
+struct Pick {
+  int32_t parent = -1;
+  int16_t reshard = -1;
+  bool forced = false;
+};
+
+/// One way an op can read one operand, while the op is being expanded (not kept).
 struct Option {
   TensorLayout reads;
-  int32_t parent = -1;
+  Pick pick;
   uint64_t score = 0;
   uint32_t min_cores = UINT32_MAX;
   uint32_t reshards = 0;
-  bool forced = false;  ///< A user memreconfig: the move is kept even if the layouts agree.
-  TensorLayout from;    ///< Forced moves: the layout the producer is asked for.
 };
 
+/// A kept beam entry: the result layout and config, and its per-operand picks at
+/// Level::picks[picks ...].
 struct Cand {
   TensorLayout layout;
   device::OpConfig config;
   uint64_t score = 0;
   uint32_t min_cores = UINT32_MAX;
   uint32_t reshards = 0;
-  std::vector<int32_t> parent;
-  std::vector<TensorLayout> reads;
-  std::vector<std::optional<TensorLayout>>
-      forced;  ///< Per operand: pre-move layout of a forced move.
+  uint32_t picks = 0;
 };
 
-std::optional<TensorLayout> forced_from(const std::vector<Option>& list,
-                                        const TensorLayout& reads) {
-  for (const Option& x : list)
-    if (x.forced && x.reads == reads) return x.from;
-  return std::nullopt;
-}
+/// What beam keeps of one op: its K entries and their picks.
+struct Level {
+  std::vector<Cand> cands;
+  std::vector<Pick> picks;
+};
+
+/// A scored candidate before the beam cut. Small, so that all of them are sorted cheaply; only
+/// the K kept become Cands. `combo` indexes the operand-option combination (its option indices
+/// at combo * operands in the combination table), `result` the result layout (the op's
+/// candidates, then the extra layouts tried).
+struct Scored {
+  uint64_t score;
+  uint32_t min_cores, reshards;
+  uint32_t combo, result;
+};
 
 }  // namespace
 
@@ -54,103 +76,122 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
   OpQuery q(g, chip);
   const size_t k_width = std::max<uint32_t>(1, options.beam_width);
   const bool cost_mode = options.beam_cost_mode;
-  auto better = [&](const Cand& a, const Cand& b) {
+  auto better = [&](const Scored& a, const Scored& b) {
     if (cost_mode) return a.score < b.score;
     if (a.min_cores != b.min_cores) return a.min_cores > b.min_cores;
     if (a.reshards != b.reshards) return a.reshards < b.reshards;
     return a.score < b.score;
   };
-  std::vector<std::vector<Cand>> beam(g.ops.size());
+  // Layout candidates per value, computed once: an op's results, and its consumers' reshards.
+  std::vector<std::vector<TensorLayout>> pool(g.values.size());
+  std::vector<bool> pooled(g.values.size(), false);
+  auto candidates_of = [&](ValueId v) -> const std::vector<TensorLayout>& {
+    if (!pooled[v]) {
+      pool[v] = layout_candidates(g.values[v], chip, options.max_legal_layouts);
+      pooled[v] = true;
+    }
+    return pool[v];
+  };
+  auto forced_move = [&](OpId o, uint32_t i) {
+    return std::find_if(ov.moves.begin(), ov.moves.end(),
+                        [&](const auto& m) { return m.op == o && m.operand == i; });
+  };
+  std::vector<Level> beam(g.ops.size());
+  // Scratch reused across ops.
+  std::vector<std::vector<Option>> opts;
+  std::vector<Scored> next;
+  std::vector<uint16_t> combos;
+  std::vector<TensorLayout> extra;
+  std::vector<const TensorLayout*> reads;
+  std::vector<TensorLayout> override_result(1);
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
+    const uint32_t arity = static_cast<uint32_t>(op.operands.size());
     // Options per operand.
-    std::vector<std::vector<Option>> opts(op.operands.size());
-    for (uint32_t i = 0; i < op.operands.size(); ++i) {
+    if (opts.size() < arity) opts.resize(arity);
+    for (uint32_t i = 0; i < arity; ++i) {
       ValueId v = op.operands[i];
       OpId p = g.values[v].producer;
       std::vector<Option>& list = opts[i];
+      list.clear();
       if (p == kNoOp) {
-        list.push_back(Option{d.tensors[v], -1, 0, UINT32_MAX, 0, false, {}});
+        list.push_back(Option{d.tensors[v], Pick{}, 0, UINT32_MAX, 0});
       } else {
-        for (int32_t k = 0; k < static_cast<int32_t>(beam[p].size()); ++k) {
-          const Cand& c = beam[p][k];
+        const std::vector<Cand>& from = beam[p].cands;
+        for (int32_t k = 0; k < static_cast<int32_t>(from.size()); ++k) {
+          const Cand& c = from[k];
           if (std::any_of(list.begin(), list.end(),
                           [&](const Option& x) { return x.reads == c.layout; }))
             continue;
-          list.push_back(Option{c.layout, k, c.score, c.min_cores, c.reshards, false, {}});
+          list.push_back(Option{c.layout, Pick{k, -1, false}, c.score, c.min_cores, c.reshards});
         }
       }
       const Option base = list.front();
-      auto forced = std::find_if(ov.moves.begin(), ov.moves.end(),
-                                 [&](const auto& m) { return m.op == o && m.operand == i; });
-      if (forced != ov.moves.end()) {
+      if (auto forced = forced_move(o, i); forced != ov.moves.end()) {
         TensorLayout to = interleaved_layout(g.values[v], forced->to);
         device::OpValidation ok = q.validate_move(v, base.reads, to);
         if (!ok.ok)
           return fail(ErrorCode::invalid_argument, "memreconfig for op '", op.name, "' operand ", i,
                       " is illegal: ", q.explain_move(v, base.reads, to).reason);
-        list = {Option{to, base.parent, base.score + q.move_cost(v, base.reads, to), base.min_cores,
-                       base.reshards + 1, true, base.reads}};
+        list = {Option{to, Pick{base.pick.parent, -1, true},
+                       base.score + q.move_cost(v, base.reads, to), base.min_cores,
+                       base.reshards + 1}};
         continue;
       }
       if (p == kNoOp) continue;
       uint32_t explored = 0;
-      for (const TensorLayout& t :
-           layout_candidates(g.values[v], chip, options.max_legal_layouts)) {
+      const std::vector<TensorLayout>& targets = candidates_of(v);
+      for (size_t t = 0; t < targets.size(); ++t) {
         if (explored >= kReshardsPerOperand) break;
-        if (std::any_of(list.begin(), list.end(), [&](const Option& x) { return x.reads == t; }))
+        if (std::any_of(list.begin(), list.end(),
+                        [&](const Option& x) { return x.reads == targets[t]; }))
           continue;
-        if (!q.validate_move(v, base.reads, t).ok) continue;
+        if (!q.validate_move(v, base.reads, targets[t]).ok) continue;
         ++explored;
-        list.push_back(Option{t,
-                              base.parent,
-                              base.score + q.move_cost(v, base.reads, t),
-                              base.min_cores,
-                              base.reshards + 1,
-                              false,
-                              {}});
+        list.push_back(Option{targets[t], Pick{base.pick.parent, static_cast<int16_t>(t), false},
+                              base.score + q.move_cost(v, base.reads, targets[t]), base.min_cores,
+                              base.reshards + 1});
       }
     }
-    std::vector<TensorLayout> results;
+    const std::vector<TensorLayout>* results_ptr = &override_result;
     if (ov.output[o])
-      results.push_back(interleaved_layout(result, *ov.output[o]));
+      override_result[0] = interleaved_layout(result, *ov.output[o]);
     else
-      results = layout_candidates(result, chip, options.max_legal_layouts);
+      results_ptr = &candidates_of(op.results[0]);
+    const std::vector<TensorLayout>& results = *results_ptr;
+    auto result_layout = [&](uint32_t r) -> const TensorLayout& {
+      return r < results.size() ? results[r] : extra[r - results.size()];
+    };
     // Every combination of operand options (odometer), times every valid result layout.
-    std::vector<Cand> next;
-    std::vector<size_t> pick(op.operands.size(), 0);
+    next.clear();
+    combos.clear();
+    extra.clear();
+    std::vector<uint16_t> pick(arity, 0);
     for (bool more = true; more;) {
-      std::vector<const TensorLayout*> reads;
+      reads.clear();
       uint64_t score = 0;
       uint32_t min_cores = UINT32_MAX, reshards = 0;
-      for (uint32_t i = 0; i < pick.size(); ++i) {
+      for (uint32_t i = 0; i < arity; ++i) {
         const Option& x = opts[i][pick[i]];
         reads.push_back(&x.reads);
         score += x.score;
         min_cores = std::min(min_cores, x.min_cores);
         reshards += x.reshards;
       }
-      auto consider = [&](const TensorLayout& r) {
-        device::OpConfig config = config_for(d.configs[o], r, chip);
-        device::OpValidation ok =
-            q.validate(op.kind, op.name, op.operands, reads, op.results[0], r, config);
-        if (!ok.ok) return;
-        device::OpTiming t =
-            q.timing(op.kind, op.name, op.operands, reads, op.results[0], r, config);
-        Cand c;
-        c.layout = r;
-        c.config = config;
-        c.score = score + t.duration_ns;
-        c.min_cores = std::min(min_cores, t.cores_used);
-        c.reshards = reshards;
-        for (uint32_t i = 0; i < pick.size(); ++i) {
-          c.parent.push_back(opts[i][pick[i]].parent);
-          c.reads.push_back(opts[i][pick[i]].reads);
-        }
-        next.push_back(std::move(c));
+      const uint32_t combo = static_cast<uint32_t>(combos.size() / std::max<uint32_t>(arity, 1));
+      combos.insert(combos.end(), pick.begin(), pick.end());
+      auto consider = [&](uint32_t r) {
+        const TensorLayout& layout = result_layout(r);
+        device::OpConfig config = config_for(d.configs[o], layout, chip);
+        std::optional<device::OpTiming> t =
+            q.timing_if_valid(op.kind, op.name, op.operands, reads, op.results[0], layout, config);
+        if (!t) return false;
+        next.push_back(
+            Scored{score + t->duration_ns, std::min(min_cores, t->cores_used), reshards, combo, r});
+        return true;
       };
-      for (const TensorLayout& r : results) consider(r);
+      for (uint32_t r = 0; r < results.size(); ++r) consider(r);
       // A layout OpModel accepts that the pool may not hold (seed 002 §5.4.5): the result sharded
       // exactly like an operand of its shape, as an elementwise op writes it in place.
       if (!ov.output[o])
@@ -163,7 +204,8 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
               std::any_of(reads.begin(), reads.begin() + i,
                           [&](const TensorLayout* x) { return *x == *reads[i]; }))
             continue;
-          consider(same);
+          extra.push_back(same);
+          if (!consider(static_cast<uint32_t>(results.size() + extra.size() - 1))) extra.pop_back();
         }
       more = false;
       for (size_t i = 0; i < pick.size(); ++i) {
@@ -176,8 +218,8 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     }
     if (next.empty()) {
       // OpModel's words (naming this op) for the first operand options and the last fallback.
-      std::vector<const TensorLayout*> reads;
-      for (uint32_t i = 0; i < op.operands.size(); ++i) reads.push_back(&opts[i][0].reads);
+      reads.clear();
+      for (uint32_t i = 0; i < arity; ++i) reads.push_back(&opts[i][0].reads);
       std::string reason = q.explain(op.kind, op.name, op.operands, reads, op.results[0],
                                      results.back(), config_for(d.configs[o], results.back(), chip))
                                .reason;
@@ -188,11 +230,32 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     }
     std::stable_sort(next.begin(), next.end(), better);
     if (next.size() > k_width) next.resize(k_width);
-    for (Cand& c : next)
-      for (uint32_t i = 0; i < op.operands.size(); ++i)
-        c.forced.push_back(forced_from(opts[i], c.reads[i]));
-    beam[o] = std::move(next);
+    Level& level = beam[o];
+    level.cands.reserve(next.size());
+    level.picks.reserve(next.size() * arity);
+    for (const Scored& sc : next) {
+      const TensorLayout& layout = result_layout(sc.result);
+      level.cands.push_back(Cand{layout, config_for(d.configs[o], layout, chip), sc.score,
+                                 sc.min_cores, sc.reshards,
+                                 static_cast<uint32_t>(level.picks.size())});
+      for (uint32_t i = 0; i < arity; ++i)
+        level.picks.push_back(opts[i][combos[size_t{sc.combo} * arity + i]].pick);
+    }
   }
+  // What a kept entry reads for operand i of op o (and, for a forced move, the layout the
+  // producer is asked for), rebuilt from its pick.
+  auto reads_of = [&](OpId o, uint32_t i, const Pick& pk) -> TensorLayout {
+    ValueId v = g.ops[o].operands[i];
+    OpId p = g.values[v].producer;
+    if (pk.forced) return interleaved_layout(g.values[v], forced_move(o, i)->to);
+    if (pk.reshard >= 0) return candidates_of(v)[pk.reshard];
+    return p == kNoOp ? d.tensors[v] : beam[p].cands[pk.parent].layout;
+  };
+  auto forced_from = [&](OpId o, uint32_t i) -> TensorLayout {
+    ValueId v = g.ops[o].operands[i];
+    OpId p = g.values[v].producer;
+    return p == kNoOp ? d.tensors[v] : beam[p].cands[0].layout;
+  };
   // Trace-back with fork resolution.
   struct Request {
     OpId consumer;
@@ -206,12 +269,13 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     size_t chosen = 0;
     if (!requests[o].empty()) {
       uint64_t best = kInf;
-      for (size_t k = 0; k < beam[o].size(); ++k) {
+      const std::vector<Cand>& kept = beam[o].cands;
+      for (size_t k = 0; k < kept.size(); ++k) {
         uint64_t total = 0;
         for (const Request& r : requests[o]) {
-          if (r.wants == beam[o][k].layout) continue;
-          total += q.validate_move(v, beam[o][k].layout, r.wants).ok
-                       ? q.move_cost(v, beam[o][k].layout, r.wants)
+          if (r.wants == kept[k].layout) continue;
+          total += q.validate_move(v, kept[k].layout, r.wants).ok
+                       ? q.move_cost(v, kept[k].layout, r.wants)
                        : kInf;
         }
         if (total < best) {
@@ -223,7 +287,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         return fail(ErrorCode::internal, "beam: no candidate of op '", op.name,
                     "' satisfies its consumers");
     }
-    const Cand& c = beam[o][chosen];
+    const Cand& c = beam[o].cands[chosen];
     d.tensors[v] = c.layout;
     d.configs[o] = c.config;
     for (const Request& r : requests[o])
@@ -232,13 +296,15 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     for (uint32_t i = 0; i < op.operands.size(); ++i) {
       ValueId in = op.operands[i];
       OpId p = g.values[in].producer;
-      if (c.forced[i]) {
-        d.reshards.push_back(LayoutDecision::Reshard{o, i, c.reads[i]});
-        if (p != kNoOp) requests[p].push_back(Request{o, i, *c.forced[i]});
+      const Pick& pk = beam[o].picks[c.picks + i];
+      TensorLayout reads_i = reads_of(o, i, pk);
+      if (pk.forced) {
+        d.reshards.push_back(LayoutDecision::Reshard{o, i, reads_i});
+        if (p != kNoOp) requests[p].push_back(Request{o, i, forced_from(o, i)});
       } else if (p != kNoOp)
-        requests[p].push_back(Request{o, i, c.reads[i]});
-      else if (!(c.reads[i] == d.tensors[in]))
-        d.reshards.push_back(LayoutDecision::Reshard{o, i, c.reads[i]});
+        requests[p].push_back(Request{o, i, reads_i});
+      else if (!(reads_i == d.tensors[in]))
+        d.reshards.push_back(LayoutDecision::Reshard{o, i, reads_i});
     }
   }
   std::stable_sort(d.reshards.begin(), d.reshards.end(), [](const auto& a, const auto& b) {

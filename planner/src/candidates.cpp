@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "key_memo.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/formats.hpp"
 
@@ -188,12 +189,21 @@ Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::Ch
   return {};
 }
 
-std::string OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
-                         std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                         const TensorLayout& result_layout, const device::OpConfig& config) const {
-  // Exact bytes of everything OpModel looks at (names aside): no collisions.
-  std::string k;
-  k.reserve(160);
+OpQuery::OpQuery(const Graph& graph, const device::ChipDesc& chip)
+    : graph_(graph),
+      model_(chip),
+      valid_memo_(std::make_unique<KeyMemo<device::OpValidation>>()),
+      cost_memo_(std::make_unique<KeyMemo<Best>>()) {}
+
+OpQuery::~OpQuery() = default;
+
+std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
+                              std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                              const TensorLayout& result_layout,
+                              const device::OpConfig& config) const {
+  // Exact bytes of everything OpModel looks at (names aside): the memos compare them in full.
+  std::string& k = key_;
+  k.clear();
   auto put = [&](auto x) { k.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
   put(static_cast<uint16_t>(kind));
   put(config.transpose_a);
@@ -264,12 +274,18 @@ device::OpValidation OpQuery::validate(device::OpKind kind, std::string_view nam
                                        std::span<const TensorLayout* const> operand_layouts,
                                        ValueId result, const TensorLayout& result_layout,
                                        const device::OpConfig& config) const {
-  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
-  if (auto it = valid_memo_.find(k); it != valid_memo_.end()) return it->second;
-  device::OpValidation v =
-      explain(kind, name, operands, operand_layouts, result, result_layout, config);
-  valid_memo_.emplace(std::move(k), v);
-  return v;
+  uint64_t h = key_hash(key(kind, operands, operand_layouts, result, result_layout, config));
+  return valid_keyed(h, kind, name, operands, operand_layouts, result, result_layout, config);
+}
+
+const device::OpValidation& OpQuery::valid_keyed(
+    uint64_t h, device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+    std::span<const TensorLayout* const> operand_layouts, ValueId result,
+    const TensorLayout& result_layout, const device::OpConfig& config) const {
+  if (const device::OpValidation* v = valid_memo_->find(h, key_)) return *v;
+  // OpModel does not build keys: key_ still holds this launch's.
+  return valid_memo_->insert(
+      h, key_, explain(kind, name, operands, operand_layouts, result, result_layout, config));
 }
 
 device::OpValidation OpQuery::explain(device::OpKind kind, std::string_view name,
@@ -302,25 +318,38 @@ std::optional<uint64_t> OpQuery::cost_if_valid(device::OpKind kind, std::string_
                                                std::span<const TensorLayout* const> operand_layouts,
                                                ValueId result, const TensorLayout& result_layout,
                                                const device::OpConfig& config) const {
-  std::string k = key(kind, operands, operand_layouts, result, result_layout, config);
-  auto it = valid_memo_.find(k);
-  if (it == valid_memo_.end())
-    it = valid_memo_
-             .emplace(k,
-                      explain(kind, name, operands, operand_layouts, result, result_layout, config))
-             .first;
-  if (!it->second.ok) return std::nullopt;
-  return best(kind, name, operands, operand_layouts, result, result_layout, config, std::move(k))
-      .timing.duration_ns;
+  auto t = timing_if_valid(kind, name, operands, operand_layouts, result, result_layout, config);
+  if (!t) return std::nullopt;
+  return t->duration_ns;
+}
+
+std::optional<device::OpTiming> OpQuery::timing_if_valid(
+    device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+    std::span<const TensorLayout* const> operand_layouts, ValueId result,
+    const TensorLayout& result_layout, const device::OpConfig& config) const {
+  uint64_t h = key_hash(key(kind, operands, operand_layouts, result, result_layout, config));
+  if (!valid_keyed(h, kind, name, operands, operand_layouts, result, result_layout, config).ok)
+    return std::nullopt;
+  return best_keyed(h, kind, name, operands, operand_layouts, result, result_layout, config).timing;
 }
 
 const OpQuery::Best& OpQuery::best(device::OpKind kind, std::string_view name,
                                    std::span<const ValueId> operands,
                                    std::span<const TensorLayout* const> operand_layouts,
                                    ValueId result, const TensorLayout& result_layout,
-                                   const device::OpConfig& config, std::string k) const {
-  if (k.empty()) k = key(kind, operands, operand_layouts, result, result_layout, config);
-  if (auto it = cost_memo_.find(k); it != cost_memo_.end()) return it->second;
+                                   const device::OpConfig& config) const {
+  uint64_t h = key_hash(key(kind, operands, operand_layouts, result, result_layout, config));
+  return best_keyed(h, kind, name, operands, operand_layouts, result, result_layout, config);
+}
+
+const OpQuery::Best& OpQuery::best_keyed(uint64_t h, device::OpKind kind, std::string_view name,
+                                         std::span<const ValueId> operands,
+                                         std::span<const TensorLayout* const> operand_layouts,
+                                         ValueId result, const TensorLayout& result_layout,
+                                         const device::OpConfig& config) const {
+  if (const Best* b = cost_memo_->find(h, key_)) return *b;
+  // A miss: validating program configs below rebuilds key_, so keep this launch's key.
+  std::string k = key_;
   auto cost_of = [&](const device::OpConfig& c) {
     return with_launch(kind, name, operands, operand_layouts, result, result_layout, c,
                        [&](const device::OpLaunch& l) { return model_.cost(l); });
@@ -336,7 +365,7 @@ const OpQuery::Best& OpQuery::best(device::OpKind kind, std::string_view name,
       b = Best{t, c};
     }
   }
-  return cost_memo_.emplace(std::move(k), b).first->second;
+  return cost_memo_->insert(h, k, b);
 }
 
 uint64_t OpQuery::cost(device::OpKind kind, std::string_view name,

@@ -14,6 +14,11 @@
 
 namespace meshplan::planner {
 
+static_assert(static_cast<int>(fb::SpillSelection::dp_fallback) ==
+                  static_cast<int>(SpillSelection::dp_fallback) &&
+              static_cast<int>(fb::SpillSelection::MAX) ==
+                  static_cast<int>(SpillSelection::dp_fallback));
+
 namespace {
 
 fb::Hash128 to_fb(const Hash128& h) {
@@ -263,9 +268,10 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     }
     transforms = b.CreateVector(list);
   }
-  auto metrics =
-      fb::CreatePlanMetrics(b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills,
-                            planned.reshards, dram_bytes, memory.l1_high_water, total_ns, 0);
+  auto metrics = fb::CreatePlanMetrics(
+      b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills, planned.reshards,
+      dram_bytes, memory.l1_high_water, total_ns, 0,
+      static_cast<fb::SpillSelection>(planned.spill_selection), planned.spill_dp_states);
   fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
   // The mesh and the boundary shards (with host shapes), for mesh programs only: single-chip
   // plans carry none of it.

@@ -438,7 +438,11 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
                 "' (belady, dp)");
   Overrides overrides = MESHPLAN_TRY(parse_overrides(g, options));
   auto spill = [&](LayoutResult planned, bool results_first) -> Result<LayoutResult> {
-    if (options.spill == "dp") return manage_spills_dp(planned, chip);
+    if (options.spill == "dp") {
+      SpillDpOptions dp;
+      dp.belady_results_first = results_first;
+      return manage_spills_dp(planned, chip, nullptr, dp);
+    }
     return manage_spills(std::move(planned), chip, results_first);
   };
   LayoutResult r;

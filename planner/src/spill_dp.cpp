@@ -1,22 +1,35 @@
-// Optimal L1 spill selection by dynamic programming over the schedule (seed 002 §5.8.2).
+// Exact L1 spill selection: dynamic programming over the schedule with branch-and-bound against
+// Belady's plan (seed 002 §5.8.2).
 //
 // Steps:
-//  1. The L1 tensors of the planned graph get a slot each while they live (at most 64 at once);
-//     a DP state is the bitmask of live slots still in L1, before an op runs.
-//  2. At op p, from every state: the op's result stays in L1 or its producer writes DRAM; the
+//  1. Belady's plan (manage_spills) is made first. If it satisfies check_spill_fit(), its
+//     simulated time is the initial upper bound U (and the answer if nothing in the space beats
+//     it).
+//  2. The L1 tensors of the planned graph get a slot each while they live (at most
+//     SpillDpOptions::max_live at once); a DP state is the set of live slots still in L1, before an
+//     op runs. States at one position with the same set merge (memoisation on (position,
+//     resident set)), keeping the cheaper (then fewer spills).
+//  3. At op p, from every state: the op's result stays in L1 or its producer writes DRAM; the
 //     op's operands read L1 or the DRAM copy as the state says; OpModel validates the launch and
-//     gives its circular buffers and cost; the state survives if circular buffers plus the L1
-//     tensors live at p fit the usable L1. After the op, each L1 tensor the op read and that
-//     lives on may be moved to DRAM (moving right after a read is never worse than moving later:
-//     the move costs the same and frees the space sooner).
-//  3. The cheapest state after the last op is traced back through back-pointers into a
-//     SpillChoice and applied. Total cost = sum of OpModel::cost over every op and move: the
-//     simulated time LayoutResult::estimated_ns() reports.
+//     gives its circular buffers and cost; the state survives if the circular buffers plus the L1
+//     tensors live at p fit the usable L1. After the op, each L1 tensor the op read and that lives
+//     on may be moved to DRAM; the moves run in ascending tensor id (as apply_spill_choice()
+//     inserts them), and each must fit its own circular buffers beside the L1 tensors still live
+//     at its position; each costs its OpModel time.
+//  4. Branch-and-bound: a state whose cost so far exceeds U is dropped, and once one position holds
+//     more than kBoundAfter states, so is a state whose cost so far plus a lower bound on the
+//     remaining ops (per op, its cheapest valid option with memory ignored) exceeds U.
+//  5. The cheapest final state is traced back through back-pointers into a SpillChoice and
+//     applied. No final state with U finite proves Belady's plan at least as good as every choice
+//     of the space: it is returned. Past the limits (live tensors, readers per op, total states),
+//     Belady's plan is returned unproven, with the reason.
 #include "meshplan/planner/spill_dp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
-#include <map>
+#include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "meshplan/planner/schedule.hpp"
@@ -55,6 +68,43 @@ device::OpConfig demoted_config(const device::OpConfig& c, const TensorLayout& d
   return c;
 }
 
+// Walks a planned graph under the fit rule of check_spill_fit(), adding up OpModel's costs.
+Status walk_fit(const LayoutResult& r, const device::ChipDesc& chip, uint64_t* cost_ns) {
+  const Graph& g = r.graph;
+  Schedule s = Schedule::build(g);
+  OpQuery q(g, chip);
+  const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
+  std::vector<uint64_t> bytes(g.values.size(), 0);
+  uint64_t live = 0, total = 0;
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    bytes[v] = l1_bytes_per_core(g.values[v], r.layout.tensors[v], chip);
+  for (ValueId a : g.arguments) live += bytes[a];
+  std::vector<const TensorLayout*> in;
+  for (OpId p = 0; p < g.ops.size(); ++p) {
+    const Op& op = g.ops[p];
+    ValueId res = op.results[0];
+    in.clear();
+    for (ValueId v : op.operands) in.push_back(&r.layout.tensors[v]);
+    device::OpValidation val = q.validate(op.kind, op.name, op.operands, in, res,
+                                          r.layout.tensors[res], r.layout.configs[p]);
+    if (!val.ok)
+      return fail(ErrorCode::internal, "spill fit: ",
+                  q.explain(op.kind, op.name, op.operands, in, res, r.layout.tensors[res],
+                            r.layout.configs[p])
+                      .reason);
+    live += bytes[res];
+    if (val.cb_bytes_per_core + live > usable)
+      return fail(ErrorCode::resource_exhausted, "spill fit: op '", op.name, "' needs ",
+                  val.cb_bytes_per_core, " bytes of circular buffers beside ", live,
+                  " bytes of live L1 tensors per core, more than the ", usable, " usable");
+    total +=
+        q.cost(op.kind, op.name, op.operands, in, res, r.layout.tensors[res], r.layout.configs[p]);
+    for (ValueId v : s.dying_at(static_cast<int>(p))) live -= bytes[v];
+  }
+  if (cost_ns) *cost_ns = total;
+  return {};
+}
+
 }  // namespace
 
 SpillChoice spill_choice_space(const LayoutResult& planned) {
@@ -69,6 +119,10 @@ SpillChoice spill_choice_space(const LayoutResult& planned) {
   return c;
 }
 
+Status check_spill_fit(const LayoutResult& planned, const device::ChipDesc& chip) {
+  return walk_fit(planned, chip, nullptr);
+}
+
 Result<LayoutResult> apply_spill_choice(const LayoutResult& in, const SpillChoice& choice,
                                         const device::ChipDesc& chip) {
   const Graph& g = in.graph;
@@ -78,6 +132,9 @@ Result<LayoutResult> apply_spill_choice(const LayoutResult& in, const SpillChoic
   out.graph.name = g.name;
   out.graph.values = g.values;
   out.graph.arguments = g.arguments;
+  out.graph.mesh = g.mesh;
+  out.graph.argument_shards = g.argument_shards;
+  out.graph.output_shards = g.output_shards;
   out.layout.tensors = in.layout.tensors;
   out.spills = in.spills;
   out.reshards = in.reshards;
@@ -146,39 +203,104 @@ Result<LayoutResult> apply_spill_choice(const LayoutResult& in, const SpillChoic
 
 namespace {
 
-constexpr uint64_t kMaxStates = uint64_t{1} << 16;
+// A set of live slots (bit s = the tensor in slot s is in L1).
+constexpr uint32_t kMaxSlots = 256;
+using Mask = std::array<uint64_t, kMaxSlots / 64>;
 
-struct Entry {
-  uint64_t cost;
-  uint32_t spills;   // ties in cost go to fewer spills
-  uint64_t prev;     // state before the previous op
-  uint64_t evicted;  // slots moved to DRAM after the previous op
-  bool demoted;      // the previous op's result went to DRAM
+bool test(const Mask& m, uint32_t s) {
+  return m[s >> 6] >> (s & 63) & 1;
+}
+void set(Mask& m, uint32_t s) {
+  m[s >> 6] |= uint64_t{1} << (s & 63);
+}
+void clear(Mask& m, uint32_t s) {
+  m[s >> 6] &= ~(uint64_t{1} << (s & 63));
+}
+
+struct MaskHash {
+  size_t operator()(const Mask& m) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t w : m) {
+      h ^= w;
+      h *= 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    }
+    return static_cast<size_t>(h);
+  }
 };
+
+// A DP state's record, kept for the trace-back: how it was reached from the previous position.
+struct Entry {
+  uint64_t cost;    // simulated ns so far (ops and moves)
+  uint32_t spills;  // ties in cost go to fewer spills
+  uint32_t prev;    // index of the previous state within its position
+  uint32_t evict;   // bits over the previous op's movable readers (or the arguments at start)
+  bool demoted;     // the previous op's result went to DRAM
+};
+
+// States before one position: masks, live bytes and an index from mask to state. State s of
+// the position whose entries start at `first` has its record at entries[first + s].
+struct Layer {
+  std::vector<Mask> masks;
+  std::vector<uint64_t> live;
+  std::unordered_map<Mask, uint32_t, MaskHash> index;
+  size_t first = 0;
+  void reset(size_t first_entry) {
+    masks.clear();
+    live.clear();
+    index.clear();
+    first = first_entry;
+  }
+};
+
+// States per position beyond which the lower bound of the remaining ops is computed and used.
+constexpr size_t kBoundAfter = 16;
+// Operands of one op beyond which its lower bound is taken as 0 (2^k residency combinations).
+constexpr size_t kBoundOperands = 6;
+constexpr uint64_t kNoBound = std::numeric_limits<uint64_t>::max();
 
 }  // namespace
 
 Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::ChipDesc& chip,
-                                      SpillDpStats* stats, uint32_t max_live) {
+                                      SpillDpStats* stats, SpillDpOptions options) {
   SpillDpStats local;
   SpillDpStats& st = stats ? *stats : local;
   st = SpillDpStats{};
   const Graph& g = in.graph;
   const uint32_t n = static_cast<uint32_t>(g.ops.size());
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
-  max_live = std::min<uint32_t>(max_live, 64);
-  auto fallback = [&]() -> Result<LayoutResult> {
-    st.exact = false;
-    LayoutResult r = MESHPLAN_TRY(manage_spills(in, chip));
-    st.cost_ns = r.estimated_ns(chip);
+  const uint32_t max_live = std::min(options.max_live, kMaxSlots);
+  const uint32_t max_readers = std::min<uint32_t>(options.max_readers, 31);
+
+  // 1. Belady's plan and the bound.
+  Result<LayoutResult> belady = manage_spills(in, chip, options.belady_results_first);
+  uint64_t bound = kNoBound;
+  if (belady) {
+    uint64_t ns = 0;
+    if (walk_fit(*belady, chip, &ns)) {
+      bound = ns;
+      st.belady_ns = ns;
+    }
+  }
+  auto finish = [&](Result<LayoutResult> r, SpillSelection how) -> Result<LayoutResult> {
+    if (!r) return r;
+    st.selection = how;
+    r->spill_selection = how;
+    r->spill_dp_states = st.states;
     return r;
   };
+  auto fallback = [&](std::string why) -> Result<LayoutResult> {
+    st.reason = std::move(why);
+    if (belady) st.cost_ns = belady->estimated_ns(chip);
+    return finish(belady, SpillSelection::dp_fallback);
+  };
+
+  // 2. Candidates, slots and lifetimes.
   SpillChoice space = spill_choice_space(in);
   auto reads = reads_of(g);
-  // Candidate index per value, slots per position.
   std::vector<int> cand(g.values.size(), -1);
   for (size_t i = 0; i < space.tensors.size(); ++i) cand[space.tensors[i]] = static_cast<int>(i);
-  std::vector<int> slot(space.tensors.size(), -1);
+  std::vector<uint32_t> slot(space.tensors.size(), 0);
   std::vector<uint64_t> size(space.tensors.size());
   for (size_t i = 0; i < space.tensors.size(); ++i)
     size[i] =
@@ -191,89 +313,171 @@ Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::Chip
     return producer == kNoOp ? 0u : producer;
   };
   std::vector<std::vector<uint32_t>> dies_after(n + 1);
-  uint64_t free_slots = max_live == 64 ? ~uint64_t{0} : (uint64_t{1} << max_live) - 1;
+  for (size_t i = 0; i < space.tensors.size(); ++i)
+    dies_after[last_pos(i)].push_back(static_cast<uint32_t>(i));
+  std::vector<uint32_t> free_slots;  // a stack, lowest slot on top
+  for (uint32_t s = max_live; s-- > 0;) free_slots.push_back(s);
   auto take_slot = [&](size_t i) {
-    if (!free_slots) return false;
-    slot[i] = std::countr_zero(free_slots);
-    free_slots &= free_slots - 1;
+    if (free_slots.empty()) return false;
+    slot[i] = free_slots.back();
+    free_slots.pop_back();
     return true;
   };
-  // owner[p][s] = candidate in slot s at position p, computed on the fly below.
-  std::vector<int> owner(64, -1);
   std::vector<uint32_t> args;
   for (size_t i = 0; i < space.tensors.size(); ++i)
     if (g.values[space.tensors[i]].producer == kNoOp) {
-      if (!take_slot(i)) return fallback();
-      owner[slot[i]] = static_cast<int>(i);
+      if (!take_slot(i)) return fallback(str("more than ", max_live, " L1 arguments"));
       args.push_back(static_cast<uint32_t>(i));
     }
-  for (size_t i = 0; i < space.tensors.size(); ++i) dies_after[last_pos(i)].push_back(i);
+  if (args.size() > max_readers)
+    return fallback(str(args.size(), " L1 arguments: more than ", max_readers,
+                        " eviction choices at the start"));
 
   OpQuery q(g, chip);
-  // Layout views for one state.
-  auto bytes_of = [&](uint64_t mask) {
-    uint64_t total = 0;
-    for (uint64_t m = mask; m; m &= m - 1) total += size[owner[std::countr_zero(m)]];
-    return total;
+  std::vector<TensorLayout> dram(space.tensors.size());
+  for (size_t i = 0; i < space.tensors.size(); ++i)
+    dram[i] = interleaved_layout(g.values[space.tensors[i]], device::BufferType::dram);
+  // Validation of moving candidate i to DRAM: cost and circular buffers (nullopt: illegal).
+  struct Move {
+    uint64_t cost = 0, cb = 0;
+    bool ok = false;
   };
-  std::vector<std::map<uint64_t, Entry>> states(n + 1);
-  {
-    // Start: each L1 argument kept or moved to DRAM before the first op.
-    uint32_t a = static_cast<uint32_t>(args.size());
-    if (a > 16) return fallback();
-    for (uint64_t sub = 0; sub < (uint64_t{1} << a); ++sub) {
-      uint64_t mask = 0, cost = 0, evicted = 0;
-      for (uint32_t j = 0; j < a; ++j) {
-        uint64_t bit = uint64_t{1} << slot[args[j]];
-        if (sub >> j & 1) {
-          ValueId v = space.tensors[args[j]];
-          cost += q.move_cost(v, in.layout.tensors[v],
-                              interleaved_layout(g.values[v], device::BufferType::dram));
-          evicted |= bit;
-        } else {
-          mask |= bit;
+  auto move_of = [&](uint32_t i) {
+    ValueId v = space.tensors[i];
+    Move m;
+    device::OpValidation val = q.validate_move(v, in.layout.tensors[v], dram[i]);
+    if (!val.ok) return m;
+    m.ok = true;
+    m.cb = val.cb_bytes_per_core;
+    m.cost = q.move_cost(v, in.layout.tensors[v], dram[i]);
+    return m;
+  };
+
+  // Lower bound on the cost of ops p..n-1 (suffix sums), computed on first need.
+  std::vector<uint64_t> rest;
+  auto lower_bounds = [&](uint32_t from) {
+    rest.assign(n + 1, 0);
+    std::vector<uint32_t> co;
+    std::vector<TensorLayout> ol;
+    std::vector<const TensorLayout*> ptrs;
+    for (uint32_t p = n; p-- > from;) {
+      const Op& op = g.ops[p];
+      ValueId r = op.results[0];
+      co.clear();
+      for (ValueId v : op.operands)
+        if (cand[v] >= 0 && std::find(co.begin(), co.end(), cand[v]) == co.end())
+          co.push_back(static_cast<uint32_t>(cand[v]));
+      uint64_t lb = 0;
+      if (co.size() <= kBoundOperands) {
+        lb = kNoBound;
+        int rc = cand[r];
+        for (uint32_t combo = 0; combo < (1u << co.size()); ++combo) {
+          ol.clear();
+          for (ValueId v : op.operands) {
+            size_t j = cand[v] < 0 ? co.size()
+                                   : static_cast<size_t>(std::find(co.begin(), co.end(),
+                                                                   static_cast<uint32_t>(cand[v])) -
+                                                         co.begin());
+            ol.push_back(j < co.size() && (combo >> j & 1) ? dram[co[j]] : in.layout.tensors[v]);
+          }
+          ptrs.clear();
+          for (const TensorLayout& t : ol) ptrs.push_back(&t);
+          for (int option = 0; option < (rc >= 0 ? 2 : 1); ++option) {
+            const TensorLayout& rl = option ? dram[rc] : in.layout.tensors[r];
+            device::OpConfig config =
+                option ? demoted_config(in.layout.configs[p], rl, chip) : in.layout.configs[p];
+            if (auto c = q.cost_if_valid(op.kind, op.name, op.operands, ptrs, r, rl, config))
+              lb = std::min(lb, *c);
+          }
         }
+        if (lb == kNoBound) lb = 0;
       }
-      states[0].emplace(
-          mask, Entry{cost, static_cast<uint32_t>(std::popcount(evicted)), 0, evicted, false});
+      rest[p] = rest[p + 1] + lb;
+    }
+  };
+  auto rest_from = [&](uint32_t p) { return rest.empty() ? 0 : rest[p]; };
+
+  // 3. The DP.
+  std::vector<Entry> entries;
+  std::vector<std::vector<uint32_t>> movable(n);  // per op: readers that may move after it
+  Layer cur, next;
+  std::vector<size_t> first(n + 1, 0);  // per position: its states' first entry
+  auto insert = [&](Layer& layer, const Mask& m, uint64_t live, const Entry& e) {
+    auto [it, inserted] = layer.index.try_emplace(m, static_cast<uint32_t>(layer.masks.size()));
+    if (inserted) {
+      layer.masks.push_back(m);
+      layer.live.push_back(live);
+      entries.push_back(e);
+      ++st.states;
+      return;
+    }
+    Entry& old = entries[layer.first + it->second];
+    if (std::pair(e.cost, e.spills) < std::pair(old.cost, old.spills)) old = e;
+  };
+  {
+    // Start: each L1 argument kept or moved to DRAM before the first op, in ascending id.
+    std::vector<Move> moves;
+    Mask all{};
+    uint64_t all_live = 0;
+    for (uint32_t i : args) {
+      moves.push_back(move_of(i));
+      set(all, slot[i]);
+      all_live += size[i];
+    }
+    for (uint32_t sub = 0; sub < (1u << args.size()); ++sub) {
+      Mask m = all;
+      uint64_t live = all_live, cost = 0;
+      bool possible = true;
+      for (uint32_t j = 0; j < args.size() && possible; ++j) {
+        if (!(sub >> j & 1)) continue;
+        possible = moves[j].ok && moves[j].cb + live <= usable;
+        cost += moves[j].cost;
+        live -= size[args[j]];
+        clear(m, slot[args[j]]);
+      }
+      if (!possible || cost > bound) continue;
+      insert(cur, m, live, Entry{cost, static_cast<uint32_t>(std::popcount(sub)), 0, sub, false});
     }
   }
   std::vector<TensorLayout> operand_layouts;
   std::vector<const TensorLayout*> in_ptrs;
+  std::vector<Move> moves;
+  std::vector<uint32_t> resident;
   for (uint32_t p = 0; p < n; ++p) {
     const Op& op = g.ops[p];
     ValueId r = op.results[0];
     int rc = cand[r];
-    if (rc >= 0) {
-      if (!take_slot(rc)) return fallback();
-      owner[slot[rc]] = rc;
-    }
-    // Candidates this op reads that live on after it: eviction choices.
-    std::vector<uint32_t> readers;
+    if (rc >= 0 && !take_slot(rc))
+      return fallback(str("more than ", max_live, " L1 tensors live at op '", op.name, "'"));
+    // Candidates this op reads that live on after it, ascending by tensor id: the moves.
+    std::vector<uint32_t>& readers = movable[p];
     for (ValueId v : op.operands)
       if (cand[v] >= 0 && last_pos(cand[v]) > p &&
           std::find(readers.begin(), readers.end(), cand[v]) == readers.end())
-        readers.push_back(cand[v]);
-    uint64_t dying = 0;
-    for (uint32_t i : dies_after[p]) dying |= uint64_t{1} << slot[i];
+        readers.push_back(static_cast<uint32_t>(cand[v]));
+    std::sort(readers.begin(), readers.end());
+    if (readers.size() > max_readers)
+      return fallback(str("op '", op.name, "' reads ", readers.size(),
+                          " L1 tensors that live on: more than ", max_readers));
+    moves.clear();
+    for (uint32_t i : readers) moves.push_back(move_of(i));
+    std::vector<uint32_t> dying = dies_after[p];
     TensorLayout r_dram = interleaved_layout(g.values[r], device::BufferType::dram);
     device::OpConfig r_dram_config = demoted_config(in.layout.configs[p], r_dram, chip);
-    std::vector<uint64_t> read_moves(readers.size());
-    for (size_t j = 0; j < readers.size(); ++j) {
-      ValueId v = space.tensors[readers[j]];
-      read_moves[j] = q.move_cost(v, in.layout.tensors[v],
-                                  interleaved_layout(g.values[v], device::BufferType::dram));
-    }
-    auto& next = states[p + 1];
-    for (const auto& [mask, entry] : states[p]) {
+    if (cur.masks.size() > kBoundAfter && rest.empty() && bound != kNoBound) lower_bounds(p);
+    const uint64_t rest_after = rest_from(p + 1);
+    next.reset(entries.size());
+    first[p + 1] = entries.size();
+    for (uint32_t s = 0; s < cur.masks.size(); ++s) {
+      const Mask& mask = cur.masks[s];
+      const Entry entry = entries[cur.first + s];
       operand_layouts.clear();
       for (ValueId v : op.operands)
-        operand_layouts.push_back(cand[v] >= 0 && !(mask >> slot[cand[v]] & 1)
-                                      ? interleaved_layout(g.values[v], device::BufferType::dram)
-                                      : in.layout.tensors[v]);
+        operand_layouts.push_back(
+            cand[v] >= 0 && !test(mask, slot[cand[v]]) ? dram[cand[v]] : in.layout.tensors[v]);
       in_ptrs.clear();
       for (const TensorLayout& t : operand_layouts) in_ptrs.push_back(&t);
-      uint64_t live = bytes_of(mask);
+      const uint64_t live = cur.live[s];
       for (int option = 0; option < (rc >= 0 ? 2 : 1); ++option) {
         bool demote = option == 1;
         const TensorLayout& rl = demote ? r_dram : in.layout.tensors[r];
@@ -281,72 +485,91 @@ Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::Chip
         device::OpValidation val =
             q.validate(op.kind, op.name, op.operands, in_ptrs, r, rl, config);
         if (!val.ok) continue;
-        uint64_t need = val.cb_bytes_per_core + live + (rc >= 0 && !demote ? size[rc] : 0);
-        if (need > usable) continue;
+        bool keep = rc >= 0 && !demote;
+        if (val.cb_bytes_per_core + live + (keep ? size[rc] : 0) > usable) continue;
         uint64_t cost = entry.cost + q.cost(op.kind, op.name, op.operands, in_ptrs, r, rl, config);
-        uint64_t after = mask | (rc >= 0 && !demote ? uint64_t{1} << slot[rc] : 0);
-        after &= ~dying;
-        for (uint64_t sub = 0; sub < (uint64_t{1} << readers.size()); ++sub) {
-          uint64_t evicted = 0, moves = 0;
+        Mask after = mask;
+        uint64_t after_live = live;
+        if (keep) {
+          set(after, slot[rc]);
+          after_live += size[rc];
+        }
+        for (uint32_t i : dying)
+          if (test(after, slot[i])) {
+            clear(after, slot[i]);
+            after_live -= size[i];
+          }
+        // Eviction subsets over the readers still in L1 (bits over `readers`).
+        resident.clear();
+        for (uint32_t j = 0; j < readers.size(); ++j)
+          if (test(after, slot[readers[j]]) && moves[j].ok) resident.push_back(j);
+        for (uint32_t sub = 0; sub < (1u << resident.size()); ++sub) {
+          Mask m = after;
+          uint64_t running = after_live, total = cost;
+          uint32_t evict = 0;
           bool possible = true;
-          for (size_t j = 0; j < readers.size(); ++j)
-            if (sub >> j & 1) {
-              uint64_t bit = uint64_t{1} << slot[readers[j]];
-              if (!(after & bit)) possible = false;
-              evicted |= bit;
-              moves += read_moves[j];
-            }
+          for (uint32_t b = 0; b < resident.size() && possible; ++b) {
+            if (!(sub >> b & 1)) continue;
+            uint32_t j = resident[b];
+            possible = moves[j].cb + running <= usable;
+            running -= size[readers[j]];
+            total += moves[j].cost;
+            clear(m, slot[readers[j]]);
+            evict |= 1u << j;
+          }
           if (!possible) continue;
-          uint64_t key = after & ~evicted;
-          Entry e{cost + moves,
-                  entry.spills + (demote ? 1u : 0u) + static_cast<uint32_t>(std::popcount(evicted)),
-                  mask, evicted, demote};
-          auto [it, inserted] = next.emplace(key, e);
-          if (!inserted &&
-              std::pair(e.cost, e.spills) < std::pair(it->second.cost, it->second.spills))
-            it->second = e;
+          if (total > bound || (bound != kNoBound && total + rest_after > bound)) {
+            ++st.pruned;
+            continue;
+          }
+          uint32_t spills =
+              entry.spills + (demote ? 1u : 0u) + static_cast<uint32_t>(std::popcount(sub));
+          insert(next, m, running, Entry{total, spills, s, evict, demote});
+          if (st.states > options.max_states)
+            return fallback(
+                str("more than ", options.max_states, " DP states (at op '", op.name, "')"));
         }
       }
     }
-    st.max_states = std::max<uint64_t>(st.max_states, next.size());
-    if (next.empty() || next.size() > kMaxStates) return fallback();
+    st.max_states = std::max<uint64_t>(st.max_states, next.masks.size());
     // Free the slots of the tensors that died here (the result too if nothing reads it).
-    for (uint32_t i : dies_after[p]) {
-      free_slots |= uint64_t{1} << slot[i];
-      owner[slot[i]] = -1;
-    }
+    for (uint32_t i : dying) free_slots.push_back(slot[i]);
+    std::swap(cur, next);
+    if (cur.masks.empty()) break;
   }
-  // Trace back the cheapest final state (ties: fewer spills, then the smallest mask).
-  auto best = states[n].begin();
-  for (auto it = states[n].begin(); it != states[n].end(); ++it)
-    if (std::pair(it->second.cost, it->second.spills) <
-        std::pair(best->second.cost, best->second.spills))
-      best = it;
-  st.cost_ns = best->second.cost;
+  if (cur.masks.empty()) {
+    if (bound != kNoBound) {
+      st.cost_ns = bound;
+      return finish(belady, SpillSelection::dp_kept_belady);
+    }
+    return fallback("no choice of the spill space fits L1");
+  }
+  // 4. Trace back the cheapest final state (ties: fewer spills, then the first reached).
+  uint32_t best = 0;
+  for (uint32_t s = 1; s < cur.masks.size(); ++s) {
+    const Entry& a = entries[cur.first + s];
+    const Entry& b = entries[cur.first + best];
+    if (std::pair(a.cost, a.spills) < std::pair(b.cost, b.spills)) best = s;
+  }
+  st.cost_ns = entries[cur.first + best].cost;
   SpillChoice choice = space;
-  // Slot -> candidate is position dependent: rebuild it walking backwards from the recorded
-  // slot assignment (each candidate kept its slot for its whole life).
-  uint64_t mask = best->first;
+  uint32_t s = best;
   for (uint32_t p = n; p-- > 0;) {
-    const Entry& e = states[p + 1].at(mask);
+    const Entry& e = entries[first[p + 1] + s];
     ValueId r = g.ops[p].results[0];
     if (e.demoted) choice.l1_reads[cand[r]] = -1;
-    for (uint64_t m = e.evicted; m; m &= m - 1) {
-      int s = std::countr_zero(m);
-      // The evicted candidate is the one in slot s that this op reads.
-      for (ValueId v : g.ops[p].operands)
-        if (cand[v] >= 0 && slot[cand[v]] == s) {
-          auto& rv = reads[v];
-          choice.l1_reads[cand[v]] =
-              static_cast<int32_t>(std::upper_bound(rv.begin(), rv.end(), p) - rv.begin());
-        }
+    for (uint32_t bits = e.evict; bits; bits &= bits - 1) {
+      uint32_t i = movable[p][std::countr_zero(bits)];
+      const auto& rv = reads[space.tensors[i]];
+      choice.l1_reads[i] =
+          static_cast<int32_t>(std::upper_bound(rv.begin(), rv.end(), p) - rv.begin());
     }
-    mask = e.prev;
+    s = e.prev;
   }
-  const Entry& start = states[0].at(mask);
-  for (uint32_t i : args)
-    if (start.evicted >> slot[i] & 1) choice.l1_reads[i] = 0;
-  return apply_spill_choice(in, choice, chip);
+  const Entry& start = entries[first[0] + s];
+  for (uint32_t bits = start.evict; bits; bits &= bits - 1)
+    choice.l1_reads[args[std::countr_zero(bits)]] = 0;
+  return finish(apply_spill_choice(in, choice, chip), SpillSelection::dp_exact);
 }
 
 }  // namespace meshplan::planner

@@ -356,6 +356,11 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   tools::PlannedModel out;
   out.summary = str("policy ", args.policy, ", device ", chip.name, ", ", graph.ops.size(),
                     " ops, ", plan.bytes.size(), " bytes, key ", plan.key.hex());
+  // Which spill selection the plan records (--spill=dp may fall back to Belady past its limits).
+  if (const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan.bytes.data())->header()->metrics();
+      m && m->spill_selection() != fb::SpillSelection::belady)
+    out.summary += str(", spill selection ", fb::EnumNameSpillSelection(m->spill_selection()), " (",
+                       m->spill_dp_states(), " DP states)");
   out.planning_ms = ms;
   out.entry = runtime::CacheEntryData{name, std::move(plan.bytes)};
   return out;

@@ -88,6 +88,12 @@ std::string inspect_table(const runtime::PlanRef& plan) {
                   static_cast<unsigned long long>(m->l1_high_water()), m->estimated_ns() / 1000.0,
                   static_cast<unsigned long long>(m->planning_us()));
     out += line;
+    if (m->spill_selection() != fb::SpillSelection::belady) {
+      std::snprintf(line, sizeof line, "spill selection: %s, %llu DP states\n",
+                    fb::EnumNameSpillSelection(m->spill_selection()),
+                    static_cast<unsigned long long>(m->spill_dp_states()));
+      out += line;
+    }
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // a synthetic 10,000-op transformer-like graph per policy (and with DP spill selection).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -157,8 +158,9 @@ const planner::Graph& big_graph() {
   return g;
 }
 
-/// Spill selection side by side (not timed): Belady vs DP after greedy and beam, on the models
-/// under L1 pressure (one-core cuts of the chip) and small join/eviction graphs.
+/// Spill selection side by side (not timed): Belady vs DP after greedy and beam on the example
+/// models (full chip and a one-core cut), the bench models on a one-core cut, and a squeezed
+/// transformer (one core, and the full grid with 160 KiB of usable L1 per core).
 void BM_SpillSelection(benchmark::State& state) {
   static bool printed = false;
   for (auto _ : state) {
@@ -169,11 +171,29 @@ void BM_SpillSelection(benchmark::State& state) {
     one.grid_x = one.grid_y = 1;
     one.noc_bytes_per_cycle = 64 * 32;
     one.eltwise_elems_per_cycle = 64 * 32;
+    device::ChipDesc small = device::wormhole_b0();
+    small.name = "wormhole_b0_160k";
+    small.l1_size = small.l1_unreserved_base + 160 * 1024 * 100 / 95;
     std::vector<std::pair<planner::Graph, device::ChipDesc>> cases;
+    for (const char* m : {"mlp", "transformer_block", "small_cnn", "bert_base_layer",
+                          "llama3_8b_decode", "llama3_8b_prefill", "resnet50_b1"}) {
+      auto g = planner::load_graph_file(std::string(MESHPLAN_SOURCE_DIR) + "/examples/models/" + m +
+                                        ".json");
+      if (!g) continue;
+      cases.emplace_back(*g, device::wormhole_b0());
+      cases.emplace_back(*g, one);
+    }
     for (auto& model : models()) cases.emplace_back(model.first, one);
-    std::printf("\nspill selection (simulated device time; DP optimal over the spill space):\n");
-    std::printf("  %-22s %-8s %12s %7s %12s %7s %8s %7s\n", "model", "policy", "belady_ns",
-                "spills", "dp_ns", "spills", "dp/bel", "exact");
+    planner::Graph squeezed = transformer(2, 2048, 512, 2048);
+    squeezed.name = "transformer2_squeezed";
+    cases.emplace_back(squeezed, small);
+    std::printf(
+        "\nspill selection (simulated device time of the fitted plans; DP exact over the spill "
+        "space):\n");
+    std::printf("  %-22s %-16s %-7s %11s %6s %11s %6s %7s %-15s %8s\n", "model", "chip", "policy",
+                "belady_ns", "spills", "dp_ns", "spills", "dp/bel", "selection", "states");
+    double log_ratio = 0;
+    int count = 0, faster = 0, slower = 0, exact = 0;
     for (const auto& [g, chip] : cases)
       for (const char* policy : {"greedy", "beam"}) {
         planner::PlannerOptions o;
@@ -182,30 +202,81 @@ void BM_SpillSelection(benchmark::State& state) {
         o.spill = "dp";
         auto dp = planner::plan_layout(g, chip, o);
         if (!belady || !dp) {
-          std::printf("  %-22s %-8s error: %s\n", g.name.c_str(), policy,
+          std::printf("  %-22s %-16s %-7s error: %s\n", g.name.c_str(), chip.name.c_str(), policy,
                       (!belady ? belady.error() : dp.error()).message.c_str());
           continue;
         }
-        // Exactness of the DP itself (the fitted plans above may add packing spills).
-        auto d =
-            std::string(policy) == "greedy"
-                ? planner::greedy_propagation(g, chip, o, *planner::parse_overrides(g, o), true)
-                : planner::beam_search(g, chip, o, *planner::parse_overrides(g, o));
-        planner::SpillDpStats stats;
-        if (d) {
-          auto m = planner::materialize(g, *d);
-          if (m) (void)planner::manage_spills_dp(*m, chip, &stats);
-        }
+        constexpr const char* kSelection[] = {"belady", "dp_exact", "dp_kept_belady",
+                                              "dp_fallback"};
         uint64_t b = belady->estimated_ns(chip), p = dp->estimated_ns(chip);
-        std::printf("  %-22s %-8s %12llu %7u %12llu %7u %8.3f %7s\n", g.name.c_str(), policy,
-                    static_cast<unsigned long long>(b), belady->spills,
+        std::printf("  %-22s %-16s %-7s %11llu %6u %11llu %6u %7.4f %-15s %8llu\n", g.name.c_str(),
+                    chip.name.c_str(), policy, static_cast<unsigned long long>(b), belady->spills,
                     static_cast<unsigned long long>(p), dp->spills, static_cast<double>(p) / b,
-                    stats.exact ? "yes" : "no");
+                    kSelection[static_cast<int>(dp->spill_selection)],
+                    static_cast<unsigned long long>(dp->spill_dp_states));
+        log_ratio += std::log(static_cast<double>(p) / b);
+        ++count;
+        faster += p < b;
+        slower += p > b;
+        exact += dp->spill_selection != planner::SpillSelection::dp_fallback;
       }
-    std::printf("\n");
+    if (count)
+      std::printf(
+          "  %d plans: geomean dp/belady %.4f; dp faster on %d, slower on %d; exact on %d\n\n",
+          count, std::exp(log_ratio / count), faster, slower, exact);
   }
 }
 BENCHMARK(BM_SpillSelection)->Iterations(1);
+
+/// How far the exact DP scales (not a timing assertion): `width` tensors of 400 KiB produced one
+/// after the other on one core (three fit) and summed in a chain, planned by greedy with Belady
+/// and with the DP; planning time of each, the DP's states and selection.
+void BM_SpillDpWide(benchmark::State& state) {
+  static bool printed = false;
+  for (auto _ : state) {
+    if (printed) continue;
+    printed = true;
+    device::ChipDesc one = device::wormhole_b0();
+    one.name = "wormhole_b0_1x1";
+    one.grid_x = one.grid_y = 1;
+    one.noc_bytes_per_cycle = 64 * 32;
+    one.eltwise_elems_per_cycle = 64 * 32;
+    std::printf("\nspill DP on a wide fan-in (one core, 400 KiB tensors, three fit):\n");
+    std::printf("  %6s %10s %10s %8s %-15s %10s\n", "width", "belady_ms", "dp_ms", "dp/bel",
+                "selection", "states");
+    for (int width : {8, 16, 22, 32, 48, 64}) {
+      Builder b;
+      b.g.name = "wide" + std::to_string(width);
+      planner::ValueId x = b.value("x", {32, 32 * 200}, true, planner::ArgKind::input);
+      std::vector<planner::ValueId> r;
+      for (int i = 0; i < width; ++i)
+        r.push_back(b.op(device::OpKind::relu, "r" + std::to_string(i), {x}));
+      planner::ValueId sum = r[0];
+      for (int i = 1; i < width; ++i)
+        sum = b.op(device::OpKind::add, "s" + std::to_string(i), {sum, r[i]});
+      b.g.outputs.push_back(sum);
+      if (!planner::validate(b.g)) continue;
+      planner::PlannerOptions o;
+      o.policy = "greedy";
+      auto t0 = std::chrono::steady_clock::now();
+      auto belady = planner::plan_layout(b.g, one, o);
+      auto t1 = std::chrono::steady_clock::now();
+      o.spill = "dp";
+      auto dp = planner::plan_layout(b.g, one, o);
+      auto t2 = std::chrono::steady_clock::now();
+      if (!belady || !dp) continue;
+      constexpr const char* kSelection[] = {"belady", "dp_exact", "dp_kept_belady", "dp_fallback"};
+      std::printf("  %6d %10.2f %10.2f %8.4f %-15s %10llu\n", width,
+                  std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                  std::chrono::duration<double, std::milli>(t2 - t1).count(),
+                  static_cast<double>(dp->estimated_ns(one)) / belady->estimated_ns(one),
+                  kSelection[static_cast<int>(dp->spill_selection)],
+                  static_cast<unsigned long long>(dp->spill_dp_states));
+    }
+    std::printf("\n");
+  }
+}
+BENCHMARK(BM_SpillDpWide)->Iterations(1);
 
 void BM_PlanTransformer10k(benchmark::State& state, const char* policy) {
   const planner::Graph& g = big_graph();

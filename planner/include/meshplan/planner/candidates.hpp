@@ -3,6 +3,7 @@
 // Every policy asks these helpers; OpModel is the only judge of legality and cost.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,9 @@
 #include "meshplan/planner/layout.hpp"
 
 namespace meshplan::planner {
+
+template <typename T>
+class KeyMemo;
 
 /// Tiled bf16-style layouts in one memory, interleaved.
 TensorLayout interleaved_layout(const Value& v, device::BufferType buffer);
@@ -57,7 +61,8 @@ std::string layout_string(const TensorLayout& layout);
 /// OpModel afresh. Not thread-safe (the memo).
 class OpQuery {
  public:
-  OpQuery(const Graph& graph, const device::ChipDesc& chip) : graph_(graph), model_(chip) {}
+  OpQuery(const Graph& graph, const device::ChipDesc& chip);
+  ~OpQuery();
   const device::OpModel& model() const { return model_; }
   const device::ChipDesc& chip() const { return model_.chip(); }
 
@@ -95,6 +100,11 @@ class OpQuery {
   uint64_t cost(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                 std::span<const TensorLayout* const> operand_layouts, ValueId result,
                 const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// validate() and timing() with one memo key: the timing when the launch is valid.
+  std::optional<device::OpTiming> timing_if_valid(
+      device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
+      std::span<const TensorLayout* const> operand_layouts, ValueId result,
+      const TensorLayout& result_layout, const device::OpConfig& config) const;
   /// Validation and cost of moving `v` from `from` to `to` (a to_memory_config op).
   device::OpValidation validate_move(ValueId v, const TensorLayout& from,
                                      const TensorLayout& to) const;
@@ -103,18 +113,29 @@ class OpQuery {
   uint64_t move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to) const;
 
  private:
-  std::string key(device::OpKind kind, std::span<const ValueId> operands,
-                  std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                  const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// The launch's memo key (exact bytes, names aside), built in key_ and returned as a view of it.
+  std::string_view key(device::OpKind kind, std::span<const ValueId> operands,
+                       std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                       const TensorLayout& result_layout, const device::OpConfig& config) const;
   struct Best {
     device::OpTiming timing;
     device::OpConfig config;
   };
-  /// `key` is the launch's memo key when the caller has built it already.
+  /// The launch's entry in cost_memo_, made on a miss.
   const Best& best(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
                    std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                   const TensorLayout& result_layout, const device::OpConfig& config,
-                   std::string key = {}) const;
+                   const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// best() when key_ holds the launch's key and `hash` its hash.
+  const Best& best_keyed(uint64_t hash, device::OpKind kind, std::string_view name,
+                         std::span<const ValueId> operands,
+                         std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                         const TensorLayout& result_layout, const device::OpConfig& config) const;
+  /// validate()'s entry in valid_memo_ when key_ holds the launch's key and `hash` its hash.
+  const device::OpValidation& valid_keyed(uint64_t hash, device::OpKind kind, std::string_view name,
+                                          std::span<const ValueId> operands,
+                                          std::span<const TensorLayout* const> operand_layouts,
+                                          ValueId result, const TensorLayout& result_layout,
+                                          const device::OpConfig& config) const;
   /// Calls f(OpLaunch) on the placements of these values and layouts.
   template <typename F>
   auto with_launch(device::OpKind kind, std::string_view name, std::span<const ValueId> operands,
@@ -123,8 +144,11 @@ class OpQuery {
 
   const Graph& graph_;
   device::OpModel model_;
-  mutable std::unordered_map<std::string, device::OpValidation> valid_memo_;
-  mutable std::unordered_map<std::string, Best> cost_memo_;
+  // Memos keyed by the launch's key bytes through a fixed-size hash (key_memo.hpp); key_ is the
+  // buffer key() builds in, reused so that a lookup allocates nothing.
+  mutable std::string key_;
+  mutable std::unique_ptr<KeyMemo<device::OpValidation>> valid_memo_;
+  mutable std::unique_ptr<KeyMemo<Best>> cost_memo_;
 };
 
 }  // namespace meshplan::planner

@@ -15,6 +15,14 @@ namespace meshplan::planner {
 /// Why an op is in the planned graph. Values match fb::OpOrigin.
 enum class OpOrigin : uint8_t { graph = 0, reshard = 1, spill = 2 };
 
+/// How a plan's L1 spills were chosen (spill_dp.hpp). Values match fb::SpillSelection.
+enum class SpillSelection : uint8_t {
+  belady = 0,          ///< manage_spills(): farthest next use (--spill=belady).
+  dp_exact = 1,        ///< The DP's optimum over the spill choice space.
+  dp_kept_belady = 2,  ///< The DP proved no choice of the space beats Belady's plan, kept.
+  dp_fallback = 3,     ///< The DP hit a limit: Belady's plan, not proven optimal.
+};
+
 /// A policy's answer on the original graph (indexed by its ValueId and OpId).
 struct LayoutDecision {
   /// A to_memory_config inserted before op `before`, feeding its operand `operand` with `to`.
@@ -49,6 +57,10 @@ struct LayoutResult {
   uint64_t estimated_ns(const device::ChipDesc& chip) const;
   /// Deterministic dump: one line per op with its origin, config and result layout.
   std::string print() const;
+
+  /// How the spills were chosen, and the states the DP created (0 under Belady).
+  SpillSelection spill_selection = SpillSelection::belady;
+  uint64_t spill_dp_states = 0;
 };
 
 /// Builds the planned graph from a decision (reshards become to_memory_config ops).

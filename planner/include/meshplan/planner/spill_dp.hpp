@@ -1,12 +1,15 @@
-// Optimal L1 spill selection (seed 002 §5.8.2): dynamic programming over the schedule whose state
-// is the set of live tensors still in L1, as an alternative to manage_spills()' farthest-next-use
-// (Belady) eviction. Selected with PlannerOptions::spill = "dp" (meshplan-compile --spill=dp) for
-// greedy, beam and l1-interleaved (whose "results first" rule it does not keep: it minimises the
-// simulated time over the whole choice space). Move ops' own circular buffers are not counted,
-// as manage_spills() does not count them; fit_and_validate() packs the result as for Belady.
+// Exact L1 spill selection (seed 002 §5.8.2): dynamic programming over the schedule whose state is
+// the set of live tensors still in L1, with branch-and-bound against Belady's plan, as an
+// alternative to manage_spills()' farthest-next-use (Belady) eviction. Selected with
+// PlannerOptions::spill = "dp" (meshplan-compile --spill=dp) for greedy, beam and l1-interleaved
+// (whose "results first" rule it does not keep: it minimises the simulated time over the whole
+// choice space). The cost it minimises is the one the plan pays: OpModel::cost of every op and of
+// every spill move, and every op, the moves included, must fit its circular buffers plus the L1
+// tensors live at its position. fit_and_validate() then packs the result as for Belady.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "meshplan/planner/policy.hpp"
@@ -18,7 +21,8 @@ namespace meshplan::planner {
 /// `l1_reads` per tensor: -1: its producer writes DRAM directly (not for arguments); k in
 /// 0..reads-1: a to_memory_config to DRAM follows its k-th reading op (k = 0: right after it is
 /// produced; an argument: before the first op) and later readers read the copy; k = reads: it
-/// stays in L1 for its whole life.
+/// stays in L1 for its whole life. Moves after one op run in ascending tensor id. There are no
+/// reloads (DRAM back to L1) in this space.
 struct SpillChoice {
   std::vector<ValueId> tensors;   ///< The L1 tensors of the planned graph, ascending.
   std::vector<uint32_t> reads;    ///< Number of reads per tensor.
@@ -33,18 +37,43 @@ SpillChoice spill_choice_space(const LayoutResult& planned);
 Result<LayoutResult> apply_spill_choice(const LayoutResult& planned, const SpillChoice& choice,
                                         const device::ChipDesc& chip);
 
-/// Statistics of the last DP run, for tests and the bench.
-struct SpillDpStats {
-  uint64_t cost_ns = 0;     ///< Simulated time of the chosen plan (OpModel::cost of every op).
-  uint64_t max_states = 0;  ///< Most DP states alive at one position.
-  bool exact = true;        ///< False when the live set exceeded the DP's limit (Belady used).
+/// The fit rule the DP optimises under: at every op of `planned` (spill and reshard moves
+/// included), its circular buffers plus the L1 tensors live there (its operands and its result
+/// included) fit the usable L1 per core. The error names the first op that does not fit and the
+/// bytes it needs.
+Status check_spill_fit(const LayoutResult& planned, const device::ChipDesc& chip);
+
+/// Bounds on the DP's work, and the Belady variant it starts from.
+struct SpillDpOptions {
+  uint32_t max_live = 256;            ///< L1 tensors live at once (the state's bit width, <= 256).
+  uint32_t max_readers = 16;          ///< Distinct L1 tensors one op reads (2^k eviction subsets).
+  uint64_t max_states = 1u << 20;     ///< DP states over the whole schedule (~24 B each).
+  bool belady_results_first = false;  ///< manage_spills()' results_first for the bound.
 };
 
-/// DP spill selection: among all choices of the space above, the one with the least simulated
-/// time whose circular buffers plus live L1 tensors fit the usable L1 at every op. Falls back to
-/// manage_spills() (and reports exact = false) when more than `max_live` L1 tensors are live at
-/// once, or when no choice fits.
+/// Statistics of the last DP run, for tests, the bench and the plan metrics.
+struct SpillDpStats {
+  uint64_t cost_ns = 0;     ///< Simulated time of the returned plan (OpModel::cost, moves too).
+  uint64_t belady_ns = 0;   ///< Belady's plan, the initial bound (0 if it breaks the fit rule).
+  uint64_t states = 0;      ///< DP states created over the schedule.
+  uint64_t max_states = 0;  ///< Most DP states alive at one position.
+  uint64_t pruned = 0;      ///< States cut by the bound (cost so far + lower bound > Belady's).
+  /// How the returned plan was chosen (SpillSelection): dp_exact (the DP's optimum over the
+  /// space), dp_kept_belady (the DP proved no choice of the space beats Belady's plan, which is
+  /// returned) or dp_fallback (limits exceeded or nothing in the space fits: Belady's plan, not
+  /// proven optimal; `reason` says why).
+  SpillSelection selection = SpillSelection::dp_exact;
+  std::string reason;
+  bool exact() const { return selection != SpillSelection::dp_fallback; }
+};
+
+/// DP spill selection: among all choices of the space above that satisfy check_spill_fit(), one
+/// with the least simulated time (ties: fewer spills), or Belady's plan when that is at least as
+/// cheap and satisfies the rule too. Never more simulated time than manage_spills() when
+/// Belady's plan satisfies the rule. Falls back to manage_spills() (selection = dp_fallback) past
+/// the limits in `options`. The result carries the selection and the state count
+/// (LayoutResult::spill_*).
 Result<LayoutResult> manage_spills_dp(const LayoutResult& planned, const device::ChipDesc& chip,
-                                      SpillDpStats* stats = nullptr, uint32_t max_live = 20);
+                                      SpillDpStats* stats = nullptr, SpillDpOptions options = {});
 
 }  // namespace meshplan::planner
