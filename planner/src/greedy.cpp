@@ -110,9 +110,11 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
   for (OpId o = 0; o < g.ops.size(); ++o)
     if (ov.output[o]) fixed[g.ops[o].results[0]] = true;
   using Change = std::pair<ValueId, TensorLayout>;
+  std::vector<std::optional<uint64_t>> known(g.ops.size());  // cost of each op as decided
   // Simulated time of the ops that produce or read a changed value, with the changes applied
-  // (nullopt when OpModel rejects one of them).
-  auto cost = [&](std::span<const Change> changes) -> std::optional<uint64_t> {
+  // (nullopt when OpModel rejects one of them). `as_decided`: the changes are the decision's own
+  // layouts, whose per-op costs are cached until a change touches the op.
+  auto cost = [&](std::span<const Change> changes, bool as_decided) -> std::optional<uint64_t> {
     auto layout = [&](ValueId v) -> const TensorLayout& {
       for (const Change& c : changes)
         if (c.first == v) return c.second;
@@ -127,6 +129,10 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
     ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
     uint64_t sum = 0;
     for (OpId o : ops) {
+      if (as_decided && known[o]) {
+        sum += *known[o];
+        continue;
+      }
       const Op& op = g.ops[o];
       std::vector<const TensorLayout*> in;
       for (ValueId u : op.operands) in.push_back(&layout(u));
@@ -134,6 +140,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       std::optional<uint64_t> ns = q.cost_if_valid(op.kind, op.name, op.operands, in, op.results[0],
                                                    result, config_for(d.configs[o], result, chip));
       if (!ns) return std::nullopt;
+      if (as_decided) known[o] = ns;
       sum += *ns;
     }
     return sum;
@@ -159,12 +166,14 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
     for (const std::vector<Change>& t : tries) {
       std::vector<Change> now;
       for (const Change& c : t) now.push_back({c.first, d.tensors[c.first]});
-      std::optional<uint64_t> before = cost(now), after = cost(t);
+      std::optional<uint64_t> before = cost(now, true), after = cost(t, false);
       if (!before || !after || *after >= *before) continue;
       for (const Change& c : t) {
         d.tensors[c.first] = c.second;
         OpId p = g.values[c.first].producer;
         d.configs[p] = config_for(d.configs[p], c.second, chip);
+        known[p].reset();
+        for (OpId r : readers[c.first]) known[r].reset();
       }
     }
   }
