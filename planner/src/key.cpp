@@ -5,6 +5,8 @@
 #include <cstring>
 #include <variant>
 
+#include "meshplan/device/collective_ops.hpp"
+
 namespace meshplan::planner {
 
 Hash128 graph_key(const Graph& g) {
@@ -86,6 +88,12 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   }
   // Belady is the default and keeps the keys of earlier plans.
   if (options.spill != "belady") h.string("spill").string(options.spill);
+  // A mesh other than the built-in one of its shape (a ring T3000, a mesh JSON file): plans made
+  // for the default mesh keep their keys, and a ring plan never answers for a linear mesh.
+  if (options.mesh && options.mesh->chips() > 1 &&
+      options.mesh->hash() !=
+          device::default_mesh(chip, options.mesh->rows, options.mesh->cols).hash())
+    h.string("mesh").hash(options.mesh->hash());
   return h.digest();
 }
 
