@@ -146,6 +146,10 @@ Result<device::MeshDesc> planning_mesh(const Graph& graph, const device::ChipDes
 Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip,
                              const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
+  // Mesh programs run on options.mesh, else on the built-in mesh of their shape
+  // (device::default_mesh); plan_key() adds the mesh's hash when it is not that default, so the
+  // key determines the mesh descriptor either way.
+  const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
   LayoutResult planned = MESHPLAN_TRY(plan_layout(original, chip, options));
   const Graph& g = planned.graph;
@@ -153,11 +157,6 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   Schedule schedule = Schedule::build(g);
   MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
   MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
-
-  // Mesh programs run on options.mesh, else on the built-in mesh of their shape
-  // (device::default_mesh); plan_key() adds the mesh's hash when it is not that default, so the
-  // key determines the mesh descriptor either way.
-  const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
 
   CompiledPlan out;
   out.graph_key = graph_key(original);
