@@ -69,17 +69,20 @@ class Worker {
   /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
   /// taken from `chips` by the device name the plan records. Plans that cannot be bound are
   /// reported in `skipped` (name and reason) and answered with that reason later. Each chip
-  /// runs the cores of big ops on `core_threads` host threads.
+  /// runs the cores of big ops on `core_threads` host threads. Plans are served under `names`
+  /// (parallel to `plans`: the cache entry names, unique, so a ring and a linear plan of one
+  /// model are two plans), or under their graph names when `names` is null.
   static Result<std::unique_ptr<Worker>> create(
       const std::vector<runtime::PlanRef>& plans,
       const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
-      std::vector<std::string>* skipped);
+      std::vector<std::string>* skipped, const std::vector<std::string>* names = nullptr);
 
   /// Answers one `run ...` request line with the text after "ok #ID " or an error.
   Result<std::string> run(const std::string& line);
 
  private:
   std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
+  /// Keyed by the mesh descriptor's hash (hex): one emulated mesh per descriptor.
   std::map<std::string, std::unique_ptr<device::Mesh>, std::less<>> meshes_;
   std::map<std::string, Served, std::less<>> bound_;
   std::map<std::string, std::string, std::less<>> unbound_;  ///< name -> why it is not served

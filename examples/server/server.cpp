@@ -4,7 +4,7 @@
 // protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM or SIGINT.
 //
 //   meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] [--verify full|checksummed]
-//                   [--device FILE.json]... [--core-threads K]
+//                   [--device FILE.json]... [--core-threads K] [--max-connections C]
 //
 // Without --port it serves stdin (responses on stdout) and stops at end of input. With --port it
 // listens on 127.0.0.1:P (0: a free port) and prints "listening on 127.0.0.1:PORT"; --stdin
@@ -12,7 +12,9 @@
 // is read by its own thread; requests go to one queue served by N worker threads (default 4),
 // each owning its chips and executables, so runs proceed in parallel (each chip runs its cores
 // on K host threads, default 1, so N workers use N cores). Damaged cache entries are
-// skipped at start-up and the others are served.
+// skipped at start-up and the others are served. At most C TCP connections (default 64) are
+// open at once: one more gets a single error line naming the limit and is closed. The reader
+// thread of a connection is joined as soon as the connection ends, not at shutdown.
 #include <fcntl.h>
 #include <mimalloc-new-delete.h>
 #include <netinet/in.h>
@@ -29,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -215,6 +218,103 @@ class Server {
   std::atomic<size_t> served_{0}, failed_{0};
 };
 
+/// The open TCP connections, one reader thread each, at most `limit` at once. A reader that
+/// ends (its client hung up or sent quit) files its id and pokes a pipe; the acceptor, which
+/// polls that pipe, joins filed readers at once, so threads of closed connections never pile
+/// up. All members but finish() are called from the acceptor thread only.
+class Connections {
+ public:
+  explicit Connections(size_t limit) : limit_(limit) {
+    if (::pipe2(done_, O_CLOEXEC | O_NONBLOCK) != 0) done_[0] = done_[1] = -1;
+  }
+  ~Connections() {
+    join_all();
+    for (int fd : done_)
+      if (fd >= 0) ::close(fd);
+  }
+  /// Readable when a reader has ended (poll it, then call reap()).
+  int done_fd() const { return done_[0]; }
+
+  /// Joins the readers that have ended; returns how many.
+  size_t reap() {
+    char sink[64];
+    while (done_[0] >= 0 && ::read(done_[0], sink, sizeof sink) > 0) {
+    }
+    std::vector<std::thread> ended;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (uint64_t id : finished_) {
+        auto it = live_.find(id);
+        if (it == live_.end()) continue;  // joined by join_all() already
+        ended.push_back(std::move(it->second));
+        live_.erase(it);
+      }
+      finished_.clear();
+    }
+    for (std::thread& t : ended) t.join();  // each has filed its id: it is returning
+    reaped_ += ended.size();
+    return ended.size();
+  }
+
+  /// Serves client socket `fd` on a new reader thread running `read(session)`, or, at the
+  /// limit, answers one error line naming it and closes the socket. Reaps ended readers first.
+  template <typename Read>
+  void admit(int fd, Read read) {
+    reap();
+    auto session = std::make_shared<Session>(fd, fd, true);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_.size() >= limit_) {
+      refused_++;
+      Error e{ErrorCode::resource_exhausted,
+              str("connection limit reached: this server reads at most ", limit_,
+                  " connections at once (--max-connections ", limit_, "); try again later")};
+      session->send(str("error #0 ", e.to_string()));
+      return;  // the session closes the socket
+    }
+    uint64_t id = next_id_++;
+    accepted_++;
+    live_.emplace(id, std::thread([this, id, session, read] {
+                    read(session);
+                    finish(id);
+                  }));
+  }
+
+  /// Joins every reader (at shutdown, after a stop request made them return).
+  void join_all() {
+    std::map<uint64_t, std::thread> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      all.swap(live_);
+      finished_.clear();
+    }
+    for (auto& [id, t] : all) t.join();
+  }
+
+  size_t accepted() const { return accepted_; }
+  size_t refused() const { return refused_; }
+  size_t reaped() const { return reaped_; }
+
+ private:
+  /// Called by reader `id` as its last act.
+  void finish(uint64_t id) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_.push_back(id);
+    }
+    char c = 1;
+    ssize_t ignored = ::write(done_[1], &c, 1);  // full pipe: a wake-up is pending anyway
+    (void)ignored;
+  }
+
+  size_t limit_;
+  int done_[2] = {-1, -1};
+  std::mutex mu_;
+  std::map<uint64_t, std::thread> live_;  // guarded by mu_
+  std::vector<uint64_t> finished_;        // guarded by mu_: ended, not yet joined
+  uint64_t next_id_ = 0;
+  size_t accepted_ = 0, refused_ = 0, reaped_ = 0;
+};
+
 struct Options {
   std::string cache;
   int threads = 4;
@@ -223,15 +323,19 @@ struct Options {
   bool stdin_too = false;
   runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
   std::vector<std::string> devices;
+  size_t max_connections = 64;  // TCP connections read at once
 };
 
 constexpr const char* kUsage =
     "usage: meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] "
-    "[--verify full|checksummed] [--device FILE.json]... [--core-threads K]\n"
+    "[--verify full|checksummed] [--device FILE.json]... [--core-threads K] [--max-connections "
+    "C]\n"
     "  Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
     "  without --port or with --stdin. N worker threads (1-256, default 4). Requests, one per\n"
     "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n"
-    "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n";
+    "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n"
+    "  At most C TCP connections at once (1-65536, default 64); one more gets an error line and\n"
+    "  is closed.\n";
 
 Result<Options> parse_args(int argc, char** argv) {
   Options o;
@@ -259,6 +363,9 @@ Result<Options> parse_args(int argc, char** argv) {
     else if (is("--core-threads"))
       o.core_threads = static_cast<unsigned>(
           MESHPLAN_TRY(number("--core-threads", MESHPLAN_TRY(value("--core-threads")), 1, 64)));
+    else if (is("--max-connections"))
+      o.max_connections = static_cast<size_t>(MESHPLAN_TRY(
+          number("--max-connections", MESHPLAN_TRY(value("--max-connections")), 1, 65536)));
     else if (is("--port"))
       o.port =
           static_cast<int>(MESHPLAN_TRY(number("--port", MESHPLAN_TRY(value("--port")), 0, 65535)));
@@ -308,11 +415,13 @@ Result<int> serve(const Options& opt) {
       MESHPLAN_TRY(runtime::PlanCache::open(opt.cache, runtime::PlanCacheOptions{opt.verify}));
   auto t_open = Clock::now();
   std::vector<runtime::PlanRef> plans;
+  std::vector<std::string> names;  // the cache entry names, parallel to plans
   for (size_t i = 0; i < cache.size(); ++i) {
     auto plan = cache.load(i);
-    if (plan)
+    if (plan) {
       plans.push_back(*plan);
-    else  // A damaged entry is skipped; the others are served.
+      names.emplace_back(cache.entry(i).name);
+    } else  // A damaged entry is skipped; the others are served.
       std::fprintf(stderr, "meshplan-server: skipping entry %zu: %s\n", i,
                    plan.error().to_string().c_str());
   }
@@ -328,13 +437,12 @@ Result<int> serve(const Options& opt) {
   std::vector<std::string> skipped;
   for (int t = 0; t < opt.threads; ++t)
     workers.push_back(MESHPLAN_TRY(
-        server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped)));
+        server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped, &names)));
   auto t_bind = Clock::now();
   for (const std::string& why : skipped)
     std::fprintf(stderr, "meshplan-server: not serving: %s\n", why.c_str());
-  std::vector<std::string> names;
-  for (const runtime::PlanRef& p : plans) names.emplace_back(p.name());
-  std::sort(names.begin(), names.end());
+  std::vector<std::string> listed = names;
+  std::sort(listed.begin(), listed.end());
 
   std::printf(
       "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
@@ -350,24 +458,24 @@ Result<int> serve(const Options& opt) {
   }
   std::fflush(stdout);
 
-  Server server(names);
+  Server server(listed);
   std::vector<std::thread> pool;
   for (auto& w : workers) pool.emplace_back([&server, &w] { server.work(*w); });
-  std::mutex readers_mu;
-  std::vector<std::thread> readers;
+  Connections connections(opt.max_connections);
   std::thread acceptor;
   if (listen_fd >= 0)
     acceptor = std::thread([&] {
-      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+      pollfd fds[3] = {
+          {listen_fd, POLLIN, 0}, {g_wake[0], POLLIN, 0}, {connections.done_fd(), POLLIN, 0}};
       while (!g_stop.load()) {
-        if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+        if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
         if (fds[1].revents) return;
+        if (fds[2].revents) connections.reap();
         if (!(fds[0].revents & POLLIN)) continue;
         int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (c < 0) continue;
-        auto session = std::make_shared<Session>(c, c, true);
-        std::lock_guard<std::mutex> lock(readers_mu);
-        readers.emplace_back([&server, session] { server.read_session(session); });
+        connections.admit(c,
+                          [&server](const std::shared_ptr<Session>& s) { server.read_session(s); });
       }
     });
   if (listen_fd < 0 || opt.stdin_too) {
@@ -380,14 +488,16 @@ Result<int> serve(const Options& opt) {
     ::poll(&wake, 1, -1);
   }
   if (acceptor.joinable()) acceptor.join();
-  {
-    std::lock_guard<std::mutex> lock(readers_mu);
-    for (auto& r : readers) r.join();
-  }
+  connections.join_all();
   server.close_queue();
   for (auto& t : pool) t.join();
   if (listen_fd >= 0) ::close(listen_fd);
-  std::printf("done: %zu served, %zu failed\n", server.served(), server.failed());
+  std::string tcp;
+  if (listen_fd >= 0)
+    tcp = str("; connections: ", connections.accepted(), " accepted, ", connections.refused(),
+              " refused over the limit of ", opt.max_connections, ", ", connections.reaped(),
+              " reader threads joined as they closed");
+  std::printf("done: %zu served, %zu failed%s\n", server.served(), server.failed(), tcp.c_str());
   std::fflush(stdout);
   return 0;
 }

@@ -48,10 +48,11 @@ std::string echo(std::string_view text) {
 Result<std::unique_ptr<Worker>> Worker::create(
     const std::vector<runtime::PlanRef>& plans,
     const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
-    std::vector<std::string>* skipped) {
+    std::vector<std::string>* skipped, const std::vector<std::string>* names) {
   auto w = std::unique_ptr<Worker>(new Worker());
-  for (const runtime::PlanRef& plan : plans) {
-    std::string name(plan.name());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const runtime::PlanRef& plan = plans[i];
+    std::string name = names && i < names->size() ? (*names)[i] : std::string(plan.name());
     const fb::DeviceInfo* d = plan.plan().header()->device();
     std::string chip_name = d->name() ? d->name()->str() : "";
     auto chip = chips.find(chip_name);
@@ -60,13 +61,13 @@ Result<std::unique_ptr<Worker>> Worker::create(
       why = str("plan '", name, "' targets device '", chip_name,
                 "', neither built in nor given with --device FILE.json");
     } else if (runtime::is_mesh_plan(plan)) {
-      // Mesh plans: an emulated mesh of the plan's shape, shared by the plans made for it.
+      // Mesh plans: an emulated mesh of the plan's descriptor (shape, topology, links), shared
+      // by the plans made for that same descriptor (a ring and a linear t3k are two meshes).
       auto desc = runtime::plan_mesh_desc(plan, chip->second);
       if (!desc) {
         why = desc.error().message;
       } else {
-        std::string mesh_name = str(desc->name, " ", desc->rows, "x", desc->cols);
-        auto& mesh = w->meshes_[mesh_name];
+        auto& mesh = w->meshes_[desc->hash().hex()];
         if (!mesh) mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
         auto exe = runtime::MeshExecutable::bind(plan, *mesh);
         if (exe)

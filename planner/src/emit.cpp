@@ -123,6 +123,32 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
 
 }  // namespace
 
+Result<device::MeshDesc> planning_mesh(const Graph& graph, const device::ChipDesc& chip,
+                                       const PlannerOptions& options) {
+  const int rows = graph.mesh.rows, cols = graph.mesh.cols;
+  if (!options.mesh || graph.mesh.single_chip()) {
+    if (options.mesh && options.mesh->chips() > 1)
+      return fail(ErrorCode::invalid_argument, "graph '", graph.name,
+                  "' is a single-chip program: it cannot be planned for the ", options.mesh->rows,
+                  "x", options.mesh->cols, " mesh ", options.mesh->name);
+    device::MeshDesc mesh = device::default_mesh(chip, rows, cols);
+    if (!graph.mesh.single_chip()) MESHPLAN_TRY(mesh.verify());
+    return mesh;
+  }
+  const device::MeshDesc& mesh = *options.mesh;
+  if (mesh.rows != rows || mesh.cols != cols)
+    return fail(ErrorCode::invalid_argument, "graph '", graph.name, "' runs on a ", rows, "x", cols,
+                " mesh, the mesh it was to be planned for (", mesh.name, ") is ", mesh.rows, "x",
+                mesh.cols);
+  if (mesh.chip.hash() != chip.hash())
+    return fail(ErrorCode::invalid_argument, "mesh ", mesh.name, " is made of ", mesh.chip.name,
+                " chips (descriptor ", mesh.chip.hash().hex().substr(0, 8),
+                "), the plan is for chip ", chip.name, " (descriptor ",
+                chip.hash().hex().substr(0, 8), ")");
+  MESHPLAN_TRY(mesh.verify());
+  return mesh;
+}
+
 Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip,
                              const PlannerOptions& options) {
   MESHPLAN_TRY(chip.verify());
@@ -137,6 +163,10 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     prepared = MESHPLAN_TRY(prepare_conv_weights(prepared_graph));
     source = &prepared_graph;
   }
+  // Mesh programs run on options.mesh, else on the built-in mesh of their shape
+  // (device::default_mesh); plan_key() adds the mesh's hash when it is not that default, so the
+  // key determines the mesh descriptor either way.
+  const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
   LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
   const Graph& g = planned.graph;
@@ -144,11 +174,6 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   Schedule schedule = Schedule::build(g);
   MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
   MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
-
-  // Mesh programs run on the built-in mesh of their shape (device::default_mesh); the graph key
-  // holds the shape, so the key determines the mesh descriptor too.
-  const device::MeshDesc mesh = device::default_mesh(chip, original.mesh.rows, original.mesh.cols);
-  if (!original.mesh.single_chip()) MESHPLAN_TRY(mesh.verify());
 
   CompiledPlan out;
   out.graph_key = graph_key(original);

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan_custom_call.hpp"
 
@@ -461,29 +462,10 @@ shlo::PipelineOptions pipeline_options(const MeshAnnotations& annotations, int64
 }
 
 Status parse_mesh_size(std::string_view text, int64_t* rows, int64_t* cols) {
-  if (text == "n300") {
-    *rows = 1, *cols = 2;
-  } else if (text == "t3k") {
-    *rows = 2, *cols = 4;
-  } else if (text == "galaxy") {
-    *rows = 8, *cols = 4;
-  } else {
-    size_t x = text.find('x');
-    auto num = [](std::string_view s, int64_t* out) {
-      if (s.empty() || s.size() > 6) return false;
-      int64_t v = 0;
-      for (char c : s) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + (c - '0');
-      }
-      *out = v;
-      return v > 0;
-    };
-    if (x == std::string_view::npos || !num(text.substr(0, x), rows) ||
-        !num(text.substr(x + 1), cols))
-      return fail(ErrorCode::invalid_argument,
-                  "--mesh takes RxC (e.g. 2x4), n300, t3k or galaxy, not '", text, "'");
-  }
+  // One parser for every --mesh form (device/mesh_spec.hpp); a JSON file is read for its shape.
+  device::MeshDesc mesh = MESHPLAN_TRY(device::resolve_mesh_spec(text, device::wormhole_b0()));
+  *rows = mesh.rows;
+  *cols = mesh.cols;
   return {};
 }
 

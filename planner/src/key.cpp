@@ -5,6 +5,8 @@
 #include <cstring>
 #include <variant>
 
+#include "meshplan/device/collective_ops.hpp"
+
 namespace meshplan::planner {
 
 Hash128 graph_key(const Graph& g) {
@@ -88,6 +90,12 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   if (options.spill != "belady") h.string("spill").string(options.spill);
   // Preparing conv weights is the default; turning it off changes the plans.
   if (!options.prepare_weights) h.string("no-prepare-weights");
+  // A mesh other than the built-in one of its shape (a ring T3000, a mesh JSON file): plans made
+  // for the default mesh keep their keys, and a ring plan never answers for a linear mesh.
+  if (options.mesh && options.mesh->chips() > 1 &&
+      options.mesh->hash() !=
+          device::default_mesh(chip, options.mesh->rows, options.mesh->cols).hash())
+    h.string("mesh").hash(options.mesh->hash());
   return h.digest();
 }
 

@@ -1,4 +1,5 @@
-// meshplan custom calls <-> graph ops.
+// meshplan custom calls <-> graph ops: the one decoder of `stablehlo.custom_call @meshplan.<op>`
+// (the lowering, the sharding rules and the host evaluator all read calls through it).
 #include "meshplan_custom_call.hpp"
 
 #include <algorithm>
@@ -22,11 +23,18 @@ std::optional<OpKind> meshplan_call_kind(const Op& op) {
 }
 
 Result<planner::Op> meshplan_call_op(const Op& op) {
+  auto bad = [&](auto&&... what) {
+    return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", what...);
+  };
   std::string target = custom_call_target(op);
-  auto kind = meshplan_call_kind(op);
-  if (!kind)
-    return fail(ErrorCode::unimplemented, op.loc.str(), ": custom call '", target,
-                "' is not a meshplan op");
+  if (target.empty()) return bad("stablehlo.custom_call without a call_target_name");
+  if (!target.starts_with(kMeshplanPrefix))
+    return bad("stablehlo.custom_call @", target, " has no meshplan op");
+  std::string_view op_name = std::string_view(target).substr(kMeshplanPrefix.size());
+  auto kind = device::op_from_name(op_name);
+  if (!kind) return bad("custom_call @", target, ": no meshplan op '", op_name, "'");
+  if (op.results.size() != 1)
+    return bad("custom_call @", target, " with ", op.results.size(), " results");
   planner::Op g;
   g.name = target;
   g.kind = *kind;
@@ -43,13 +51,13 @@ Result<planner::Op> meshplan_call_op(const Op& op) {
         out.value = a.i != 0;
       else if (a.kind == K::string)
         out.value = a.text;
-      else if (a.kind == K::dense_array && a.text.starts_with("f"))
+      else if (a.kind == K::dense_array && (a.text.starts_with("f") || a.text.starts_with("bf")))
         out.value = a.values;
       else if (a.kind == K::dense_array)
         out.value = a.ints;
       else
-        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", target, ": attribute '", name,
-                    "' = ", attr_string(a), " has no graph attribute form");
+        return bad("custom_call @", target, ": attribute ", name, " = ", attr_string(a),
+                   " is not an i64, f64, bool, string or array<i64|f64> value");
       g.attributes.push_back(std::move(out));
     }
   std::sort(g.attributes.begin(), g.attributes.end(),

@@ -1,5 +1,6 @@
 // `"stablehlo.custom_call"` ops with call_target_name = "meshplan.<op>" (MESH-SPEC §2): reading
-// them back into a graph op, for the sharding rules and the host evaluators (internal).
+// them back into a graph op, for the lowering, the sharding rules and the host evaluator
+// (internal).
 #pragma once
 
 #include <optional>
@@ -18,9 +19,10 @@ std::string custom_call_target(const Op& op);
 /// The meshplan op kind a custom call stands for, or nullopt when it is not a meshplan call.
 std::optional<OpKind> meshplan_call_kind(const Op& op);
 
-/// The graph op (kind and attributes, sorted by name; no operands or results) of a meshplan
-/// custom call. Errors name the op's location: an unknown meshplan op, an attribute whose value
-/// has no graph form.
+/// The graph op (name = the call target, kind, attributes sorted by name; no operands or
+/// results) of a meshplan custom call. Errors (unimplemented) name the op's location: no call
+/// target, a target that is not meshplan.<op>, an unknown meshplan op, a result count other than
+/// one, an attribute whose value has no graph form.
 Result<planner::Op> meshplan_call_op(const Op& op);
 
 /// MLIR text of a graph attribute value per MESH-SPEC §2 (`-1 : i64`, `1.0e-05 : f64`, `true`,

@@ -58,9 +58,6 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
   const device::OpConfig& c = *cfg;
   std::vector<std::vector<int64_t>> in;
   for (ValueId v : op.operands) in.push_back(m.values[v].type.shape);
-  if (op.results.size() != 1)
-    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", g.name, " has ", op.results.size(),
-                " results, expected 1");
   const std::vector<int64_t>& out_shape = m.values[op.results[0]].type.shape;
   auto need = [&](size_t n) -> Status {
     if (in.size() < n)

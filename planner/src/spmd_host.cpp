@@ -7,6 +7,7 @@
 
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan_custom_call.hpp"
 #include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo {
@@ -370,7 +371,7 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
   if (s == "convolution") return convolution(op, *in[0], *in[1], std::move(out));
   if (s == "custom_call") {
     // meshplan.* custom calls: the device's f32 reference of that op.
-    planner::Op call = MESHPLAN_TRY(lowering::custom_call_op(op));
+    planner::Op call = MESHPLAN_TRY(meshplan_call_op(op));
     device::OpConfig config = MESHPLAN_TRY(op_config(call));
     std::vector<device::HostView> views;
     for (const Arr* a : in) views.push_back({a->shape, a->data});

@@ -87,10 +87,6 @@ struct ConvSpec {
 /// Errors (unimplemented, at op's location) for forms conv2d cannot express.
 Result<ConvSpec> conv_spec(const Op& op);
 
-/// The meshplan op (kind and sorted attributes, no operands) a `stablehlo.custom_call
-/// @meshplan.<op>` stands for (MESH-SPEC section 2).
-Result<planner::Op> custom_call_op(const Op& op);
-
 // Op lowerings (stablehlo_lower_ops.cpp). Each lowers one module op, binding its results.
 Status lower_dot_general(Lowering& l, const Op& op);
 Status lower_reduce(Lowering& l, const Op& op);

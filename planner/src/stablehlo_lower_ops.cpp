@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan_custom_call.hpp"
 #include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo::lowering {
@@ -318,57 +319,8 @@ Status lower_convolution(Lowering& l, const Op& op) {
   return {};
 }
 
-Result<planner::Op> custom_call_op(const Op& op) {
-  auto bad = [&](auto&&... what) {
-    return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", what...);
-  };
-  const Attr* target = any_attr(op, "call_target_name");
-  if (!target || target->text.empty())
-    return bad("stablehlo.custom_call without a call_target_name");
-  const std::string& name = target->text;
-  if (!name.starts_with("meshplan."))
-    return bad("stablehlo.custom_call @", name, " has no meshplan op");
-  auto kind = device::op_from_name(std::string_view(name).substr(9));
-  if (!kind) return bad("custom_call @", name, ": no meshplan op '", name.substr(9), "'");
-  if (op.results.size() != 1)
-    return bad("custom_call @", name, " with ", op.results.size(), " results");
-  planner::Op out;
-  out.kind = *kind;
-  for (const auto* list : {&op.props, &op.attrs})
-    for (const auto& [key, a] : *list) {
-      if (!key.starts_with("meshplan.")) continue;
-      std::string attr_name = key.substr(9);
-      switch (a.kind) {
-        case Attr::Kind::integer:
-          out.attributes.push_back({attr_name, a.i});
-          break;
-        case Attr::Kind::floating:
-          out.attributes.push_back({attr_name, a.f});
-          break;
-        case Attr::Kind::boolean:
-          out.attributes.push_back({attr_name, a.i != 0});
-          break;
-        case Attr::Kind::string:
-          out.attributes.push_back({attr_name, a.text});
-          break;
-        case Attr::Kind::dense_array:
-          if (a.text.starts_with("f") || a.text.starts_with("bf"))
-            out.attributes.push_back({attr_name, a.values});
-          else
-            out.attributes.push_back({attr_name, a.ints});
-          break;
-        default:
-          return bad("custom_call @", name, ": attribute ", key, " = ", attr_string(a),
-                     " is not an i64, f64, bool, string or array<i64|f64> value");
-      }
-    }
-  std::sort(out.attributes.begin(), out.attributes.end(),
-            [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
-  return out;
-}
-
 Status lower_custom_call(Lowering& l, const Op& op) {
-  planner::Op call = MESHPLAN_TRY(custom_call_op(op));
+  planner::Op call = MESHPLAN_TRY(meshplan_call_op(op));
   std::vector<GValue> operands;
   for (ValueId v : op.operands) operands.push_back(MESHPLAN_TRY(l.use(v, op)));
   MESHPLAN_TRY(l.emit_for(op, call.kind, operands, std::move(call.attributes)));

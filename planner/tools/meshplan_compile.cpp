@@ -8,7 +8,8 @@
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
-//   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy [--emit=sdy|stablehlo ...] [-o ...]
+//   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json
+//                    [--emit=sdy|stablehlo ...] [-o ...]
 //   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]
 #include <mimalloc-new-delete.h>  // mimalloc is the tool's process allocator.
 
@@ -24,7 +25,9 @@
 #include <string>
 
 #include "compile_batch.hpp"
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/descriptor_json.hpp"
+#include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/dot.hpp"
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
@@ -77,7 +80,11 @@ constexpr const char* kUsage =
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
     "  A MODEL.json with sharding annotations (mesh_axes, Argument.sharding) or a --mesh larger\n"
     "  than 1x1 takes the same path: the graph is exported to StableHLO/Shardy first. --mesh also\n"
-    "  takes n300 (1x2), t3k (2x4) and galaxy (8x4).\n"
+    "  takes n300 (1x2), t3k (2x4) and galaxy (8x4), each form optionally followed by :ring\n"
+    "  (wrap-around links on every row and column; collectives are costed on them) or :linear\n"
+    "  (the default), or a device JSON file with a mesh table (schemas/device.fbs: rows, cols,\n"
+    "  topology, links, hop_latency_ns, chip), whose chip is the planning chip. The plan records\n"
+    "  the mesh (meshplan-run builds it); a ring plan's key differs from a linear one's.\n"
     "  --report writes a self-contained HTML report; --compare adds plans by other policies to "
     "it.\n"
     "       meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n"
@@ -85,6 +92,7 @@ constexpr const char* kUsage =
 
 struct Args {
   std::string model, output, name, policy = "dram", device = "wormhole_b0", emit;
+  bool device_given = false;  // --device was written (a mesh JSON file's chip must agree)
   std::string mesh, stop_after, arg_types;  // mesh "" = not given (1x1)
   std::string report;                       // --report=FILE.html
   std::vector<std::string>
@@ -126,9 +134,10 @@ Result<Args> parse_args(int argc, char** argv) {
       a.name = MESHPLAN_TRY(value("--name"));
     else if (is("--policy"))
       a.policy = MESHPLAN_TRY(value("--policy"));
-    else if (is("--device"))
+    else if (is("--device")) {
       a.device = MESHPLAN_TRY(value("--device"));
-    else if (is("--beam-width"))
+      a.device_given = true;
+    } else if (is("--beam-width"))
       a.options.beam_width =
           MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
     else if (is("--max-legal-layouts"))
@@ -223,13 +232,10 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
 /// or the per-device program lowered to the graph IR.
 /// (A graph.json exported to StableHLO arrives here as `module` with `options` already set.)
 Result<std::optional<planner::Graph>> run_mlir(const Args& args,
-                                               std::optional<planner::shlo::Module> exported = {},
-                                               planner::shlo::PipelineOptions options = {}) {
+                                               planner::shlo::PipelineOptions options,
+                                               std::optional<planner::shlo::Module> exported = {}) {
   planner::shlo::Module module =
       exported ? std::move(*exported) : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
-  if (!exported)
-    MESHPLAN_TRY(planner::parse_mesh_size(args.mesh.empty() ? "1x1" : args.mesh, &options.mesh_rows,
-                                          &options.mesh_cols));
   std::string stage = !args.stop_after.empty()   ? args.stop_after
                       : args.emit == "stablehlo" ? "import"
                                                  : "close";
@@ -259,10 +265,10 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
 
 /// Writes the HTML report for `plan` (and one plan per --compare policy) to args.report.
 Status write_report(const Args& args, const planner::Graph& graph, const device::ChipDesc& chip,
-                    const planner::CompiledPlan& plan) {
+                    const planner::PlannerOptions& planned, const planner::CompiledPlan& plan) {
   std::vector<planner::CompiledPlan> others;
   for (const std::string& policy : args.compare) {
-    planner::PlannerOptions options = args.options;
+    planner::PlannerOptions options = planned;
     options.policy = policy;
     auto other = planner::compile(graph, chip, options);
     if (!other) return std::unexpected(with_context(other.error(), "--compare " + policy));
@@ -299,24 +305,83 @@ Result<device::ChipDesc> resolve_chip(const std::string& device) {
   return device::builtin_chip(device);
 }
 
+/// What --mesh says before the graph is known: the chip count and shape for the mesh pipeline,
+/// the topology if written, and a mesh JSON file's descriptor (whose chip is the planning chip).
+struct MeshArg {
+  device::MeshSpec spec;                 // 1x1 when --mesh is not given
+  std::optional<device::MeshDesc> file;  // --mesh FILE.json
+  device::ChipDesc chip;                 // the planning chip
+};
+
+Result<MeshArg> resolve_mesh_arg(const Args& args) {
+  MeshArg m;
+  if (!args.mesh.empty()) {
+    auto spec = device::parse_mesh_spec(args.mesh);
+    if (!spec) return std::unexpected(with_context(spec.error(), "--mesh"));
+    m.spec = *spec;
+  }
+  if (m.spec.file.empty()) {
+    m.chip = MESHPLAN_TRY(resolve_chip(args.device));
+    return m;
+  }
+  auto file = device::load_mesh_file(m.spec.file);
+  if (!file) return std::unexpected(with_context(file.error(), "--mesh"));
+  m.file = *file;
+  m.spec.rows = file->rows;
+  m.spec.cols = file->cols;
+  m.spec.topology = file->topology;
+  m.chip = file->chip;
+  if (args.device_given) {
+    device::ChipDesc given = MESHPLAN_TRY(resolve_chip(args.device));
+    if (given.hash() != m.chip.hash())
+      return fail(ErrorCode::invalid_argument, "--device ", args.device, " (chip ", given.name,
+                  ") is not the chip of --mesh ", m.spec.file, " (", m.chip.name,
+                  "): give one of them");
+  }
+  return m;
+}
+
+/// options.mesh for the lowered graph: a mesh JSON file's descriptor (compile() checks its shape
+/// against the graph's), or for a written topology the default mesh of the graph's shape (its
+/// own mesh declaration decides the shape) with that topology; else none (the default mesh).
+std::optional<device::MeshDesc> planning_mesh_of(const MeshArg& m, const planner::Graph& graph) {
+  if (graph.mesh.single_chip() && m.spec.rows * m.spec.cols == 1) return std::nullopt;
+  if (m.file) return m.file;
+  if (!m.spec.topology) return std::nullopt;
+  device::MeshDesc mesh = device::default_mesh(m.chip, graph.mesh.rows, graph.mesh.cols);
+  mesh.topology = *m.spec.topology;
+  return mesh;
+}
+
 /// Plans args.model: imports it, runs the emits and the report it asks for, and returns the
 /// cache entry to write (nullopt when the model was only printed, e.g. --emit=sdy).
 Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   auto t0 = std::chrono::steady_clock::now();
+  const MeshArg mesh_arg = MESHPLAN_TRY(resolve_mesh_arg(args));
   planner::Graph graph;
   if (args.model.ends_with(".mlir")) {
-    auto lowered = MESHPLAN_TRY(run_mlir(args));
+    planner::shlo::PipelineOptions pipeline;
+    pipeline.mesh_rows = mesh_arg.spec.rows;
+    pipeline.mesh_cols = mesh_arg.spec.cols;
+    auto lowered = MESHPLAN_TRY(run_mlir(args, pipeline));
     if (!lowered) return std::nullopt;
     graph = std::move(*lowered);
     graph.name = tools::name_from_path(args.model);  // Not the entry function's name ("main").
   } else {
     planner::AnnotatedGraph annotated =
         MESHPLAN_TRY(planner::load_annotated_graph_file(args.model));
-    int64_t rows = 1, cols = 1;
-    if (!args.mesh.empty()) MESHPLAN_TRY(planner::parse_mesh_size(args.mesh, &rows, &cols));
-    const bool mesh = !annotated.annotations.empty() || rows * cols > 1 || args.emit == "sdy" ||
-                      args.emit == "stablehlo";
+    const int64_t rows = mesh_arg.spec.rows, cols = mesh_arg.spec.cols;
+    // A per-device program (its graph has a mesh: collectives already placed) is planned as it
+    // is; --mesh then only describes the mesh it runs on.
+    const planner::GraphMesh& own = annotated.graph.mesh;
+    const bool per_device = !own.single_chip();
+    const bool mesh = args.emit == "sdy" || args.emit == "stablehlo" ||
+                      (!per_device && (!annotated.annotations.empty() || rows * cols > 1));
     if (!mesh) {
+      if (per_device && !args.mesh.empty() && own.rows * own.cols != rows * cols)
+        return fail(ErrorCode::incompatible, args.model,
+                    ": the graph is a per-device program for a ", own.rows, "x", own.cols,
+                    " mesh but --mesh ", args.mesh, " has ", rows * cols, " chips");
       graph = std::move(annotated.graph);
     } else {
       planner::MeshAnnotations& ann = annotated.annotations;
@@ -328,7 +393,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
       auto module = planner::export_stablehlo(annotated.graph, ann);
       if (!module) return std::unexpected(with_context(module.error(), args.model));
       auto lowered = MESHPLAN_TRY(
-          run_mlir(args, std::move(*module), planner::pipeline_options(ann, rows, cols)));
+          run_mlir(args, planner::pipeline_options(ann, rows, cols), std::move(*module)));
       if (!lowered) return std::nullopt;
       graph = std::move(*lowered);
       graph.name = annotated.graph.name;  // The model's name, not the entry function's.
@@ -338,9 +403,10 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));
     if (args.output.empty()) return std::nullopt;
   }
-  device::ChipDesc chip = MESHPLAN_TRY(resolve_chip(args.device));
+  const device::ChipDesc& chip = mesh_arg.chip;
   planner::PlannerOptions options = args.options;
   options.policy = args.policy;
+  options.mesh = planning_mesh_of(mesh_arg, graph);
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -349,12 +415,16 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   std::string graph_name = !graph.name.empty() ? graph.name : stem;
   if (args.emit == "dot")
     std::cout << planner::render_dot(*fb::GetSizePrefixedPlan(plan.bytes.data()), graph_name);
-  if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, plan));
+  if (!args.report.empty()) MESHPLAN_TRY(write_report(args, graph, chip, options, plan));
   if (args.output.empty()) return std::nullopt;
   // One model: the graph's name (as before); several: the file's name, which is unique.
   std::string name = !args.name.empty() ? args.name : args.models.size() > 1 ? stem : graph_name;
   tools::PlannedModel out;
-  out.summary = str("policy ", args.policy, ", device ", chip.name, ", ", graph.ops.size(),
+  std::string on_mesh;
+  if (!graph.mesh.single_chip())
+    on_mesh = str(", mesh ",
+                  device::mesh_summary(MESHPLAN_TRY(planner::planning_mesh(graph, chip, options))));
+  out.summary = str("policy ", args.policy, ", device ", chip.name, on_mesh, ", ", graph.ops.size(),
                     " ops, ", plan.bytes.size(), " bytes, key ", plan.key.hex());
   // Which spill selection the plan records (--spill=dp may fall back to Belady past its limits).
   if (const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan.bytes.data())->header()->metrics();

@@ -76,8 +76,25 @@ Status check_plan_matches(const PlanRef& plan, const PlanQuery& query) {
     std::string_view name = m ? sv(m->name()) : std::string_view("single chip");
     std::string plan_side = str(name, " ", rows, "×", cols);
     std::string want_side = str(query.mesh->name, " ", query.mesh->rows, "×", query.mesh->cols);
-    add(plan_side == want_side ? str("mesh ", plan_side, " descriptor differs (topology or links)")
-                               : str("mesh ", plan_side, " ≠ ", want_side));
+    if (plan_side != want_side) {
+      add(str("mesh ", plan_side, " ≠ ", want_side));
+    } else {
+      // Same name and shape: say which fabric facts differ (a ring plan on a linear mesh).
+      std::string facts;
+      auto topology = [](uint8_t t) {
+        return t <= 1 ? device::topology_name(static_cast<device::Topology>(t))
+                      : std::string_view("?");
+      };
+      const device::MeshDesc& q = *query.mesh;
+      if (m && m->topology() != static_cast<uint8_t>(q.topology))
+        facts +=
+            str(" topology ", topology(m->topology()), " ≠ ", device::topology_name(q.topology));
+      if (m && m->links() != q.links) facts += str(" links ", m->links(), " ≠ ", q.links);
+      if (m && m->hop_latency_ns() != q.hop_latency_ns)
+        facts += str(" hop latency ", m->hop_latency_ns(), " ns ≠ ", q.hop_latency_ns, " ns");
+      add(str("mesh ", plan_side, " descriptor differs (", facts.empty() ? " chip facts" : facts,
+              " )"));
+    }
   }
   if (other_graph) {
     const fb::Hash128* g = h->graph_key();

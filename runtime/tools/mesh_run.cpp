@@ -92,11 +92,9 @@ std::string inspect_mesh(const runtime::PlanRef& plan) {
   return out.str();
 }
 
-Result<int> run_mesh_plan(const runtime::PlanRef& plan, const MeshRunOptions& o) {
-  const fb::DeviceInfo* want = plan.plan().header()->device();
-  device::ChipDesc chip =
-      MESHPLAN_TRY(device::builtin_chip(want->name() ? want->name()->string_view() : ""));
-  device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, chip));
+Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& desc,
+                          const MeshRunOptions& o) {
+  const device::ChipDesc& chip = desc.chip;
   auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
@@ -122,10 +120,10 @@ Result<int> run_mesh_plan(const runtime::PlanRef& plan, const MeshRunOptions& o)
   auto t_run = Clock::now();
   runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));
   double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
-  std::printf("plan '%.*s' (%s, %u ops) on mesh %s %dx%d of %s\n",
+  std::printf("plan '%.*s' (%s, %u ops) on mesh %s %dx%d of %s (%s, %u links)\n",
               static_cast<int>(plan.name().size()), plan.name().data(), plan.key().hex().c_str(),
-              plan.plan().ops()->size(), desc.name.c_str(), desc.rows, desc.cols,
-              chip.name.c_str());
+              plan.plan().ops()->size(), desc.name.c_str(), desc.rows, desc.cols, chip.name.c_str(),
+              std::string(device::topology_name(desc.topology)).c_str(), desc.links);
   std::printf(
       "bind %.3f ms, run %.3f ms (host), %.3f us simulated (slowest chip), %.3f us in "
       "collectives, %llu bytes between chips\n",

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/device/mesh_desc.hpp"
 #include "meshplan/runtime/plan.hpp"
 
 namespace meshplan::tools {
@@ -18,8 +19,10 @@ struct MeshRunOptions {
   bool check = false, print = false, inspect = false, json = false;
 };
 
-/// Runs (or inspects) a mesh plan; the exit code (0, or 2 when --check fails).
-Result<int> run_mesh_plan(const runtime::PlanRef& plan, const MeshRunOptions& options);
+/// Runs (or inspects) a mesh plan on an EmulatedMesh of `mesh` (MeshExecutable::bind refuses a
+/// mesh the plan was not made for); the exit code (0, or 2 when --check fails).
+Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& mesh,
+                          const MeshRunOptions& options);
 
 /// The mesh part of `inspect`: mesh, topology, links, and one line per boundary shard.
 std::string inspect_mesh(const runtime::PlanRef& plan);

@@ -1,7 +1,7 @@
 // meshplan-run: runs a plan from a plan cache on the emulated device.
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
-//                [--device NAME|FILE.json]
+//                [--device NAME|FILE.json] [--mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json]
 //   meshplan-run CACHE.mpc ls
 //   meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]
 //   ... [--input=2x3xf32=[[1,2,3],[4,5,6]] | --input=@x.npy]... [--output=@y.npy]...
@@ -16,9 +16,10 @@
 
 #include "cache_commands.hpp"
 #include "inspect_trace.hpp"
-#include "meshplan/device/descriptor_json.hpp"
 #include "mesh_run.hpp"
+#include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -44,7 +45,11 @@ constexpr const char* kUsage =
     "  --check compares with the host f32 reference and fails if the relative error exceeds T\n"
     "  (default 0.03). --print prints the outputs.\n"
     "  --device NAME|FILE.json runs on that chip (built-in name or device JSON file) and refuses\n"
-    "  a plan made for another one, saying which facts differ; default: the plan's own chip.\n";
+    "  a plan made for another one, saying which facts differ; default: the plan's own chip.\n"
+    "  --mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json runs a mesh plan on that emulated mesh\n"
+    "  (chips from --device or the plan; a JSON file brings its own) and refuses a plan made for\n"
+    "  another one, saying which facts differ (shape, topology, links); default: the plan's "
+    "mesh.\n";
 
 struct Args {
   std::string cache, name, key;
@@ -52,6 +57,7 @@ struct Args {
   std::vector<std::string> inputs, outputs;
   std::string trace;
   std::string device;  // --device NAME|FILE.json; empty: the chip named in the plan
+  std::string mesh;    // --mesh SPEC (device/mesh_spec.hpp); empty: the mesh the plan records
   uint64_t seed = 1;
   double tolerance = runtime::kDefaultTolerance;
 };
@@ -87,6 +93,8 @@ Result<Args> parse_args(int argc, char** argv) {
       a.trace = MESHPLAN_TRY(value("--trace"));
     else if (is("--device"))
       a.device = MESHPLAN_TRY(value("--device"));
+    else if (is("--mesh"))
+      a.mesh = MESHPLAN_TRY(value("--mesh"));
     else if (s == "--json")
       a.json = true;
     else if (s == "--print")
@@ -183,6 +191,29 @@ Result<device::ChipDesc> chip_for(const Args& args, const runtime::PlanRef& plan
   return chip;
 }
 
+/// The mesh to run a mesh plan on: --mesh (on --device's chips, or a JSON file's own), checked
+/// against the plan's key material so a mismatch says which facts differ; else the mesh the
+/// plan's header records, on its chip.
+Result<device::MeshDesc> mesh_for(const Args& args, const runtime::PlanRef& plan) {
+  if (args.mesh.empty()) return runtime::plan_mesh_desc(plan, MESHPLAN_TRY(chip_for(args, plan)));
+  device::MeshDesc mesh;
+  if (args.mesh.ends_with(".json")) {
+    auto file = device::load_mesh_file(args.mesh);
+    if (!file) return std::unexpected(with_context(file.error(), "--mesh"));
+    mesh = *file;
+  } else {
+    auto given = device::resolve_mesh_spec(args.mesh, MESHPLAN_TRY(chip_for(args, plan)));
+    if (!given) return std::unexpected(with_context(given.error(), "--mesh"));
+    mesh = *given;
+  }
+  runtime::PlanQuery query;
+  query.device = &mesh.chip;
+  query.mesh = &mesh;
+  query.planner_version = {};
+  MESHPLAN_TRY(runtime::check_plan_matches(plan, query));
+  return mesh;
+}
+
 Result<int> run(int argc, char** argv) {
   Args args = MESHPLAN_TRY(parse_args(argc, argv));
   auto t_open = Clock::now();
@@ -211,9 +242,13 @@ Result<int> run(int argc, char** argv) {
   }
   double find_ms = ms_since(t_find);
   if (runtime::is_mesh_plan(plan))  // On the EmulatedMesh the plan was made for.
-    return tools::run_mesh_plan(plan, tools::MeshRunOptions{args.inputs, args.outputs, args.trace,
-                                                            args.seed, args.tolerance, args.check,
-                                                            args.print, args.inspect, args.json});
+    return tools::run_mesh_plan(
+        plan, MESHPLAN_TRY(mesh_for(args, plan)),
+        tools::MeshRunOptions{args.inputs, args.outputs, args.trace, args.seed, args.tolerance,
+                              args.check, args.print, args.inspect, args.json});
+  if (!args.mesh.empty())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(),
+                "' is a single-chip plan: --mesh is for mesh plans");
   device::ChipDesc chip = MESHPLAN_TRY(chip_for(args, plan));
   auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
   auto t_bind = Clock::now();

@@ -29,7 +29,7 @@ TEST_CASE("meshplan-compile and meshplan-run handle a tensor-parallel MLP on a T
       test::run_shell(kRun + " " + cache + " --name tp_mlp_t3k --check --trace=" + trace + " 2>&1");
   INFO(ran.text);
   REQUIRE(ran.status == 0);
-  CHECK(ran.text.find("on mesh t3k 2x4 of n300") != std::string::npos);
+  CHECK(ran.text.find("on mesh t3k 2x4 of n300 (linear, 2 links)") != std::string::npos);
   CHECK(ran.text.find("chip (1,3):") != std::string::npos);
   CHECK(ran.text.find("PASS") != std::string::npos);
   std::ifstream in(trace);

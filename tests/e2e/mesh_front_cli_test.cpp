@@ -76,7 +76,7 @@ TEST_CASE("meshplan-compile MODEL.json: the mesh front end's emit paths") {
       r.text);
   r = test::run_shell(tool + " " + json + " --mesh 2y4 --emit=sdy");
   CHECK(r.status != 0);
-  CHECK(r.text.find("--mesh takes RxC") != std::string::npos);
+  CHECK(r.text.find("--mesh: mesh '2y4': not RxC (e.g. 2x4)") != std::string::npos);
 }
 
 TEST_CASE("meshplan-compile MODEL.json --mesh: an unannotated graph gets the batch split") {

@@ -1,6 +1,8 @@
 // The inference server example: the stdin session, the loopback TCP server with concurrent
 // pipelined clients whose answers are checked against the host reference and a local run, bad
-// requests answered with errors while serving goes on, and clean shutdown by `quit` and SIGTERM.
+// requests answered with errors while serving goes on, and clean shutdown by `quit` and SIGTERM;
+// the connection limit (one over it refused with the limit named) and closed connections' reader
+// threads joined while serving; ring and linear plans of one model served on their own meshes.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -11,9 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -123,10 +127,8 @@ struct ServerProcess {
   }
 };
 
-/// A loopback client: sends every request at once, then collects one response per request,
-/// keyed by request number.
-std::map<size_t, std::string> exchange(int port, const std::vector<std::string>& requests,
-                                       size_t expected_responses) {
+/// A connected loopback client socket.
+int connect_to(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   sockaddr_in addr{};
@@ -134,6 +136,14 @@ std::map<size_t, std::string> exchange(int port, const std::vector<std::string>&
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+/// A loopback client: sends every request at once, then collects one response per request,
+/// keyed by request number.
+std::map<size_t, std::string> exchange(int port, const std::vector<std::string>& requests,
+                                       size_t expected_responses) {
+  int fd = connect_to(port);
   std::string text;
   for (const std::string& r : requests) text += r + "\n";
   for (size_t at = 0; at < text.size();) {
@@ -399,4 +409,113 @@ TEST_CASE("meshplan-server serves a mesh plan on an emulated t3k next to a singl
   CHECK(checked == 5);
   CHECK(out.text.find("plan 'tp_mlp_t3k' takes 3 inputs, 1 --input given") != std::string::npos);
   CHECK(out.text.find("done: 5 served, 1 failed") != std::string::npos);
+}
+
+namespace {
+
+/// Sends one request line and reads one response line.
+std::string ask(int fd, const std::string& request) {
+  std::string text = request + "\n", pending, line;
+  REQUIRE(::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
+  REQUIRE(read_line(fd, &pending, &line));
+  return line;
+}
+
+/// Threads of process `pid` (entries of /proc/PID/task).
+size_t thread_count(pid_t pid) {
+  size_t n = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+/// Waits (up to a minute) until `pid` has `want` threads; returns the last count seen.
+size_t wait_for_threads(pid_t pid, size_t want) {
+  size_t n = thread_count(pid);
+  for (int i = 0; i < 600 && n != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    n = thread_count(pid);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("meshplan-server --max-connections refuses one over the limit and reaps closed ones") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  ServerProcess server({cache, "--port", "0", "--threads", "1", "--max-connections", "2"});
+  INFO(server.log);
+  REQUIRE(server.port > 0);
+
+  // Two connections fill the limit; both are served. Every thread the server keeps (main,
+  // worker, acceptor) runs by now, plus one reader per connection.
+  int a = connect_to(server.port), b = connect_to(server.port);
+  CHECK(ask(a, "list") == "ok #0 plans=2 mlp tiny");
+  CHECK(ask(b, "list") == "ok #0 plans=2 mlp tiny");
+  const size_t idle = thread_count(server.pid) - 2;
+  // A third gets one error line naming the limit, then end of stream.
+  int c = connect_to(server.port);
+  std::string pending, line;
+  REQUIRE(read_line(c, &pending, &line));
+  CHECK(line ==
+        "error #0 resource_exhausted: connection limit reached: this server reads at most 2 "
+        "connections at once (--max-connections 2); try again later");
+  CHECK_FALSE(read_line(c, &pending, &line));
+  ::close(c);
+  CHECK(ask(a, "list") == "ok #1 plans=2 mlp tiny");  // the others go on
+
+  // Closed connections give back their slot and their thread: ten more, one after another
+  // (each once the server has seen the previous one end), all served, and after each the server
+  // is back to no reader thread.
+  ::close(a);
+  ::close(b);
+  CHECK(wait_for_threads(server.pid, idle) == idle);
+  for (int i = 0; i < 10; ++i) {
+    int d = connect_to(server.port);
+    CHECK(ask(d, "run tiny random " + std::to_string(i)).rfind("ok #0 tiny ", 0) == 0);
+    ::close(d);
+    CHECK(wait_for_threads(server.pid, idle) == idle);
+  }
+
+  auto bye = exchange(server.port, {"quit"}, 1);
+  CHECK(bye[0] == "bye #0");
+  CHECK(server.wait() == 0);
+  CHECK(server.log.find("done: 10 served, 0 failed; connections: 13 accepted, 1 refused over the "
+                        "limit of 2, 12 reader threads joined as they closed") !=
+        std::string::npos);
+  auto bad = test::run_shell(kBin + "/examples/meshplan-server " + cache + " --max-connections 0");
+  CHECK(bad.status == 1);
+  CHECK(bad.text.find("--max-connections takes a number from 1 to 65536, not '0'") !=
+        std::string::npos);
+}
+
+TEST_CASE("meshplan-server serves a ring and a linear plan of one model on two meshes") {
+  test::TempDir dir;
+  std::string cache = dir.file("c.mpc");
+  const std::string model = test::source_path("examples/models/tp_mlp_t3k.json");
+  for (const char* mesh : {"t3k:ring", "t3k:linear"})
+    REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " + model + " -o " + cache +
+                            " --mesh " + mesh + " --name " + std::string(mesh).substr(4))
+                .status == 0);
+  std::string requests = dir.file("r.txt");
+  std::string text = "run ring random 3 check\nrun linear random 3 check\nquit\n";
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  auto out =
+      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 1 < " + requests);
+  INFO(out.text);
+  CHECK(out.status == 0);
+  CHECK(out.text.find("and 2 bound") != std::string::npos);
+  auto f = [&](const std::string& prefix) {
+    size_t at = out.text.find(prefix);
+    REQUIRE(at != std::string::npos);
+    return fields(out.text.substr(at, out.text.find('\n', at) - at));
+  };
+  auto ring = f("ok #0 ring "), linear = f("ok #1 linear ");
+  CHECK(ring["xxh0"] == linear["xxh0"]);  // same numerics
+  CHECK(std::stod(ring["device_us"]) < std::stod(linear["device_us"]));
+  CHECK(out.text.find("done: 2 served, 0 failed") != std::string::npos);
 }

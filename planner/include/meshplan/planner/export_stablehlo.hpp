@@ -35,7 +35,8 @@ Result<std::string> export_stablehlo_text(const Graph& global,
 shlo::PipelineOptions pipeline_options(const MeshAnnotations& annotations, int64_t rows = 1,
                                        int64_t cols = 1);
 
-/// Named meshes: "n300" 1x2, "t3k" 2x4, "galaxy" 8x4, or "RxC". Sets rows and cols.
+/// The shape of a --mesh text (device::parse_mesh_spec forms: "n300" 1x2, "t3k" 2x4, "galaxy"
+/// 8x4, "RxC", each with an optional ":ring"/":linear", or a mesh JSON file). Sets rows and cols.
 Status parse_mesh_size(std::string_view text, int64_t* rows, int64_t* cols);
 
 }  // namespace meshplan::planner

@@ -2,10 +2,12 @@
 // position, shapes, dtypes; never names), combined with the device, planner version and options.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/device/mesh_desc.hpp"
 #include "meshplan/planner/graph.hpp"
 #include "meshplan/schemas/hash.hpp"
 
@@ -30,13 +32,20 @@ struct PlannerOptions {
   /// Run prepare_conv_weights (prepare_weights.hpp): conv2d weight arguments are planned in
   /// their prepared 2-D form and the plan records the host transform. Off: planned as given.
   bool prepare_weights = true;
+  /// The mesh a mesh program (a graph whose mesh is not 1x1) is planned for: its topology,
+  /// links and hop latency cost the collectives and are recorded in the plan's MeshInfo. Its
+  /// shape must be the graph's and its chip the planning chip. Absent: device::default_mesh()
+  /// of the graph's shape. Enters the key only where it differs from that default (so plans
+  /// made without it keep their keys); ignored for single-chip graphs.
+  std::optional<device::MeshDesc> mesh;
 };
 
 /// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,
 /// wiring or argument-kind change alters it.
 Hash128 graph_key(const Graph& graph);
 
-/// The cache key of a plan: graph key + device descriptor + planner version + options.
+/// The cache key of a plan: graph key + device descriptor + planner version + options (with
+/// options.mesh's descriptor hash when it is not device::default_mesh() of its shape).
 Hash128 plan_key(const Hash128& graph_key, const device::ChipDesc& chip,
                  const PlannerOptions& options);
 
