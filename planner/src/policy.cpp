@@ -386,6 +386,7 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
     MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
+    MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
     Schedule s = Schedule::build(r.graph);
     L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (packing.unplaced.empty()) break;
