@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/placement.hpp"
 #include "meshplan/device/timing.hpp"
 
 namespace meshplan::device {
@@ -18,7 +19,7 @@ void conv_window(const OpLaunch& op, int64_t* kh, int64_t* kw) {
   }
 }
 
-Result<ConvBlocking> resolve_conv(const OpLaunch& op) {
+Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip) {
   if (op.operands.size() < 2 || op.results.empty() || op.operands[0]->shape.size() != 4 ||
       op.results[0]->shape.size() != 4)
     return fail(ErrorCode::invalid_argument, "conv2d needs an NHWC input, a weight and a result");
@@ -56,13 +57,18 @@ Result<ConvBlocking> resolve_conv(const OpLaunch& op) {
                 " does not divide the busiest core's ", b.rows_per_core, " output tile rows (",
                 b.rows, " tile rows over ", b.cores, " cores)");
   b.n_blocks = b.rows_per_core / b.act_block_h;
+  uint64_t output_l1 = 0;
+  for (const TensorPlacement* t : op.results)
+    if (t->buffer == BufferType::l1) output_l1 += AddressMap(*t, chip).bytes_per_bank();
+  b.weights_resident =
+      conv_cb_bytes(b, op) + output_l1 <= chip.l1_usable_top() - chip.l1_unreserved_base;
   return b;
 }
 
 uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op) {
   uint64_t act = 2ull * b.act_block_h * b.k_tiles * tile_bytes(op.operands[0]->dtype);
-  uint64_t weight =
-      static_cast<uint64_t>(b.k_tiles * b.cols_per_core) * tile_bytes(op.operands[1]->dtype);
+  int64_t weight_tiles = b.k_tiles * (b.weights_resident ? b.cols_per_core : 2);
+  uint64_t weight = static_cast<uint64_t>(weight_tiles) * tile_bytes(op.operands[1]->dtype);
   uint64_t out =
       static_cast<uint64_t>(b.act_block_h * b.cols_per_core) * tile_bytes(op.results[0]->dtype);
   uint64_t bias = op.operands.size() > 2

@@ -65,7 +65,7 @@ void fill_im2col(const Blocks& x, const WindowGeom& g, int64_t per_matrix, int64
 
 Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
                   const std::vector<Blocks>& in, const WindowGeom& g, uint32_t cores) {
-  ConvBlocking b = MESHPLAN_TRY(resolve_conv(op));
+  ConvBlocking b = MESHPLAN_TRY(resolve_conv(op, chip));
   std::vector<float> weight = pack_weight(in[1], g);
   int64_t k = g.kh * g.kw * g.cin_per_group;
   bool has_bias = in.size() == 3;

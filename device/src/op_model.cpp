@@ -49,7 +49,7 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
     if (auto m = resolve_matmul(op, chip_)) return matmul_cb_bytes(*m, op);
   }
   if (op.kind == OpKind::conv2d && op.operands.size() >= 2 && op.results.size() == 1) {
-    if (auto b = resolve_conv(op)) return conv_cb_bytes(*b, op);
+    if (auto b = resolve_conv(op, chip_)) return conv_cb_bytes(*b, op);
   }
   // Double-buffered input tiles for each operand and output tiles, as TTNN's eltwise and
   // matmul kernels allocate them (2 tiles each; matmul's in0/in1 blocks are one k-tile wide).
@@ -142,7 +142,7 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     if (!m) return reject(m.error().message);
     v.cb_bytes_per_core = matmul_cb_bytes(*m, op);
   } else if (op.kind == OpKind::conv2d) {
-    auto b = resolve_conv(op);
+    auto b = resolve_conv(op, chip_);
     if (!b) return reject(b.error().message);
     v.cb_bytes_per_core = conv_cb_bytes(*b, op);
     uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
@@ -150,8 +150,9 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
       return reject("act_block_h ", b->act_block_h, " needs ", v.cb_bytes_per_core,
                     " bytes of circular buffers per core (activation block ", b->act_block_h, "x",
                     b->k_tiles, " tiles double-buffered, weight block ", b->k_tiles, "x",
-                    b->cols_per_core, ", output block ", b->act_block_h, "x", b->cols_per_core,
-                    ") plus ", v.output_l1_bytes_per_core,
+                    b->weights_resident ? b->cols_per_core : 2,
+                    b->weights_resident ? "" : " streamed", ", output block ", b->act_block_h, "x",
+                    b->cols_per_core, ") plus ", v.output_l1_bytes_per_core,
                     " bytes of L1 output: ", v.cb_bytes_per_core + v.output_l1_bytes_per_core,
                     " needed, ", usable, " available");
   } else {

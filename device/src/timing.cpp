@@ -270,16 +270,20 @@ class MovementModel {
 
   /// conv2d (conv_blocking.hpp): each core reads its share of the input and writes every
   /// im2col block it builds (rows_per_core x k_tiles tiles) into its own L1; the weight block
-  /// (k_tiles x cols_per_core) and the bias are read once by a sender and multicast, as the
-  /// matmul programs do with in1; each core writes its share of the result.
+  /// (k_tiles x cols_per_core) and the bias are read by a sender and multicast, as the matmul
+  /// programs do with in1 -- once when the weights stay resident, once per activation block
+  /// when they stream; each core writes its share of the result.
   void conv(Movement& m, const OpLaunch& op, const ConvBlocking& b) const {
     double w = b.cores;
     const TensorPlacement& x = *op.operands[0];
     read(m, x, static_cast<double>(tensor_bytes(x)) / w, w);
     m.local += static_cast<double>(b.rows_per_core * b.k_tiles) * tile_bytes(x.dtype);
     const TensorPlacement& wt = *op.operands[1];
-    operand(m, wt, static_cast<double>(b.k_tiles * b.cols_per_core) * tile_bytes(wt.dtype), true,
-            1.0);
+    // Streamed weights are read again for every activation block.
+    double weight_reads = b.weights_resident ? 1.0 : static_cast<double>(b.n_blocks);
+    operand(m, wt,
+            weight_reads * static_cast<double>(b.k_tiles * b.cols_per_core) * tile_bytes(wt.dtype),
+            true, 1.0);
     if (op.operands.size() > 2)
       operand(m, *op.operands[2],
               static_cast<double>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype), true, 1.0);
@@ -352,7 +356,7 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   Movement m;
   std::optional<ConvBlocking> conv;
   if (op.kind == OpKind::conv2d)
-    if (auto b = resolve_conv(op)) conv = *b;
+    if (auto b = resolve_conv(op, chip)) conv = *b;
   if (is_matmul && op.operands.size() >= 2 && !op.results.empty())
     model.matmul(m, op, t.cores_used);
   else if (conv)

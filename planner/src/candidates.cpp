@@ -344,8 +344,9 @@ const OpQuery::Best& OpQuery::best(device::OpKind kind, std::string_view name,
   }
   if (is_auto_conv(kind, config)) {
     // Block heights ranked by cost; the first (cheapest) valid one wins, ties keep the larger.
-    auto configs = with_launch(kind, name, operands, operand_layouts, result, result_layout, config,
-                               [&](const device::OpLaunch& l) { return conv_block_configs(l); });
+    auto configs =
+        with_launch(kind, name, operands, operand_layouts, result, result_layout, config,
+                    [&](const device::OpLaunch& l) { return conv_block_configs(l, chip()); });
     bool found = false;
     for (const device::OpConfig& c : configs) {
       device::OpTiming t = cost_of(c);

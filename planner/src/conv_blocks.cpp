@@ -11,10 +11,11 @@ bool is_auto_conv(device::OpKind kind, const device::OpConfig& config) {
   return kind == device::OpKind::conv2d && config.act_block_h == 0;
 }
 
-std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch) {
+std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
+                                                 const device::ChipDesc& chip) {
   device::OpLaunch l = launch;
   l.config.act_block_h = 0;
-  auto b = device::resolve_conv(l);
+  auto b = device::resolve_conv(l, chip);
   if (!b) return {};
   std::vector<device::OpConfig> out;
   for (uint32_t h : device::conv_block_heights(b->rows_per_core, kMaxConvBlockHeights)) {
@@ -69,7 +70,7 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
       }
       const device::TensorPlacement* outp[1] = {&out};
       configs = conv_block_configs(
-          device::OpLaunch{op.kind, op.name, std::span(inp, n), std::span(outp, 1), base});
+          device::OpLaunch{op.kind, op.name, std::span(inp, n), std::span(outp, 1), base}, chip);
     }
     uint64_t live = live_l1_bytes(g, s, plan, pos, r, chip);
     struct Ranked {

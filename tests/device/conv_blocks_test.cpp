@@ -60,7 +60,7 @@ TEST_CASE("conv2d blocking: rows per core, K from the window and the input chann
   // [8,14,14,64] -> [8,14,14,64]: 8*14 image rows of one tile row each = 112 tile rows, 2 tile
   // columns; over 56 cores (height sharded) 2 tile rows per core. K = 3*3*64 = 576 = 18 tiles.
   ConvLaunch l({8, 14, 14, 64}, {64, 3, 3, 64}, {8, 14, 14, 64}, {1, 1, 1, 1}, 56);
-  auto b = device::resolve_conv(l.launch(0));
+  auto b = device::resolve_conv(l.launch(0), device::wormhole_b0());
   REQUIRE_MESSAGE(b, b.error().message);
   CHECK(b->rows == 112);
   CHECK(b->cols == 2);
@@ -74,8 +74,8 @@ TEST_CASE("conv2d blocking: rows per core, K from the window and the input chann
   // The window comes from OpConfig::kernel when the config gives one.
   device::OpLaunch k5 = l.launch(2);
   k5.config.kernel[0] = k5.config.kernel[1] = 5;
-  CHECK(device::resolve_conv(k5)->k == 5 * 5 * 64);
-  CHECK(device::resolve_conv(k5)->n_blocks == 1);
+  CHECK(device::resolve_conv(k5, device::wormhole_b0())->k == 5 * 5 * 64);
+  CHECK(device::resolve_conv(k5, device::wormhole_b0())->n_blocks == 1);
   CHECK(device::conv_block_heights(12, 8) == std::vector<uint32_t>{12, 6, 4, 3, 2, 1});
   CHECK(device::conv_block_heights(360, 3) == std::vector<uint32_t>{360, 20, 1});
 }
@@ -177,4 +177,32 @@ TEST_CASE("conv2d timing: pipeline fill per block and one hand-off per block") {
   // Compute does not depend on the block height.
   CHECK(device::estimate(chip, l.launch(1)).compute_ns ==
         device::estimate(chip, l.launch(64)).compute_ns);
+}
+
+TEST_CASE("weights that do not fit beside the blocks stream through, re-read per block") {
+  // [8,14,14,256] 3x3 -> 256 (a ResNet-50 stage-3 conv at batch 8), DRAM result on 64 cores:
+  // 112 tile rows x 8 columns, 14 tiles per core spanning up to 3 rows; K = 2304 = 72 tiles.
+  // The resident weight block (72 x 8 tiles, 1.18 MB) and any activation block exceed L1.
+  ConvLaunch l({8, 14, 14, 256}, {256, 3, 3, 256}, {8, 14, 14, 256}, {1, 1, 1, 1});
+  device::ChipDesc chip = device::wormhole_b0();
+  device::OpModel model(chip);
+  auto b = device::resolve_conv(l.launch(1), chip);
+  REQUIRE(b);
+  CHECK(b->k_tiles == 72);
+  CHECK(b->cols_per_core == 8);
+  CHECK(b->rows_per_core == 3);
+  CHECK_FALSE(b->weights_resident);
+  // 2 x 72 activation tiles, 2 x 72 streamed weight tiles, 1 x 8 output tiles.
+  CHECK(model.circular_buffer_bytes(l.launch(1)) == (2ull * 72 + 2 * 72 + 8) * 2048);
+  device::OpValidation v = model.validate(l.launch(1));
+  CHECK_MESSAGE(v.ok, v.reason);
+  CHECK(model.validate(l.launch(3)).ok);
+  // A small conv keeps its weights resident.
+  ConvLaunch small({1, 16, 16, 32}, {32, 3, 3, 32}, {1, 16, 16, 32}, {1, 1, 1, 1});
+  CHECK(device::resolve_conv(small.launch(0), chip)->weights_resident);
+  // Streaming re-reads the weights once per block: one block of 3 rows moves less than three
+  // blocks of one row, by more than the fill and hand-off terms alone would explain.
+  device::OpTiming t1 = device::estimate(chip, l.launch(1)),
+                   t3 = device::estimate(chip, l.launch(3));
+  CHECK(t3.duration_ns < t1.duration_ns);
 }

@@ -49,7 +49,8 @@ device::ConvBlocking blocking(const planner::Graph& g, const planner::LayoutPlan
   std::vector<const device::TensorPlacement*> in;
   for (size_t i = 0; i + 1 < ps.size(); ++i) in.push_back(&ps[i]);
   const device::TensorPlacement* out[] = {&ps.back()};
-  auto b = device::resolve_conv(device::OpLaunch{op.kind, op.name, in, out, config});
+  auto b = device::resolve_conv(device::OpLaunch{op.kind, op.name, in, out, config},
+                                device::wormhole_b0());
   REQUIRE_MESSAGE(b, b.error().message);
   return *b;
 }
@@ -106,7 +107,7 @@ TEST_CASE("an auto conv2d is scored by its cheapest valid block height") {
   const device::TensorPlacement* ins[] = {&px, &pw};
   const device::TensorPlacement* outs[] = {&py};
   for (const device::OpConfig& c :
-       planner::conv_block_configs(device::OpLaunch{op.kind, "c", ins, outs, base}))
+       planner::conv_block_configs(device::OpLaunch{op.kind, "c", ins, outs, base}, chip))
     tried.push_back(c.act_block_h);
   CHECK(tried == heights);
 }

@@ -26,6 +26,11 @@ struct ConvBlocking {
   int64_t cols_per_core = 0;   ///< Most tile columns one core's range spans.
   int64_t act_block_h = 1;     ///< Tile rows per block, resolved (0 in the config = 1).
   int64_t n_blocks = 1;        ///< ceil(rows_per_core / act_block_h).
+  /// The weight block stays in L1 for the whole op (k_tiles x cols_per_core tiles, read once)
+  /// when it fits beside the other buffers and the L1 output; otherwise one output tile column
+  /// of weights (k_tiles tiles, double-buffered) streams through, and every activation block
+  /// reads the core's k_tiles x cols_per_core weight tiles again.
+  bool weights_resident = true;
 };
 
 /// The conv2d window [KH, KW]: OpConfig::kernel. A config that leaves kernel at its default
@@ -35,15 +40,15 @@ void conv_window(const OpLaunch& op, int64_t* kh, int64_t* kw);
 
 /// Resolves op.config.act_block_h for a conv2d launch on its result's tile grid and checks it:
 /// 0 (auto) is one tile row per block (the smallest circular buffers; the planner always writes
-/// an explicit height); otherwise it must divide rows_per_core. The message names the block
-/// height and the rows; callers prefix the op. Preconditions: operand/result counts and shapes
-/// were checked (rank-4 NHWC input and result).
-Result<ConvBlocking> resolve_conv(const OpLaunch& op);
+/// an explicit height); otherwise it must divide rows_per_core. Decides weights_resident on
+/// `chip`'s usable L1. The message names the block height and the rows; callers prefix the op.
+/// Preconditions: operand/result counts and shapes were checked (rank-4 NHWC input and result).
+Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip);
 
 /// Circular-buffer bytes per core of a resolved conv2d: the activation block (act_block_h x
-/// k_tiles, input dtype, double-buffered), the weight block (k_tiles x cols_per_core, weight
-/// dtype), the output/partials block (act_block_h x cols_per_core, result dtype) and, with a bias,
-/// its cols_per_core tiles.
+/// k_tiles, input dtype, double-buffered), the weight block (resident: k_tiles x cols_per_core;
+/// streamed: 2 x k_tiles; weight dtype), the output/partials block (act_block_h x cols_per_core,
+/// result dtype) and, with a bias, its cols_per_core tiles.
 uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op);
 
 /// Block heights worth trying for a conv2d with `rows_per_core` tile rows per core: its

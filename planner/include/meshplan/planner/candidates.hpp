@@ -58,7 +58,8 @@ inline constexpr size_t kMaxConvBlockHeights = 8;
 /// The act_block_h configs tried for an auto conv2d launch: the divisors of its busiest core's
 /// output tile rows (device::conv_block_heights), largest first, at most kMaxConvBlockHeights.
 /// Empty when the launch has no conv2d blocking (bad shapes).
-std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch);
+std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
+                                                 const device::ChipDesc& chip);
 
 /// Fixes the act_block_h of every auto conv2d of `plan` on its final layouts: the cheapest valid
 /// height (as OpQuery::timing scored it) whose circular buffers fit beside the L1 tensors live
