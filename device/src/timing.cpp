@@ -281,12 +281,16 @@ class MovementModel {
     const TensorPlacement& wt = *op.operands[1];
     // Streamed weights are read again for every activation block.
     double weight_reads = b.weights_resident ? 1.0 : static_cast<double>(b.n_blocks);
+    // One sender per group of cores sharing a column range (cores split the columns when
+    // their ranges are shorter than a tile row), so all of the weights leave their source.
+    double senders = static_cast<double>((b.cols + b.cols_per_core - 1) / b.cols_per_core);
     operand(m, wt,
             weight_reads * static_cast<double>(b.k_tiles * b.cols_per_core) * tile_bytes(wt.dtype),
-            true, 1.0);
+            true, senders);
     if (op.operands.size() > 2)
       operand(m, *op.operands[2],
-              static_cast<double>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype), true, 1.0);
+              static_cast<double>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype), true,
+              senders);
     for (const TensorPlacement* t : op.results)
       write(m, *t, static_cast<double>(tensor_bytes(*t)) / w, w);
   }
