@@ -284,9 +284,11 @@ class MovementModel {
     // One sender per group of cores sharing a column range (cores split the columns when
     // their ranges are shorter than a tile row), so all of the weights leave their source.
     double senders = static_cast<double>((b.cols + b.cols_per_core - 1) / b.cols_per_core);
-    operand(m, wt,
-            weight_reads * static_cast<double>(b.k_tiles * b.cols_per_core) * tile_bytes(wt.dtype),
-            true, senders);
+    // The core's columns' share of the weight as stored: k_tiles x cols_per_core tiles for a
+    // weight in its matmul form, more for a [O, KH, KW, I] weight whose tiles are padded.
+    double block = static_cast<double>(tensor_bytes(wt)) * static_cast<double>(b.cols_per_core) /
+                   static_cast<double>(b.cols);
+    operand(m, wt, weight_reads * block, true, senders);
     if (op.operands.size() > 2)
       operand(m, *op.operands[2],
               static_cast<double>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype), true,

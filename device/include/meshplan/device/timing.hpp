@@ -41,7 +41,9 @@
 //     (it computes tiles off their shard).
 //   - conv2d (conv_blocking.hpp): each core reads its 1/cores share of the input over the NoC
 //     (halo rows aside) and writes the im2col blocks it builds (rows_per_core x k_tiles tiles)
-//     into its own L1; the weight block (k_tiles x cols_per_core tiles) and the bias are read
+//     into its own L1; the weight block (the core's columns' share of the weight as stored:
+//     k_tiles x cols_per_core tiles in matmul form, more for a padded [O, KH, KW, I] tiling)
+//     and the bias are read
 //     by one sender per group of cores sharing a column range and multicast to the group (as
 //     matmul in1; all the weights leave their source): once when the weights stay resident in L1,
 //     once per activation block when they do not fit and stream through (so larger blocks
