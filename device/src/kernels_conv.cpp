@@ -1,13 +1,124 @@
-// conv2d and pooling kernels, computed directly per output tile (no im2col): each output element
-// of the NHWC result accumulates its window over the input's tiles. The output's 2-D tile view is
+// conv2d and pooling kernels. conv2d runs as TTNN's height-sharded conv does: each core walks the
+// output tile rows of its range in blocks of act_block_h tile rows (conv_blocking.hpp), builds
+// that block of the im2col matrix (32 * act_block_h rows x KH*KW*I/g columns per group), and
+// multiplies it by the weight block. Every output element is the same dot product over K in the
+// same order (ky, kx, ci) whatever the block height, so results do not depend on it. Pools
+// compute each output element from its window directly. The output's 2-D tile view is
 // [N * OH, OW] x [C], so a tile row holds up to 32 output pixels of one image row.
 #include <limits>
 
 #include "kernel_blocks.hpp"
+#include "meshplan/device/conv_blocking.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
 
 namespace meshplan::device {
+
+namespace {
+
+/// The weight as [O][K] rows (K = KH*KW*I/g in (ky, kx, ci) order): the weight block every core
+/// multiplies its activation blocks by. The only place the kernel reads the weight operand, in
+/// either form ([O, KH, KW, I/g] or prepared [KH*KW*I/g, O], conv_weights.hpp): the packed rows
+/// and so the results are bit-equal for both.
+std::vector<float> pack_weight(const Blocks& w, const WindowGeom& g) {
+  int64_t k = g.kh * g.kw * g.cin_per_group;
+  std::vector<float> out(static_cast<size_t>(g.oc * k));
+  for (int64_t oc = 0; oc < g.oc; ++oc)
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx)
+        for (int64_t ci = 0; ci < g.cin_per_group; ++ci) {
+          int64_t row = (ky * g.kw + kx) * g.cin_per_group + ci;
+          float v;
+          if (g.weight.prepared) {
+            int64_t wi[2] = {row, oc};
+            v = w.at(wi);
+          } else {
+            int64_t wi[4] = {oc, ky, kx, ci};
+            v = w.at(wi);
+          }
+          out[static_cast<size_t>(oc * k + row)] = v;
+        }
+  return out;
+}
+
+/// Fills rows [0, 32 * block_rows) of the im2col block for output tile rows starting at `row0`:
+/// row (t, r) is output pixel ox = (tile row % per_matrix) * 32 + r of image row n * OH + oy;
+/// columns grp * K + (ky * KW + kx) * I/g + ci; pixels past OW and taps in the padding are 0.
+void fill_im2col(const Blocks& x, const WindowGeom& g, int64_t per_matrix, int64_t row0,
+                 int64_t block_rows, std::vector<float>& a) {
+  int64_t k = g.kh * g.kw * g.cin_per_group, width = k * g.groups;
+  a.assign(static_cast<size_t>(block_rows * kTileH * width), 0.0f);
+  for (int64_t t = 0; t < block_rows; ++t) {
+    int64_t tr = row0 + t, image_row = tr / per_matrix;
+    int64_t n = image_row / g.oh, oy = image_row % g.oh;
+    for (int64_t r = 0; r < kTileH; ++r) {
+      int64_t ox = (tr % per_matrix) * kTileH + r;
+      if (ox >= g.ow) break;
+      float* row = a.data() + (t * kTileH + r) * width;
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+        if (iy < 0 || iy >= g.h) continue;
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+          if (ix < 0 || ix >= g.w) continue;
+          int64_t xi[4] = {n, iy, ix, 0};
+          for (int64_t c = 0; c < g.c; ++c) {
+            xi[3] = c;
+            int64_t grp = c / g.cin_per_group, ci = c % g.cin_per_group;
+            row[grp * k + (ky * g.kw + kx) * g.cin_per_group + ci] = x.at(xi);
+          }
+        }
+      }
+    }
+  }
+}
+
+Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                  const std::vector<Blocks>& in, const WindowGeom& g, uint32_t cores) {
+  ConvBlocking b = MESHPLAN_TRY(resolve_conv(op, chip));
+  std::vector<float> weight = pack_weight(in[1], g);
+  int64_t k = g.kh * g.kw * g.cin_per_group;
+  bool has_bias = in.size() == 3;
+  Activation act = op.config.activation;
+  TileIO out(memory, chip, *op.results[0]);
+  const TileGrid& og = out.grid();
+  int64_t per_matrix = (og.rows + kTileH - 1) / kTileH;
+  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
+    std::vector<float> a;
+    float tile[kTileElems];
+    int64_t first = begin / og.tiles_w, last = (end - 1) / og.tiles_w;
+    for (int64_t row0 = first; row0 <= last; row0 += b.act_block_h) {
+      int64_t rows = std::min(b.act_block_h, last + 1 - row0);
+      fill_im2col(in[0], g, per_matrix, row0, rows, a);
+      int64_t p0 = std::max(begin, row0 * og.tiles_w);
+      int64_t p1 = std::min(end, (row0 + rows) * og.tiles_w);
+      for (int64_t p = p0; p < p1; ++p) {
+        int64_t t = p / og.tiles_w - row0, col0 = (p % og.tiles_w) * kTileW;
+        for (int r = 0; r < kTileH; ++r)
+          for (int c = 0; c < kTileW; ++c) {
+            int64_t oc = col0 + c, ox = (p / og.tiles_w % per_matrix) * kTileH + r;
+            float v = 0.0f;
+            if (oc < g.oc && ox < g.ow) {
+              const float* arow =
+                  a.data() + ((t * kTileH + r) * g.groups + oc / g.cout_per_group) * k;
+              const float* wrow = weight.data() + oc * k;
+              float acc = 0.0f;
+              for (int64_t i = 0; i < k; ++i) acc += arow[i] * wrow[i];
+              if (has_bias) acc += in[2].at_broadcast(&oc, 1);
+              v = apply_activation(act, acc);
+            }
+            tile[tile_offset(r, c)] = v;
+          }
+        MESHPLAN_TRY(out.write(p, tile));
+      }
+    }
+    return {};
+  };
+  return for_each_core(memory, chip, *op.results[0], og.pages(), cores,
+                       k * kTileElems * kElementVisitNs, per_core);
+}
+
+}  // namespace
 
 Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   std::vector<Blocks> in;
@@ -17,13 +128,11 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
   WindowGeom g = MESHPLAN_TRY(
       window_geom(kind, in[0].shape,
                   kind == OpKind::conv2d ? in[1].shape : std::span<const int64_t>{}, op.config));
-  Activation act = op.config.activation;
-  bool has_bias = in.size() == 3;
+  if (kind == OpKind::conv2d) return run_conv2d(memory, chip, op, in, g, cores);
   return write_elements(
       memory, chip, op, cores,
       [&](const int64_t* o) {
         int64_t n = o[0], oy = o[1], ox = o[2], oc = o[3];
-        int64_t grp = kind == OpKind::conv2d ? oc / g.cout_per_group : 0;
         float acc = kind == OpKind::max_pool2d ? -std::numeric_limits<float>::infinity() : 0.0f;
         int64_t count = 0;
         for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -34,38 +143,16 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
             if (ix < 0 || ix >= g.w) continue;
             ++count;
             int64_t xi[4] = {n, iy, ix, oc};
-            if (kind == OpKind::conv2d) {
-              // Either weight form: [O, KH, KW, I/g] or prepared [KH*KW*I/g, O]. The sum runs
-              // in the same order, so both forms give bit-equal results.
-              int64_t wi[4] = {oc, ky, kx, 0};
-              int64_t row = (ky * g.kw + kx) * g.cin_per_group;
-              for (int64_t ci = 0; ci < g.cin_per_group; ++ci) {
-                xi[3] = grp * g.cin_per_group + ci;
-                float wv;
-                if (g.weight.prepared) {
-                  int64_t pi[2] = {row + ci, oc};
-                  wv = in[1].at(pi);
-                } else {
-                  wi[3] = ci;
-                  wv = in[1].at(wi);
-                }
-                acc += in[0].at(xi) * wv;
-              }
-            } else if (kind == OpKind::max_pool2d) {
+            if (kind == OpKind::max_pool2d)
               acc = std::max(acc, in[0].at(xi));
-            } else {
+            else
               acc += in[0].at(xi);
-            }
           }
-        }
-        if (kind == OpKind::conv2d) {
-          if (has_bias) acc += in[2].at_broadcast(&oc, 1);
-          return apply_activation(act, acc);
         }
         if (kind == OpKind::max_pool2d) return acc;
         return count ? acc / static_cast<float>(count) : 0.0f;
       },
-      g.kh * g.kw * g.cin_per_group * kTileElems * kElementVisitNs);
+      g.kh * g.kw * kTileElems * kElementVisitNs);
 }
 
 }  // namespace meshplan::device

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/conv_blocking.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/op_semantics.hpp"
@@ -46,6 +47,9 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
   bool is_matmul = op.kind == OpKind::matmul || op.kind == OpKind::linear;
   if (is_matmul && op.operands.size() >= 2 && op.results.size() == 1) {
     if (auto m = resolve_matmul(op, chip_)) return matmul_cb_bytes(*m, op);
+  }
+  if (op.kind == OpKind::conv2d && op.operands.size() >= 2 && op.results.size() == 1) {
+    if (auto b = resolve_conv(op, chip_)) return conv_cb_bytes(*b, op);
   }
   // Double-buffered input tiles for each operand and output tiles, as TTNN's eltwise and
   // matmul kernels allocate them (2 tiles each; matmul's in0/in1 blocks are one k-tile wide).
@@ -137,6 +141,20 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     auto m = resolve_matmul(op, chip_);
     if (!m) return reject(m.error().message);
     v.cb_bytes_per_core = matmul_cb_bytes(*m, op);
+  } else if (op.kind == OpKind::conv2d) {
+    auto b = resolve_conv(op, chip_);
+    if (!b) return reject(b.error().message);
+    v.cb_bytes_per_core = conv_cb_bytes(*b, op);
+    uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
+    if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
+      return reject("act_block_h ", b->act_block_h, " needs ", v.cb_bytes_per_core,
+                    " bytes of circular buffers per core (activation block ", b->act_block_h, "x",
+                    b->k_tiles, " tiles double-buffered, weight block ", b->k_tiles, "x",
+                    b->weights_resident ? b->cols_per_core : 2,
+                    b->weights_resident ? "" : " streamed", ", output block ", b->act_block_h, "x",
+                    b->cols_per_core, ") plus ", v.output_l1_bytes_per_core,
+                    " bytes of L1 output: ", v.cb_bytes_per_core + v.output_l1_bytes_per_core,
+                    " needed, ", usable, " available");
   } else {
     v.cb_bytes_per_core = circular_buffer_bytes(op);
   }

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "meshplan/device/conv_weights.hpp"
+#include "meshplan/device/conv_blocking.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 
@@ -15,6 +17,12 @@ namespace {
 /// Assumption (DEVICE-FACTS gives no L1 port figure): a core reads or writes its own L1 at the
 /// width of its two NoC ports together, 2 x noc_bytes_per_cycle.
 constexpr double kL1LocalPorts = 2.0;
+
+/// Assumption (DEVICE-FACTS gives no latency figures): handing one conv2d activation block from
+/// the reader to compute and on to the writer -- the reader's barrier on its outstanding NoC
+/// reads plus the circular-buffer semaphore updates between the three kernels -- costs 500
+/// cycles, the order of a DRAM read round trip. Chosen a priori, not fitted to any result.
+constexpr double kConvBlockSyncCycles = 500.0;
 
 uint64_t tensor_bytes(const TensorPlacement& t) {
   return static_cast<uint64_t>(page_count(t)) * t.page_size;
@@ -68,11 +76,11 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
       break;
     case OpKind::conv2d: {
       if (op.operands.size() < 2 || in.size() != 4 || out.size() != 4) return false;
-      // K and N from either weight form ([O, KH, KW, I/g] or prepared [KH*KW*I/g, O]).
-      auto w = conv_weight_dims(in, op.operands[1]->shape, op.config);
-      if (!w) return false;
-      int64_t groups = op.config.groups;
-      int64_t m = out[0] * out[1] * out[2], k = w->rows(), n = w->out_channels / groups;
+      // K from the window and the input channels (conv_window), never from the weight's form.
+      int64_t kh = 1, kw = 1;
+      conv_window(op, &kh, &kw);
+      int64_t groups = std::max<int32_t>(1, op.config.groups);
+      int64_t m = out[0] * out[1] * out[2], k = kh * kw * (in[3] / groups), n = out[3] / groups;
       int64_t tile_matmuls =
           ceil_tiles(m, kTileH) * ceil_tiles(k, kTileW) * ceil_tiles(n, kTileW) * groups;
       double per_tile = 2.0 * kTileH * kTileW * kTileW / chip.matmul_flops_per_cycle *
@@ -261,6 +269,35 @@ class MovementModel {
       write(m, *t, static_cast<double>(tensor_bytes(*t)) / w, w);
   }
 
+  /// conv2d (conv_blocking.hpp): each core reads its share of the input and writes every
+  /// im2col block it builds (rows_per_core x k_tiles tiles) into its own L1; the weight block
+  /// (k_tiles x cols_per_core) and the bias are read by a sender and multicast, as the matmul
+  /// programs do with in1 -- once when the weights stay resident, once per activation block
+  /// when they stream; each core writes its share of the result.
+  void conv(Movement& m, const OpLaunch& op, const ConvBlocking& b) const {
+    double w = b.cores;
+    const TensorPlacement& x = *op.operands[0];
+    read(m, x, static_cast<double>(tensor_bytes(x)) / w, w);
+    m.local += static_cast<double>(b.rows_per_core * b.k_tiles) * tile_bytes(x.dtype);
+    const TensorPlacement& wt = *op.operands[1];
+    // Streamed weights are read again for every activation block.
+    double weight_reads = b.weights_resident ? 1.0 : static_cast<double>(b.n_blocks);
+    // One sender per group of cores sharing a column range (cores split the columns when
+    // their ranges are shorter than a tile row), so all of the weights leave their source.
+    double senders = static_cast<double>((b.cols + b.cols_per_core - 1) / b.cols_per_core);
+    // The core's columns' share of the weight as stored: k_tiles x cols_per_core tiles for a
+    // weight in its matmul form, more for a [O, KH, KW, I] weight whose tiles are padded.
+    double block = static_cast<double>(tensor_bytes(wt)) * static_cast<double>(b.cols_per_core) /
+                   static_cast<double>(b.cols);
+    operand(m, wt, weight_reads * block, true, senders);
+    if (op.operands.size() > 2)
+      operand(m, *op.operands[2],
+              static_cast<double>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype), true,
+              senders);
+    for (const TensorPlacement* t : op.results)
+      write(m, *t, static_cast<double>(tensor_bytes(*t)) / w, w);
+  }
+
  private:
   /// A matmul operand block of `bytes` per core. Shared blocks are read from the source by
   /// `readers` senders (local for shards) and multicast; own blocks are read by each core.
@@ -324,8 +361,13 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   }
   MovementModel model(chip);
   Movement m;
+  std::optional<ConvBlocking> conv;
+  if (op.kind == OpKind::conv2d)
+    if (auto b = resolve_conv(op, chip)) conv = *b;
   if (is_matmul && op.operands.size() >= 2 && !op.results.empty())
     model.matmul(m, op, t.cores_used);
+  else if (conv)
+    model.conv(m, op, *conv);
   else
     model.generic(m, op, t.cores_used);
   double noc_bytes_per_ns = chip.noc_bytes_per_cycle * chip.clock_ghz;
@@ -336,8 +378,14 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   double compute_ns = compute_cycles / chip.clock_ghz;
   t.compute_ns = static_cast<uint64_t>(std::ceil(compute_ns));
   t.dram_ns = static_cast<uint64_t>(std::ceil(dram_ns));
-  t.duration_ns =
-      chip.dispatch_ns + static_cast<uint64_t>(std::ceil(std::max(compute_ns, movement_ns)));
+  double busy_ns = std::max(compute_ns, movement_ns);
+  if (conv) {
+    // The reader/compute/writer pipeline over n_blocks activation blocks: compute starts once
+    // the first block's data has moved (fill), and every block pays one hand-off.
+    double n = static_cast<double>(conv->n_blocks);
+    busy_ns += movement_ns / n + n * kConvBlockSyncCycles / chip.clock_ghz;
+  }
+  t.duration_ns = chip.dispatch_ns + static_cast<uint64_t>(std::ceil(busy_ns));
   return t;
 }
 

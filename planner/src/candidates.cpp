@@ -220,6 +220,12 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
   put(config.in0_block_w);
   put(config.out_subblock_h);
   put(config.out_subblock_w);
+  put(config.act_block_h);
+  if (kind == device::OpKind::conv2d) {  // The window and groups size its im2col blocks.
+    put(config.kernel[0]);
+    put(config.kernel[1]);
+    put(config.groups);
+  }
   if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
     put(config.mesh_rows);
     put(config.mesh_cols);
@@ -363,6 +369,20 @@ const OpQuery::Best& OpQuery::best_keyed(uint64_t h, device::OpKind kind, std::s
       if (t.duration_ns >= b.timing.duration_ns) continue;
       if (!validate(kind, name, operands, operand_layouts, result, result_layout, c).ok) continue;
       b = Best{t, c};
+    }
+  }
+  if (is_auto_conv(kind, config)) {
+    // Block heights ranked by cost; the first (cheapest) valid one wins, ties keep the larger.
+    auto configs =
+        with_launch(kind, name, operands, operand_layouts, result, result_layout, config,
+                    [&](const device::OpLaunch& l) { return conv_block_configs(l, chip()); });
+    bool found = false;
+    for (const device::OpConfig& c : configs) {
+      device::OpTiming t = cost_of(c);
+      if (found && t.duration_ns >= b.timing.duration_ns) continue;
+      if (!validate(kind, name, operands, operand_layouts, result, result_layout, c).ok) continue;
+      b = Best{t, c};
+      found = true;
     }
   }
   return cost_memo_->insert(h, k, b);

@@ -36,6 +36,7 @@ std::string config_of(const fb::OpPlan* op) {
       std::string(device::fidelity_name(static_cast<device::MathFidelity>(c->fidelity())));
   if (c->program() != fb::MatmulProgram::none)
     s += " " + std::string(device::program_name(static_cast<device::MatmulProgram>(c->program())));
+  if (c->act_block_h() != 0) s += " act_block_h " + std::to_string(c->act_block_h());
   if (c->activation() != fb::Activation::none)
     s += " +" + std::string(fb::EnumNameActivation(c->activation()));
   return s;

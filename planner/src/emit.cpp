@@ -118,6 +118,7 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_split_dim(c.split_dim);
   ob.add_concat_dim(c.concat_dim);
   if (!pairs.IsNull()) ob.add_pairs(pairs);
+  ob.add_act_block_h(c.act_block_h);
   return ob.Finish();
 }
 

@@ -156,6 +156,8 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     for (int i = 0; i < 4; ++i) c.padding[i] = static_cast<int32_t>(v[i]);
   } else if (n == "groups" && k == OpKind::conv2d) {
     c.groups = static_cast<int32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
+  } else if (n == "act_block_h" && k == OpKind::conv2d) {
+    c.act_block_h = static_cast<uint32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
   } else if (n == "cluster_axis" && device::has_cluster_axis(k)) {
     c.cluster_axis = static_cast<int8_t>(MESHPLAN_TRY(as_int(-1, 1)));
   } else if (n == "dim" &&

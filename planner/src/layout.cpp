@@ -49,9 +49,12 @@ std::string LayoutPlan::print(const Graph& g) const {
         << (t.layout == device::TileLayout::tile ? "tile" : "row_major") << " "
         << device::dtype_name(t.dtype) << "\n";
   }
-  for (OpId o = 0; o < configs.size(); ++o)
+  for (OpId o = 0; o < configs.size(); ++o) {
     out << g.ops[o].name << ": grid " << configs[o].grid_x << "x" << configs[o].grid_y << " "
-        << device::fidelity_name(configs[o].fidelity) << "\n";
+        << device::fidelity_name(configs[o].fidelity);
+    if (configs[o].act_block_h != 0) out << " act_block_h " << configs[o].act_block_h;
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -386,6 +386,7 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
     MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
+    MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
     Schedule s = Schedule::build(r.graph);
     L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (packing.unplaced.empty()) break;
@@ -437,11 +438,17 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     return fail(ErrorCode::invalid_argument, "unknown spill selection '", options.spill,
                 "' (belady, dp)");
   Overrides overrides = MESHPLAN_TRY(parse_overrides(g, options));
+  // --spill=dp also keeps Belady's plan: the DP scores conv2d at the block heights OpQuery picks
+  // on its own, while fit_and_validate() below picks them again around the L1 tensors each spill
+  // choice leaves live, so the two fitted plans are compared once more at the end.
+  std::optional<LayoutResult> belady;
   auto spill = [&](LayoutResult planned, bool results_first) -> Result<LayoutResult> {
     if (options.spill == "dp") {
       SpillDpOptions dp;
       dp.belady_results_first = results_first;
-      return manage_spills_dp(planned, chip, nullptr, dp);
+      LayoutResult chosen = MESHPLAN_TRY(manage_spills_dp(planned, chip, nullptr, dp));
+      belady = MESHPLAN_TRY(manage_spills(std::move(planned), chip, results_first));
+      return chosen;
     }
     return manage_spills(std::move(planned), chip, results_first);
   };
@@ -469,6 +476,15 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
                 "' (policies: ", known, ")");
   }
   MESHPLAN_TRY(fit_and_validate(r, chip));
+  if (belady && r.spill_selection != SpillSelection::dp_fallback) {
+    MESHPLAN_TRY(fit_and_validate(*belady, chip));
+    if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
+      uint64_t states = r.spill_dp_states;
+      r = std::move(*belady);
+      r.spill_selection = SpillSelection::dp_kept_belady;
+      r.spill_dp_states = states;
+    }
+  }
   return r;
 }
 

@@ -55,6 +55,7 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
                std::string(device::fidelity_name(static_cast<device::MathFidelity>(c->fidelity())));
       if (c->transpose_a()) config += ", transpose_a";
       if (c->transpose_b()) config += ", transpose_b";
+      if (c->act_block_h() != 0) config += ", act_block_h " + std::to_string(c->act_block_h());
       if (c->activation() != fb::Activation::none)
         config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
     }
@@ -87,23 +88,42 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
          hi = static_cast<double>(chip.l1_usable_top());
   double col = static_cast<double>(width - left - right) / n;
   // Circular-buffer bytes per op: 2 tiles per operand and result, plus f32 partials for matmul
-  // (OpModel's rule with the default config).
+  // (OpModel's rule with the default config); conv2d's from its shapes, grid, window and
+  // act_block_h (conv_blocking.hpp).
   device::OpModel model(chip);
   std::vector<double> cbs;
   for (const fb::OpPlan* op : *p.ops()) {
     std::vector<device::TensorPlacement> ts;
+    std::vector<std::vector<int64_t>> shapes;
+    shapes.reserve(op->operands()->size() + 1);
+    auto shape_of_tensor = [&](uint32_t id) {
+      const fb::TensorPlan* t = p.tensors()->Get(id);
+      shapes.emplace_back();
+      if (t->shape()) shapes.back().assign(t->shape()->begin(), t->shape()->end());
+      return std::span<const int64_t>(shapes.back());
+    };
     for (uint32_t id : *op->operands()) {
       device::TensorPlacement t;
       t.dtype = static_cast<device::DType>(p.tensors()->Get(id)->dtype());
+      t.shape = shape_of_tensor(id);
       ts.push_back(t);
     }
     std::vector<const device::TensorPlacement*> ins;
     for (auto& t : ts) ins.push_back(&t);
     device::TensorPlacement res;
     res.dtype = static_cast<device::DType>(p.tensors()->Get(op->results()->Get(0))->dtype());
+    res.shape = shape_of_tensor(op->results()->Get(0));
     const device::TensorPlacement* outs[] = {&res};
-    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), "", ins, outs,
-                            device::OpConfig{}};
+    device::OpConfig config;
+    if (const fb::OpConfig* c = op->config(); c && op->kind() == fb::OpKind::conv2d) {
+      config.grid_x = c->grid_x();
+      config.grid_y = c->grid_y();
+      config.groups = c->groups();
+      config.act_block_h = c->act_block_h();
+      if (c->kernel() && c->kernel()->size() == 2)
+        for (uint32_t i = 0; i < 2; ++i) config.kernel[i] = c->kernel()->Get(i);
+    }
+    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), "", ins, outs, config};
     cbs.push_back(static_cast<double>(model.circular_buffer_bytes(launch)));
   }
   double lowest = hi;

@@ -113,6 +113,7 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
         c.pairs[i] = static_cast<uint8_t>(f->pairs()->Get(static_cast<uint32_t>(i)));
       c.num_pairs = static_cast<uint8_t>(n / 2);
     }
+    c.act_block_h = f->act_block_h();
   }
   return c;
 }

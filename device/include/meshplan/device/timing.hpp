@@ -3,6 +3,7 @@
 // not depend on it.
 //
 // duration = dispatch + max(compute, data movement)
+//            (conv2d: + one block's data movement + n_blocks x block hand-off; see below)
 //
 // compute: the busiest core's work: tile-matmuls x cycles per tile-matmul (16 at LoFi, x2 at
 //   HiFi2, x3 HiFi3, x4 HiFi4), or elements / eltwise_elems_per_cycle, over the clock (row ops,
@@ -38,6 +39,24 @@
 //     in1 columns its contiguous range of output tiles spans, so cores sharing rows or columns
 //     read (and for DRAM, fetch from DRAM) them again; its sharded result is written remotely
 //     (it computes tiles off their shard).
+//   - conv2d (conv_blocking.hpp): each core reads its 1/cores share of the input over the NoC
+//     (halo rows aside) and writes the im2col blocks it builds (rows_per_core x k_tiles tiles)
+//     into its own L1; the weight block (the core's columns' share of the weight as stored:
+//     k_tiles x cols_per_core tiles in matmul form, more for a padded [O, KH, KW, I] tiling)
+//     and the bias are read
+//     by one sender per group of cores sharing a column range and multicast to the group (as
+//     matmul in1; all the weights leave their source): once when the weights stay resident in L1,
+//     once per activation block when they do not fit and stream through (so larger blocks
+//     re-read them less often); the result as for every op.
+// conv2d pipeline: a core walks its rows_per_core output tile rows in n_blocks =
+//   ceil(rows_per_core / act_block_h) blocks; reader, compute and writer overlap across blocks
+//   (double-buffered activation block), so
+//     busy = max(compute, movement) + movement / n_blocks + n_blocks x block hand-off
+//   the middle term the pipeline fill (compute waits for the first block's data), the last the
+//   per-block synchronisation. Assumption (no DEVICE-FACTS figure): a hand-off costs 500 cycles
+//   (the reader's barrier on its NoC reads plus the circular-buffer semaphores; the order of a
+//   DRAM read round trip), chosen a priori. Larger blocks pay more fill, smaller ones more
+//   hand-offs; the planner picks the height with the lowest total.
 // Not modelled: NoC latency per request (bandwidth-bound transfers), multicast egress of the
 // sender, DRAM traffic contending with L1 traffic on the NoC links, interleaved DRAM bank
 // imbalance.

@@ -155,6 +155,9 @@ struct OpConfig {
   /// collective_permute: num_pairs (source, target) chip-index pairs, flattened.
   uint8_t num_pairs = 0;
   uint8_t pairs[2 * kMaxMeshChips] = {};
+  /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
+  /// the busiest core's tile rows. 0 = auto: one tile row per block.
+  uint32_t act_block_h = 0;
 };
 
 /// Product of a shape's dims (1 for a scalar).

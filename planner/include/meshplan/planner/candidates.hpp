@@ -52,6 +52,25 @@ std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& bas
 /// layouts (the one OpQuery::timing scored it with). Graph-given programs are kept.
 Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
 
+/// Whether a conv2d config leaves its activation block height to the planner (act_block_h 0,
+/// what op_config() gives when the graph has no act_block_h attribute).
+bool is_auto_conv(device::OpKind kind, const device::OpConfig& config);
+
+/// Most block heights tried per conv2d launch (conv_block_configs).
+inline constexpr size_t kMaxConvBlockHeights = 8;
+
+/// The act_block_h configs tried for an auto conv2d launch: the divisors of its busiest core's
+/// output tile rows (device::conv_block_heights), largest first, at most kMaxConvBlockHeights.
+/// Empty when the launch has no conv2d blocking (bad shapes).
+std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
+                                                 const device::ChipDesc& chip);
+
+/// Fixes the act_block_h of every auto conv2d of `plan` on its final layouts: the cheapest valid
+/// height (as OpQuery::timing scored it) whose circular buffers fit beside the L1 tensors live
+/// across the op (per core, from the schedule); when none fits, the valid height with the
+/// smallest circular buffers. Graph-given heights are kept.
+Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
+
 /// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
 std::string layout_string(const TensorLayout& layout);
 

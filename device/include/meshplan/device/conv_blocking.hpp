@@ -1,0 +1,59 @@
+// conv2d activation blocking (after TTNN's height-sharded conv): how each core walks its output
+// rows in blocks of act_block_h tile rows of the im2col matrix, and the circular buffers that
+// takes. One truth shared by OpModel (validation, circular buffers), the timing model, the
+// emulator's conv2d kernel and the planner's block-height candidates.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshplan/device/device.hpp"
+
+namespace meshplan::device {
+
+/// A conv2d launch resolved against its act_block_h. Sizes in tiles of the output's 2-D tile
+/// view [N * OH * ceil(OW / 32) tile rows, ceil(O / 32) tile columns]; the im2col matrix has the
+/// same rows and K = KH * KW * I / groups columns per group.
+struct ConvBlocking {
+  int64_t kh = 1, kw = 1;      ///< The window (OpConfig::kernel; see conv_window()).
+  int64_t k = 0;               ///< im2col K of one group, elements: KH * KW * I / groups.
+  int64_t k_tiles = 0;         ///< ceil(k / 32).
+  int64_t rows = 0;            ///< Output tile rows.
+  int64_t cols = 0;            ///< Output tile columns.
+  uint32_t cores = 1;          ///< Cores with work (cores_used()).
+  int64_t pages_per_core = 0;  ///< Output tiles per core, a contiguous range in page order.
+  int64_t rows_per_core = 0;   ///< Most tile rows one core's range spans (the busiest core).
+  int64_t cols_per_core = 0;   ///< Most tile columns one core's range spans.
+  int64_t act_block_h = 1;     ///< Tile rows per block, resolved (0 in the config = 1).
+  int64_t n_blocks = 1;        ///< ceil(rows_per_core / act_block_h).
+  /// The weight block stays in L1 for the whole op (k_tiles x cols_per_core tiles, read once)
+  /// when it fits beside the other buffers and the L1 output; otherwise one output tile column
+  /// of weights (k_tiles tiles, double-buffered) streams through, and every activation block
+  /// reads the core's k_tiles x cols_per_core weight tiles again.
+  bool weights_resident = true;
+};
+
+/// The conv2d window [KH, KW]: OpConfig::kernel. A config that leaves kernel at its default
+/// {1, 1} with a rank-4 [O, KH, KW, I/g] weight (graphs and tests that predate conv2d carrying its
+/// window) takes the window from that weight. Precondition: op is a conv2d with 2+ operands.
+void conv_window(const OpLaunch& op, int64_t* kh, int64_t* kw);
+
+/// Resolves op.config.act_block_h for a conv2d launch on its result's tile grid and checks it:
+/// 0 (auto) is one tile row per block (the smallest circular buffers; the planner always writes
+/// an explicit height); otherwise it must divide rows_per_core. Decides weights_resident on
+/// `chip`'s usable L1. The message names the block height and the rows; callers prefix the op.
+/// Preconditions: operand/result counts and shapes were checked (rank-4 NHWC input and result).
+Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip);
+
+/// Circular-buffer bytes per core of a resolved conv2d: the activation block (act_block_h x
+/// k_tiles, input dtype, double-buffered), the weight block (resident: k_tiles x cols_per_core;
+/// streamed: 2 x k_tiles; weight dtype), the output/partials block (act_block_h x cols_per_core,
+/// result dtype) and, with a bias, its cols_per_core tiles.
+uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op);
+
+/// Block heights worth trying for a conv2d with `rows_per_core` tile rows per core: its
+/// divisors, largest first, at most `max_count` of them (spread over the range when there are
+/// more: the largest, the smallest, and evenly spaced ones between).
+std::vector<uint32_t> conv_block_heights(int64_t rows_per_core, size_t max_count);
+
+}  // namespace meshplan::device

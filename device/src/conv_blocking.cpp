@@ -1,0 +1,95 @@
+// conv2d activation blocking (see conv_blocking.hpp).
+#include "meshplan/device/conv_blocking.hpp"
+
+#include <algorithm>
+
+#include "meshplan/device/formats.hpp"
+#include "meshplan/device/placement.hpp"
+#include "meshplan/device/timing.hpp"
+
+namespace meshplan::device {
+
+void conv_window(const OpLaunch& op, int64_t* kh, int64_t* kw) {
+  *kh = op.config.kernel[0];
+  *kw = op.config.kernel[1];
+  bool unset = *kh == 1 && *kw == 1;
+  if (unset && op.operands.size() >= 2 && op.operands[1]->shape.size() == 4) {
+    *kh = op.operands[1]->shape[1];
+    *kw = op.operands[1]->shape[2];
+  }
+}
+
+Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip) {
+  if (op.operands.size() < 2 || op.results.empty() || op.operands[0]->shape.size() != 4 ||
+      op.results[0]->shape.size() != 4)
+    return fail(ErrorCode::invalid_argument, "conv2d needs an NHWC input, a weight and a result");
+  ConvBlocking b;
+  conv_window(op, &b.kh, &b.kw);
+  int64_t groups = std::max<int32_t>(1, op.config.groups);
+  int64_t cin = op.operands[0]->shape[3];
+  if (b.kh <= 0 || b.kw <= 0 || cin % groups != 0)
+    return fail(ErrorCode::invalid_argument, "conv2d window [", b.kh, ",", b.kw, "] with ", cin,
+                " input channels in ", groups, " groups has no im2col form");
+  b.k = b.kh * b.kw * (cin / groups);
+  b.k_tiles = (b.k + kTileW - 1) / kTileW;
+  TileGrid g = tile_grid(op.results[0]->shape);
+  b.rows = g.tiles_h;
+  b.cols = g.tiles_w;
+  int64_t pages = g.pages();
+  b.cores = cores_used(op);
+  b.pages_per_core = std::max<int64_t>(1, (pages + b.cores - 1) / b.cores);
+  // The kernel's split (for_each_core): contiguous page ranges of pages_per_core tiles.
+  for (int64_t p0 = 0; p0 < pages; p0 += b.pages_per_core) {
+    int64_t p1 = std::min(pages, p0 + b.pages_per_core);
+    int64_t r = (p1 - 1) / b.cols - p0 / b.cols + 1;
+    int64_t c = r == 1   ? p1 - p0
+                : r == 2 ? std::min(b.cols, b.cols - p0 % b.cols + (p1 - 1) % b.cols + 1)
+                         : b.cols;
+    b.rows_per_core = std::max(b.rows_per_core, r);
+    b.cols_per_core = std::max(b.cols_per_core, c);
+  }
+  b.rows_per_core = std::max<int64_t>(1, b.rows_per_core);
+  b.cols_per_core = std::max<int64_t>(1, b.cols_per_core);
+  uint32_t h = op.config.act_block_h;
+  b.act_block_h = h == 0 ? 1 : h;
+  if (b.rows_per_core % b.act_block_h != 0)
+    return fail(ErrorCode::invalid_argument, "act_block_h ", h,
+                " does not divide the busiest core's ", b.rows_per_core, " output tile rows (",
+                b.rows, " tile rows over ", b.cores, " cores)");
+  b.n_blocks = b.rows_per_core / b.act_block_h;
+  uint64_t output_l1 = 0;
+  for (const TensorPlacement* t : op.results)
+    if (t->buffer == BufferType::l1) output_l1 += AddressMap(*t, chip).bytes_per_bank();
+  b.weights_resident =
+      conv_cb_bytes(b, op) + output_l1 <= chip.l1_usable_top() - chip.l1_unreserved_base;
+  return b;
+}
+
+uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op) {
+  uint64_t act = 2ull * b.act_block_h * b.k_tiles * tile_bytes(op.operands[0]->dtype);
+  int64_t weight_tiles = b.k_tiles * (b.weights_resident ? b.cols_per_core : 2);
+  uint64_t weight = static_cast<uint64_t>(weight_tiles) * tile_bytes(op.operands[1]->dtype);
+  uint64_t out =
+      static_cast<uint64_t>(b.act_block_h * b.cols_per_core) * tile_bytes(op.results[0]->dtype);
+  uint64_t bias = op.operands.size() > 2
+                      ? static_cast<uint64_t>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype)
+                      : 0;
+  return act + weight + out + bias;
+}
+
+std::vector<uint32_t> conv_block_heights(int64_t rows_per_core, size_t max_count) {
+  std::vector<uint32_t> divisors;
+  for (int64_t d = rows_per_core; d >= 1; --d)
+    if (rows_per_core % d == 0) divisors.push_back(static_cast<uint32_t>(d));
+  if (max_count == 0) return {};
+  if (divisors.size() <= max_count) return divisors;
+  if (max_count == 1) return {divisors.front()};
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < max_count; ++i) {
+    size_t at = i * (divisors.size() - 1) / (max_count - 1);
+    if (out.empty() || out.back() != divisors[at]) out.push_back(divisors[at]);
+  }
+  return out;
+}
+
+}  // namespace meshplan::device
