@@ -9,18 +9,13 @@
 #include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
+#include "shape_text.hpp"
 
 namespace meshplan::runtime {
 
 namespace {
 
 constexpr size_t kMaxOperands = device::kMaxOperands;
-
-std::string shape_text(std::span<const int64_t> s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
   const auto* ids = p.plan().inputs();

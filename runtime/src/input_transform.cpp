@@ -5,18 +5,11 @@
 
 #include "meshplan/device/conv_weights.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
+#include "shape_text.hpp"
 
 namespace meshplan::runtime {
 
-namespace {
-
-std::string shape_text(std::span<const int64_t> s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const fb::InputTransform* input_transform(const PlanRef& plan, size_t index) {
   const auto* list = plan.plan().input_transforms();

@@ -6,16 +6,11 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
+#include "shape_text.hpp"
 
 namespace meshplan::runtime {
 
 namespace {
-
-std::string shape_text(std::span<const int64_t> s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
   auto bytes = p.segment(static_cast<uint32_t>(segment));

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden_file.hpp"
 #include "graphs.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/schemas/hash.hpp"
@@ -107,19 +108,5 @@ std::string current_digests() {
 TEST_CASE("beam plans are byte-identical to those recorded before the beam speed-ups") {
   std::string path = source_path("tests/planner/plans/beam_identity.txt");
   std::string now = current_digests();
-  if (const char* update = std::getenv("MESHPLAN_UPDATE_GOLDEN"); update && *update == '1') {
-    std::ofstream(path) << now;
-    MESSAGE("wrote ", path);
-  }
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path);
-  std::stringstream want;
-  want << in.rdbuf();
-  std::istringstream a(now), b(want.str());
-  std::string la, lb;
-  while (std::getline(b, lb)) {
-    REQUIRE(std::getline(a, la));
-    CHECK(la == lb);
-  }
-  CHECK_FALSE(std::getline(a, la));
+  test::check_golden_lines(path, now);
 }

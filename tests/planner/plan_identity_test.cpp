@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden_file.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policy.hpp"
@@ -60,20 +61,5 @@ std::string current_digests() {
 TEST_CASE("plans are unchanged by the planning-speed work (keys and per-op layouts)") {
   std::string path = test::source_path("tests/planner/plans/plan_identity.txt");
   std::string now = current_digests();
-  if (const char* update = std::getenv("MESHPLAN_UPDATE_GOLDEN"); update && *update == '1') {
-    std::ofstream(path) << now;
-    MESSAGE("wrote ", path);
-  }
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path);
-  std::stringstream want;
-  want << in.rdbuf();
-  // Line by line, so a failure names the model and policy.
-  std::istringstream a(now), b(want.str());
-  std::string la, lb;
-  while (std::getline(b, lb)) {
-    REQUIRE(std::getline(a, la));
-    CHECK(la == lb);
-  }
-  CHECK_FALSE(std::getline(a, la));
+  test::check_golden_lines(path, now);
 }
