@@ -13,6 +13,13 @@ namespace meshplan::planner::shlo {
 
 namespace {
 
+/// A device index from a dense attribute value: -1 (outside every mesh, so the callers'
+/// checks reject it) when it is not a non-negative integer below 2^31.
+int64_t device_index(double v) {
+  if (!(v >= 0 && v < 2147483648.0) || v != static_cast<double>(static_cast<int64_t>(v))) return -1;
+  return static_cast<int64_t>(v);
+}
+
 TensorSharding closed(TensorSharding s) {
   for (DimSharding& d : s.dims) d.open = false, d.priority = -1;
   s.replicated.clear();
@@ -540,8 +547,7 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
                   " needs source_target_pairs of shape Nx2");
     for (size_t k = 0; k + 1 < p->values.size(); k += 2)
-      c.pairs.emplace_back(static_cast<int64_t>(p->values[k]),
-                           static_cast<int64_t>(p->values[k + 1]));
+      c.pairs.emplace_back(device_index(p->values[k]), device_index(p->values[k + 1]));
     for (const auto& [from, to] : c.pairs)
       if (from < 0 || to < 0 || from >= mesh->devices() || to >= mesh->devices())
         return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": pair (", from,
@@ -565,8 +571,7 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
       std::vector<int64_t> group;
       for (int64_t k = 0; k < cols; ++k) {
         size_t at = static_cast<size_t>(r * cols + k);
-        group.push_back(
-            static_cast<int64_t>(g->values.size() == 1 ? g->values[0] : g->values.at(at)));
+        group.push_back(device_index(g->values.size() == 1 ? g->values[0] : g->values.at(at)));
       }
       c.groups.push_back(group);
     }

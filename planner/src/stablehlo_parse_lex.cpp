@@ -162,6 +162,10 @@ Result<double> Parser::number(bool& is_float) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size()) return error("a number");
+  // Integer literals become int64 attributes: one that does not fit is an error here, not an
+  // out-of-range conversion later.
+  if (!is_float && !(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return error("an integer that fits in 64 bits");
   pos_ = e;
   return v;
 }

@@ -54,3 +54,35 @@ TEST_CASE("truncated and mutated modules fail cleanly") {
   CHECK(tried > 1000);
   CHECK(parsed > 0);
 }
+
+TEST_CASE("numbers outside int64 or the mesh are located errors, not out-of-range conversions") {
+  // Found by the StableHLO fuzzer under UBSan: a 99-digit integer attribute was converted to
+  // int64.
+  std::string big(99, '8');
+  std::string text =
+      "func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+      "  %0 = stablehlo.add %a, %a {n = " +
+      big +
+      "} : tensor<4x8xf32>\n"
+      "  return %0 : tensor<4x8xf32>\n}\n";
+  auto m = parse_module(text, "big.mlir");
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().message.starts_with("big.mlir:2:"));
+  CHECK(m.error().message.find("64 bits") != std::string::npos);
+  // A collective_permute pair of 1e300 names no device (it was converted to int64 as well).
+  std::string permute =
+      "module @m {\n  sdy.mesh @mesh = <[\"x\"=2]>\n"
+      "  func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+      "    %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = "
+      "dense<[[1.0e300, 0.0], [1.0, 0.0]]> : tensor<2x2xi64>} : (tensor<4x8xf32>) -> "
+      "tensor<4x8xf32>\n    return %0 : tensor<4x8xf32>\n  }\n}\n";
+  auto pm = parse_module(permute, "permute.mlir");
+  REQUIRE_MESSAGE(pm.has_value(), (pm ? "" : pm.error().message));
+  const Op* op = nullptr;
+  for (const Op& o : pm->ops)
+    if (o.name == "stablehlo.collective_permute") op = &o;
+  REQUIRE(op != nullptr);
+  auto info = collective_info(*pm, *op);
+  REQUIRE_FALSE(info.has_value());
+  CHECK(info.error().message.find("outside the 2-device mesh") != std::string::npos);
+}
