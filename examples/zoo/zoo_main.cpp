@@ -92,6 +92,18 @@ Result<planner::Graph> mesh_program(const planner::AnnotatedGraph& annotated, in
   return g;
 }
 
+/// Fills `row`'s plan metrics from a compiled plan and queues the plan under `name`.
+void record_plan(Row& row, std::string name, std::vector<uint8_t> bytes,
+                 std::vector<runtime::CacheEntryData>& entries) {
+  const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(bytes.data())->header()->metrics();
+  row.ops = m->ops();
+  row.l1_outputs = m->l1_outputs();
+  row.spills = m->spills();
+  row.reshards = m->reshards();
+  row.simulated_us = m->estimated_ns() / 1000.0;
+  entries.push_back({std::move(name), std::move(bytes)});
+}
+
 uint32_t count_collectives(const planner::Graph& g) {
   uint32_t n = 0;
   for (const planner::Op& op : g.ops) n += device::is_collective(op.kind) ? 1 : 0;
@@ -171,17 +183,10 @@ Result<int> run(const Args& args) {
       auto plan = planner::compile(*full, chip, options);
       Hash128 full_key = plan ? plan->key : Hash128{};
       row.planning_ms = ms_since(t0);
-      if (!plan) {
+      if (!plan)
         row.note = plan.error().to_string();
-      } else {
-        const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan->bytes.data())->header()->metrics();
-        row.ops = m->ops();
-        row.l1_outputs = m->l1_outputs();
-        row.spills = m->spills();
-        row.reshards = m->reshards();
-        row.simulated_us = m->estimated_ns() / 1000.0;
-        entries.push_back({spec.name + "/" + policy, std::move(plan->bytes)});
-      }
+      else
+        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries);
       auto small = planner::compile(*reduced, chip, options);
       row.run_entry = spec.name + "/" + policy + "/reduced";
       if (small && small->key == full_key)
@@ -233,17 +238,10 @@ Result<int> run(const Args& args) {
       auto t0 = Clock::now();
       auto plan = planner::compile(*full, chip, options);
       row.planning_ms = pipeline_ms + ms_since(t0);
-      if (!plan) {
+      if (!plan)
         row.note = plan.error().to_string();
-      } else {
-        const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan->bytes.data())->header()->metrics();
-        row.ops = m->ops();
-        row.l1_outputs = m->l1_outputs();
-        row.spills = m->spills();
-        row.reshards = m->reshards();
-        row.simulated_us = m->estimated_ns() / 1000.0;
-        entries.push_back({spec.name + "/" + policy, std::move(plan->bytes)});
-      }
+      else
+        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries);
       auto small = planner::compile(*reduced, chip, options);
       row.run_entry = spec.name + "/" + policy + "/reduced";
       if (small)

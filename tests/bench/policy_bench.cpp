@@ -158,6 +158,17 @@ const planner::Graph& big_graph() {
   return g;
 }
 
+/// One core of a Wormhole with the whole grid's NoC and eltwise throughput: L1 pressure at the
+/// same relative speeds as on the full chip (the spill benches).
+device::ChipDesc one_core_chip() {
+  device::ChipDesc one = device::wormhole_b0();
+  one.name = "wormhole_b0_1x1";
+  one.grid_x = one.grid_y = 1;
+  one.noc_bytes_per_cycle = 64 * 32;
+  one.eltwise_elems_per_cycle = 64 * 32;
+  return one;
+}
+
 /// Spill selection side by side (not timed): Belady vs DP after greedy and beam on the example
 /// models (full chip and a one-core cut), the bench models on a one-core cut, and a squeezed
 /// transformer (one core, and the full grid with 160 KiB of usable L1 per core).
@@ -166,11 +177,7 @@ void BM_SpillSelection(benchmark::State& state) {
   for (auto _ : state) {
     if (printed) continue;
     printed = true;
-    device::ChipDesc one = device::wormhole_b0();
-    one.name = "wormhole_b0_1x1";
-    one.grid_x = one.grid_y = 1;
-    one.noc_bytes_per_cycle = 64 * 32;
-    one.eltwise_elems_per_cycle = 64 * 32;
+    device::ChipDesc one = one_core_chip();
     device::ChipDesc small = device::wormhole_b0();
     small.name = "wormhole_b0_160k";
     small.l1_size = small.l1_unreserved_base + 160 * 1024 * 100 / 95;
@@ -236,11 +243,7 @@ void BM_SpillDpWide(benchmark::State& state) {
   for (auto _ : state) {
     if (printed) continue;
     printed = true;
-    device::ChipDesc one = device::wormhole_b0();
-    one.name = "wormhole_b0_1x1";
-    one.grid_x = one.grid_y = 1;
-    one.noc_bytes_per_cycle = 64 * 32;
-    one.eltwise_elems_per_cycle = 64 * 32;
+    device::ChipDesc one = one_core_chip();
     std::printf("\nspill DP on a wide fan-in (one core, 400 KiB tensors, three fit):\n");
     std::printf("  %6s %10s %10s %8s %-15s %10s\n", "width", "belady_ms", "dp_ms", "dp/bel",
                 "selection", "states");
