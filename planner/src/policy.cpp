@@ -446,8 +446,10 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     if (options.spill == "dp") {
       SpillDpOptions dp;
       dp.belady_results_first = results_first;
-      LayoutResult chosen = MESHPLAN_TRY(manage_spills_dp(planned, chip, nullptr, dp));
-      belady = MESHPLAN_TRY(manage_spills(std::move(planned), chip, results_first));
+      dp.keep_belady = true;
+      SpillDpStats stats;
+      LayoutResult chosen = MESHPLAN_TRY(manage_spills_dp(planned, chip, &stats, dp));
+      belady = std::move(stats.belady_plan);
       return chosen;
     }
     return manage_spills(std::move(planned), chip, results_first);
@@ -476,7 +478,7 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
                 "' (policies: ", known, ")");
   }
   MESHPLAN_TRY(fit_and_validate(r, chip));
-  if (belady && r.spill_selection != SpillSelection::dp_fallback) {
+  if (belady && r.spill_selection == SpillSelection::dp_exact) {
     MESHPLAN_TRY(fit_and_validate(*belady, chip));
     if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
       uint64_t states = r.spill_dp_states;

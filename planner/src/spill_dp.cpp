@@ -274,6 +274,7 @@ Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::Chip
 
   // 1. Belady's plan and the bound.
   Result<LayoutResult> belady = manage_spills(in, chip, options.belady_results_first);
+  if (options.keep_belady && belady) st.belady_plan = *belady;
   uint64_t bound = kNoBound;
   if (belady) {
     uint64_t ns = 0;

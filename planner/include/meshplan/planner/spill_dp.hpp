@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct SpillDpOptions {
   uint32_t max_readers = 16;          ///< Distinct L1 tensors one op reads (2^k eviction subsets).
   uint64_t max_states = 1u << 20;     ///< DP states over the whole schedule (~24 B each).
   bool belady_results_first = false;  ///< manage_spills()' results_first for the bound.
+  bool keep_belady = false;           ///< Hand Belady's plan back in SpillDpStats::belady_plan.
 };
 
 /// Statistics of the last DP run, for tests, the bench and the plan metrics.
@@ -64,6 +66,8 @@ struct SpillDpStats {
   /// proven optimal; `reason` says why).
   SpillSelection selection = SpillSelection::dp_exact;
   std::string reason;
+  /// Belady's plan as the DP computed it (SpillDpOptions::keep_belady; empty when it failed).
+  std::optional<LayoutResult> belady_plan;
   bool exact() const { return selection != SpillSelection::dp_fallback; }
 };
 
