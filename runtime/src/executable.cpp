@@ -258,7 +258,8 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
                             std::span(inp, op->operands()->size()),
                             std::span(outp, op->results()->size()), op_config_of(*op)};
     device::OpTiming timing = MESHPLAN_TRY(device_.launch(launch));
-    result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used});
+    result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used,
+                                   timing.compute_ns, timing.dram_ns});
     if (op->frees())
       for (uint32_t id : *op->frees()) MESHPLAN_TRY(device_.deallocate(plan_.placement(id)));
   }

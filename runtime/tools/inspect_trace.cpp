@@ -136,7 +136,7 @@ std::string chrome_trace(const runtime::PlanRef& plan, const runtime::RunResult&
             "\",\"ph\":\"X\",", nums, ",\"pid\":0,\"tid\":", op.cores, ",\"args\":{\"kind\":\"",
             kind, "\",\"index\":", i, ",\"cores\":", op.cores,
             ",\"estimated_ns\":", plan.plan().ops()->Get(static_cast<uint32_t>(i))->estimated_ns(),
-            "}}");
+            ",\"compute_ns\":", op.compute_ns, ",\"dram_ns\":", op.dram_ns, "}}");
     ts_us += dur;
   }
   out += "\n]}\n";

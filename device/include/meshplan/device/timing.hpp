@@ -51,8 +51,11 @@
 // conv2d pipeline: a core walks its rows_per_core output tile rows in n_blocks =
 //   ceil(rows_per_core / act_block_h) blocks; reader, compute and writer overlap across blocks
 //   (double-buffered activation block), so
-//     busy = max(compute, movement) + movement / n_blocks + n_blocks x block hand-off
-//   the middle term the pipeline fill (compute waits for the first block's data), the last the
+//     busy = max(compute, movement) + min(compute, movement) / n_blocks
+//            + n_blocks x block hand-off
+//   the middle term the pipeline's one unoverlapped block: when movement is the bottleneck, the
+//   last block's compute after its data arrived; when compute is, the first block's movement
+//   before compute can start (a two-stage pipeline of n equal blocks). The last term is the
 //   per-block synchronisation. Assumption (no DEVICE-FACTS figure): a hand-off costs 500 cycles
 //   (the reader's barrier on its NoC reads plus the circular-buffer semaphores; the order of a
 //   DRAM read round trip), chosen a priori. Larger blocks pay more fill, smaller ones more

@@ -19,6 +19,8 @@ struct OpProfile {
   device::OpKind kind;
   uint64_t device_ns = 0;
   uint32_t cores = 0;
+  uint64_t compute_ns = 0;  ///< The busiest core's compute time within device_ns.
+  uint64_t dram_ns = 0;     ///< The op's DRAM traffic at the chip's DRAM bandwidth.
 };
 
 struct RunResult {
