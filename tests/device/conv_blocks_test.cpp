@@ -156,7 +156,7 @@ TEST_CASE("conv2d results are byte-identical for every block height and match th
 
 TEST_CASE("conv2d timing: pipeline fill per block and one hand-off per block") {
   // One core, 64 tile rows: n_blocks = 64 / h. The model says
-  //   busy(n) = max(compute, movement) + movement / n + n x hand-off,
+  //   busy(n) = max(compute, movement) + min(compute, movement) / n + n x hand-off,
   // so three block counts determine the constants: fit two, predict the third.
   ConvLaunch l({1, 32, 64, 32}, {32, 3, 3, 32}, {1, 32, 64, 32}, {1, 1, 1, 1});
   l.config.grid_x = l.config.grid_y = 1;
@@ -165,8 +165,8 @@ TEST_CASE("conv2d timing: pipeline fill per block and one hand-off per block") {
     return static_cast<double>(device::estimate(chip, l.launch(h)).duration_ns - chip.dispatch_ns);
   };
   double d64 = busy(1), d8 = busy(8), d2 = busy(32), d1 = busy(64);
-  // One block: all the movement is fill. Many blocks: the hand-offs dominate the difference.
-  CHECK(d1 > d2);  // 1 block pays the whole movement before compute starts
+  // One block: nothing overlaps. Many blocks: the hand-offs dominate the difference.
+  CHECK(d1 > d2);  // 1 block: compute waits for all of its data
   double sync = 500.0 / chip.clock_ghz;
   // Solve base + M/n + n*sync at n = 1 and n = 64 for base and M, predict n = 8 and n = 2.
   double m = (d1 - sync - (d64 - 64 * sync)) / (1.0 - 1.0 / 64);
@@ -174,9 +174,36 @@ TEST_CASE("conv2d timing: pipeline fill per block and one hand-off per block") {
   CHECK(std::abs(base + m / 8 + 8 * sync - d8) <= 2.0);
   CHECK(std::abs(base + m / 2 + 2 * sync - d2) <= 2.0);
   CHECK(m > 0);
+  // The unoverlapped block is the faster stage's: m = min(compute, movement) while base =
+  // max(compute, movement), so compute is one of the two (a movement-bound op is not charged
+  // its movement twice).
+  double compute = static_cast<double>(device::estimate(chip, l.launch(1)).compute_ns);
+  CHECK(m <= base + 2.0);
+  CHECK((std::abs(m - compute) <= 2.0 || std::abs(base - compute) <= 2.0));
   // Compute does not depend on the block height.
   CHECK(device::estimate(chip, l.launch(1)).compute_ns ==
         device::estimate(chip, l.launch(64)).compute_ns);
+}
+
+TEST_CASE("conv2d timing: a movement-bound conv pays its movement once, plus one block's compute") {
+  // A 1x1 conv from 512 to 32 channels on one core: 64 tile rows x K = 16 tiles reading a DRAM
+  // input, resident 16-tile weights. The reader is the bottleneck, so
+  //   busy(n) = movement + compute / n + n x hand-off:
+  // fitted from two block counts, the per-block term is the compute, not the movement again.
+  ConvLaunch l({1, 64, 32, 512}, {32, 1, 1, 512}, {1, 64, 32, 32}, {0, 0, 0, 0});
+  l.config.grid_x = l.config.grid_y = 1;
+  device::ChipDesc chip = device::wormhole_b0();
+  REQUIRE(device::resolve_conv(l.launch(1), chip)->weights_resident);
+  auto busy = [&](uint32_t h) {
+    return static_cast<double>(device::estimate(chip, l.launch(h)).duration_ns - chip.dispatch_ns);
+  };
+  double sync = 500.0 / chip.clock_ghz;
+  double d1 = busy(16) - 4 * sync, d4 = busy(4) - 16 * sync;  // 4 and 16 blocks
+  double per_block_total = (d4 - d1) / (1.0 / 16 - 1.0 / 4);  // the term divided by n
+  double compute = static_cast<double>(device::estimate(chip, l.launch(1)).compute_ns);
+  CHECK(std::abs(per_block_total - compute) <= 8.0);
+  double movement = d1 - compute / 4;
+  CHECK(movement > compute);  // movement-bound, as the case means to be
 }
 
 TEST_CASE("weights that do not fit beside the blocks stream through, re-read per block") {
