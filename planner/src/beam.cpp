@@ -73,7 +73,7 @@ struct Scored {
 Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                                    const PlannerOptions& options, const Overrides& ov) {
   LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
-  OpQuery q(g, chip);
+  OpQuery q(g, chip, options.mesh);
   const size_t k_width = std::max<uint32_t>(1, options.beam_width);
   const bool cost_mode = options.beam_cost_mode;
   auto better = [&](const Scored& a, const Scored& b) {

@@ -189,9 +189,22 @@ Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::Ch
   return {};
 }
 
-OpQuery::OpQuery(const Graph& graph, const device::ChipDesc& chip)
+namespace {
+
+device::OpModel model_for(const device::ChipDesc& chip,
+                          const std::optional<device::MeshDesc>& mesh) {
+  if (!mesh) return device::OpModel(chip);
+  device::MeshDesc m = *mesh;
+  m.chip = chip;  // The planning chip; planning_mesh() checked the mesh is made of it.
+  return device::OpModel(std::move(m));
+}
+
+}  // namespace
+
+OpQuery::OpQuery(const Graph& graph, const device::ChipDesc& chip,
+                 const std::optional<device::MeshDesc>& mesh)
     : graph_(graph),
-      model_(chip),
+      model_(model_for(chip, mesh)),
       valid_memo_(std::make_unique<KeyMemo<device::OpValidation>>()),
       cost_memo_(std::make_unique<KeyMemo<Best>>()) {}
 

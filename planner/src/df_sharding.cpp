@@ -41,7 +41,7 @@ bool is_sharded(const TensorLayout& t) {
 class OpModelChecker final : public ShardChecker {
  public:
   OpModelChecker(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options)
-      : g_(g), chip_(chip), q_(g, chip), max_(options.max_legal_layouts) {
+      : g_(g), chip_(chip), q_(g, chip, options.mesh), max_(options.max_legal_layouts) {
     // Attribute configs parsed once: the solver asks about each op thousands of times.
     base_.reserve(g.ops.size());
     for (const Op& op : g.ops) base_.push_back(op_config(op, g.mesh).value_or(device::OpConfig{}));

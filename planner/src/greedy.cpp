@@ -205,7 +205,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
                                           const PlannerOptions& options, const Overrides& ov,
                                           bool sharded) {
   LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
-  OpQuery q(g, chip);
+  OpQuery q(g, chip, options.mesh);
   // Candidate pools depend on the value's shape and dtype only (layout_candidates): transformer
   // layers repeat a handful of shapes, so each pool is built once (a tenth of greedy's time on
   // 10,000 ops went to rebuilding them).

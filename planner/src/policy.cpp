@@ -190,7 +190,7 @@ uint32_t LayoutResult::l1_outputs() const {
 }
 
 uint64_t LayoutResult::estimated_ns(const device::ChipDesc& chip) const {
-  OpQuery q(graph, chip);
+  OpQuery q(graph, chip, mesh);
   uint64_t total = 0;
   for (OpId o = 0; o < graph.ops.size(); ++o) {
     const Op& op = graph.ops[o];
@@ -220,7 +220,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   const Graph& g = in.graph;
   Schedule s = Schedule::build(g);
   int n = static_cast<int>(g.ops.size());
-  OpQuery q(g, chip);
+  OpQuery q(g, chip, in.mesh);
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
   // Uses of every value, by position, ascending; graph outputs are used at n (the end).
   std::vector<std::vector<int>> uses(g.values.size());
@@ -237,6 +237,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     size[v] = l1_bytes_per_core(g.values[v], in.layout.tensors[v], chip);
 
   LayoutResult out;
+  out.mesh = in.mesh;
   out.graph.name = g.name;
   out.graph.values = g.values;
   out.graph.arguments = g.arguments;
@@ -314,7 +315,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
       // its producer writes DRAM directly (no move).
       OpId producer = g.values[victim].producer;
       auto demote_is_cheaper = [&] {
-        OpQuery qo(out.graph, chip);
+        OpQuery qo(out.graph, chip, out.mesh);
         auto cost_of_touching = [&] {
           uint64_t total = 0;
           for (OpId e = 0; e < out.graph.ops.size(); ++e) {
@@ -400,7 +401,7 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
       ++r.spills;
     }
   }
-  OpQuery q(r.graph, chip);
+  OpQuery q(r.graph, chip, r.mesh);
   for (OpId o = 0; o < r.graph.ops.size(); ++o) {
     const Op& op = r.graph.ops[o];
     std::vector<const TensorLayout*> in;
@@ -454,23 +455,29 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     }
     return manage_spills(std::move(planned), chip, results_first);
   };
+  // Every result carries the mesh its collectives are costed on through spills and fitting.
+  auto materialized = [&](const LayoutDecision& d) -> Result<LayoutResult> {
+    LayoutResult m = MESHPLAN_TRY(materialize(g, d));
+    m.mesh = options.mesh;
+    return m;
+  };
   LayoutResult r;
   if (options.policy == "dram") {
     LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
     MESHPLAN_TRY(apply_overrides(g, chip, overrides, d));
-    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(materialized(d));
   } else if (options.policy == "l1-interleaved" || options.policy == "greedy") {
     bool sharded = options.policy == "greedy";
     LayoutDecision d = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, sharded));
-    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(materialized(d));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
-    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(materialized(d));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
   } else if (options.policy == "df-sharding") {
     LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
-    r = MESHPLAN_TRY(materialize(g, d));
+    r = MESHPLAN_TRY(materialized(d));
   } else {
     std::string known;
     for (auto name : policy_names()) known += (known.empty() ? "" : ", ") + std::string(name);

@@ -34,7 +34,7 @@ class Search {
  public:
   Search(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options,
          LayoutDecision d)
-      : g_(g), chip_(chip), q_(g, chip), d_(std::move(d)), base_(d_.configs) {
+      : g_(g), chip_(chip), q_(g, chip, options.mesh), d_(std::move(d)), base_(d_.configs) {
     n_ = static_cast<OpId>(g.ops.size());
     cands_.resize(n_);
     for (OpId o = 0; o < n_; ++o)

@@ -72,7 +72,7 @@ device::OpConfig demoted_config(const device::OpConfig& c, const TensorLayout& d
 Status walk_fit(const LayoutResult& r, const device::ChipDesc& chip, uint64_t* cost_ns) {
   const Graph& g = r.graph;
   Schedule s = Schedule::build(g);
-  OpQuery q(g, chip);
+  OpQuery q(g, chip, r.mesh);
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
   std::vector<uint64_t> bytes(g.values.size(), 0);
   uint64_t live = 0, total = 0;
@@ -129,6 +129,7 @@ Result<LayoutResult> apply_spill_choice(const LayoutResult& in, const SpillChoic
   const uint32_t n = static_cast<uint32_t>(g.ops.size());
   auto reads = reads_of(g);
   LayoutResult out;
+  out.mesh = in.mesh;
   out.graph.name = g.name;
   out.graph.values = g.values;
   out.graph.arguments = g.arguments;
@@ -334,7 +335,7 @@ Result<LayoutResult> manage_spills_dp(const LayoutResult& in, const device::Chip
     return fallback(str(args.size(), " L1 arguments: more than ", max_readers,
                         " eviction choices at the start"));
 
-  OpQuery q(g, chip);
+  OpQuery q(g, chip, in.mesh);
   std::vector<TensorLayout> dram(space.tensors.size());
   for (size_t i = 0; i < space.tensors.size(); ++i)
     dram[i] = interleaved_layout(g.values[space.tensors[i]], device::BufferType::dram);

@@ -7,8 +7,10 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/device/mesh_spec.hpp"
+#include "meshplan/planner/candidates.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
@@ -179,4 +181,41 @@ TEST_CASE("the planner refuses a mesh of another shape or chip, or one for a sin
   auto plain = planner::compile(*single, chip, planner::PlannerOptions{});
   REQUIRE(plain);
   CHECK(one->bytes == plain->bytes);
+}
+
+TEST_CASE("layout policies cost collectives on the mesh they plan for") {
+  // plan_layout's result, and the OpQuery every policy scores with, price the all_gather on the
+  // given mesh: the ring and linear layout results differ by exactly the difference of the two
+  // plans' gather times (the emitted plans time it on their mesh too).
+  const planner::Graph g = gather_graph();
+  const device::ChipDesc chip = device::wormhole_b0();
+  device::MeshDesc line = *device::resolve_mesh_spec("1x8", chip);
+  device::MeshDesc ring = *device::resolve_mesh_spec("1x8:ring", chip);
+  for (const char* policy : {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"}) {
+    CAPTURE(policy);
+    planner::PlannerOptions o;
+    o.policy = policy;
+    o.mesh = line;
+    auto on_line = planner::plan_layout(g, chip, o);
+    REQUIRE_MESSAGE(on_line, on_line.error().message);
+    o.mesh = ring;
+    auto on_ring = planner::plan_layout(g, chip, o);
+    REQUIRE_MESSAGE(on_ring, on_ring.error().message);
+    REQUIRE(on_ring->mesh);
+    CHECK(on_ring->mesh->topology == device::Topology::ring);
+    uint64_t gather_line = op_ns(plan_for(g, line, policy).plan, "gather");
+    uint64_t gather_ring = op_ns(plan_for(g, ring, policy).plan, "gather");
+    REQUIRE(gather_ring < gather_line);
+    CHECK(on_line->estimated_ns(chip) - on_ring->estimated_ns(chip) == gather_line - gather_ring);
+    // The OpQuery of a policy: the same launch priced on each mesh.
+    planner::OpQuery q_line(g, chip, line), q_ring(g, chip, ring);
+    const planner::Op& op = g.ops[0];
+    std::vector<const planner::TensorLayout*> in = {&on_ring->layout.tensors[op.operands[0]]};
+    const planner::TensorLayout& out = on_ring->layout.tensors[op.results[0]];
+    CHECK(q_line.cost(op.kind, op.name, op.operands, in, op.results[0], out,
+                      on_ring->layout.configs[0]) -
+              q_ring.cost(op.kind, op.name, op.operands, in, op.results[0], out,
+                          on_ring->layout.configs[0]) ==
+          gather_line - gather_ring);
+  }
 }

@@ -80,7 +80,10 @@ std::string layout_string(const TensorLayout& layout);
 /// OpModel afresh. Not thread-safe (the memo).
 class OpQuery {
  public:
-  OpQuery(const Graph& graph, const device::ChipDesc& chip);
+  /// Collectives are costed on `mesh` (its topology, links and hop latency) when given, else on
+  /// device::default_collective_mesh() of each op's group. Other ops ignore it.
+  OpQuery(const Graph& graph, const device::ChipDesc& chip,
+          const std::optional<device::MeshDesc>& mesh = std::nullopt);
   ~OpQuery();
   const device::OpModel& model() const { return model_; }
   const device::ChipDesc& chip() const { return model_.chip(); }

@@ -61,6 +61,9 @@ struct LayoutResult {
   /// How the spills were chosen, and the states the DP created (0 under Belady).
   SpillSelection spill_selection = SpillSelection::belady;
   uint64_t spill_dp_states = 0;
+  /// The mesh a mesh program is planned for (PlannerOptions::mesh): OpQuery costs its
+  /// collectives there. Absent: each collective's default mesh.
+  std::optional<device::MeshDesc> mesh;
 };
 
 /// Builds the planned graph from a decision (reshards become to_memory_config ops).
