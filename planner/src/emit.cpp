@@ -159,7 +159,8 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   Graph prepared_graph;
   std::vector<PreparedWeight> prepared;
   const Graph* source = &original;
-  if (options.prepare_weights && !conv_weight_candidates(original).empty()) {
+  if (options.prepare_weights &&
+      (!conv_weight_candidates(original).empty() || !conv_constant_candidates(original).empty())) {
     prepared_graph = original;
     prepared = MESHPLAN_TRY(prepare_conv_weights(prepared_graph));
     source = &prepared_graph;

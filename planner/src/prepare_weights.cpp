@@ -19,15 +19,22 @@ int64_t groups_of(const Op& op) {
 
 }  // namespace
 
-std::vector<PreparedWeight> conv_weight_candidates(const Graph& g) {
+namespace {
+
+/// Arguments used only as operand 1 (the weight) of conv2d ops with one groups value, rank 4 and
+/// preparable, in argument order; `constants` selects constant arguments, else inputs and
+/// parameters. A mesh graph's non-constant argument must be replicated (a constant is every
+/// chip's tensor already).
+std::vector<PreparedWeight> weight_candidates(const Graph& g, bool constants) {
   // Per value: -1 = not a candidate, 0 = no use seen yet, else groups of the uses so far.
   std::vector<int64_t> state(g.values.size(), -1);
   for (size_t i = 0; i < g.arguments.size(); ++i) {
     const Value& v = g.values[g.arguments[i]];
-    bool kind_ok = v.kind == ArgKind::input || v.kind == ArgKind::parameter;
-    bool shard_ok =
-        g.mesh.single_chip() || (i < g.argument_shards.size() &&
-                                 g.argument_shards[i].type == device::MeshShardType::replicate);
+    bool kind_ok = constants ? v.kind == ArgKind::constant
+                             : v.kind == ArgKind::input || v.kind == ArgKind::parameter;
+    bool shard_ok = constants || g.mesh.single_chip() ||
+                    (i < g.argument_shards.size() &&
+                     g.argument_shards[i].type == device::MeshShardType::replicate);
     if (kind_ok && shard_ok && v.shape.size() == 4) state[g.arguments[i]] = 0;
   }
   for (ValueId out : g.outputs) state[out] = -1;
@@ -50,14 +57,26 @@ std::vector<PreparedWeight> conv_weight_candidates(const Graph& g) {
   return out;
 }
 
+}  // namespace
+
+std::vector<PreparedWeight> conv_weight_candidates(const Graph& g) {
+  return weight_candidates(g, /*constants=*/false);
+}
+
+std::vector<PreparedWeight> conv_constant_candidates(const Graph& g) {
+  return weight_candidates(g, /*constants=*/true);
+}
+
 Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& g) {
   std::vector<PreparedWeight> prepared = conv_weight_candidates(g);
-  if (prepared.empty()) return prepared;
-  std::vector<int> index(g.values.size(), -1);
-  for (size_t i = 0; i < prepared.size(); ++i) index[prepared[i].value] = static_cast<int>(i);
+  std::vector<PreparedWeight> constants = conv_constant_candidates(g);
+  if (prepared.empty() && constants.empty()) return prepared;
+  std::vector<const PreparedWeight*> by_value(g.values.size(), nullptr);
+  for (const PreparedWeight& p : prepared) by_value[p.value] = &p;
+  for (const PreparedWeight& p : constants) by_value[p.value] = &p;
   for (Op& op : g.ops) {
-    if (op.kind != OpKind::conv2d || op.operands.size() < 2 || index[op.operands[1]] < 0) continue;
-    const std::vector<int64_t>& host = prepared[index[op.operands[1]]].host_shape;
+    if (op.kind != OpKind::conv2d || op.operands.size() < 2 || !by_value[op.operands[1]]) continue;
+    const std::vector<int64_t>& host = by_value[op.operands[1]]->host_shape;
     Attribute kernel{"kernel", std::vector<int64_t>{host[1], host[2]}};
     auto it = std::lower_bound(op.attributes.begin(), op.attributes.end(), kernel.name,
                                [](const Attribute& a, const std::string& n) { return a.name < n; });
@@ -69,6 +88,13 @@ Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& g) {
   for (const PreparedWeight& p : prepared)
     g.values[p.value].shape =
         MESHPLAN_TRY(device::prepared_conv_weight_shape(p.host_shape, p.groups));
+  // Constants are prepared here, once: the plan carries their prepared values.
+  for (const PreparedWeight& p : constants) {
+    Value& v = g.values[p.value];
+    v.data =
+        MESHPLAN_TRY(device::prepare_conv_weight(device::HostView{p.host_shape, v.data}, p.groups));
+    v.shape = MESHPLAN_TRY(device::prepared_conv_weight_shape(p.host_shape, p.groups));
+  }
   MESHPLAN_TRY(validate(g));
   return prepared;
 }

@@ -35,6 +35,12 @@ class GraphBuilder {
   planner::ValueId param(const std::string& name, std::vector<int64_t> shape) {
     return input(name, std::move(shape), planner::ArgKind::parameter);
   }
+  planner::ValueId constant(const std::string& name, std::vector<int64_t> shape,
+                            std::vector<float> data) {
+    planner::ValueId v = input(name, std::move(shape), planner::ArgKind::constant);
+    g_.values[v].data = std::move(data);
+    return v;
+  }
   planner::ValueId op(device::OpKind kind, const std::string& name,
                       std::vector<planner::ValueId> operands,
                       std::vector<planner::Attribute> attributes = {}) {

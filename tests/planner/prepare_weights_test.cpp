@@ -75,7 +75,9 @@ TEST_CASE("prepare_conv_weights prepares arguments used only as conv2d weights")
   CHECK(planner::conv_weight_candidates(g).empty());
 }
 
-TEST_CASE("prepare_conv_weights skips constants, mixed groups and split mesh arguments") {
+TEST_CASE(
+    "prepare_conv_weights: constants are prepared without a transform; mixed groups and split mesh "
+    "arguments are skipped") {
   using planner::attr;
   planner::GraphBuilder b("skip");
   auto x = b.input("x", {1, 6, 6, 4});
@@ -87,11 +89,22 @@ TEST_CASE("prepare_conv_weights skips constants, mixed groups and split mesh arg
   auto g = b.build();
   REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
   auto prepared = planner::conv_weight_candidates(*g);
-  // The constant is not prepared; the grouped weight is (its groups are recorded).
+  // The grouped weight gets a host transform (its groups are recorded); the constant does not.
   REQUIRE(prepared.size() == 1);
   CHECK(g->values[prepared[0].value].name == "wg");
   CHECK(prepared[0].groups == 2);
   CHECK(prepared[0].host_shape == std::vector<int64_t>{4, 1, 1, 2});
+  // The constant is prepared by the pass itself: its values are permuted in the graph.
+  auto constants = planner::conv_constant_candidates(*g);
+  REQUIRE(constants.size() == 1);
+  CHECK(g->values[constants[0].value].name == "wc");
+  planner::Graph rewritten = *g;
+  auto pass = planner::prepare_conv_weights(rewritten);
+  REQUIRE_MESSAGE(pass, (pass ? std::string() : pass.error().message));
+  CHECK(pass->size() == 1);  // only the transform of wg
+  const planner::Value& wc_after = rewritten.values[constants[0].value];
+  CHECK(wc_after.shape == std::vector<int64_t>{36, 4});
+  CHECK(wc_after.data.size() == 36 * 4);
 
   SUBCASE("a weight shared by convs with different groups is not prepared") {
     planner::GraphBuilder m("mixed");
@@ -185,4 +198,39 @@ TEST_CASE("prepared weights run on every policy, matching the reference and the 
     CHECK(on.estimated_ns <= off.estimated_ns);
     CHECK(on.device_ns == on.estimated_ns);
   }
+}
+
+TEST_CASE("a constant conv2d weight is prepared in the plan: same results, 2-D constant") {
+  // A constant 3x3 weight with distinct values (a wrong permutation changes the result), a
+  // constant that is also added elsewhere (not prepared), on every policy.
+  test::GraphBuilder b("const_w");
+  auto x = b.input("x", {1, 8, 8, 8});
+  std::vector<float> values(8 * 3 * 3 * 8);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 23) / 23.0f - 0.5f;
+  auto w = b.constant("w", {8, 3, 3, 8}, values);
+  auto c1 = b.op(OpKind::conv2d, "c1", {x, w}, same_padding());
+  b.output(b.relu("r", c1));
+  planner::Graph g = b.finish();
+  for (const char* policy : {"dram", "greedy", "beam", "df-sharding"}) {
+    CAPTURE(policy);
+    planner::PlannerOptions o;
+    o.policy = policy;
+    test::E2E on = test::run_e2e(g, device::wormhole_b0(), o);  // checks against the reference
+    o.prepare_weights = false;
+    test::E2E off = test::run_e2e(g, device::wormhole_b0(), o);
+    CHECK(on.estimated_ns < off.estimated_ns);  // the padded [O, KH, KW, I] tiles are gone
+  }
+  planner::PlannerOptions o;
+  auto compiled = planner::compile(g, device::wormhole_b0(), o);
+  REQUIRE(compiled);
+  auto plan = runtime::verify_plan(compiled->bytes, "const_w");
+  REQUIRE(plan);
+  CHECK(plan->plan().input_transforms() == nullptr);  // nothing for the host to do
+  bool found = false;
+  for (const fb::TensorPlan* t : *plan->plan().tensors())
+    if (t->name()->string_view() == "w") {
+      found = true;
+      CHECK(std::ranges::equal(*t->shape(), std::vector<int64_t>{72, 8}));
+    }
+  CHECK(found);
 }

@@ -22,16 +22,22 @@ struct PreparedWeight {
   int64_t groups = 1;
 };
 
-/// The arguments prepare_conv_weights() would rewrite, sorted by argument index: inputs and
-/// parameters (never constants or graph outputs) of rank 4 whose every use is operand 1 (the
-/// weight) of a conv2d, with the same groups in every use; on a mesh graph only replicated ones
-/// (the host tensor is every chip's tensor: the runtime prepares it once, then replicates it).
-/// Pure query.
+/// The arguments prepare_conv_weights() would rewrite with a host transform, sorted by argument
+/// index: inputs and parameters (never constants or graph outputs) of rank 4 whose every use is
+/// operand 1 (the weight) of a conv2d, with the same groups in every use; on a mesh graph only
+/// replicated ones (the host tensor is every chip's tensor: the runtime prepares it once, then
+/// replicates it). Pure query.
 std::vector<PreparedWeight> conv_weight_candidates(const Graph& graph);
 
+/// The constant arguments used the same way (rank 4, only as conv2d weights, one groups value).
+/// Pure query.
+std::vector<PreparedWeight> conv_constant_candidates(const Graph& graph);
+
 /// Rewrites every candidate in place: the argument's shape becomes [KH*KW*I/groups, O] and each
-/// conv2d using it gets the attribute kernel = [KH, KW]; then re-validates the graph. Returns
-/// what it rewrote (empty: the graph is unchanged).
+/// conv2d using it gets the attribute kernel = [KH, KW]; a constant's values are permuted into
+/// that form here (the plan carries them prepared: no host transform). Then re-validates the
+/// graph. Returns the inputs and parameters it rewrote (the host transforms the plan records;
+/// empty with only constants rewritten, or nothing).
 Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& graph);
 
 /// Deterministic dump of a pass result, one line per prepared argument:
