@@ -72,7 +72,7 @@ void set_conv_blocks(ConvBlocking& b, const OpLaunch& op, const ChipDesc& chip, 
   b.n_blocks = b.rows_per_core / act_block_h;
   b.act_block_w_div = div;
   b.k_block_tiles = b.k_tiles / div;
-  b.weights_resident = true;
+  b.weights_resident = true;  // conv_cb_bytes below sizes the resident weight block.
   b.weights_resident = !stream && conv_cb_bytes(b, op) + b.output_l1 <=
                                       chip.l1_usable_top() - chip.l1_unreserved_base;
 }
