@@ -51,30 +51,50 @@ Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip) {
   b.rows_per_core = std::max<int64_t>(1, b.rows_per_core);
   b.cols_per_core = std::max<int64_t>(1, b.cols_per_core);
   uint32_t h = op.config.act_block_h;
-  b.act_block_h = h == 0 ? 1 : h;
-  if (b.rows_per_core % b.act_block_h != 0)
+  if (h != 0 && b.rows_per_core % h != 0)
     return fail(ErrorCode::invalid_argument, "act_block_h ", h,
                 " does not divide the busiest core's ", b.rows_per_core, " output tile rows (",
                 b.rows, " tile rows over ", b.cores, " cores)");
-  b.n_blocks = b.rows_per_core / b.act_block_h;
-  uint64_t output_l1 = 0;
+  uint32_t div = op.config.act_block_w_div;
+  if (div != 0 && b.k_tiles % div != 0)
+    return fail(ErrorCode::invalid_argument, "act_block_w_div ", div,
+                " does not divide the im2col K of ", b.k_tiles, " tiles (K = ", b.kh, "x", b.kw,
+                "x", cin / groups, " = ", b.k, " elements): K chunks are whole, equal tiles");
   for (const TensorPlacement* t : op.results)
-    if (t->buffer == BufferType::l1) output_l1 += AddressMap(*t, chip).bytes_per_bank();
-  b.weights_resident =
-      conv_cb_bytes(b, op) + output_l1 <= chip.l1_usable_top() - chip.l1_unreserved_base;
+    if (t->buffer == BufferType::l1) b.output_l1 += AddressMap(*t, chip).bytes_per_bank();
+  set_conv_blocks(b, op, chip, h == 0 ? 1 : h, div == 0 ? 1 : div, op.config.stream_weights);
   return b;
 }
 
+void set_conv_blocks(ConvBlocking& b, const OpLaunch& op, const ChipDesc& chip, int64_t act_block_h,
+                     int64_t div, bool stream) {
+  b.act_block_h = act_block_h;
+  b.n_blocks = b.rows_per_core / act_block_h;
+  b.act_block_w_div = div;
+  b.k_block_tiles = b.k_tiles / div;
+  b.weights_resident = true;  // conv_cb_bytes below sizes the resident weight block.
+  b.weights_resident = !stream && conv_cb_bytes(b, op) + b.output_l1 <=
+                                      chip.l1_usable_top() - chip.l1_unreserved_base;
+}
+
 uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op) {
-  uint64_t act = 2ull * b.act_block_h * b.k_tiles * tile_bytes(op.operands[0]->dtype);
-  int64_t weight_tiles = b.k_tiles * (b.weights_resident ? b.cols_per_core : 2);
+  uint64_t block = static_cast<uint64_t>(b.act_block_h * b.cols_per_core);
+  uint64_t act = 2ull * b.act_block_h * b.k_block_tiles * tile_bytes(op.operands[0]->dtype);
+  int64_t weight_tiles = b.weights_resident ? b.k_tiles * b.cols_per_core : 2 * b.k_block_tiles;
   uint64_t weight = static_cast<uint64_t>(weight_tiles) * tile_bytes(op.operands[1]->dtype);
-  uint64_t out =
-      static_cast<uint64_t>(b.act_block_h * b.cols_per_core) * tile_bytes(op.results[0]->dtype);
+  uint64_t out = block * tile_bytes(op.results[0]->dtype);
+  uint64_t partials = b.act_block_w_div > 1 ? block * tile_bytes(DType::f32) : 0;
   uint64_t bias = op.operands.size() > 2
                       ? static_cast<uint64_t>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype)
                       : 0;
-  return act + weight + out + bias;
+  return act + weight + out + partials + bias;
+}
+
+std::vector<uint32_t> conv_k_divisors(int64_t k_tiles) {
+  std::vector<uint32_t> out;
+  for (int64_t d = 1; d <= k_tiles; ++d)
+    if (k_tiles % d == 0) out.push_back(static_cast<uint32_t>(d));
+  return out;
 }
 
 std::vector<uint32_t> conv_block_heights(int64_t rows_per_core, size_t max_count) {

@@ -1,8 +1,9 @@
 // conv2d and pooling kernels. conv2d runs as TTNN's height-sharded conv does: each core walks the
 // output tile rows of its range in blocks of act_block_h tile rows (conv_blocking.hpp), builds
 // that block of the im2col matrix (32 * act_block_h rows x KH*KW*I/g columns per group), and
-// multiplies it by the weight block. Every output element is the same dot product over K in the
-// same order (ky, kx, ci) whatever the block height, so results do not depend on it. Pools
+// multiplies it by the weight block in act_block_w_div chunks of K, accumulating f32 partials
+// across the chunks. Every output element is the same f32 dot product over K in the same order
+// (ky, kx, ci) whatever the block height and K split, so results do not depend on them. Pools
 // compute each output element from its window directly. The output's 2-D tile view is
 // [N * OH, OW] x [C], so a tile row holds up to 32 output pixels of one image row.
 #include <limits>
@@ -83,8 +84,11 @@ Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
   TileIO out(memory, chip, *op.results[0]);
   const TileGrid& og = out.grid();
   int64_t per_matrix = (og.rows + kTileH - 1) / kTileH;
+  // K elements per chunk: whole tiles (the last chunk of a K that is not a multiple of 32 is
+  // short by the padding).
+  int64_t chunk = b.k_block_tiles * kTileW;
   auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    std::vector<float> a;
+    std::vector<float> a, partials;
     float tile[kTileElems];
     int64_t first = begin / og.tiles_w, last = (end - 1) / og.tiles_w;
     for (int64_t row0 = first; row0 <= last; row0 += b.act_block_h) {
@@ -92,18 +96,35 @@ Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
       fill_im2col(in[0], g, per_matrix, row0, rows, a);
       int64_t p0 = std::max(begin, row0 * og.tiles_w);
       int64_t p1 = std::min(end, (row0 + rows) * og.tiles_w);
+      partials.assign(static_cast<size_t>((p1 - p0) * kTileElems), 0.0f);
+      // One pass per K chunk over the block's output tiles, each adding its chunk's products.
+      for (int64_t k0 = 0; k0 < k; k0 += chunk) {
+        int64_t k1 = std::min(k, k0 + chunk);
+        for (int64_t p = p0; p < p1; ++p) {
+          int64_t t = p / og.tiles_w - row0, col0 = (p % og.tiles_w) * kTileW;
+          float* acc_tile = partials.data() + (p - p0) * kTileElems;
+          for (int r = 0; r < kTileH; ++r)
+            for (int c = 0; c < kTileW; ++c) {
+              int64_t oc = col0 + c, ox = (p / og.tiles_w % per_matrix) * kTileH + r;
+              if (oc >= g.oc || ox >= g.ow) continue;
+              const float* arow =
+                  a.data() + ((t * kTileH + r) * g.groups + oc / g.cout_per_group) * k;
+              const float* wrow = weight.data() + oc * k;
+              float acc = acc_tile[r * kTileW + c];
+              for (int64_t i = k0; i < k1; ++i) acc += arow[i] * wrow[i];
+              acc_tile[r * kTileW + c] = acc;
+            }
+        }
+      }
       for (int64_t p = p0; p < p1; ++p) {
-        int64_t t = p / og.tiles_w - row0, col0 = (p % og.tiles_w) * kTileW;
+        int64_t col0 = (p % og.tiles_w) * kTileW;
+        const float* acc_tile = partials.data() + (p - p0) * kTileElems;
         for (int r = 0; r < kTileH; ++r)
           for (int c = 0; c < kTileW; ++c) {
             int64_t oc = col0 + c, ox = (p / og.tiles_w % per_matrix) * kTileH + r;
             float v = 0.0f;
             if (oc < g.oc && ox < g.ow) {
-              const float* arow =
-                  a.data() + ((t * kTileH + r) * g.groups + oc / g.cout_per_group) * k;
-              const float* wrow = weight.data() + oc * k;
-              float acc = 0.0f;
-              for (int64_t i = 0; i < k; ++i) acc += arow[i] * wrow[i];
+              float acc = acc_tile[r * kTileW + c];
               if (has_bias) acc += in[2].at_broadcast(&oc, 1);
               v = apply_activation(act, acc);
             }

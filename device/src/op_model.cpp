@@ -147,14 +147,18 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     v.cb_bytes_per_core = conv_cb_bytes(*b, op);
     uint64_t usable = chip_.l1_usable_top() - chip_.l1_unreserved_base;
     if (v.cb_bytes_per_core + v.output_l1_bytes_per_core > usable)
-      return reject("act_block_h ", b->act_block_h, " needs ", v.cb_bytes_per_core,
-                    " bytes of circular buffers per core (activation block ", b->act_block_h, "x",
-                    b->k_tiles, " tiles double-buffered, weight block ", b->k_tiles, "x",
-                    b->weights_resident ? b->cols_per_core : 2,
-                    b->weights_resident ? "" : " streamed", ", output block ", b->act_block_h, "x",
-                    b->cols_per_core, ") plus ", v.output_l1_bytes_per_core,
-                    " bytes of L1 output: ", v.cb_bytes_per_core + v.output_l1_bytes_per_core,
-                    " needed, ", usable, " available");
+      return reject(
+          "act_block_h ", b->act_block_h, " with act_block_w_div ", b->act_block_w_div, " needs ",
+          v.cb_bytes_per_core, " bytes of circular buffers per core (activation block ",
+          b->act_block_h, "x", b->k_block_tiles, " tiles double-buffered, weight block ",
+          b->weights_resident ? b->k_tiles : b->k_block_tiles, "x",
+          b->weights_resident ? b->cols_per_core : 2, b->weights_resident ? "" : " streamed",
+          ", output block ", b->act_block_h, "x", b->cols_per_core,
+          b->act_block_w_div > 1 ? str(", f32 partials ", b->act_block_h, "x", b->cols_per_core)
+                                 : std::string(),
+          ") plus ", v.output_l1_bytes_per_core,
+          " bytes of L1 output: ", v.cb_bytes_per_core + v.output_l1_bytes_per_core, " needed, ",
+          usable, " available");
   } else {
     v.cb_bytes_per_core = circular_buffer_bytes(op);
   }

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <optional>
 
-#include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/conv_blocking.hpp"
+#include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 
@@ -380,10 +380,11 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   t.dram_ns = static_cast<uint64_t>(std::ceil(dram_ns));
   double busy_ns = std::max(compute_ns, movement_ns);
   if (conv) {
-    // The reader/compute/writer pipeline over n_blocks activation blocks: the slower stage runs
-    // throughout and the faster one adds its work on one block (the first block's data before
-    // compute starts, or the last block's compute after its data); every block pays a hand-off.
-    double n = static_cast<double>(conv->n_blocks);
+    // The reader/compute/writer pipeline over n_blocks activation blocks of act_block_w_div K
+    // chunks each: the slower stage runs throughout and the faster one adds its work on one
+    // (block, chunk) step (the first step's data before compute starts, or the last step's
+    // compute after its data); every step pays a hand-off.
+    double n = static_cast<double>(conv->n_blocks * conv->act_block_w_div);
     busy_ns += std::min(compute_ns, movement_ns) / n + n * kConvBlockSyncCycles / chip.clock_ghz;
   }
   t.duration_ns = chip.dispatch_ns + static_cast<uint64_t>(std::ceil(busy_ns));

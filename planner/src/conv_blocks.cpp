@@ -1,5 +1,6 @@
-// conv2d activation block heights as op configs: the heights tried per launch and the final
-// choice on a plan's layouts (see candidates.hpp).
+// conv2d activation block heights and K splits as op configs: the (act_block_h,
+// act_block_w_div) pairs tried per launch and the final choice, with the weights' residency, on
+// a plan's layouts (see candidates.hpp).
 #include <algorithm>
 
 #include "meshplan/device/conv_blocking.hpp"
@@ -8,21 +9,59 @@
 namespace meshplan::planner {
 
 bool is_auto_conv(device::OpKind kind, const device::OpConfig& config) {
-  return kind == device::OpKind::conv2d && config.act_block_h == 0;
+  return kind == device::OpKind::conv2d && (config.act_block_h == 0 || config.act_block_w_div == 0);
 }
 
 std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
-                                                 const device::ChipDesc& chip) {
+                                                 const device::ChipDesc& chip, uint64_t budget) {
   device::OpLaunch l = launch;
   l.config.act_block_h = 0;
-  auto b = device::resolve_conv(l, chip);
-  if (!b) return {};
+  l.config.act_block_w_div = 0;
+  l.config.stream_weights = false;
+  auto resolved = device::resolve_conv(l, chip);
+  if (!resolved) return {};
+  device::ConvBlocking b = *resolved;
+  uint32_t given_h = launch.config.act_block_h, given_div = launch.config.act_block_w_div;
+  if ((given_h != 0 && b.rows_per_core % given_h != 0) ||
+      (given_div != 0 && b.k_tiles % given_div != 0))
+    return {};
+  std::vector<uint32_t> heights =
+      given_h != 0 ? std::vector<uint32_t>{given_h}
+                   : device::conv_block_heights(b.rows_per_core, kMaxConvBlockHeights);
+  std::vector<uint32_t> divs =
+      given_div != 0 ? std::vector<uint32_t>{given_div} : device::conv_k_divisors(b.k_tiles);
+  budget = std::min(budget, chip.l1_usable_top() - chip.l1_unreserved_base);
   std::vector<device::OpConfig> out;
-  for (uint32_t h : device::conv_block_heights(b->rows_per_core, kMaxConvBlockHeights)) {
+  device::OpConfig smallest;
+  uint64_t smallest_need = UINT64_MAX;
+  auto config = [&](uint32_t h, uint32_t div, bool stream) {
     device::OpConfig c = launch.config;
     c.act_block_h = h;
-    out.push_back(c);
+    c.act_block_w_div = div;
+    c.stream_weights = stream;
+    return c;
+  };
+  for (uint32_t h : heights) {
+    size_t kept = 0;
+    for (uint32_t div : divs) {
+      if (kept == kMaxConvKSplits) break;
+      for (bool stream : {false, true}) {
+        device::set_conv_blocks(b, l, chip, h, div, stream);
+        uint64_t need = device::conv_cb_bytes(b, l) + b.output_l1;
+        if (need < smallest_need) {
+          smallest_need = need;
+          smallest = config(h, div, stream);
+        }
+        if (need <= budget) {
+          out.push_back(config(h, div, stream));
+          ++kept;
+          break;
+        }
+        if (!b.weights_resident) break;  // Streaming is the smallest this split gets.
+      }
+    }
   }
+  if (out.empty() && smallest_need != UINT64_MAX) out.push_back(smallest);
   return out;
 }
 
@@ -51,14 +90,17 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
     OpId o = s.order()[pos];
     const Op& op = g.ops[o];
     if (op.kind != device::OpKind::conv2d) continue;
+    // What the graph fixed is kept; the rest (and the weights' residency) is chosen here.
     device::OpConfig given = MESHPLAN_TRY(op_config(op, g.mesh));
-    if (!is_auto_conv(op.kind, given)) continue;  // The graph fixed the height: keep it.
     device::OpConfig base = plan.configs[o];
-    base.act_block_h = 0;
+    base.act_block_h = given.act_block_h;
+    base.act_block_w_div = given.act_block_w_div;
+    base.stream_weights = false;
     std::vector<const TensorLayout*> in;
     for (ValueId v : op.operands) in.push_back(&plan.tensors[v]);
     ValueId r = op.results[0];
     const TensorLayout& rl = plan.tensors[r];
+    uint64_t live = live_l1_bytes(g, s, plan, pos, r, chip);
     std::vector<device::OpConfig> configs;
     {
       device::TensorPlacement ins[8], out = placement_of(g.values[r], rl);
@@ -70,14 +112,14 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
       }
       const device::TensorPlacement* outp[1] = {&out};
       configs = conv_block_configs(
-          device::OpLaunch{op.kind, op.name, std::span(inp, n), std::span(outp, 1), base}, chip);
+          device::OpLaunch{op.kind, op.name, std::span(inp, n), std::span(outp, 1), base}, chip,
+          usable > live ? usable - live : 0);
     }
-    uint64_t live = live_l1_bytes(g, s, plan, pos, r, chip);
     struct Ranked {
       uint64_t cost, need;
       device::OpConfig config;
     };
-    std::vector<Ranked> ranked;  // valid heights, largest first
+    std::vector<Ranked> ranked;  // valid configs, largest height first, then smallest split
     for (const device::OpConfig& c : configs) {
       device::OpValidation v = q.validate(op.kind, op.name, op.operands, in, r, rl, c);
       if (!v.ok) continue;
@@ -85,7 +127,7 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
                         v.cb_bytes_per_core + v.output_l1_bytes_per_core + live, c});
     }
     if (ranked.empty()) continue;  // fit_and_validate reports the op OpModel rejects.
-    // Cheapest first; ties keep the larger height (earlier in `ranked`).
+    // Cheapest first; ties keep the larger height and smaller split (earlier in `ranked`).
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
     auto fits = std::find_if(ranked.begin(), ranked.end(),

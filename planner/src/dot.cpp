@@ -37,6 +37,8 @@ std::string config_of(const fb::OpPlan* op) {
   if (c->program() != fb::MatmulProgram::none)
     s += " " + std::string(device::program_name(static_cast<device::MatmulProgram>(c->program())));
   if (c->act_block_h() != 0) s += " act_block_h " + std::to_string(c->act_block_h());
+  if (c->act_block_w_div() > 1) s += " act_block_w_div " + std::to_string(c->act_block_w_div());
+  if (c->stream_weights()) s += " stream_weights";
   if (c->activation() != fb::Activation::none)
     s += " +" + std::string(fb::EnumNameActivation(c->activation()));
   return s;

@@ -119,6 +119,8 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_concat_dim(c.concat_dim);
   if (!pairs.IsNull()) ob.add_pairs(pairs);
   ob.add_act_block_h(c.act_block_h);
+  ob.add_act_block_w_div(c.act_block_w_div);
+  ob.add_stream_weights(c.stream_weights);
   return ob.Finish();
 }
 

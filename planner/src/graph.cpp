@@ -158,6 +158,8 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     c.groups = static_cast<int32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
   } else if (n == "act_block_h" && k == OpKind::conv2d) {
     c.act_block_h = static_cast<uint32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
+  } else if (n == "act_block_w_div" && k == OpKind::conv2d) {
+    c.act_block_w_div = static_cast<uint32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
   } else if (n == "cluster_axis" && device::has_cluster_axis(k)) {
     c.cluster_axis = static_cast<int8_t>(MESHPLAN_TRY(as_int(-1, 1)));
   } else if (n == "dim" &&

@@ -53,6 +53,8 @@ std::string LayoutPlan::print(const Graph& g) const {
     out << g.ops[o].name << ": grid " << configs[o].grid_x << "x" << configs[o].grid_y << " "
         << device::fidelity_name(configs[o].fidelity);
     if (configs[o].act_block_h != 0) out << " act_block_h " << configs[o].act_block_h;
+    if (configs[o].act_block_w_div > 1) out << " act_block_w_div " << configs[o].act_block_w_div;
+    if (configs[o].stream_weights) out << " stream_weights";
     out << "\n";
   }
   return out.str();

@@ -56,6 +56,9 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
       if (c->transpose_a()) config += ", transpose_a";
       if (c->transpose_b()) config += ", transpose_b";
       if (c->act_block_h() != 0) config += ", act_block_h " + std::to_string(c->act_block_h());
+      if (c->act_block_w_div() > 1)
+        config += ", act_block_w_div " + std::to_string(c->act_block_w_div());
+      if (c->stream_weights()) config += ", stream_weights";
       if (c->activation() != fb::Activation::none)
         config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
     }
@@ -89,7 +92,7 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
   double col = static_cast<double>(width - left - right) / n;
   // Circular-buffer bytes per op: 2 tiles per operand and result, plus f32 partials for matmul
   // (OpModel's rule with the default config); conv2d's from its shapes, grid, window and
-  // act_block_h (conv_blocking.hpp).
+  // act_block_h, act_block_w_div and stream_weights (conv_blocking.hpp).
   device::OpModel model(chip);
   std::vector<double> cbs;
   for (const fb::OpPlan* op : *p.ops()) {
@@ -120,6 +123,8 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
       config.grid_y = c->grid_y();
       config.groups = c->groups();
       config.act_block_h = c->act_block_h();
+      config.act_block_w_div = c->act_block_w_div();
+      config.stream_weights = c->stream_weights();
       if (c->kernel() && c->kernel()->size() == 2)
         for (uint32_t i = 0; i < 2; ++i) config.kernel[i] = c->kernel()->Get(i);
     }

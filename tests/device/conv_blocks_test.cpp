@@ -116,7 +116,7 @@ TEST_CASE("OpModel rejects a block height that does not divide or does not fit, 
     device::OpValidation big = model.validate(l.launch(32));
     CHECK_FALSE(big.ok);
     CHECK(contains(big.reason, "op 'conv' (conv2d)"));
-    CHECK(contains(big.reason, "act_block_h 32 needs"));
+    CHECK(contains(big.reason, "act_block_h 32 with act_block_w_div 1 needs"));
     uint64_t cb = model.circular_buffer_bytes(l.launch(32));
     CHECK(contains(big.reason, std::to_string(cb) + " bytes of circular buffers"));
     uint64_t usable =

@@ -49,17 +49,21 @@
 //     once per activation block when they do not fit and stream through (so larger blocks
 //     re-read them less often); the result as for every op.
 // conv2d pipeline: a core walks its rows_per_core output tile rows in n_blocks =
-//   ceil(rows_per_core / act_block_h) blocks; reader, compute and writer overlap across blocks
-//   (double-buffered activation block), so
-//     busy = max(compute, movement) + min(compute, movement) / n_blocks
-//            + n_blocks x block hand-off
-//   the middle term the pipeline's one unoverlapped block: when movement is the bottleneck, the
-//   last block's compute after its data arrived; when compute is, the first block's movement
-//   before compute can start (a two-stage pipeline of n equal blocks). The last term is the
-//   per-block synchronisation. Assumption (no DEVICE-FACTS figure): a hand-off costs 500 cycles
-//   (the reader's barrier on its NoC reads plus the circular-buffer semaphores; the order of a
-//   DRAM read round trip), chosen a priori. Larger blocks pay more fill, smaller ones more
-//   hand-offs; the planner picks the height with the lowest total.
+//   ceil(rows_per_core / act_block_h) blocks, each block's K in div = act_block_w_div chunks
+//   (conv_blocking.hpp); reader, compute and writer overlap across the n = n_blocks x div
+//   (block, chunk) steps (double-buffered activation chunk), so
+//     busy = max(compute, movement) + min(compute, movement) / n + n x hand-off
+//   the middle term the pipeline's one unoverlapped step: when movement is the bottleneck, the
+//   last step's compute after its data arrived; when compute is, the first step's movement
+//   before compute can start (a two-stage pipeline of n equal steps). The last term is the
+//   per-step synchronisation: each chunk is handed from reader to compute like a block (the
+//   partials stay in compute's f32 buffer between chunks). Assumption (no DEVICE-FACTS figure):
+//   a hand-off costs 500 cycles (the reader's barrier on its NoC reads plus the circular-buffer
+//   semaphores; the order of a DRAM read round trip), chosen a priori. Movement in bytes does
+//   not depend on div: a K split pays off only through the taller blocks its smaller
+//   activation buffer lets fit (streamed weights are re-read once per block). Larger blocks pay
+//   more fill, smaller ones more hand-offs; the planner picks the (height, div) pair with the
+//   lowest total.
 // Not modelled: NoC latency per request (bandwidth-bound transfers), multicast egress of the
 // sender, DRAM traffic contending with L1 traffic on the NoC links, interleaved DRAM bank
 // imbalance.

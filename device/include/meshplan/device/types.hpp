@@ -158,6 +158,14 @@ struct OpConfig {
   /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
   /// the busiest core's tile rows. 0 = auto: one tile row per block.
   uint32_t act_block_h = 0;
+  /// conv2d: K split (TTNN's act_block_w_div): each block walks the im2col K in this many
+  /// chunks of k_tiles / div tiles, accumulating f32 partials (conv_blocking.hpp); must divide
+  /// the K tiles. 0 = auto = 1.
+  uint32_t act_block_w_div = 0;
+  /// conv2d: stream the weights through L1 (re-read per activation block) even when the whole
+  /// weight block would fit resident; the planner sets it when the L1 tensors live across the
+  /// op leave no room for resident weights. false = resident whenever they fit in usable L1.
+  bool stream_weights = false;
 };
 
 /// Product of a shape's dims (1 for a scalar).

@@ -3,6 +3,7 @@
 // Every policy asks these helpers; OpModel is the only judge of legality and cost.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -52,23 +53,37 @@ std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& bas
 /// layouts (the one OpQuery::timing scored it with). Graph-given programs are kept.
 Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
 
-/// Whether a conv2d config leaves its activation block height to the planner (act_block_h 0,
-/// what op_config() gives when the graph has no act_block_h attribute).
+/// Whether a conv2d config leaves its activation block height or its K split to the planner
+/// (act_block_h or act_block_w_div 0, what op_config() gives when the graph has no such
+/// attribute).
 bool is_auto_conv(device::OpKind kind, const device::OpConfig& config);
 
 /// Most block heights tried per conv2d launch (conv_block_configs).
 inline constexpr size_t kMaxConvBlockHeights = 8;
+/// Most K splits tried per block height (conv_block_configs).
+inline constexpr size_t kMaxConvKSplits = 2;
 
-/// The act_block_h configs tried for an auto conv2d launch: the divisors of its busiest core's
-/// output tile rows (device::conv_block_heights), largest first, at most kMaxConvBlockHeights.
-/// Empty when the launch has no conv2d blocking (bad shapes).
+/// The (act_block_h, act_block_w_div) configs tried for a conv2d launch. Heights: the one
+/// launch.config gives, else the divisors of the busiest core's output tile rows
+/// (device::conv_block_heights), largest first, at most kMaxConvBlockHeights. Per height, K
+/// splits: the one launch.config gives, else the divisors of k_tiles, smallest first, keeping
+/// the first kMaxConvKSplits whose circular buffers plus the op's L1 output fit in `budget`
+/// bytes per core (at most the usable L1; a larger split only adds hand-offs and saves fill, so the
+/// smallest that fit are the ones worth costing). A split whose resident weights do not fit
+/// `budget` but would fit the whole usable L1 is offered with stream_weights set, so the residency
+/// the plan carries is the one the planner fitted. When nothing fits, the one config with the
+/// smallest buffers (for choose_conv_blocks' fallback). At most kMaxConvBlockHeights x
+/// kMaxConvKSplits configs. Empty when the launch has no conv2d blocking (bad shapes) or its given
+/// height or split do not divide (OpModel names them).
 std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
-                                                 const device::ChipDesc& chip);
+                                                 const device::ChipDesc& chip,
+                                                 uint64_t budget = UINT64_MAX);
 
-/// Fixes the act_block_h of every auto conv2d of `plan` on its final layouts: the cheapest valid
-/// height (as OpQuery::timing scored it) whose circular buffers fit beside the L1 tensors live
-/// across the op (per core, from the schedule); when none fits, the valid height with the
-/// smallest circular buffers. Graph-given heights are kept.
+/// Fixes act_block_h, act_block_w_div and stream_weights of every conv2d of `plan` on its final
+/// layouts: the cheapest valid config (as OpQuery::timing scores it) whose circular buffers fit
+/// beside the L1 tensors live across the op (per core, from the schedule), streaming the
+/// weights when only that fits; when none fits, the valid config with the smallest circular
+/// buffers. Graph-given heights and splits are kept.
 Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
 
 /// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
