@@ -158,6 +158,12 @@ struct OpConfig {
   /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
   /// the busiest core's tile rows. 0 = auto: one tile row per block.
   uint32_t act_block_h = 0;
+  /// conv2d and pools on a flattened input (as TTNN runs them): the input's spatial geometry
+  /// (batch N, height H, width W). All 0 = the NHWC form [N, H, W, C]; all set = the input is
+  /// [1, 1, N*H*W, C] and the result [1, 1, N*OH*OW, O] (global_avg_pool2d: [1, 1, N, C]).
+  uint32_t input_n = 0;
+  uint32_t input_h = 0;
+  uint32_t input_w = 0;
 };
 
 /// Product of a shape's dims (1 for a scalar).
