@@ -37,6 +37,9 @@ std::string config_of(const fb::OpPlan* op) {
   if (c->program() != fb::MatmulProgram::none)
     s += " " + std::string(device::program_name(static_cast<device::MatmulProgram>(c->program())));
   if (c->act_block_h() != 0) s += " act_block_h " + std::to_string(c->act_block_h());
+  if (c->input_n() != 0)
+    s += " flat " + std::to_string(c->input_n()) + "x" + std::to_string(c->input_h()) + "x" +
+         std::to_string(c->input_w());
   if (c->activation() != fb::Activation::none)
     s += " +" + std::string(fb::EnumNameActivation(c->activation()));
   return s;

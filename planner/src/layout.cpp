@@ -53,6 +53,9 @@ std::string LayoutPlan::print(const Graph& g) const {
     out << g.ops[o].name << ": grid " << configs[o].grid_x << "x" << configs[o].grid_y << " "
         << device::fidelity_name(configs[o].fidelity);
     if (configs[o].act_block_h != 0) out << " act_block_h " << configs[o].act_block_h;
+    if (configs[o].input_n != 0)
+      out << " flat " << configs[o].input_n << "x" << configs[o].input_h << "x"
+          << configs[o].input_w;
     out << "\n";
   }
   return out.str();

@@ -56,6 +56,9 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
       if (c->transpose_a()) config += ", transpose_a";
       if (c->transpose_b()) config += ", transpose_b";
       if (c->act_block_h() != 0) config += ", act_block_h " + std::to_string(c->act_block_h());
+      if (c->input_n() != 0)
+        config += ", flat " + std::to_string(c->input_n()) + "x" + std::to_string(c->input_h()) +
+                  "x" + std::to_string(c->input_w());
       if (c->activation() != fb::Activation::none)
         config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
     }
@@ -120,6 +123,9 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
       config.grid_y = c->grid_y();
       config.groups = c->groups();
       config.act_block_h = c->act_block_h();
+      config.input_n = c->input_n();
+      config.input_h = c->input_h();
+      config.input_w = c->input_w();
       if (c->kernel() && c->kernel()->size() == 2)
         for (uint32_t i = 0; i < 2; ++i) config.kernel[i] = c->kernel()->Get(i);
     }

@@ -131,6 +131,9 @@ TEST_CASE("compile records a conv_weight transform per prepared input; the optio
   planner::Graph g = pass_graph();
   planner::PlannerOptions o;
   o.policy = "greedy";
+  // Weights alone: flatten_spatial would give x a reshape transform (flatten_spatial_test.cpp
+  // covers both transforms in one plan).
+  o.flatten_spatial = false;
   auto on = planner::compile(g, device::wormhole_b0(), o);
   REQUIRE_MESSAGE(on, (on ? std::string() : on.error().message));
   auto plan = runtime::verify_plan(on->bytes, "on");
