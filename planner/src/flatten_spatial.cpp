@@ -99,7 +99,6 @@ class Names {
 SpatialRegions find_spatial_regions(const Graph& g) {
   SpatialRegions r;
   r.region_of_op.assign(g.ops.size(), -1);
-  if (!g.mesh.single_chip()) return r;
   std::vector<uint32_t> linked(g.ops.size());
   for (OpId o = 0; o < g.ops.size(); ++o) linked[o] = linked_operands(g, g.ops[o]);
   // Union-find over ops, joined along values a linked result feeds into a linked operand.
@@ -229,8 +228,9 @@ Result<FlattenResult> flatten_spatial(Graph& g) {
     if (flat_uses[v].empty()) continue;
     bool only_flat = nhwc_uses[v].empty() && output_uses[v].empty();
     Value& val = g.values[v];
-    if (only_flat && producer == kNoOp && val.argument >= 0) {
-      // A program argument only regions use: planned flat (same row-major bytes).
+    if (only_flat && producer == kNoOp && val.argument >= 0 && g.mesh.single_chip()) {
+      // A program argument only regions use: planned flat (same row-major bytes). On a mesh
+      // its boundary shard is cut from the NHWC host tensor: it enters through a reshape.
       val.shape = flat_shape(nhwc);
       if (val.kind != ArgKind::constant)
         result.inputs.push_back(FlattenedInput{v, static_cast<size_t>(val.argument), nhwc});

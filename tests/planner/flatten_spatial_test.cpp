@@ -70,7 +70,7 @@ TEST_CASE("flatten_spatial finds regions of conv2d, pools and shape-preserving e
     planner::Graph h = b.finish();
     CHECK(planner::find_spatial_regions(h).print(h) == "region 0: c\n");
   }
-  SUBCASE("a mesh graph is left alone") {
+  SUBCASE("on a mesh graph arguments keep their shapes and enter through a reshape") {
     planner::GraphBuilder m("mesh");
     m.mesh(1, 2, {"x"});
     auto x = m.input("x", {1, 6, 6, 4});
@@ -78,7 +78,13 @@ TEST_CASE("flatten_spatial finds regions of conv2d, pools and shape-preserving e
     m.output(m.op("conv2d", {x, w}, {}, "c"));
     auto mg = m.build();
     REQUIRE(mg);
-    CHECK(planner::find_spatial_regions(*mg).count == 0);
+    CHECK(planner::find_spatial_regions(*mg).count == 1);
+    auto r = planner::flatten_spatial(*mg);
+    REQUIRE_MESSAGE(r, (r ? std::string() : r.error().message));
+    CHECK(r->inputs.empty());
+    CHECK(planner::print_flattened(*mg, *r) == "regions 1 flat_ops 1 reshapes 2 rewired 0\n");
+    CHECK(mg->values[mg->arguments[0]].shape == std::vector<int64_t>{1, 6, 6, 4});
+    CHECK(mg->values[mg->outputs[0]].shape == std::vector<int64_t>{1, 4, 4, 4});
   }
 }
 

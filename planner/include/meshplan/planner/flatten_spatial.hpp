@@ -35,7 +35,7 @@ struct SpatialRegions {
   std::string print(const Graph& graph) const;
 };
 
-/// Finds the regions of `graph` (empty on a mesh graph: the pass is single-chip only). Pure.
+/// Finds the regions of `graph` (on a mesh graph: of its per-chip program). Pure.
 SpatialRegions find_spatial_regions(const Graph& graph);
 
 /// What flatten_spatial() did.
@@ -51,8 +51,10 @@ struct FlattenResult {
 /// Rewrites every region in place: values inside become [1, 1, N*H*W, C], conv2d and pools get
 /// input_nhw = [N, H, W]; at the edges a `reshape` op converts NHWC <-> flat (a reshape already
 /// in the graph is used instead where it is the edge: its operand may be flat, its target may
-/// become the flat shape). A graph input or parameter whose every use is inside a region is
-/// planned flat and listed in the result (constants are flattened in place: same bytes). Graph
+/// become the flat shape). On a single-chip graph, a graph input or parameter whose every use is
+/// inside a region is planned flat and listed in the result (constants are flattened in place:
+/// same bytes); on a mesh graph arguments keep their shapes (boundary shards are cut from the
+/// NHWC host tensor) and enter through a reshape. Graph
 /// outputs keep their value name and NHWC shape (the region's value is renamed `<name>.flat`).
 /// Ops keep their order; new reshapes sit next to their producer (NHWC <- flat) or their first
 /// consumer (NHWC -> flat). Re-validates the graph. Unchanged when there is no region.
