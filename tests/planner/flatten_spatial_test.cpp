@@ -5,6 +5,7 @@
 
 #include "meshplan/planner/flatten_spatial.hpp"
 #include "meshplan/planner/graph_builder.hpp"
+#include "meshplan/planner/import_json.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/input_transform.hpp"
@@ -249,4 +250,29 @@ TEST_CASE("a reshape input transform checks the host shape and verify_plan check
   std::vector<int64_t> right{2, 6, 5, 8};
   REQUIRE(runtime::apply_input_transform(*plan, 0, runtime::TensorView{right, data}, out));
   CHECK(out == data);
+}
+
+TEST_CASE("a graph may give the flat form itself: attribute input_nhw, checked against the shape") {
+  auto json = [](const std::string& rows) {
+    return R"({ "name": "given", "arguments": [
+      { "value": { "name": "x", "shape": [1, 1, )" +
+           rows + R"(, 8] }, "kind": "input" },
+      { "value": { "name": "w", "shape": [16, 3, 3, 8] }, "kind": "parameter" }],
+      "ops": [{ "name": "c", "kind": "conv2d", "operands": ["x", "w"], "results": [{ "name": "y" }],
+                "attributes": [{ "name": "input_nhw", "ints": [2, 4, 5] },
+                               { "name": "padding", "ints": [1, 1] }] }],
+      "outputs": ["y"] })";
+  };
+  auto g = planner::import_graph_json(json("40"), "given.json");
+  REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
+  CHECK(g->values[g->outputs[0]].shape == std::vector<int64_t>{1, 1, 40, 16});
+  CHECK(planner::find_spatial_regions(*g).count == 0);  // already flat
+  planner::PlannerOptions o;
+  o.policy = "greedy";
+  test::E2E e = test::run_e2e(*g, device::wormhole_b0(), o);
+  CHECK(e.device_ns == e.estimated_ns);
+  auto bad = planner::import_graph_json(json("41"), "bad.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("'c'") != std::string::npos);
+  CHECK(bad.error().message.find("is not [1x1x40xC]") != std::string::npos);
 }
