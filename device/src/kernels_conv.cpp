@@ -5,7 +5,10 @@
 // across the chunks. Every output element is the same f32 dot product over K in the same order
 // (ky, kx, ci) whatever the block height and K split, so results do not depend on them. Pools
 // compute each output element from its window directly. The output's 2-D tile view is
-// [N * OH, OW] x [C], so a tile row holds up to 32 output pixels of one image row.
+// [N * OH, OW] x [C] in the NHWC form, so a tile row holds up to 32 output pixels of one image
+// row; in the flattened form (OpConfig::input_n/h/w) it is one [N*OH*OW] x [C] matrix and a tile
+// row holds 32 consecutive output pixels, across image rows and images. Elements are reached
+// through WindowGeom's index helpers, so the same loops serve both forms.
 #include <limits>
 
 #include "kernel_blocks.hpp"
@@ -43,18 +46,18 @@ std::vector<float> pack_weight(const Blocks& w, const WindowGeom& g) {
 }
 
 /// Fills rows [0, 32 * block_rows) of the im2col block for output tile rows starting at `row0`:
-/// row (t, r) is output pixel ox = (tile row % per_matrix) * 32 + r of image row n * OH + oy;
-/// columns grp * K + (ky * KW + kx) * I/g + ci; pixels past OW and taps in the padding are 0.
+/// row (t, r) is the output pixel at row (tile row % per_matrix) * 32 + r of matrix
+/// tile row / per_matrix of the result's 2-D view (WindowGeom::output_pixel); columns
+/// grp * K + (ky * KW + kx) * I/g + ci; tile padding rows and taps in the padding are 0.
 void fill_im2col(const Blocks& x, const WindowGeom& g, int64_t per_matrix, int64_t row0,
                  int64_t block_rows, std::vector<float>& a) {
   int64_t k = g.kh * g.kw * g.cin_per_group, width = k * g.groups;
   a.assign(static_cast<size_t>(block_rows * kTileH * width), 0.0f);
   for (int64_t t = 0; t < block_rows; ++t) {
-    int64_t tr = row0 + t, image_row = tr / per_matrix;
-    int64_t n = image_row / g.oh, oy = image_row % g.oh;
+    int64_t tr = row0 + t;
     for (int64_t r = 0; r < kTileH; ++r) {
-      int64_t ox = (tr % per_matrix) * kTileH + r;
-      if (ox >= g.ow) break;
+      int64_t n = 0, oy = 0, ox = 0;
+      if (!g.output_pixel(tr / per_matrix, (tr % per_matrix) * kTileH + r, &n, &oy, &ox)) break;
       float* row = a.data() + (t * kTileH + r) * width;
       for (int64_t ky = 0; ky < g.kh; ++ky) {
         int64_t iy = oy * g.sh - g.pt + ky * g.dh;
@@ -62,11 +65,11 @@ void fill_im2col(const Blocks& x, const WindowGeom& g, int64_t per_matrix, int64
         for (int64_t kx = 0; kx < g.kw; ++kx) {
           int64_t ix = ox * g.sw - g.pl + kx * g.dw;
           if (ix < 0 || ix >= g.w) continue;
-          int64_t xi[4] = {n, iy, ix, 0};
+          std::array<int64_t, 4> xi = g.input_index(n, iy, ix, 0);
           for (int64_t c = 0; c < g.c; ++c) {
             xi[3] = c;
             int64_t grp = c / g.cin_per_group, ci = c % g.cin_per_group;
-            row[grp * k + (ky * g.kw + kx) * g.cin_per_group + ci] = x.at(xi);
+            row[grp * k + (ky * g.kw + kx) * g.cin_per_group + ci] = x.at(xi.data());
           }
         }
       }
@@ -105,8 +108,10 @@ Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
           float* acc_tile = partials.data() + (p - p0) * kTileElems;
           for (int r = 0; r < kTileH; ++r)
             for (int c = 0; c < kTileW; ++c) {
-              int64_t oc = col0 + c, ox = (p / og.tiles_w % per_matrix) * kTileH + r;
-              if (oc >= g.oc || ox >= g.ow) continue;
+              int64_t oc = col0 + c, tr = p / og.tiles_w, pn = 0, py = 0, px = 0;
+              if (oc >= g.oc ||
+                  !g.output_pixel(tr / per_matrix, (tr % per_matrix) * kTileH + r, &pn, &py, &px))
+                continue;
               const float* arow =
                   a.data() + ((t * kTileH + r) * g.groups + oc / g.cout_per_group) * k;
               const float* wrow = weight.data() + oc * k;
@@ -121,9 +126,10 @@ Status run_conv2d(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
         const float* acc_tile = partials.data() + (p - p0) * kTileElems;
         for (int r = 0; r < kTileH; ++r)
           for (int c = 0; c < kTileW; ++c) {
-            int64_t oc = col0 + c, ox = (p / og.tiles_w % per_matrix) * kTileH + r;
+            int64_t oc = col0 + c, tr = p / og.tiles_w, pn = 0, py = 0, px = 0;
             float v = 0.0f;
-            if (oc < g.oc && ox < g.ow) {
+            if (oc < g.oc &&
+                g.output_pixel(tr / per_matrix, (tr % per_matrix) * kTileH + r, &pn, &py, &px)) {
               float acc = acc_tile[r * kTileW + c];
               if (has_bias) acc += in[2].at_broadcast(&oc, 1);
               v = apply_activation(act, acc);
@@ -153,7 +159,7 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
   return write_elements(
       memory, chip, op, cores,
       [&](const int64_t* o) {
-        int64_t n = o[0], oy = o[1], ox = o[2], oc = o[3];
+        auto [n, oy, ox, oc] = g.output_nhwc(o);
         float acc = kind == OpKind::max_pool2d ? -std::numeric_limits<float>::infinity() : 0.0f;
         int64_t count = 0;
         for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -163,11 +169,11 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
             int64_t ix = ox * g.sw - g.pl + kx * g.dw;
             if (ix < 0 || ix >= g.w) continue;
             ++count;
-            int64_t xi[4] = {n, iy, ix, oc};
+            std::array<int64_t, 4> xi = g.input_index(n, iy, ix, oc);
             if (kind == OpKind::max_pool2d)
-              acc = std::max(acc, in[0].at(xi));
+              acc = std::max(acc, in[0].at(xi.data()));
             else
-              acc += in[0].at(xi);
+              acc += in[0].at(xi.data());
           }
         }
         if (kind == OpKind::max_pool2d) return acc;

@@ -52,6 +52,8 @@ Status windowed(OpKind kind, std::span<const HostView> in, const OpConfig& c,
             for (int64_t kx = 0; kx < g.kw; ++kx) {
               int64_t iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
               if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+              // Both forms are the same row-major bytes: element (n, iy, ix, 0) of the NHWC
+              // form is element (0, 0, (n * H + iy) * W + ix, 0) of the flattened one.
               const float* px = x + ((n * g.h + iy) * g.w + ix) * g.c;
               ++count;
               if (kind == OpKind::conv2d) {
@@ -73,7 +75,7 @@ Status windowed(OpKind kind, std::span<const HostView> in, const OpConfig& c,
           } else {
             v = count ? static_cast<float>(acc / count) : 0.0f;
           }
-          out[((n * g.oh + oy) * g.ow + ox) * g.oc + o] = v;
+          out[((n * g.oh + oy) * g.ow + ox) * g.oc + o] = v;  // Same bytes in both forms.
         }
   return {};
 }

@@ -97,6 +97,20 @@ Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,
     return fail(ErrorCode::invalid_argument, "input ", shape_text(in), " is not NHWC (rank 4)");
   WindowGeom g;
   g.n = in[0], g.h = in[1], g.w = in[2], g.c = in[3];
+  std::array<int64_t, 4> nhwc{in[0], in[1], in[2], in[3]};
+  if (c.input_n != 0 || c.input_h != 0 || c.input_w != 0) {
+    if (c.input_n == 0 || c.input_h == 0 || c.input_w == 0)
+      return fail(ErrorCode::invalid_argument, "flattened input geometry input_nhw [", c.input_n,
+                  ",", c.input_h, ",", c.input_w, "] needs all three of N, H, W positive");
+    int64_t rows = int64_t{c.input_n} * c.input_h * c.input_w;
+    if (in[0] != 1 || in[1] != 1 || in[2] != rows)
+      return fail(ErrorCode::invalid_argument, "flattened input ", shape_text(in), " is not [1x1x",
+                  rows, "xC] for input_nhw [", c.input_n, ",", c.input_h, ",", c.input_w,
+                  "] (N*H*W = ", rows, ")");
+    g.flat = true;
+    g.n = c.input_n, g.h = c.input_h, g.w = c.input_w;
+    nhwc = {g.n, g.h, g.w, g.c};
+  }
   g.sh = c.stride[0], g.sw = c.stride[1], g.dh = c.dilation[0], g.dw = c.dilation[1];
   g.pt = c.padding[0], g.pl = c.padding[2];
   if (g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0)
@@ -105,7 +119,7 @@ Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,
   for (int32_t p : c.padding)
     if (p < 0) return fail(ErrorCode::invalid_argument, "padding ", p, " is negative");
   if (kind == OpKind::conv2d) {
-    ConvWeightDims wd = MESHPLAN_TRY(conv_weight_dims(in, weight, c));
+    ConvWeightDims wd = MESHPLAN_TRY(conv_weight_dims(nhwc, weight, c));
     g.groups = c.groups;
     g.oc = wd.out_channels, g.kh = wd.kh, g.kw = wd.kw;
     g.cin_per_group = wd.in_per_group;
@@ -129,7 +143,7 @@ Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,
   int64_t ew = g.w + c.padding[2] + c.padding[3] - g.dw * (g.kw - 1) - 1;
   if (eh < 0 || ew < 0)
     return fail(ErrorCode::invalid_argument, "window ", g.kh, "x", g.kw, " (dilation ", g.dh, "x",
-                g.dw, ") does not fit input ", shape_text(in), " with its padding");
+                g.dw, ") does not fit input ", shape_text(nhwc), " with its padding");
   g.oh = eh / g.sh + 1;
   g.ow = ew / g.sw + 1;
   return g;
@@ -259,13 +273,13 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
     case OpKind::conv2d: {
       WindowGeom g = MESHPLAN_TRY(window_geom(kind, in[0], in[1], c));
       if (in.size() == 3) MESHPLAN_TRY(check_vector_operand(in[2], g.oc, "conv2d bias"));
-      return Shape{g.n, g.oh, g.ow, g.oc};
+      return g.result_shape();
     }
     case OpKind::max_pool2d:
     case OpKind::avg_pool2d:
     case OpKind::global_avg_pool2d: {
       WindowGeom g = MESHPLAN_TRY(window_geom(kind, in[0], {}, c));
-      return Shape{g.n, g.oh, g.ow, g.oc};
+      return g.result_shape();
     }
     default:
       break;

@@ -92,8 +92,9 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
     case OpKind::avg_pool2d:
     case OpKind::global_avg_pool2d: {
       if (in.size() != 4 || out.size() != 4) return false;
+      // global: H*W input elements per output element, in the NHWC and the flattened form.
       int64_t window = op.kind == OpKind::global_avg_pool2d
-                           ? in[1] * in[2]
+                           ? volume(in) / std::max<int64_t>(1, volume(out))
                            : int64_t{op.config.kernel[0]} * op.config.kernel[1];
       *cycles = static_cast<double>(ceil_tiles(volume(out) * window, cores)) * per_elem;
       return true;

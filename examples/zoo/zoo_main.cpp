@@ -3,6 +3,7 @@
 // host reference and prints a table. With --bench-json it also writes the policy comparison.
 //
 //   meshplan-zoo [--cache PATH] [--policies dram,...] [--models a,b] [--bench-json FILE] [--no-run]
+//                [--no-flatten-spatial]
 //
 // Plans are made for the full published shapes (the figures) and for reduced widths with the same
 // structure (those are executed and checked, since the emulator runs on the host CPU).
@@ -42,6 +43,7 @@ struct Args {
   std::string bench_json;
   std::string write_json;  ///< Folder to write each model's graph.json (full size) into.
   bool run = true;
+  bool flatten_spatial = true;  ///< --no-flatten-spatial: plan conv activations NHWC as given.
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -175,6 +177,7 @@ Result<int> run(const Args& args) {
       progress(done, total, "planning " + spec.name + " (" + policy + ")");
       planner::PlannerOptions options;
       options.policy = policy;
+      options.flatten_spatial = args.flatten_spatial;
       Row row;
       row.model = spec.name;
       row.device = spec.device;
@@ -223,6 +226,7 @@ Result<int> run(const Args& args) {
       progress(done, total, "planning " + spec.name + " (" + policy + ")");
       planner::PlannerOptions options;
       options.policy = policy;
+      options.flatten_spatial = args.flatten_spatial;
       Row row;
       row.model = spec.name;
       row.device = spec.mesh;
@@ -373,10 +377,12 @@ int main(int argc, char** argv) {
       args.run = false;
     else if (s == "--write-json")
       args.write_json = next();
+    else if (s == "--no-flatten-spatial")
+      args.flatten_spatial = false;
     else {
       std::fprintf(stderr,
                    "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] "
-                   "[--bench-json FILE] [--no-run] [--write-json DIR]\n");
+                   "[--bench-json FILE] [--no-run] [--write-json DIR] [--no-flatten-spatial]\n");
       return 1;
     }
   }

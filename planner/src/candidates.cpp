@@ -236,6 +236,9 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
   put(config.act_block_h);
   put(config.act_block_w_div);
   put(config.stream_weights);
+  put(config.input_n);  // The flattened form's geometry: same shapes, other windows.
+  put(config.input_h);
+  put(config.input_w);
   if (kind == device::OpKind::conv2d) {  // The window and groups size its im2col blocks.
     put(config.kernel[0]);
     put(config.kernel[1]);

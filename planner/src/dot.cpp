@@ -39,6 +39,9 @@ std::string config_of(const fb::OpPlan* op) {
   if (c->act_block_h() != 0) s += " act_block_h " + std::to_string(c->act_block_h());
   if (c->act_block_w_div() > 1) s += " act_block_w_div " + std::to_string(c->act_block_w_div());
   if (c->stream_weights()) s += " stream_weights";
+  if (c->input_n() != 0)
+    s += " flat " + std::to_string(c->input_n()) + "x" + std::to_string(c->input_h()) + "x" +
+         std::to_string(c->input_w());
   if (c->activation() != fb::Activation::none)
     s += " +" + std::string(fb::EnumNameActivation(c->activation()));
   return s;

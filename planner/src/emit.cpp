@@ -4,6 +4,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/timing.hpp"
+#include "meshplan/planner/flatten_spatial.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/planner.hpp"
@@ -121,6 +122,9 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_act_block_h(c.act_block_h);
   ob.add_act_block_w_div(c.act_block_w_div);
   ob.add_stream_weights(c.stream_weights);
+  ob.add_input_n(c.input_n);
+  ob.add_input_h(c.input_h);
+  ob.add_input_w(c.input_w);
   return ob.Finish();
 }
 
@@ -165,6 +169,14 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
       (!conv_weight_candidates(original).empty() || !conv_constant_candidates(original).empty())) {
     prepared_graph = original;
     prepared = MESHPLAN_TRY(prepare_conv_weights(prepared_graph));
+    source = &prepared_graph;
+  }
+  // conv2d / pool regions on flattened activations (flatten_spatial.hpp), after the weights
+  // (which it leaves alone).
+  FlattenResult flattened;
+  if (options.flatten_spatial && find_spatial_regions(*source).count > 0) {
+    if (source != &prepared_graph) prepared_graph = original;
+    flattened = MESHPLAN_TRY(flatten_spatial(prepared_graph));
     source = &prepared_graph;
   }
   // Mesh programs run on options.mesh, else on the built-in mesh of their shape
@@ -277,13 +289,14 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
                                           chip.l1_size, chip.l1_unreserved_base, chip.dram_banks,
                                           chip.dram_bank_size, &desc_hash);
   auto opts = fb::CreatePlannerOptions(b, b.CreateString(options.policy), options.beam_width,
-                                       options.prepare_weights);
+                                       options.prepare_weights,
+                                       options.flatten_spatial && flattened.changed());
   // One host transform per plan input when any input has one (inputs are the non-constant
   // arguments, in order).
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::InputTransform>>> transforms;
-  if (!prepared.empty()) {
+  if (!prepared.empty() || !flattened.inputs.empty()) {
     std::vector<flatbuffers::Offset<fb::InputTransform>> list;
-    size_t next = 0;
+    size_t next = 0, next_flat = 0;
     for (size_t i = 0; i < original.arguments.size(); ++i) {
       if (original.values[original.arguments[i]].kind == ArgKind::constant) continue;
       if (next < prepared.size() && prepared[next].argument == i) {
@@ -291,6 +304,10 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
         list.push_back(fb::CreateInputTransform(b, fb::InputTransformKind::conv_weight,
                                                 b.CreateVector(p.host_shape),
                                                 static_cast<int32_t>(p.groups)));
+      } else if (next_flat < flattened.inputs.size() && flattened.inputs[next_flat].argument == i) {
+        const FlattenedInput& f = flattened.inputs[next_flat++];
+        list.push_back(fb::CreateInputTransform(b, fb::InputTransformKind::reshape,
+                                                b.CreateVector(f.host_shape)));
       } else {
         list.push_back(fb::CreateInputTransform(b));
       }

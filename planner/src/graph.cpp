@@ -160,6 +160,14 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     c.act_block_h = static_cast<uint32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
   } else if (n == "act_block_w_div" && k == OpKind::conv2d) {
     c.act_block_w_div = static_cast<uint32_t>(MESHPLAN_TRY(as_int(1, 1 << 16)));
+  } else if (n == "input_nhw" &&
+             (k == OpKind::conv2d || is_pool(k) || k == OpKind::global_avg_pool2d)) {
+    // The flattened form [1, 1, N*H*W, C] of the input (planner flatten_spatial, TTNN's
+    // batch_size / input_height / input_width).
+    auto v = MESHPLAN_TRY(as_ints(3, 3, 1, int64_t{1} << 30));
+    c.input_n = static_cast<uint32_t>(v[0]);
+    c.input_h = static_cast<uint32_t>(v[1]);
+    c.input_w = static_cast<uint32_t>(v[2]);
   } else if (n == "cluster_axis" && device::has_cluster_axis(k)) {
     c.cluster_axis = static_cast<int8_t>(MESHPLAN_TRY(as_int(-1, 1)));
   } else if (n == "dim" &&

@@ -90,6 +90,8 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   if (options.spill != "belady") h.string("spill").string(options.spill);
   // Preparing conv weights is the default; turning it off changes the plans.
   if (!options.prepare_weights) h.string("no-prepare-weights");
+  // Flattening conv regions is the default (plans of graphs without one are unchanged by it).
+  if (!options.flatten_spatial) h.string("no-flatten-spatial");
   // A mesh other than the built-in one of its shape (a ring T3000, a mesh JSON file): plans made
   // for the default mesh keep their keys, and a ring plan never answers for a linear mesh.
   if (options.mesh && options.mesh->chips() > 1 &&

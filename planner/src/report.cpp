@@ -59,6 +59,9 @@ void op_table(std::ostringstream& o, const fb::Plan& p) {
       if (c->act_block_w_div() > 1)
         config += ", act_block_w_div " + std::to_string(c->act_block_w_div());
       if (c->stream_weights()) config += ", stream_weights";
+      if (c->input_n() != 0)
+        config += ", flat " + std::to_string(c->input_n()) + "x" + std::to_string(c->input_h()) +
+                  "x" + std::to_string(c->input_w());
       if (c->activation() != fb::Activation::none)
         config += ", fused " + std::string(fb::EnumNameActivation(c->activation()));
     }
@@ -125,6 +128,9 @@ void l1_map(std::ostringstream& o, const fb::Plan& p, const device::ChipDesc& ch
       config.act_block_h = c->act_block_h();
       config.act_block_w_div = c->act_block_w_div();
       config.stream_weights = c->stream_weights();
+      config.input_n = c->input_n();
+      config.input_h = c->input_h();
+      config.input_w = c->input_w();
       if (c->kernel() && c->kernel()->size() == 2)
         for (uint32_t i = 0; i < 2; ++i) config.kernel[i] = c->kernel()->Get(i);
     }

@@ -5,6 +5,7 @@
 //                    OP:I=l1|dram]
 //                    [--device NAME|FILE.json] [--emit=plan-json|graph-json|dot]
 //                    [--report=PLAN.html] [--spill=belady|dp] [--no-prepare-weights]
+//                    [--no-flatten-spatial]
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
@@ -49,7 +50,7 @@ constexpr const char* kUsage =
     "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
     "N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
-    "                        [--spill=belady|dp] [--no-prepare-weights]\n"
+    "                        [--spill=belady|dp] [--no-prepare-weights] [--no-flatten-spatial]\n"
     "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
     "[--compare=POLICY,...]]\n"
     "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
@@ -58,6 +59,10 @@ constexpr const char* kUsage =
     "  --no-prepare-weights: plan conv2d weight arguments as given, [O, KH, KW, I/groups];\n"
     "  by default they are planned prepared, [KH*KW*I/groups, O], and the runtime prepares the\n"
     "  host tensor the caller passes (plan input transform conv_weight).\n"
+    "  --no-flatten-spatial: plan conv2d / pool activations NHWC as given; by default regions\n"
+    "  of conv2d, pools and elementwise ops run on flattened [1, 1, N*H*W, C] activations (as\n"
+    "  TTNN runs them, no per-image-row tile padding) with reshapes at the region edges; an\n"
+    "  NHWC input only they use is planned flat (plan input transform reshape: same bytes).\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
     "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name or key.\n"
@@ -156,6 +161,8 @@ Result<Args> parse_args(int argc, char** argv) {
       a.options.spill = mode;
     } else if (s == "--no-prepare-weights") {
       a.options.prepare_weights = false;
+    } else if (s == "--no-flatten-spatial") {
+      a.options.flatten_spatial = false;
     } else if (is("--override"))
       a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
     else if (is("--memreconfig"))

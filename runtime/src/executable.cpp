@@ -30,8 +30,8 @@ Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
           static_cast<int64_t>(inputs[i].data.size()) != device::volume(host))
         return fail(ErrorCode::invalid_argument, "input ", i, " '", p.placement(ids->Get(i)).name,
                     "': shape ", shape_text(inputs[i].shape), " with ", inputs[i].data.size(),
-                    " values does not match its host shape ", shape_text(host),
-                    " (a conv2d weight the plan prepares into ",
+                    " values does not match its host shape ", shape_text(host), " (",
+                    input_transform_text(input_transform(p, i)), " ",
                     shape_text(p.placement(ids->Get(i)).shape), ")");
       continue;
     }
@@ -111,6 +111,9 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.act_block_h = f->act_block_h();
     c.act_block_w_div = f->act_block_w_div();
     c.stream_weights = f->stream_weights();
+    c.input_n = f->input_n();
+    c.input_h = f->input_h();
+    c.input_w = f->input_w();
   }
   return c;
 }

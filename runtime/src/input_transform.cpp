@@ -9,7 +9,11 @@
 
 namespace meshplan::runtime {
 
-namespace {}  // namespace
+std::string_view input_transform_text(const fb::InputTransform* t) {
+  if (t && t->kind() == fb::InputTransformKind::reshape)
+    return "an NHWC activation the plan flattens into";
+  return "a conv2d weight the plan prepares into";
+}
 
 const fb::InputTransform* input_transform(const PlanRef& plan, size_t index) {
   const auto* list = plan.plan().input_transforms();
@@ -43,8 +47,16 @@ Status apply_input_transform(const PlanRef& plan, size_t index, TensorView in,
       static_cast<int64_t>(in.data.size()) != device::volume(host))
     return fail(ErrorCode::invalid_argument, "input ", index, " '", name(), "': shape ",
                 shape_text(in.shape), " with ", in.data.size(),
-                " values does not match its host shape ", shape_text(host),
-                " (a conv2d weight the plan prepares into ", shape_text(device_shape), ")");
+                " values does not match its host shape ", shape_text(host), " (",
+                input_transform_text(t), " ", shape_text(device_shape), ")");
+  if (t->kind() == fb::InputTransformKind::reshape) {
+    // The flattened form holds the same row-major bytes (verify_plan checked the volumes).
+    if (in.data.size() != out.size())
+      return fail(ErrorCode::invalid_argument, "input ", index, " '", name(), "': ", in.data.size(),
+                  " values for the flattened shape ", shape_text(device_shape));
+    std::copy(in.data.begin(), in.data.end(), out.begin());
+    return {};
+  }
   auto r = device::prepare_conv_weight(device::HostView{in.shape, in.data}, t->groups(), out);
   if (!r) return fail(r.error().code, "input ", index, " '", name(), "': ", r.error().message);
   return {};

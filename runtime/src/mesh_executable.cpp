@@ -33,9 +33,9 @@ Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
          static_cast<int64_t>(inputs[i].data.size()) != device::volume(want)))
       return fail(ErrorCode::invalid_argument, "input ", i, " '", name, "': shape ",
                   shape_text(inputs[i].shape), " with ", inputs[i].data.size(),
-                  " values does not match its host shape ", shape_text(want),
-                  " (a conv2d weight the plan prepares into ", shape_text(host_shape(p, i, false)),
-                  ")");
+                  " values does not match its host shape ", shape_text(want), " (",
+                  input_transform_text(input_transform(p, i)), " ",
+                  shape_text(host_shape(p, i, false)), ")");
     if (!std::ranges::equal(inputs[i].shape, want))
       return fail(ErrorCode::invalid_argument, "input ", i, " '", name, "': shape ",
                   shape_text(inputs[i].shape), " does not match the plan's host shape ",

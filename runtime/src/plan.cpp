@@ -234,6 +234,34 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   return {};
 }
 
+/// A reshape transform (a flattened NHWC activation): an aligned host shape of rank 1 to
+/// kMaxRank with dims in [1, 2^31) and the input tensor's volume, on a single-chip plan.
+Status verify_reshape_transform(const fb::Plan& plan, uint32_t i,
+                                const flatbuffers::Vector<int64_t>* host, std::string_view what) {
+  auto bad = [&](auto&&... msg) {
+    return fail(ErrorCode::corrupt, "plan ", what, ": input ", i, ": ", msg...);
+  };
+  if (!host || host->size() == 0 || host->size() > static_cast<uint32_t>(device::kMaxRank) ||
+      misaligned(host, alignof(int64_t)))
+    return bad("a reshape transform needs an aligned host shape of rank 1 to ", device::kMaxRank);
+  constexpr int64_t kMaxDim = int64_t{1} << 31;
+  int64_t volume = 1;
+  for (int64_t d : *host) {
+    if (d <= 0 || d >= kMaxDim)
+      return bad("reshape host shape has a dim ", d, " outside [1, 2^31)");
+    volume *= d;
+    if (volume >= (int64_t{1} << 48)) return bad("reshape host shape is too large");
+  }
+  const auto* shape = plan.tensors()->Get(plan.inputs()->Get(i))->shape();
+  int64_t tensor_volume = 1;
+  for (int64_t d : *shape) tensor_volume *= d;
+  if (volume != tensor_volume)
+    return bad("reshape host shape holds ", volume, " values, the input tensor ", tensor_volume);
+  if (const auto* shards = plan.input_shards(); shards && shards->size() > 0)
+    return bad("a reshape transform is single-chip only");
+  return {};
+}
+
 /// Host transforms of the inputs (format 1.2): one per input or none; known kinds; a conv_weight
 /// transform's host shape prepares into exactly the input tensor's shape, and its input is not
 /// split over a mesh (prepared weights are replicated).
@@ -252,6 +280,10 @@ Status verify_input_transforms(const fb::Plan& plan, std::string_view what) {
       continue;
     }
     const auto* host = t->host_shape();
+    if (t->kind() == fb::InputTransformKind::reshape) {
+      MESHPLAN_TRY(verify_reshape_transform(plan, i, host, what));
+      continue;
+    }
     if (!host || host->size() != 4 || misaligned(host, alignof(int64_t)))
       return bad("input ", i,
                  ": a conv_weight transform needs an aligned host shape [O, KH, KW, I]");

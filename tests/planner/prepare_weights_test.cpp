@@ -144,6 +144,9 @@ TEST_CASE("compile records a conv_weight transform per prepared input; the optio
   planner::Graph g = pass_graph();
   planner::PlannerOptions o;
   o.policy = "greedy";
+  // Weights alone: flatten_spatial would give x a reshape transform (flatten_spatial_test.cpp
+  // covers both transforms in one plan).
+  o.flatten_spatial = false;
   auto on = planner::compile(g, device::wormhole_b0(), o);
   REQUIRE_MESSAGE(on, (on ? std::string() : on.error().message));
   auto plan = runtime::verify_plan(on->bytes, "on");
@@ -225,7 +228,11 @@ TEST_CASE("a constant conv2d weight is prepared in the plan: same results, 2-D c
   REQUIRE(compiled);
   auto plan = runtime::verify_plan(compiled->bytes, "const_w");
   REQUIRE(plan);
-  CHECK(plan->plan().input_transforms() == nullptr);  // nothing for the host to do
+  // The only input is x (the constant is in the plan): no conv_weight transform for the host.
+  REQUIRE(plan->plan().inputs()->size() == 1);
+  if (const auto* transforms = plan->plan().input_transforms())
+    for (const fb::InputTransform* t : *transforms)
+      CHECK(t->kind() != fb::InputTransformKind::conv_weight);
   bool found = false;
   for (const fb::TensorPlan* t : *plan->plan().tensors())
     if (t->name()->string_view() == "w") {

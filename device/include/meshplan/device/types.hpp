@@ -166,6 +166,12 @@ struct OpConfig {
   /// weight block would fit resident; the planner sets it when the L1 tensors live across the
   /// op leave no room for resident weights. false = resident whenever they fit in usable L1.
   bool stream_weights = false;
+  /// conv2d and pools on a flattened input (as TTNN runs them): the input's spatial geometry
+  /// (batch N, height H, width W). All 0 = the NHWC form [N, H, W, C]; all set = the input is
+  /// [1, 1, N*H*W, C] and the result [1, 1, N*OH*OW, O] (global_avg_pool2d: [1, 1, N, C]).
+  uint32_t input_n = 0;
+  uint32_t input_h = 0;
+  uint32_t input_w = 0;
 };
 
 /// Product of a shape's dims (1 for a scalar).

@@ -38,6 +38,10 @@ struct PlannerOptions {
   /// of the graph's shape. Enters the key only where it differs from that default (so plans
   /// made without it keep their keys); ignored for single-chip graphs.
   std::optional<device::MeshDesc> mesh;
+  /// Run flatten_spatial (flatten_spatial.hpp) on single-chip graphs: conv2d / pool regions are
+  /// planned on flattened [1, 1, N*H*W, C] activations, as TTNN runs them; graph inputs only
+  /// regions use are planned flat with a `reshape` host transform. Off: planned NHWC as given.
+  bool flatten_spatial = true;
 };
 
 /// Hash of the graph alone. Renaming values or ops keeps it; any shape, dtype, attribute,

@@ -1,7 +1,8 @@
 // Host transforms of plan inputs (plan format 1.2): a conv2d weight the planner prepared is
 // passed by the user in its host form [O, KH, KW, I/groups] and prepared on the host, into the
-// 2-D [KH*KW*I/groups, O] tensor the plan holds, before upload. Views into the plan; no
-// allocation.
+// 2-D [KH*KW*I/groups, O] tensor the plan holds, before upload; an NHWC activation the planner
+// flattened (flatten_spatial) is passed as [N, H, W, C] and copied as it is into the
+// [1, 1, N*H*W, C] tensor (same row-major bytes). Views into the plan; no allocation.
 #pragma once
 
 #include <span>
@@ -19,6 +20,10 @@ const fb::InputTransform* input_transform(const PlanRef& plan, size_t index);
 /// else the plan's host shape (mesh_plan.hpp host_shape: the full tensor on a mesh plan, the
 /// tensor itself on a single chip).
 std::span<const int64_t> user_input_shape(const PlanRef& plan, size_t index);
+
+/// What a transform does, for error messages: "a conv2d weight the plan prepares into" or "an
+/// NHWC activation the plan flattens into" (followed by the plan's shape).
+std::string_view input_transform_text(const fb::InputTransform* transform);
 
 /// Applies input `index`'s transform to `in` (of user_input_shape) into `out`, which holds the
 /// plan's (full) input shape's values. Errors name the input and both shapes.
