@@ -119,6 +119,8 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_concat_dim(c.concat_dim);
   if (!pairs.IsNull()) ob.add_pairs(pairs);
   ob.add_act_block_h(c.act_block_h);
+  ob.add_clamp_min(c.clamp_min);  // Infinite (the defaults, not stored) except for clamp.
+  ob.add_clamp_max(c.clamp_max);
   return ob.Finish();
 }
 

@@ -109,6 +109,8 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
       c.num_pairs = static_cast<uint8_t>(n / 2);
     }
     c.act_block_h = f->act_block_h();
+    c.clamp_min = f->clamp_min();
+    c.clamp_max = f->clamp_max();
   }
   return c;
 }

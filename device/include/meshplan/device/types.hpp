@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -158,6 +159,10 @@ struct OpConfig {
   /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
   /// the busiest core's tile rows. 0 = auto: one tile row per block.
   uint32_t act_block_h = 0;
+  /// clamp: results are min(max(x, clamp_min), clamp_max); clamp_min <= clamp_max (the shape
+  /// rule checks). The defaults leave values unchanged.
+  float clamp_min = -std::numeric_limits<float>::infinity();
+  float clamp_max = std::numeric_limits<float>::infinity();
 };
 
 /// Product of a shape's dims (1 for a scalar).
