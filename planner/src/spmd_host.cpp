@@ -249,6 +249,12 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
     }
     return out;
   }
+  if (s == "clamp") {  // min(max(x, lo), hi); lo and hi may be scalars
+    auto at = [](const Arr* a, size_t i) { return a->data.size() == 1 ? a->data[0] : a->data[i]; };
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = std::min(std::max(in[1]->data[i], at(in[0], i)), at(in[2], i));
+    return out;
+  }
   if (s == "constant") {
     const Attr* v = op.prop("value");
     if (!v || !v->text.empty())
