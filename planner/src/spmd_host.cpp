@@ -628,6 +628,8 @@ std::vector<HostArray> random_inputs(const Module& m, uint64_t seed) {
     const TensorType& t = m.values[a.value].type;
     HostArray h{t.shape, std::vector<float>(static_cast<size_t>(vol(t.shape)))};
     for (float& x : h.data) x = dist(rng);
+    if (t.element == "i1")  // booleans: 0 or 1
+      for (float& x : h.data) x = x > 0 ? 1.0f : 0.0f;
     out.push_back(std::move(h));
   }
   return out;

@@ -422,7 +422,10 @@ Result<Graph> lower_to_graph(const Module& m) {
       args = body->args;
     }
   for (size_t i = 0; i < args.size(); ++i) {
-    DType dt = MESHPLAN_TRY(lowering::dtype_of(m.values[args[i]].type, f->loc));
+    // A boolean argument (a mask) arrives as bf16 0/1 values: nonzero is true.
+    DType dt = m.values[args[i]].type.element == "i1"
+                   ? DType::bf16
+                   : MESHPLAN_TRY(lowering::dtype_of(m.values[args[i]].type, f->loc));
     GValue pv = MESHPLAN_TRY(l.new_value(m.values[args[i]].type.shape, dt, "arg"));
     g.values[pv].name = "arg" + std::to_string(i);
     // A ttcore `constant` argument still arrives from the host: it has no data here.

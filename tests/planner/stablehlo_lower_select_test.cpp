@@ -136,6 +136,20 @@ TEST_CASE("masks combine with and / or / not, and convert to and from i1") {
   CHECK(count(g, OpKind::where) == 2);
 }
 
+TEST_CASE("a boolean argument is a bf16 0/1 mask") {
+  auto g = check_numerics(module(
+      "%mask: tensor<4x8xi1>, %x: tensor<4x8xf32>, %key: tensor<1x8xi1>) -> (tensor<4x8xf32>",
+      R"(  %neg = stablehlo.constant dense<-1.0e9> : tensor<4x8xf32>
+  %kb = stablehlo.broadcast_in_dim %key, dims = [0, 1] : (tensor<1x8xi1>) -> tensor<4x8xi1>
+  %both = stablehlo.and %mask, %kb : tensor<4x8xi1>
+  %0 = stablehlo.select %both, %x, %neg : tensor<4x8xi1>, tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+)"));
+  CHECK(g.values[g.arguments[0]].dtype == device::DType::bf16);
+  CHECK(count(g, OpKind::multiply) == 1);  // and, broadcasting the key mask
+  CHECK(count(g, OpKind::where) == 1);
+}
+
 TEST_CASE("clamp with constant bounds lowers to clamp, with tensor bounds to maximum + minimum") {
   auto g = check_numerics(module(
       "%a: tensor<4x8xf32>, %lo: tensor<4x8xf32>, %hi: tensor<4x8xf32>) -> (tensor<4x8xf32>, "

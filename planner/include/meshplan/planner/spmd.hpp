@@ -147,7 +147,8 @@ namespace meshplan::planner::shlo {
 ///  - compare (FLOAT, SIGNED, UNSIGNED) -> eq .. ge, lowered only when something other than
 ///    such a maximum / minimum select uses it; select -> where; clamp with splat constant
 ///    bounds -> clamp, with tensor bounds -> maximum then minimum. i1 values are 0/1 in the
-///    compared values' dtype (folded i1 constants: bf16); convert to i1 -> ne(x, 0); i1 and /
+///    compared values' dtype (folded i1 constants and i1 arguments: bf16, nonzero = true);
+///    convert to i1 -> ne(x, 0); i1 and /
 ///    or / not -> multiply / maximum / eq(x, 0);
 ///  - constant and iota are folded, and become constant arguments where an op needs them
 ///    (splats used by a broadcasting op as one-element constants);
