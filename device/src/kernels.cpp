@@ -90,6 +90,20 @@ Result<OpTiming> run_kernel(ChipMemory& memory, const ChipDesc& chip, const OpLa
     case OpKind::global_avg_pool2d:
       MESHPLAN_TRY(run_conv(memory, chip, op, timing.cores_used));
       break;
+    case OpKind::eq:
+    case OpKind::ne:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
+    case OpKind::where:
+    case OpKind::clamp:
+      MESHPLAN_TRY(run_eltwise(memory, chip, op, timing.cores_used));
+      break;
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod:
+      MESHPLAN_TRY(run_reduction(memory, chip, op, timing.cores_used));
+      break;
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
     case OpKind::all_reduce:

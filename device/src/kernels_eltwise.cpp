@@ -1,5 +1,6 @@
-// Elementwise kernels: unary ops (relu, gelu, exp, ...) and binary ops (add, subtract, multiply,
-// divide, maximum, minimum) with numpy broadcasting over the logical shape and a fused activation.
+// Elementwise kernels: unary ops (relu, gelu, exp, clamp, ...), binary ops (add, subtract,
+// multiply, divide, maximum, minimum, the comparisons eq .. ge) and the ternary where, with numpy
+// broadcasting over the logical shape and a fused activation.
 #include <algorithm>
 
 #include "kernel_blocks.hpp"
@@ -21,10 +22,14 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
   bool binary = is_binary(op.kind);
   Activation act = op.config.activation;
   auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    float x[kTileElems], y[kTileElems];
+    float x[kTileElems], y[kTileElems], z[kTileElems];
     for (int64_t p = begin; p < end; ++p) {
       MESHPLAN_TRY(ins[0].read(p, x));
-      if (binary) {
+      if (op.kind == OpKind::where) {
+        MESHPLAN_TRY(ins[1].read(p, y));
+        MESHPLAN_TRY(ins[2].read(p, z));
+        for (int i = 0; i < kTileElems; ++i) x[i] = where_value(x[i], y[i], z[i]);
+      } else if (binary) {
         MESHPLAN_TRY(ins[1].read(p, y));
         switch (op.kind) {  // The common ops as straight loops; the rest through binary_value.
           case OpKind::add:
@@ -39,7 +44,7 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
       } else if (op.kind == OpKind::relu) {
         for (int i = 0; i < kTileElems; ++i) x[i] = std::max(x[i], 0.0f);
       } else {
-        for (int i = 0; i < kTileElems; ++i) x[i] = unary_value(op.kind, x[i]);
+        for (int i = 0; i < kTileElems; ++i) x[i] = unary_value(op.kind, x[i], op.config);
       }
       if (act != Activation::none)
         for (int i = 0; i < kTileElems; ++i) x[i] = apply_activation(act, x[i]);
@@ -57,7 +62,8 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
   bool cheap = op.kind == OpKind::add || op.kind == OpKind::subtract ||
                op.kind == OpKind::multiply || op.kind == OpKind::maximum ||
                op.kind == OpKind::minimum || op.kind == OpKind::relu || op.kind == OpKind::neg ||
-               op.kind == OpKind::abs;
+               op.kind == OpKind::abs || op.kind == OpKind::clamp || op.kind == OpKind::where ||
+               is_comparison(op.kind);
   int64_t ns_per_tile = cheap && act == Activation::none ? kTileCopyNs : 8 * kTileCopyNs;
   return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
@@ -65,7 +71,7 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
 }  // namespace
 
 Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
-  if (!is_unary(op.kind) && !is_binary(op.kind))
+  if (!is_unary(op.kind) && !is_binary(op.kind) && op.kind != OpKind::where)
     return fail(ErrorCode::internal, op_name(op.kind), " is not an elementwise op");
   auto oshape = op.results[0]->shape;
   bool same_shapes = true;
@@ -81,7 +87,12 @@ Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
   Activation act = op.config.activation;
   if (is_unary(op.kind))
     return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
-      return apply_activation(act, unary_value(op.kind, in[0].at(idx)));
+      return apply_activation(act, unary_value(op.kind, in[0].at(idx), op.config));
+    });
+  if (op.kind == OpKind::where)
+    return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return where_value(in[0].at_broadcast(idx, rank), in[1].at_broadcast(idx, rank),
+                         in[2].at_broadcast(idx, rank));
     });
   return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
     return apply_activation(

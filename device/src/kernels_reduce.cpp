@@ -1,7 +1,7 @@
-// Reduction kernels: reduce_sum/mean/max over any dims (each output element accumulates its
-// reduced sub-tensor); the row ops softmax (last dim), layer_norm and rms_norm, which read whole
-// tile rows of the operand for each output tile; and softmax over any other dim, which reads the
-// line of operand values along that dim through each output element.
+// Reduction kernels: reduce_sum/mean/max/min/prod over any dims (each output element accumulates
+// its reduced sub-tensor); the row ops softmax (last dim), layer_norm and rms_norm, which read
+// whole tile rows of the operand for each output tile; and softmax over any other dim, which reads
+// the line of operand values along that dim through each output element.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -30,13 +30,14 @@ Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
     }
   }
   bool is_max = op.kind == OpKind::reduce_max, is_mean = op.kind == OpKind::reduce_mean;
+  bool is_min = op.kind == OpKind::reduce_min, is_prod = op.kind == OpKind::reduce_prod;
   return write_elements(
       memory, chip, op, cores,
       [&](const int64_t* out_idx) {
         int64_t idx[kMaxRank];
         for (size_t d = 0; d < rank; ++d) idx[d] = mask[d] ? 0 : out_idx[out_dim[d]];
         float best = -std::numeric_limits<float>::infinity();
-        double sum = 0.0;
+        double sum = 0.0, least = std::numeric_limits<double>::infinity(), prod = 1.0;
         for (int64_t i = 0; i < count; ++i) {
           int64_t rem = i;
           for (int k = n_reduced; k-- > 0;) {
@@ -46,7 +47,11 @@ Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
           float v = in.at(idx);
           best = std::max(best, v);
           sum += v;
+          least = std::min(least, double(v));
+          prod *= v;
         }
+        if (is_min) return static_cast<float>(least);
+        if (is_prod) return static_cast<float>(prod);
         return is_max ? best : static_cast<float>(is_mean ? sum / count : sum);
       },
       std::max<int64_t>(count, 1) * kTileElems * kElementVisitNs);
@@ -174,6 +179,8 @@ Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& o
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
     case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod:
       return run_reduce(memory, chip, op, cores);
     case OpKind::softmax: {
       int rank = static_cast<int>(op.operands[0]->shape.size());

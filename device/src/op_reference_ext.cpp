@@ -91,7 +91,15 @@ Status reference_ext(OpKind kind, std::span<const HostView> in, const OpConfig& 
     return fail(ErrorCode::invalid_argument, op_name(kind), ": result rank ", out_rank, " exceeds ",
                 kMaxRank);
   if (is_unary(kind)) {
-    for (int64_t i = 0; i < total; ++i) out[i] = unary_value(kind, in[0].data[i]);
+    for (int64_t i = 0; i < total; ++i) out[i] = unary_value(kind, in[0].data[i], c);
+    return {};
+  }
+  if (kind == OpKind::where) {
+    for (int64_t i = 0; i < total; ++i) {
+      unravel(i, out_shape, idx);
+      out[i] = where_value(broadcast_at(in[0], idx, out_rank), broadcast_at(in[1], idx, out_rank),
+                           broadcast_at(in[2], idx, out_rank));
+    }
     return {};
   }
   if (is_binary(kind)) {
@@ -115,8 +123,25 @@ Status reference_ext(OpKind kind, std::span<const HostView> in, const OpConfig& 
     }
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
-    case OpKind::reduce_max: {
+    case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod: {
       auto mask = MESHPLAN_TRY(reduce_mask(c, in[0].shape.size()));
+      if (kind == OpKind::reduce_min || kind == OpKind::reduce_prod) {
+        // Plain loops: min in f32 (NaN-free inputs give the exact minimum), product in double.
+        bool is_min = kind == OpKind::reduce_min;
+        std::vector<double> acc(out.size(), is_min ? std::numeric_limits<double>::infinity() : 1.0);
+        for (int64_t i = 0; i < volume(in[0].shape); ++i) {
+          unravel(i, in[0].shape, idx);
+          int64_t o = 0;
+          for (size_t d = 0; d < in[0].shape.size(); ++d)
+            if (!mask[d]) o = o * in[0].shape[d] + idx[d];
+          double v = in[0].data[i];
+          acc[o] = is_min ? std::min(acc[o], v) : acc[o] * v;
+        }
+        for (size_t o = 0; o < out.size(); ++o) out[o] = static_cast<float>(acc[o]);
+        return {};
+      }
       bool is_max = kind == OpKind::reduce_max;
       std::fill(out.begin(), out.end(), is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
       std::vector<double> acc(out.size(), 0.0);

@@ -94,6 +94,15 @@ Result<DType> infer_dtype(OpKind kind, std::span<const DType> in, const OpConfig
                   dtype_name(in[0]));
     return in[1];
   }
+  if (kind == OpKind::where) {
+    // The condition may have any dtype (nonzero = true); the values share the result's.
+    if (in.size() != 3)
+      return fail(ErrorCode::invalid_argument, "where takes 3 operands, got ", in.size());
+    if (in[1] != in[2])
+      return fail(ErrorCode::invalid_argument, "dtype mismatch: where's true values are ",
+                  dtype_name(in[1]), ", its false values ", dtype_name(in[2]));
+    return in[1];
+  }
   for (size_t i = 1; i < in.size(); ++i)
     if (in[i] != in[0])
       return fail(ErrorCode::invalid_argument, "dtype mismatch: operand 0 is ", dtype_name(in[0]),

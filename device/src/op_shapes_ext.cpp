@@ -164,8 +164,22 @@ Status check_vector_operand(std::span<const int64_t> v, int64_t n, std::string_v
 Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64_t>> in,
                               const OpConfig& c) {
   auto same = [&]() { return Shape(in[0].begin(), in[0].end()); };
+  if (kind == OpKind::clamp) {
+    if (!(c.clamp_min <= c.clamp_max))  // Also rejects NaN bounds.
+      return fail(ErrorCode::invalid_argument, "clamp min ", c.clamp_min, " is not <= max ",
+                  c.clamp_max, " (operand ", shape_text(in[0]), ")");
+    return same();
+  }
   if (is_unary(kind)) return same();
   if (is_binary(kind)) return broadcast_shapes(in[0], in[1]);
+  if (kind == OpKind::where) {
+    auto ab = broadcast_shapes(in[1], in[2]);
+    auto out = ab ? broadcast_shapes(in[0], *ab) : ab;
+    if (!out)
+      return fail(ErrorCode::invalid_argument, "condition ", shape_text(in[0]), ", true values ",
+                  shape_text(in[1]), " and false values ", shape_text(in[2]), " do not broadcast");
+    return out;
+  }
   switch (kind) {
     case OpKind::linear: {
       Shape out = MESHPLAN_TRY(infer_shape(OpKind::matmul, in.first(2), c));
@@ -177,11 +191,16 @@ Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64
     }
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
-    case OpKind::reduce_max: {
-      auto mask = MESHPLAN_TRY(reduce_mask(c, in[0].size()));
+    case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod: {
+      auto mask = reduce_mask(c, in[0].size());
+      if (!mask)
+        return fail(ErrorCode::invalid_argument, op_name(kind), " of ", shape_text(in[0]), ": ",
+                    mask.error().message);
       Shape out;
       for (size_t d = 0; d < in[0].size(); ++d)
-        if (!mask[d])
+        if (!(*mask)[d])
           out.push_back(in[0][d]);
         else if (c.keepdim)
           out.push_back(1);

@@ -50,6 +50,22 @@ inline bool is_unary(OpKind k) {
     case OpKind::reciprocal:
     case OpKind::neg:
     case OpKind::abs:
+    case OpKind::clamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// The comparisons eq .. ge: 1.0 where the relation holds, else 0.0 (NaN compares unequal).
+inline bool is_comparison(OpKind k) {
+  switch (k) {
+    case OpKind::eq:
+    case OpKind::ne:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
       return true;
     default:
       return false;
@@ -66,13 +82,16 @@ inline bool is_binary(OpKind k) {
     case OpKind::minimum:
       return true;
     default:
-      return false;
+      return is_comparison(k);
   }
 }
 
 /// Unary elementwise op `k` (is_unary(k)); IEEE results for out-of-domain inputs (log(-1) = NaN).
-inline float unary_value(OpKind k, float x) {
+/// `c` holds the attributes of the ops that have some (clamp's bounds).
+inline float unary_value(OpKind k, float x, const OpConfig& c) {
   switch (k) {
+    case OpKind::clamp:  // NaN stays NaN, as std::max/std::min pass their first argument.
+      return std::min(std::max(x, c.clamp_min), c.clamp_max);
     case OpKind::relu:
       return std::max(x, 0.0f);
     case OpKind::gelu:
@@ -117,9 +136,26 @@ inline float binary_value(OpKind k, float a, float b) {
       return std::max(a, b);
     case OpKind::minimum:
       return std::min(a, b);
+    case OpKind::eq:
+      return a == b ? 1.0f : 0.0f;
+    case OpKind::ne:
+      return a != b ? 1.0f : 0.0f;
+    case OpKind::lt:
+      return a < b ? 1.0f : 0.0f;
+    case OpKind::le:
+      return a <= b ? 1.0f : 0.0f;
+    case OpKind::gt:
+      return a > b ? 1.0f : 0.0f;
+    case OpKind::ge:
+      return a >= b ? 1.0f : 0.0f;
     default:
       return a;
   }
+}
+
+/// where: `a` where `cond` is nonzero (NaN counts as nonzero), else `b`.
+inline float where_value(float cond, float a, float b) {
+  return cond != 0.0f ? a : b;
 }
 
 /// The value `dtype` storage makes of `v` (typecast): bf16 rounds to nearest even, integers

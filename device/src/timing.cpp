@@ -65,6 +65,8 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
     case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod:
       passes = 1;
       break;
     case OpKind::rms_norm:
@@ -155,6 +157,8 @@ bool in_place(const OpLaunch& op, const TensorPlacement& t, const TensorPlacemen
     case OpKind::reduce_sum:
     case OpKind::reduce_mean:
     case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod:
       return t.memory == MemLayout::height_sharded;
     default:
       return true;

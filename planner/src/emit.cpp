@@ -125,6 +125,8 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_input_n(c.input_n);
   ob.add_input_h(c.input_h);
   ob.add_input_w(c.input_w);
+  ob.add_clamp_min(c.clamp_min);  // Infinite (the defaults, not stored) except for clamp.
+  ob.add_clamp_max(c.clamp_max);
   return ob.Finish();
 }
 

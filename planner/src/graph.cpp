@@ -2,6 +2,7 @@
 #include "meshplan/planner/graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -51,7 +52,8 @@ bool is_eltwise_binary(OpKind k) {
          k == OpKind::divide || k == OpKind::maximum || k == OpKind::minimum;
 }
 bool is_reduce(OpKind k) {
-  return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max;
+  return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max ||
+         k == OpKind::reduce_min || k == OpKind::reduce_prod;
 }
 bool is_pool(OpKind k) {
   return k == OpKind::max_pool2d || k == OpKind::avg_pool2d;
@@ -122,6 +124,13 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     double e = f ? *f : static_cast<double>(*i);
     if (!(e >= 0.0 && e < 1.0)) return bad("is ", e, ", expected a value in [0, 1)");
     c.epsilon = static_cast<float>(e);
+  } else if ((n == "min" || n == "max") && k == OpKind::clamp) {
+    const double* f = std::get_if<double>(&a.value);
+    const int64_t* i = std::get_if<int64_t>(&a.value);
+    if (!f && !i) return bad("must be a number (\"f\")");
+    double v = f ? *f : static_cast<double>(*i);
+    if (std::isnan(v)) return bad("is NaN");
+    (n == "min" ? c.clamp_min : c.clamp_max) = static_cast<float>(v);
   } else if (n == "shape" && k == OpKind::reshape) {
     auto v = MESHPLAN_TRY(as_ints(1, kRank, -1, kBig));
     c.num_shape = static_cast<uint8_t>(v.size());

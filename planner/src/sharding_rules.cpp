@@ -163,9 +163,10 @@ std::string FactorRule::print() const {
 Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   std::string_view n = short_name(op);
   const bool stablehlo = std::string_view(op.name).starts_with("stablehlo.");
-  // Elementwise: the parser's and printer's op lists (one truth), plus convert/compare/select.
+  // Elementwise: the parser's and printer's op lists (one truth), plus convert/compare/select/
+  // clamp (whose scalar bounds take no factors).
   if ((stablehlo && (is_elementwise_unary(n) || is_elementwise_binary(n) ||
-                     in(n, {"convert", "compare", "select"}))) ||
+                     in(n, {"convert", "compare", "select", "clamp"}))) ||
       op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard")
     return elementwise(m, op);
   if (!stablehlo)
@@ -277,17 +278,6 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   if (n == "reduce") {
     auto dims = MESHPLAN_TRY(ints_prop(op, "dimensions"));
     const auto& in_shape = shape_of(m, op.operands[0]);
-    std::vector<std::vector<int>> in_d(in_shape.size()), out;
-    for (size_t d = 0; d < in_shape.size(); ++d) {
-      int f = b.factor(in_shape[d]);
-      in_d[d] = {f};
-      if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end())
-        b.r.reduction[static_cast<size_t>(f)] = true;
-      else
-        out.push_back({f});
-    }
-    b.r.operands = {in_d, {}};
-    b.r.results = {out};
     std::string body;
     if (op.regions.size() == 1 && !op.regions[0].ops.empty())
       body = m.ops[op.regions[0].ops[0]].name;
@@ -297,9 +287,23 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
       b.r.reduction_kind = "max";
     else if (body == "stablehlo.minimum")
       b.r.reduction_kind = "min";
-    else
+    else if (body != "stablehlo.multiply")
       return fail(ErrorCode::unimplemented, op.loc.str(), ": stablehlo.reduce with body '", body,
-                  "' (only add, maximum and minimum reductions are supported)");
+                  "' (only add, maximum, minimum and multiply reductions are supported)");
+    // No collective multiplies partial results: a product's reduced dims must be replicated.
+    const bool product = body == "stablehlo.multiply";
+    std::vector<std::vector<int>> in_d(in_shape.size()), out;
+    for (size_t d = 0; d < in_shape.size(); ++d) {
+      bool reduced = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+      int f = b.factor(in_shape[d], reduced && product);
+      in_d[d] = {f};
+      if (reduced)
+        b.r.reduction[static_cast<size_t>(f)] = !product;
+      else
+        out.push_back({f});
+    }
+    b.r.operands = {in_d, {}};
+    b.r.results = {out};
     return b.r;
   }
   if (n == "convolution") {

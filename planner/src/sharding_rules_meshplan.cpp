@@ -92,6 +92,14 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
     case OpKind::reciprocal:
     case OpKind::neg:
     case OpKind::abs:
+    case OpKind::eq:
+    case OpKind::ne:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
+    case OpKind::where:
+    case OpKind::clamp:
     case OpKind::typecast:
     case OpKind::to_memory_config:
       elementwise();
@@ -141,6 +149,8 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
     }
     case OpKind::reduce_sum:
     case OpKind::reduce_max:
+    case OpKind::reduce_min:
+    case OpKind::reduce_prod:
     case OpKind::reduce_mean: {
       MESHPLAN_TRY(need(1));
       const auto& s = in[0];
@@ -149,7 +159,8 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
         bool reduced = c.num_dims == 0;
         for (int i = 0; i < c.num_dims; ++i)
           reduced |= resolve(c.dims[i], s.size()) == static_cast<int64_t>(d);
-        const bool mean = g.kind == OpKind::reduce_mean;
+        // Partial means and products have no combining collective: those dims stay replicated.
+        const bool mean = g.kind == OpKind::reduce_mean || g.kind == OpKind::reduce_prod;
         int f = b.factor(s[d], reduced && mean);
         din[d] = {f};
         if (reduced) {
@@ -159,7 +170,9 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
           out.push_back({f});
         }
       }
-      b.r.reduction_kind = g.kind == OpKind::reduce_max ? "max" : "sum";
+      b.r.reduction_kind = g.kind == OpKind::reduce_max   ? "max"
+                           : g.kind == OpKind::reduce_min ? "min"
+                                                          : "sum";
       b.r.operands = {din};
       b.r.results = {out};
       return b.r;

@@ -249,6 +249,12 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
     }
     return out;
   }
+  if (s == "clamp") {  // min(max(x, lo), hi); lo and hi may be scalars
+    auto at = [](const Arr* a, size_t i) { return a->data.size() == 1 ? a->data[0] : a->data[i]; };
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = std::min(std::max(in[1]->data[i], at(in[0], i)), at(in[2], i));
+    return out;
+  }
   if (s == "constant") {
     const Attr* v = op.prop("value");
     if (!v || !v->text.empty())
@@ -622,6 +628,8 @@ std::vector<HostArray> random_inputs(const Module& m, uint64_t seed) {
     const TensorType& t = m.values[a.value].type;
     HostArray h{t.shape, std::vector<float>(static_cast<size_t>(vol(t.shape)))};
     for (float& x : h.data) x = dist(rng);
+    if (t.element == "i1")  // booleans: 0 or 1
+      for (float& x : h.data) x = x > 0 ? 1.0f : 0.0f;
     out.push_back(std::move(h));
   }
   return out;

@@ -128,8 +128,13 @@ Result<GValue> Lowering::use(ValueId v, const Op& user) {
   }
   if (const Folded* f = folded(v)) {
     const Op* d = def(v);
-    DType dt = MESHPLAN_TRY(dtype_of(t, d ? d->loc : user.loc));
+    // Folded booleans (masks) become bf16 0/1 constants.
+    DType dt = t.element == "i1" ? DType::bf16 : MESHPLAN_TRY(dtype_of(t, d ? d->loc : user.loc));
     return map_[v] = MESHPLAN_TRY(constant(*f, dt));
+  }
+  if (const Op* d = def(v); d && d->name == "stablehlo.compare") {  // Lowered on first use.
+    MESHPLAN_TRY(lower_compare(*this, *d));
+    if (auto it = map_.find(v); it != map_.end()) return it->second;
   }
   if (const Op* d = def(v))
     return fail(ErrorCode::unimplemented, d->loc.str(), ": unimplemented: ", d->name, " (used by ",
@@ -143,7 +148,8 @@ Result<GValue> Lowering::use_broadcasting(ValueId v, const Op& user) {
   if (auto it = pending_.find(v); it != pending_.end()) return it->second;
   if (const Folded* f = folded(v); f && f->splat() && f->data.size() > 1) {
     const Op* d = def(v);
-    DType dt = MESHPLAN_TRY(dtype_of(type(v), d ? d->loc : user.loc));
+    DType dt = type(v).element == "i1" ? DType::bf16
+                                       : MESHPLAN_TRY(dtype_of(type(v), d ? d->loc : user.loc));
     return MESHPLAN_TRY(constant(Folded{{1}, {f->data.front()}}, dt));
   }
   return use(v, user);
@@ -268,31 +274,6 @@ Status lower_broadcast(Lowering& l, const Op& op) {
   return {};
 }
 
-/// select(compare(a, b, dir), x, y) that is exactly maximum(a, b) or minimum(a, b).
-Status lower_select(Lowering& l, const Op& op) {
-  const Op* cmp = l.def(op.operands[0]);
-  auto no = [&]() {
-    return l.unimplemented(op,
-                           "stablehlo.select other than select(compare(a, b), a, b) "
-                           "(maximum / minimum) has no meshplan op");
-  };
-  if (!cmp || cmp->name != "stablehlo.compare") return no();
-  const Attr* d = cmp->prop("comparison_direction");
-  std::string dir = d ? d->text : "";
-  if (auto sp = dir.rfind(' '); sp != std::string::npos) dir = dir.substr(sp + 1);
-  ValueId a = cmp->operands[0], b = cmp->operands[1], x = op.operands[1], y = op.operands[2];
-  bool same = x == a && y == b, swapped = x == b && y == a;
-  if (!same && !swapped) return no();
-  bool greater = dir.starts_with("GT") || dir.starts_with("GE");
-  bool less = dir.starts_with("LT") || dir.starts_with("LE");
-  if (!greater && !less) return no();
-  OpKind kind = (greater == same) ? OpKind::maximum : OpKind::minimum;
-  GValue ga = MESHPLAN_TRY(l.use_broadcasting(a, op));
-  GValue gb = MESHPLAN_TRY(l.use_broadcasting(b, op));
-  MESHPLAN_TRY(l.emit_for(op, kind, {ga, gb}));
-  return {};
-}
-
 Status lower_binary(Lowering& l, const Op& op, OpKind kind) {
   const auto& out = l.type(op.results[0]).shape;
   GValue a = MESHPLAN_TRY(l.use_broadcasting(op.operands[0], op));
@@ -317,6 +298,8 @@ Status lower_convert(Lowering& l, const Op& op) {
     l.fold(op.results[0], std::move(c));
     return {};
   }
+  if (l.type(op.results[0]).element == "i1" || l.type(op.operands[0]).element == "i1")
+    return lowering::lower_convert_bool(l, op);
   DType to = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
   DType from = MESHPLAN_TRY(dtype_of(l.type(op.operands[0]), op.loc));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
@@ -339,8 +322,12 @@ Status lower_op(Lowering& l, const Op& op) {
     l.fold(op.results[0], fold_iota(l, op));
     return {};
   }
-  if (n == "stablehlo.compare") return {};  // Read by the select that uses it.
-  if (n == "stablehlo.select") return lower_select(l, op);
+  if (n == "stablehlo.compare") return lowering::fold_compare(l, op);
+  if (n == "stablehlo.select") return lowering::lower_select(l, op);
+  if (n == "stablehlo.clamp") return lowering::lower_clamp(l, op);
+  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") &&
+      l.type(op.results[0]).element == "i1")
+    return lowering::lower_logical(l, op);
   if (n == "stablehlo.broadcast_in_dim") return lower_broadcast(l, op);
   if (n == "stablehlo.convert") return lower_convert(l, op);
   if (n == "stablehlo.maximum" &&
@@ -435,7 +422,10 @@ Result<Graph> lower_to_graph(const Module& m) {
       args = body->args;
     }
   for (size_t i = 0; i < args.size(); ++i) {
-    DType dt = MESHPLAN_TRY(lowering::dtype_of(m.values[args[i]].type, f->loc));
+    // A boolean argument (a mask) arrives as bf16 0/1 values: nonzero is true.
+    DType dt = m.values[args[i]].type.element == "i1"
+                   ? DType::bf16
+                   : MESHPLAN_TRY(lowering::dtype_of(m.values[args[i]].type, f->loc));
     GValue pv = MESHPLAN_TRY(l.new_value(m.values[args[i]].type.shape, dt, "arg"));
     g.values[pv].name = "arg" + std::to_string(i);
     // A ttcore `constant` argument still arrives from the host: it has no data here.

@@ -92,6 +92,22 @@ Status lower_dot_general(Lowering& l, const Op& op);
 Status lower_reduce(Lowering& l, const Op& op);
 Status lower_convolution(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
+// Masks and bounds (stablehlo_lower_select.cpp).
+/// Folds a compare of two folded values; otherwise does nothing: use() lowers the compare
+/// (lower_compare) when a user needs its value, so that select(compare(a, b), a, b) can become
+/// maximum / minimum without a mask.
+Status fold_compare(Lowering& l, const Op& op);
+/// compare -> eq .. ge (FLOAT, SIGNED, UNSIGNED), 0/1 in the operands' dtype.
+Status lower_compare(Lowering& l, const Op& op);
+/// select -> where, or maximum / minimum for select(compare(a, b), a|b, b|a); folded when its
+/// operands are.
+Status lower_select(Lowering& l, const Op& op);
+/// clamp -> clamp (splat constant bounds) or maximum then minimum (tensor bounds).
+Status lower_clamp(Lowering& l, const Op& op);
+/// and / or / not of i1 values: multiply / maximum of 0/1 values, eq(x, 0).
+Status lower_logical(Lowering& l, const Op& op);
+/// convert to or from i1: `x != 0`, or a typecast of a 0/1 value.
+Status lower_convert_bool(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a

@@ -1,6 +1,7 @@
 // Lowering of the structured StableHLO ops: dot_general -> (permute/reshape) matmul,
-// reduce -> reduce_sum / reduce_max, convolution -> (permutes around) conv2d, and
-// stablehlo.custom_call @meshplan.* -> the meshplan op of that name with its attributes.
+// reduce -> reduce_sum / reduce_max / reduce_min / reduce_prod, convolution -> (permutes around)
+// conv2d, and stablehlo.custom_call @meshplan.* -> the meshplan op of that name with its
+// attributes.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -130,12 +131,25 @@ Status lower_reduce(Lowering& l, const Op& op) {
                 m.ops[region.ops[1]].operands[0] == body->results[0] &&
                 ((body->operands[0] == region.args[0] && body->operands[1] == region.args[1]) ||
                  (body->operands[0] == region.args[1] && body->operands[1] == region.args[0]));
-  bool sum = simple && body->name == "stablehlo.add";
-  bool max = simple && body->name == "stablehlo.maximum";
-  if (!sum && !max)
+  // The reduction and how a non-identity init joins its result.
+  struct Kind {
+    std::string_view body;
+    OpKind reduce, join;
+    float identity;
+  };
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  static const Kind kKinds[] = {
+      {"stablehlo.add", OpKind::reduce_sum, OpKind::add, 0.0f},
+      {"stablehlo.maximum", OpKind::reduce_max, OpKind::maximum, -kInf},
+      {"stablehlo.minimum", OpKind::reduce_min, OpKind::minimum, kInf},
+      {"stablehlo.multiply", OpKind::reduce_prod, OpKind::multiply, 1.0f}};
+  const Kind* kind = nullptr;
+  for (const Kind& k : kKinds)
+    if (simple && body->name == k.body) kind = &k;
+  if (!kind)
     return l.unimplemented(
         op, str("stablehlo.reduce with a ", body ? body->name : std::string("missing"),
-                " region (only add and maximum lower)"));
+                " region (only add, maximum, minimum and multiply lower)"));
   const Folded* init = l.folded(op.operands[1]);
   if (!init || init->data.size() != 1)
     return l.unimplemented(op, "stablehlo.reduce whose init value is not a constant");
@@ -149,20 +163,23 @@ Status lower_reduce(Lowering& l, const Op& op) {
     return l.unimplemented(op,
                            "stablehlo.reduce to a rank-0 tensor (meshplan tensors have rank "
                            ">= 1)");
-  float identity = sum ? 0.0f : -std::numeric_limits<float>::infinity();
   float v = init->data.front();
   GValue r = x;
   if (dims.empty()) {
     l.bind(op.results[0], x);
   } else {
-    r = MESHPLAN_TRY(
-        l.emit_for(op, sum ? OpKind::reduce_sum : OpKind::reduce_max, {x}, {{"dims", dims}}));
+    r = MESHPLAN_TRY(l.emit_for(op, kind->reduce, {x}, {{"dims", dims}}));
   }
-  if (v != identity && !(max && v == std::numeric_limits<float>::lowest())) {
+  // The largest finite value is the identity of min (and the lowest of max) for f32 inputs.
+  bool identity =
+      v == kind->identity ||
+      (kind->reduce == OpKind::reduce_max && v == std::numeric_limits<float>::lowest()) ||
+      (kind->reduce == OpKind::reduce_min && v == std::numeric_limits<float>::max());
+  if (!identity) {
     // A non-identity init joins the result once.
     DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
     GValue c = MESHPLAN_TRY(l.constant(Folded{{1}, {v}}, dt));
-    GValue j = MESHPLAN_TRY(l.emit(sum ? OpKind::add : OpKind::maximum, {r, c}, {}, out, dt));
+    GValue j = MESHPLAN_TRY(l.emit(kind->join, {r, c}, {}, out, dt));
     l.bind(op.results[0], j);
   }
   return {};

@@ -360,6 +360,13 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     }
     return {};
   }
+  if (s == "clamp") {  // stablehlo.clamp %min, %x, %max : T  or  : (Tmin, T, Tmax) -> T
+    op.operands = MESHPLAN_TRY(uses_until(':'));
+    if (op.operands.size() != 3)
+      return error_at(name_pos, "stablehlo.clamp takes 3 operands (min, operand, max)");
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
   if (s == "slice") {
     op.operands = {MESHPLAN_TRY(use())};
     MESHPLAN_TRY(expect("[", "'[' opening the slice ranges"));

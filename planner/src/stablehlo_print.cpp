@@ -387,7 +387,7 @@ bool Printer::pretty(const Op& op, int indent) {
     if (t) out_ << ",  " << t->text;
     return attrs_and_type(op);
   }
-  if (s == "select" && op.operands.size() == 3 && op.props.empty()) {
+  if ((s == "select" || s == "clamp") && op.operands.size() == 3 && op.props.empty()) {
     out_ << n << " ";
     operands(op);
     return attrs_and_type(op);

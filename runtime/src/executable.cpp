@@ -114,6 +114,8 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.input_n = f->input_n();
     c.input_h = f->input_h();
     c.input_w = f->input_w();
+    c.clamp_min = f->clamp_min();
+    c.clamp_max = f->clamp_max();
   }
   return c;
 }

@@ -447,3 +447,75 @@ TEST_CASE(
   CHECK(norm_accepted > 150);
   CHECK(s.rejected > 50);
 }
+
+TEST_CASE(
+    "comparisons, where, clamp, reduce_min, reduce_prod: validate() and launch() agree over "
+    "operand and result layouts, with and without broadcasting") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96}, row{1, 96}, col{2, 40, 1};
+  auto h0 = random_values(shape, 21), h1 = random_values(shape, 22);
+  for (size_t i = 0; i < h1.size(); i += 3) h1[i] = h0[i];  // ties, so eq/le/ge see both answers
+  auto hr = random_values(row, 23), hc = random_values(col, 24);
+  OpConfig c = grid_config();
+  OpConfig clamp = c;
+  clamp.clamp_min = -0.25f;
+  clamp.clamp_max = 0.5f;
+  int compare_accepted = 0, where_accepted = 0, clamp_accepted = 0, reduce_accepted = 0;
+  auto count = [&](int& counter, int before) { counter += s.accepted - before; };
+  for (Kind k0 : kKinds)
+    for (Kind k1 : kKinds) {
+      CAPTURE(kind_name(k0));
+      CAPTURE(kind_name(k1));
+      for (OpKind k : {OpKind::eq, OpKind::ne, OpKind::lt, OpKind::le, OpKind::gt, OpKind::ge}) {
+        CAPTURE(op_name(k));
+        int before = s.accepted;
+        s.check(k, {place("x", shape, DType::bf16, k0), place("y", shape, DType::bf16, k1)},
+                place("z", shape, DType::bf16, k1), c, {h0, h1}, 1e-6);
+        // A broadcast row operand, and f32 operands (the result keeps the operands' dtype).
+        s.check(k, {place("x", shape, DType::f32, k0), place("r", row, DType::f32, Kind::dram)},
+                place("z", shape, DType::f32, k1), c, {h0, hr}, 1e-6);
+        count(compare_accepted, before);
+      }
+      int before = s.accepted;
+      // The condition is a 0/1 mask from the ties above; true and false values broadcast.
+      std::vector<float> mask(h0.size());
+      for (size_t i = 0; i < mask.size(); ++i) mask[i] = h0[i] == h1[i] ? 1.0f : 0.0f;
+      s.check(OpKind::where,
+              {place("m", shape, DType::bf16, k0), place("x", shape, DType::bf16, k1),
+               place("y", shape, DType::bf16, k0)},
+              place("z", shape, DType::bf16, k1), c, {mask, h0, h1}, 1e-6);
+      s.check(OpKind::where,
+              {place("m", shape, DType::f32, k0), place("r", row, DType::bf16, Kind::l1),
+               place("k", col, DType::bf16, Kind::dram)},
+              place("z", shape, DType::bf16, k1), c, {h0, hr, hc}, 1e-6);
+      count(where_accepted, before);
+      before = s.accepted;
+      s.check(OpKind::clamp, {place("x", shape, DType::bf16, k0)},
+              place("z", shape, DType::bf16, k1), clamp, {h0}, 1e-6);
+      count(clamp_accepted, before);
+      before = s.accepted;
+      for (OpKind k : {OpKind::reduce_min, OpKind::reduce_prod}) {
+        CAPTURE(op_name(k));
+        OpConfig r = c;
+        r.num_dims = 1;
+        r.dims[0] = -1;
+        r.keepdim = true;
+        s.check(k, {place("x", shape, DType::bf16, k0)}, place("z", col, DType::bf16, k1), r, {h0},
+                0.02);
+        r.dims[0] = 0;
+        r.keepdim = false;
+        s.check(k, {place("x", shape, DType::bf16, k0)}, place("z", {40, 96}, DType::f32, k1), r,
+                {h0}, 1e-5);
+      }
+      count(reduce_accepted, before);
+    }
+  MESSAGE("new-op sweep: ", s.accepted, " accepted (", s.accepted_sharded,
+          " with sharded tensors; ", compare_accepted, " comparisons, ", where_accepted, " where, ",
+          clamp_accepted, " clamp, ", reduce_accepted, " reductions), ", s.rejected, " rejected");
+  CHECK(compare_accepted > 900);
+  CHECK(where_accepted > 140);
+  CHECK(clamp_accepted > 70);
+  CHECK(reduce_accepted > 300);
+  CHECK(s.accepted_sharded > 1300);
+  CHECK(s.rejected > 300);
+}

@@ -195,7 +195,7 @@ TEST_CASE("convolution in JAX's NHWC/HWIO layout and in NCHW/OIHW lowers to conv
   CHECK(count(g, OpKind::permute) == 4);  // HWIO weight; NCHW input, OIHW weight, NCHW result
 }
 
-TEST_CASE("select(compare(a, b), a, b) lowers to maximum / minimum; other selects do not") {
+TEST_CASE("select(compare(a, b), a, b) lowers to maximum / minimum; other selects to where") {
   auto g = check_numerics(module(
       "%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>",
       R"(  %0 = stablehlo.compare  GT, %a, %b,  FLOAT : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
@@ -205,15 +205,15 @@ TEST_CASE("select(compare(a, b), a, b) lowers to maximum / minimum; other select
 )"));
   CHECK(count(g, OpKind::maximum) == 1);
   CHECK(count(g, OpKind::minimum) == 1);
-  std::string e = lower_error(module(
+  CHECK(count(g, OpKind::gt) == 0);  // the compare feeds only maximum / minimum: no mask
+  auto w = check_numerics(module(
       "%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf32>) -> (tensor<4x8xf32>",
       R"(  %0 = stablehlo.compare  GT, %a, %b,  FLOAT : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
   %1 = stablehlo.select %0, %a, %c : tensor<4x8xi1>, tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 )"));
-  CHECK(e ==
-        "t.mlir:3:3: unimplemented: stablehlo.select other than select(compare(a, b), a, b) "
-        "(maximum / minimum) has no meshplan op");
+  CHECK(count(w, OpKind::gt) == 1);
+  CHECK(count(w, OpKind::where) == 1);
 }
 
 TEST_CASE("stablehlo.custom_call @meshplan.* lowers to that op with its attributes") {
@@ -259,10 +259,20 @@ TEST_CASE("unsupported forms name file:line:col and what") {
 )")) == "t.mlir:2:3: unimplemented: custom_call @meshplan.nope: no meshplan op 'nope'");
   CHECK(lower_error(module("%a: tensor<4x6xf32>) -> (tensor<4xf32>",
                            R"(  %z = stablehlo.constant dense<0.0> : tensor<f32>
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.multiply across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.divide across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
-)")) == "t.mlir:3:3: unimplemented: stablehlo.reduce with a stablehlo.multiply region (only add "
-        "and maximum lower)");
+)")) == "t.mlir:3:3: unimplemented: stablehlo.reduce with a stablehlo.divide region (only add, "
+        "maximum, minimum and multiply lower)");
+  CHECK(
+      lower_error(module(
+          "%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>",
+          R"(  %0 = stablehlo.compare  LT, %a, %b,  TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %1 = stablehlo.select %0, %b, %a : tensor<4xi1>, tensor<4xf32>
+  %2 = stablehlo.select %0, %a, %a : tensor<4xi1>, tensor<4xf32>
+  return %2 : tensor<4xf32>
+)")) ==
+      "t.mlir:2:3: unimplemented: stablehlo.compare with compare_type TOTALORDER (FLOAT, "
+      "SIGNED and UNSIGNED lower)");
   CHECK(lower_error(module("%a: tensor<4xf32>) -> (tensor<4xf16>",
                            R"(  %0 = stablehlo.convert %a : (tensor<4xf32>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
@@ -275,15 +285,17 @@ TEST_CASE("unsupported forms name file:line:col and what") {
 )")) ==
       "t.mlir:2:3: unimplemented: stablehlo.convolution with lhs_dilate (a transposed "
       "convolution)");
-  // A compare nothing can absorb is named where it is written, with its user.
-  CHECK(
-      lower_error(module(
-          "%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xi1>",
-          R"(  %0 = stablehlo.compare  GT, %a, %b,  FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  // A compare whose direction is none of EQ .. GE is named where it is written.
+  Module m = parsed(module(
+      "%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xi1>",
+      R"(  %0 = stablehlo.compare  GX, %a, %b,  FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   return %0 : tensor<4xi1>
-)")) ==
-      "t.mlir:2:3: unimplemented: stablehlo.compare (used by func.return at t.mlir:3:3) has "
-      "no meshplan op");
+)"));
+  auto g = lower_to_graph(m);
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().message ==
+        "t.mlir:2:3: stablehlo.compare: comparison_direction is not one of EQ, NE, LT, LE, GT, "
+        "GE");
 }
 
 TEST_CASE("dims outside the operands are errors at the op, not crashes") {

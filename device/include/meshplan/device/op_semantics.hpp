@@ -19,7 +19,8 @@ Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>>
                           const OpConfig& config);
 
 /// Result dtype of `kind` on operands of these dtypes: the operands' common dtype, except
-/// embedding (integer indices, any table: the table's dtype) and typecast (config.dtype).
+/// embedding (integer indices, any table: the table's dtype), typecast (config.dtype) and where
+/// (a condition of any dtype; the values' common dtype).
 Result<DType> infer_dtype(OpKind kind, std::span<const DType> operands, const OpConfig& config);
 
 /// Numpy broadcast of two shapes, or an error naming both.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -172,6 +173,10 @@ struct OpConfig {
   uint32_t input_n = 0;
   uint32_t input_h = 0;
   uint32_t input_w = 0;
+  /// clamp: results are min(max(x, clamp_min), clamp_max); clamp_min <= clamp_max (the shape
+  /// rule checks). The defaults leave values unchanged.
+  float clamp_min = -std::numeric_limits<float>::infinity();
+  float clamp_max = std::numeric_limits<float>::infinity();
 };
 
 /// Product of a shape's dims (1 for a scalar).

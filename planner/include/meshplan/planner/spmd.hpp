@@ -144,6 +144,12 @@ namespace meshplan::planner::shlo {
 /// entry function) to the graph IR the layout planner takes, with local shapes:
 ///  - elementwise ops -> the meshplan op of the same meaning; maximum(x, splat 0) -> relu;
 ///    convert -> typecast; select(compare(a, b, GT|GE|LT|LE), a|b, b|a) -> maximum / minimum;
+///  - compare (FLOAT, SIGNED, UNSIGNED) -> eq .. ge, lowered only when something other than
+///    such a maximum / minimum select uses it; select -> where; clamp with splat constant
+///    bounds -> clamp, with tensor bounds -> maximum then minimum. i1 values are 0/1 in the
+///    compared values' dtype (folded i1 constants and i1 arguments: bf16, nonzero = true);
+///    convert to i1 -> ne(x, 0); i1 and /
+///    or / not -> multiply / maximum / eq(x, 0);
 ///  - constant and iota are folded, and become constant arguments where an op needs them
 ///    (splats used by a broadcasting op as one-element constants);
 ///  - broadcast_in_dim -> nothing (a numpy-broadcasting consumer absorbs it), with a permute /
@@ -151,8 +157,8 @@ namespace meshplan::planner::shlo {
 ///  - reshape, transpose -> permute, concatenate -> concat, slice;
 ///  - dot_general -> matmul (transpose_a/b, or permute + reshape to [batch..., M, K] x
 ///    [batch..., K, N], then reshape to the result);
-///  - reduce with an add / maximum region -> reduce_sum / reduce_max (a non-identity init is
-///    added / maxed once);
+///  - reduce with an add / maximum / minimum / multiply region -> reduce_sum / reduce_max /
+///    reduce_min / reduce_prod (a non-identity init joins the result once);
 ///  - 2-D convolution -> conv2d with permutes to NHWC / OHWI and back;
 ///  - custom_call @meshplan.<op> -> that op and its `meshplan.<attr>` attributes;
 ///  - collectives -> the graph's collective ops (cluster_axis from the replica groups).
