@@ -1,6 +1,7 @@
 // Plan emission: the layout and memory decisions written as a plan.fbs FlatBuffer, plus the
 // planner entry point that runs the passes in order.
 #include <algorithm>
+#include <cmath>
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/timing.hpp"
@@ -125,8 +126,13 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
   ob.add_input_n(c.input_n);
   ob.add_input_h(c.input_h);
   ob.add_input_w(c.input_w);
-  ob.add_clamp_min(c.clamp_min);  // Infinite (the defaults, not stored) except for clamp.
-  ob.add_clamp_max(c.clamp_max);
+  bool no_min = std::isinf(c.clamp_min) && c.clamp_min < 0;
+  bool no_max = std::isinf(c.clamp_max) && c.clamp_max > 0;
+  if (!no_min || !no_max) {  // Only clamp sets bounds; other ops store nothing.
+    if (!no_min) ob.add_clamp_min(c.clamp_min);
+    if (!no_max) ob.add_clamp_max(c.clamp_max);
+    ob.add_clamp_bounds(static_cast<uint8_t>(4 | (no_min ? 1 : 0) | (no_max ? 2 : 0)));
+  }
   return ob.Finish();
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "meshplan/device/op_semantics.hpp"
@@ -114,8 +115,12 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.input_n = f->input_n();
     c.input_h = f->input_h();
     c.input_w = f->input_w();
-    c.clamp_min = f->clamp_min();
-    c.clamp_max = f->clamp_max();
+    if (f->clamp_bounds() & 4) {  // Given bounds; infinite ones are flags (plan.fbs).
+      c.clamp_min =
+          (f->clamp_bounds() & 1) ? -std::numeric_limits<float>::infinity() : f->clamp_min();
+      c.clamp_max =
+          (f->clamp_bounds() & 2) ? std::numeric_limits<float>::infinity() : f->clamp_max();
+    }
   }
   return c;
 }

@@ -187,3 +187,39 @@ TEST_CASE("bad clamp, where and reduction input is a clear error naming the op")
   CHECK(contains(e, "op 'lt' (lt)"));
   CHECK(contains(e, "do not broadcast"));
 }
+
+TEST_CASE("clamp bounds round-trip through the plan without storing an infinity") {
+  // One-sided, degenerate (0, 0) and two-sided clamps: infinite bounds are flags in the plan
+  // (JSON has no infinity), a bound of 0 is told apart from an absent one, and the plan's JSON
+  // form has no `inf`.
+  struct Case {
+    const char* attrs;
+    float lo, hi;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  for (Case k : {Case{R"({"name": "min", "f": 0})", 0.0f, inf},
+                 Case{R"({"name": "max", "f": 6})", -inf, 6.0f},
+                 Case{R"({"name": "min", "f": 0}, {"name": "max", "f": 0})", 0.0f, 0.0f},
+                 Case{R"({"name": "min", "f": -1}, {"name": "max", "f": 2})", -1.0f, 2.0f}}) {
+    CAPTURE(k.attrs);
+    std::string json = graph("clamp1", {arg("x", {32, 64}, "input", "f32")},
+                             {op("cl", "clamp", {"x"}, k.attrs)}, {"cl"});
+    auto g = planner::import_graph_json(json, "clamp1.json");
+    REQUIRE_MESSAGE(g, g.error().message);
+    auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+    REQUIRE_MESSAGE(plan, plan.error().message);
+    auto ref = runtime::verify_plan(plan->bytes, "clamp1");
+    REQUIRE(ref);
+    for (const fb::OpPlan* fop : *ref->plan().ops()) {
+      if (fop->kind() != fb::OpKind::clamp) continue;
+      device::OpConfig got = runtime::op_config_of(*fop);
+      CHECK(got.clamp_min == k.lo);
+      CHECK(got.clamp_max == k.hi);
+      CHECK(std::isfinite(fop->config()->clamp_min()));
+      CHECK(std::isfinite(fop->config()->clamp_max()));
+    }
+    // The emulator's results match the reference with these bounds (all zeros for (0, 0),
+    // which the relative check cannot scale).
+    if (k.lo != k.hi) plan_and_run(json);
+  }
+}
