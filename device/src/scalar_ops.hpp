@@ -37,24 +37,7 @@ inline float apply_activation(Activation a, float v) {
 }
 
 inline bool is_unary(OpKind k) {
-  switch (k) {
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::reciprocal:
-    case OpKind::neg:
-    case OpKind::abs:
-    case OpKind::clamp:
-      return true;
-    default:
-      return false;
-  }
+  return is_unary_eltwise(k);
 }
 
 /// The comparisons eq .. ge: 1.0 where the relation holds, else 0.0 (NaN compares unequal).

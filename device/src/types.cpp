@@ -168,4 +168,25 @@ int64_t volume(std::span<const int64_t> shape) {
   return v;
 }
 
+bool is_unary_eltwise(OpKind k) {
+  switch (k) {
+    case OpKind::relu:
+    case OpKind::gelu:
+    case OpKind::silu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::reciprocal:
+    case OpKind::neg:
+    case OpKind::abs:
+    case OpKind::clamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace meshplan::device

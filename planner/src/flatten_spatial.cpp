@@ -15,25 +15,9 @@ bool is_window(OpKind k) {
          k == OpKind::global_avg_pool2d;
 }
 
+/// Ops whose result element i comes from operand element i alone, in the same shape.
 bool is_unary_like(OpKind k) {
-  switch (k) {
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::reciprocal:
-    case OpKind::neg:
-    case OpKind::abs:
-    case OpKind::typecast:
-      return true;
-    default:
-      return false;
-  }
+  return device::is_unary_eltwise(k) || k == OpKind::typecast;
 }
 
 bool is_binary(OpKind k) {

@@ -59,6 +59,9 @@ struct OpInfo {
   int results;
 };
 const OpInfo& op_info(OpKind kind);
+/// Elementwise unary ops: one operand, result element i computed from operand element i alone
+/// (relu .. abs, clamp). The one list kernels, references and planner passes share.
+bool is_unary_eltwise(OpKind kind);
 /// Fewest and most operands `kind` takes (equal unless ops.def says -1).
 struct OperandRange {
   int min, max;
