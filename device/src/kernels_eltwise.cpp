@@ -31,16 +31,13 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
         for (int i = 0; i < kTileElems; ++i) x[i] = where_value(x[i], y[i], z[i]);
       } else if (binary) {
         MESHPLAN_TRY(ins[1].read(p, y));
-        switch (op.kind) {  // The common ops as straight loops; the rest through binary_value.
-          case OpKind::add:
-            for (int i = 0; i < kTileElems; ++i) x[i] += y[i];
-            break;
-          case OpKind::multiply:
-            for (int i = 0; i < kTileElems; ++i) x[i] *= y[i];
-            break;
-          default:
-            for (int i = 0; i < kTileElems; ++i) x[i] = binary_value(op.kind, x[i], y[i]);
-        }
+        // The common ops as straight loops; the rest through binary_value.
+        if (op.kind == OpKind::add)
+          for (int i = 0; i < kTileElems; ++i) x[i] += y[i];
+        else if (op.kind == OpKind::multiply)
+          for (int i = 0; i < kTileElems; ++i) x[i] *= y[i];
+        else
+          for (int i = 0; i < kTileElems; ++i) x[i] = binary_value(op.kind, x[i], y[i]);
       } else if (op.kind == OpKind::relu) {
         for (int i = 0; i < kTileElems; ++i) x[i] = std::max(x[i], 0.0f);
       } else {
@@ -58,12 +55,8 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
     }
     return {};
   };
-  // Transcendental ops (gelu, exp, ...) cost ~8x a plain add per value (kernels_bench.cpp).
-  bool cheap = op.kind == OpKind::add || op.kind == OpKind::subtract ||
-               op.kind == OpKind::multiply || op.kind == OpKind::maximum ||
-               op.kind == OpKind::minimum || op.kind == OpKind::relu || op.kind == OpKind::neg ||
-               op.kind == OpKind::abs || op.kind == OpKind::clamp || op.kind == OpKind::where ||
-               is_comparison(op.kind);
+  // Timing class sfpu (gelu, exp, ...) costs ~8x a plain add per value (kernels_bench.cpp).
+  bool cheap = timing_class(op.kind) == TimingClass::eltwise;
   int64_t ns_per_tile = cheap && act == Activation::none ? kTileCopyNs : 8 * kTileCopyNs;
   return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
@@ -71,7 +64,7 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
 }  // namespace
 
 Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
-  if (!is_unary(op.kind) && !is_binary(op.kind) && op.kind != OpKind::where)
+  if (!is_pointwise(op.kind))
     return fail(ErrorCode::internal, op_name(op.kind), " is not an elementwise op");
   auto oshape = op.results[0]->shape;
   bool same_shapes = true;

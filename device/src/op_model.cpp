@@ -44,7 +44,7 @@ OpTiming OpModel::cost(const OpLaunch& op) const {
 }
 
 uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
-  bool is_matmul = op.kind == OpKind::matmul || op.kind == OpKind::linear;
+  bool is_matmul = is_matmul_family(op.kind);
   if (is_matmul && op.operands.size() >= 2 && op.results.size() == 1) {
     if (auto m = resolve_matmul(op, chip_)) return matmul_cb_bytes(*m, op);
   }
@@ -56,13 +56,11 @@ uint64_t OpModel::circular_buffer_bytes(const OpLaunch& op) const {
   uint64_t bytes = 0;
   for (const TensorPlacement* t : op.operands) bytes += 2ull * tile_bytes(t->dtype);
   for (const TensorPlacement* t : op.results) bytes += 2ull * tile_bytes(t->dtype);
-  if ((op.kind == OpKind::matmul || op.kind == OpKind::linear) && !op.results.empty())
-    bytes += kTileElems * 4;  // f32 partials
+  if (is_matmul_family(op.kind) && !op.results.empty()) bytes += kTileElems * 4;  // f32 partials
   // Row ops keep the tiles of the operand along their reduced dim in f32 to compute its
   // statistics: a tile row (last dim), a tile column (softmax over the rows dim), or one tile per
   // index of a leading dim.
-  bool row_op =
-      op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm;
+  bool row_op = op_family(op.kind) == OpFamily::softmax || op_family(op.kind) == OpFamily::norm;
   if (row_op && !op.operands.empty()) {
     auto shape = op.operands[0]->shape;
     TileGrid g = tile_grid(shape);
@@ -137,7 +135,7 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     if (t->buffer == BufferType::l1)
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }
-  if (op.kind == OpKind::matmul || op.kind == OpKind::linear) {
+  if (is_matmul_family(op.kind)) {
     auto m = resolve_matmul(op, chip_);
     if (!m) return reject(m.error().message);
     v.cb_bytes_per_core = matmul_cb_bytes(*m, op);

@@ -1,6 +1,8 @@
-// Shape rules and host references of the op set beyond matmul/add/relu (internal to device/),
-// and the attribute resolution (axes, permutations, slices, conv windows) that the shape rules,
-// the references and the kernels all read, so the three agree on what an attribute means.
+// The shape rules and host references of each op family (op_semantics_<family>.cpp, mirroring
+// kernels_<family>.cpp; op_semantics.cpp dispatches on ops.def's family column), and the
+// attribute resolution (op_attributes.cpp: axes, permutations, slices, conv windows) that the
+// shape rules, the references and the kernels all read, so the three agree on what an attribute
+// means. Internal to device/.
 #pragma once
 
 #include <array>
@@ -13,10 +15,56 @@ namespace meshplan::device {
 
 std::string shape_text(std::span<const int64_t> s);
 
-Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64_t>> operands,
-                              const OpConfig& config);
-Status reference_ext(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
-                     std::span<const int64_t> result_shape, std::span<float> result);
+using Operands = std::span<const std::span<const int64_t>>;
+
+/// The error a family's rule returns for an op of another family (a dispatch bug).
+std::unexpected<Error> not_in_family(OpKind kind, std::string_view family);
+
+/// Families matmul, linear: the result shape (operand counts and ranks already checked) and the f32
+/// reference (result buffer already sized).
+Result<Shape> shape_matmul(OpKind kind, Operands operands, const OpConfig& config);
+Status reference_matmul(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
+                        std::span<const int64_t> result_shape, std::span<float> result);
+/// Families eltwise_unary, eltwise_binary, compare, select: the result shape (operand counts and
+/// ranks already checked) and the f32 reference (result buffer already sized).
+Result<Shape> shape_eltwise(OpKind kind, Operands operands, const OpConfig& config);
+Status reference_eltwise(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
+                         std::span<const int64_t> result_shape, std::span<float> result);
+/// Families reduction, softmax, norm: the result shape (operand counts and ranks already checked)
+/// and the f32 reference (result buffer already sized).
+Result<Shape> shape_reduce(OpKind kind, Operands operands, const OpConfig& config);
+Status reference_reduce(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
+                        std::span<const int64_t> result_shape, std::span<float> result);
+/// Families memory, shape, gather, convert: the result shape (operand counts and ranks already
+/// checked) and the f32 reference (result buffer already sized).
+Result<Shape> shape_movement(OpKind kind, Operands operands, const OpConfig& config);
+Status reference_movement(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
+                          std::span<const int64_t> result_shape, std::span<float> result);
+/// Families conv, pool: the result shape (operand counts and ranks already checked) and the f32
+/// reference (result buffer already sized).
+Result<Shape> shape_conv(OpKind kind, Operands operands, const OpConfig& config);
+Status reference_conv(OpKind kind, std::span<const HostView> operands, const OpConfig& config,
+                      std::span<const int64_t> result_shape, std::span<float> result);
+
+/// Row-major index of flat element `flat` of `shape`, into idx[0 .. rank).
+inline void unravel(int64_t flat, std::span<const int64_t> shape, int64_t* idx) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+}
+/// Value of `v` at the output index `idx` (rank `out_rank`), numpy-broadcasting.
+inline float broadcast_at(const HostView& v, const int64_t* idx, size_t out_rank) {
+  int64_t flat = 0;
+  size_t r = v.shape.size();
+  for (size_t d = 0; d < r; ++d) {
+    int64_t coord = v.shape[d] == 1 ? 0 : idx[out_rank - r + d];
+    flat = flat * v.shape[d] + coord;
+  }
+  return v.data[flat];
+}
+/// A vector operand (norm weight/bias, conv bias): `n` values along its last dim.
+Status check_vector_operand(std::span<const int64_t> v, int64_t n, std::string_view what);
 
 /// Which dims a reduce_* op reduces (config.dims, none = all), checked against `rank`.
 Result<std::array<bool, kMaxRank>> reduce_mask(const OpConfig& config, size_t rank);

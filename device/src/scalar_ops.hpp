@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "meshplan/device/types.hpp"
 
@@ -39,101 +40,134 @@ inline float apply_activation(Activation a, float v) {
 inline bool is_unary(OpKind k) {
   return is_unary_eltwise(k);
 }
-
-/// The comparisons eq .. ge: 1.0 where the relation holds, else 0.0 (NaN compares unequal).
-inline bool is_comparison(OpKind k) {
-  switch (k) {
-    case OpKind::eq:
-    case OpKind::ne:
-    case OpKind::lt:
-    case OpKind::le:
-    case OpKind::gt:
-    case OpKind::ge:
-      return true;
-    default:
-      return false;
-  }
-}
-
+/// Binary elementwise ops of any kind: math (add .. minimum) and the comparisons.
 inline bool is_binary(OpKind k) {
-  switch (k) {
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::multiply:
-    case OpKind::divide:
-    case OpKind::maximum:
-    case OpKind::minimum:
-      return true;
-    default:
-      return is_comparison(k);
-  }
+  return is_binary_eltwise(k) || is_comparison(k);
 }
 
-/// Unary elementwise op `k` (is_unary(k)); IEEE results for out-of-domain inputs (log(-1) = NaN).
-/// `c` holds the attributes of the ops that have some (clamp's bounds).
+/// The scalar functions of ops.def's scalar column: unary ones take (x, config), binary ones
+/// (a, b). IEEE results for out-of-domain inputs (log(-1) = NaN).
+namespace scalar {
+struct none {};
+struct relu {
+  float operator()(float x, const OpConfig&) const { return std::max(x, 0.0f); }
+};
+struct gelu {
+  float operator()(float x, const OpConfig&) const { return gelu_f(x); }
+};
+struct silu {
+  float operator()(float x, const OpConfig&) const { return x * sigmoid_f(x); }
+};
+struct sigmoid {
+  float operator()(float x, const OpConfig&) const { return sigmoid_f(x); }
+};
+struct tanh {
+  float operator()(float x, const OpConfig&) const { return std::tanh(x); }
+};
+struct exp {
+  float operator()(float x, const OpConfig&) const { return std::exp(x); }
+};
+struct log {
+  float operator()(float x, const OpConfig&) const { return std::log(x); }
+};
+struct sqrt {
+  float operator()(float x, const OpConfig&) const { return std::sqrt(x); }
+};
+struct rsqrt {
+  float operator()(float x, const OpConfig&) const { return 1.0f / std::sqrt(x); }
+};
+struct reciprocal {
+  float operator()(float x, const OpConfig&) const { return 1.0f / x; }
+};
+struct neg {
+  float operator()(float x, const OpConfig&) const { return -x; }
+};
+struct abs {
+  float operator()(float x, const OpConfig&) const { return std::fabs(x); }
+};
+struct clamp {  // NaN stays NaN, as std::max/std::min pass their first argument.
+  float operator()(float x, const OpConfig& c) const {
+    return std::min(std::max(x, c.clamp_min), c.clamp_max);
+  }
+};
+struct add {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct subtract {
+  float operator()(float a, float b) const { return a - b; }
+};
+struct multiply {
+  float operator()(float a, float b) const { return a * b; }
+};
+struct divide {
+  float operator()(float a, float b) const { return a / b; }
+};
+struct maximum {
+  float operator()(float a, float b) const { return std::max(a, b); }
+};
+struct minimum {
+  float operator()(float a, float b) const { return std::min(a, b); }
+};
+// The comparisons: 1.0 where the relation holds, else 0.0 (NaN compares unequal).
+struct eq {
+  float operator()(float a, float b) const { return a == b ? 1.0f : 0.0f; }
+};
+struct ne {
+  float operator()(float a, float b) const { return a != b ? 1.0f : 0.0f; }
+};
+struct lt {
+  float operator()(float a, float b) const { return a < b ? 1.0f : 0.0f; }
+};
+struct le {
+  float operator()(float a, float b) const { return a <= b ? 1.0f : 0.0f; }
+};
+struct gt {
+  float operator()(float a, float b) const { return a > b ? 1.0f : 0.0f; }
+};
+struct ge {
+  float operator()(float a, float b) const { return a >= b ? 1.0f : 0.0f; }
+};
+
+template <class F>
+float unary(float x, const OpConfig& c) {
+  if constexpr (std::is_invocable_r_v<float, F, float, const OpConfig&>)
+    return F{}(x, c);
+  else
+    return x;
+}
+template <class F>
+float binary(float a, float b) {
+  if constexpr (std::is_invocable_r_v<float, F, float, float> &&
+                !std::is_invocable_v<F, float, const OpConfig&>)
+    return F{}(a, b);
+  else
+    return a;
+}
+}  // namespace scalar
+
+/// Unary elementwise op `k` (is_unary(k)), dispatched through ops.def's scalar column; other
+/// kinds return `x`. `c` holds the attributes of the ops that have some (clamp's bounds).
 inline float unary_value(OpKind k, float x, const OpConfig& c) {
   switch (k) {
-    case OpKind::clamp:  // NaN stays NaN, as std::max/std::min pass their first argument.
-      return std::min(std::max(x, c.clamp_min), c.clamp_max);
-    case OpKind::relu:
-      return std::max(x, 0.0f);
-    case OpKind::gelu:
-      return gelu_f(x);
-    case OpKind::silu:
-      return x * sigmoid_f(x);
-    case OpKind::sigmoid:
-      return sigmoid_f(x);
-    case OpKind::tanh:
-      return std::tanh(x);
-    case OpKind::exp:
-      return std::exp(x);
-    case OpKind::log:
-      return std::log(x);
-    case OpKind::sqrt:
-      return std::sqrt(x);
-    case OpKind::rsqrt:
-      return 1.0f / std::sqrt(x);
-    case OpKind::reciprocal:
-      return 1.0f / x;
-    case OpKind::neg:
-      return -x;
-    case OpKind::abs:
-      return std::fabs(x);
-    default:
-      return x;
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, fn) \
+  case OpKind::name:                                               \
+    return scalar::unary<scalar::fn>(x, c);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
   }
+  return x;
 }
 
-/// Binary elementwise op `k` (is_binary(k)).
+/// Binary elementwise op `k` (is_binary(k)); other kinds return `a`.
 inline float binary_value(OpKind k, float a, float b) {
   switch (k) {
-    case OpKind::add:
-      return a + b;
-    case OpKind::subtract:
-      return a - b;
-    case OpKind::multiply:
-      return a * b;
-    case OpKind::divide:
-      return a / b;
-    case OpKind::maximum:
-      return std::max(a, b);
-    case OpKind::minimum:
-      return std::min(a, b);
-    case OpKind::eq:
-      return a == b ? 1.0f : 0.0f;
-    case OpKind::ne:
-      return a != b ? 1.0f : 0.0f;
-    case OpKind::lt:
-      return a < b ? 1.0f : 0.0f;
-    case OpKind::le:
-      return a <= b ? 1.0f : 0.0f;
-    case OpKind::gt:
-      return a > b ? 1.0f : 0.0f;
-    case OpKind::ge:
-      return a >= b ? 1.0f : 0.0f;
-    default:
-      return a;
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, fn) \
+  case OpKind::name:                                               \
+    return scalar::binary<scalar::fn>(a, b);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
   }
+  return a;
 }
 
 /// where: `a` where `cond` is nonzero (NaN counts as nonzero), else `b`.

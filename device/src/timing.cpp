@@ -33,17 +33,7 @@ int fidelity_factor(MathFidelity f) {
 }
 
 bool is_data_movement(OpKind k) {
-  switch (k) {
-    case OpKind::to_memory_config:
-    case OpKind::reshape:
-    case OpKind::permute:
-    case OpKind::concat:
-    case OpKind::slice:
-    case OpKind::embedding:
-      return true;
-    default:
-      return false;
-  }
+  return timing_class(k) == TimingClass::data_movement;
 }
 
 int64_t ceil_tiles(int64_t n, int64_t tile) {
@@ -61,22 +51,17 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
   double per_elem = 1.0 / chip.eltwise_elems_per_cycle;
   int64_t in_tiles = tile_grid(in).pages();
   int passes = 0;
-  switch (op.kind) {
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-    case OpKind::reduce_min:
-    case OpKind::reduce_prod:
+  switch (timing_class(op.kind)) {
+    case TimingClass::rows_1pass:
       passes = 1;
       break;
-    case OpKind::rms_norm:
+    case TimingClass::rows_2pass:
       passes = 2;
       break;
-    case OpKind::softmax:
-    case OpKind::layer_norm:
+    case TimingClass::rows_3pass:
       passes = 3;
       break;
-    case OpKind::conv2d: {
+    case TimingClass::conv: {
       if (op.operands.size() < 2 || in.size() != 4 || out.size() != 4) return false;
       // K from the window and the input channels (conv_window), never from the weight's form.
       int64_t kh = 1, kw = 1;
@@ -90,9 +75,7 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
       *cycles = static_cast<double>(ceil_tiles(tile_matmuls, cores)) * per_tile;
       return true;
     }
-    case OpKind::max_pool2d:
-    case OpKind::avg_pool2d:
-    case OpKind::global_avg_pool2d: {
+    case TimingClass::pool: {
       if (in.size() != 4 || out.size() != 4) return false;
       // global: H*W input elements per output element, in the NHWC and the flattened form.
       int64_t window = op.kind == OpKind::global_avg_pool2d
@@ -101,7 +84,11 @@ bool extra_compute_cycles(const ChipDesc& chip, const OpLaunch& op, uint32_t cor
       *cycles = static_cast<double>(ceil_tiles(volume(out) * window, cores)) * per_elem;
       return true;
     }
-    default:
+    case TimingClass::matmul:
+    case TimingClass::eltwise:
+    case TimingClass::sfpu:
+    case TimingClass::data_movement:
+    case TimingClass::collective:
       return false;
   }
   *cycles = static_cast<double>(ceil_tiles(in_tiles, cores) * kTileElems * passes) * per_elem;
@@ -137,32 +124,31 @@ bool same_shards(const TensorPlacement& a, const TensorPlacement& b) {
 /// embedding, convolutions and pools move elements between shards.
 bool in_place(const OpLaunch& op, const TensorPlacement& t, const TensorPlacement& r) {
   if (!same_shards(t, r)) return false;
-  switch (op.kind) {
-    case OpKind::permute:
-    case OpKind::concat:
-    case OpKind::slice:
-    case OpKind::embedding:
-    case OpKind::conv2d:
-    case OpKind::max_pool2d:
-    case OpKind::avg_pool2d:
-    case OpKind::global_avg_pool2d:
+  switch (op_family(op.kind)) {
+    case OpFamily::gather:
+    case OpFamily::conv:
+    case OpFamily::pool:
       return false;
-    case OpKind::reshape: {
+    case OpFamily::shape: {
+      if (op.kind != OpKind::reshape) return false;  // permute, concat, slice
       View2D a = view_2d(t.shape, t.layout), b = view_2d(r.shape, r.layout);
       return a.rows == b.rows && a.cols == b.cols;
     }
-    case OpKind::softmax:
-    case OpKind::layer_norm:
-    case OpKind::rms_norm:
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-    case OpKind::reduce_min:
-    case OpKind::reduce_prod:
+    case OpFamily::softmax:
+    case OpFamily::norm:
+    case OpFamily::reduction:
       return t.memory == MemLayout::height_sharded;
-    default:
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::memory:
+    case OpFamily::convert:
+    case OpFamily::collective:
       return true;
   }
+  return true;
 }
 
 class MovementModel {
@@ -336,7 +322,7 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   OpTiming t;
   t.cores_used = cores_used(op);
   double compute_cycles = 0.0;
-  bool is_matmul = op.kind == OpKind::matmul || op.kind == OpKind::linear;
+  bool is_matmul = is_matmul_family(op.kind);
   if (is_matmul && op.operands.size() >= 2 && !op.results.empty()) {
     TileGrid out = tile_grid(op.results[0]->shape);
     auto a = op.operands[0]->shape;

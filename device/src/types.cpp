@@ -6,33 +6,25 @@
 namespace meshplan::device {
 
 namespace {
-constexpr std::array<OpInfo, kNumOpKinds> kOpInfos = {{
-#define MESHPLAN_OP(name, operands, results) {#name, operands, results},
-#include "meshplan/device/ops.def"
-#undef MESHPLAN_OP
-}};
+static_assert(
+    [] {
+      for (const OpInfo& i : kOpInfos)
+        if (i.min_operands < 1 || i.max_operands < i.min_operands || i.max_operands > kMaxOperands)
+          return false;
+      return true;
+    }(),
+    "ops.def: every op takes 1 to kMaxOperands operands, min <= max");
 }  // namespace
 
-const OpInfo& op_info(OpKind kind) {
-  return kOpInfos[static_cast<size_t>(kind)];
-}
 std::string_view op_name(OpKind kind) {
   return op_info(kind).name;
 }
 
-OperandRange operand_range(OpKind kind) {
-  int n = op_info(kind).operands;
-  if (n >= 0) return {n, n};
-  switch (kind) {
-    case OpKind::layer_norm:
-      return {1, 3};  // x, optional weight, optional bias
-    case OpKind::rms_norm:
-      return {1, 2};  // x, optional weight
-    case OpKind::conv2d:
-      return {2, 3};  // input, weight, optional bias
-    default:
-      return {1, kMaxOperands};  // concat
-  }
+std::optional<OpKind> op_from_stablehlo(std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  for (int i = 0; i < kNumOpKinds; ++i)
+    if (kOpInfos[i].stablehlo == name) return static_cast<OpKind>(i);
+  return std::nullopt;
 }
 
 bool operand_count_ok(OpKind kind, size_t count) {
@@ -62,7 +54,7 @@ std::optional<Activation> activation_from_name(std::string_view name) {
 }
 
 std::optional<OpKind> op_from_name(std::string_view name) {
-  for (size_t i = 0; i < kOpInfos.size(); ++i)
+  for (int i = 0; i < kNumOpKinds; ++i)
     if (kOpInfos[i].name == name) return static_cast<OpKind>(i);
   return std::nullopt;
 }
@@ -166,27 +158,6 @@ int64_t volume(std::span<const int64_t> shape) {
   int64_t v = 1;
   for (int64_t d : shape) v *= d;
   return v;
-}
-
-bool is_unary_eltwise(OpKind k) {
-  switch (k) {
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::reciprocal:
-    case OpKind::neg:
-    case OpKind::abs:
-    case OpKind::clamp:
-      return true;
-    default:
-      return false;
-  }
 }
 
 }  // namespace meshplan::device

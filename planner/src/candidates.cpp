@@ -138,9 +138,8 @@ std::string layout_string(const TensorLayout& t) {
 }
 
 bool is_auto_matmul(device::OpKind kind, const device::OpConfig& c) {
-  return (kind == device::OpKind::matmul || kind == device::OpKind::linear) &&
-         c.program == device::MatmulProgram::none && c.per_core_m == 0 && c.per_core_n == 0 &&
-         c.in0_block_w == 0;
+  return device::is_matmul_family(kind) && c.program == device::MatmulProgram::none &&
+         c.per_core_m == 0 && c.per_core_n == 0 && c.in0_block_w == 0;
 }
 
 std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& base) {

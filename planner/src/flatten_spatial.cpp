@@ -11,18 +11,13 @@ namespace meshplan::planner {
 namespace {
 
 bool is_window(OpKind k) {
-  return k == OpKind::conv2d || k == OpKind::max_pool2d || k == OpKind::avg_pool2d ||
-         k == OpKind::global_avg_pool2d;
+  return device::op_family(k) == device::OpFamily::conv ||
+         device::op_family(k) == device::OpFamily::pool;
 }
 
 /// Ops whose result element i comes from operand element i alone, in the same shape.
 bool is_unary_like(OpKind k) {
-  return device::is_unary_eltwise(k) || k == OpKind::typecast;
-}
-
-bool is_binary(OpKind k) {
-  return k == OpKind::add || k == OpKind::subtract || k == OpKind::multiply ||
-         k == OpKind::divide || k == OpKind::maximum || k == OpKind::minimum;
+  return device::is_unary_eltwise(k) || device::op_family(k) == device::OpFamily::convert;
 }
 
 /// Operand positions of `op` that run flattened with its result (bit i = operand i), or 0 when
@@ -36,7 +31,7 @@ uint32_t linked_operands(const Graph& g, const Op& op) {
   };
   if (is_window(op.kind)) return (shape(0).size() == 4 && !op.attribute("input_nhw")) ? 1u : 0u;
   if (is_unary_like(op.kind)) return shape(0) == out ? 1u : 0u;
-  if (is_binary(op.kind)) {
+  if (device::is_binary_eltwise(op.kind)) {
     uint32_t mask = 0;
     for (size_t i = 0; i < op.operands.size(); ++i) {
       if (shape(i) != out) return 0;

@@ -47,14 +47,10 @@ std::string op_label(const Op& op) {
 
 namespace {
 
-bool is_eltwise_binary(OpKind k) {
-  return k == OpKind::add || k == OpKind::subtract || k == OpKind::multiply ||
-         k == OpKind::divide || k == OpKind::maximum || k == OpKind::minimum;
-}
 bool is_reduce(OpKind k) {
-  return k == OpKind::reduce_sum || k == OpKind::reduce_mean || k == OpKind::reduce_max ||
-         k == OpKind::reduce_min || k == OpKind::reduce_prod;
+  return device::op_family(k) == device::OpFamily::reduction;
 }
+/// Windowed pools (global_avg_pool2d has no window attributes).
 bool is_pool(OpKind k) {
   return k == OpKind::max_pool2d || k == OpKind::avg_pool2d;
 }
@@ -96,10 +92,9 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
   constexpr int64_t kRank = device::kMaxRank;
   constexpr int64_t kBig = int64_t{1} << 40;
   const std::string& n = a.name;
-  if ((n == "transpose_a" || n == "transpose_b") && (k == OpKind::matmul || k == OpKind::linear)) {
+  if ((n == "transpose_a" || n == "transpose_b") && device::is_matmul_family(k)) {
     (n == "transpose_a" ? c.transpose_a : c.transpose_b) = MESHPLAN_TRY(as_bool());
-  } else if (n == "activation" && (k == OpKind::matmul || k == OpKind::linear ||
-                                   k == OpKind::conv2d || is_eltwise_binary(k))) {
+  } else if (n == "activation" && device::has_flag(k, device::kActivation)) {
     const std::string* s = std::get_if<std::string>(&a.value);
     auto act = s ? device::activation_from_name(*s) : std::nullopt;
     if (!act)

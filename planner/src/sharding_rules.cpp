@@ -165,9 +165,12 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   const bool stablehlo = std::string_view(op.name).starts_with("stablehlo.");
   // Elementwise: the parser's and printer's op lists (one truth), plus convert/compare/select/
   // clamp (whose scalar bounds take no factors).
+  // Also every op ops.def lowers one-to-one to a pointwise device op (chlo.erf, ...).
+  std::optional<device::OpKind> direct = device::op_from_stablehlo(op.name);
   if ((stablehlo && (is_elementwise_unary(n) || is_elementwise_binary(n) ||
                      in(n, {"convert", "compare", "select", "clamp"}))) ||
-      op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard")
+      (direct && device::is_pointwise(*direct)) || op.name == "sdy.sharding_constraint" ||
+      op.name == "sdy.reshard")
     return elementwise(m, op);
   if (!stablehlo)
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");

@@ -15,6 +15,7 @@ namespace meshplan::planner::shlo {
 
 namespace {
 
+using device::OpFamily;
 using Dims = std::vector<std::vector<int>>;
 
 struct Rule {
@@ -73,40 +74,17 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
     b.r.pass_through = true;
     return out;
   };
-  switch (g.kind) {
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::multiply:
-    case OpKind::divide:
-    case OpKind::maximum:
-    case OpKind::minimum:
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::reciprocal:
-    case OpKind::neg:
-    case OpKind::abs:
-    case OpKind::eq:
-    case OpKind::ne:
-    case OpKind::lt:
-    case OpKind::le:
-    case OpKind::gt:
-    case OpKind::ge:
-    case OpKind::where:
-    case OpKind::clamp:
-    case OpKind::typecast:
-    case OpKind::to_memory_config:
+  switch (device::op_family(g.kind)) {
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::convert:
+    case OpFamily::memory:
       elementwise();
       return b.r;
-    case OpKind::softmax:
-    case OpKind::layer_norm:
-    case OpKind::rms_norm: {
+    case OpFamily::softmax:
+    case OpFamily::norm: {
       MESHPLAN_TRY(need(1));
       Dims out = elementwise();
       if (out.empty()) return b.r;
@@ -119,8 +97,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.need_replication[static_cast<size_t>(out[static_cast<size_t>(d)][0])] = true;
       return b.r;
     }
-    case OpKind::matmul:
-    case OpKind::linear: {
+    case OpFamily::matmul: {
       MESHPLAN_TRY(need(2));
       const auto& a = in[0];
       const auto& w = in[1];
@@ -147,11 +124,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.results = {out};
       return b.r;
     }
-    case OpKind::reduce_sum:
-    case OpKind::reduce_max:
-    case OpKind::reduce_min:
-    case OpKind::reduce_prod:
-    case OpKind::reduce_mean: {
+    case OpFamily::reduction: {
       MESHPLAN_TRY(need(1));
       const auto& s = in[0];
       Dims din(s.size()), out;
@@ -177,7 +150,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.results = {out};
       return b.r;
     }
-    case OpKind::embedding: {
+    case OpFamily::gather: {
       MESHPLAN_TRY(need(2));
       if (in[1].size() != 2 || out_shape.size() != in[0].size() + 1)
         return fail(ErrorCode::invalid_argument, op.loc.str(),
@@ -190,7 +163,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.results = {out};
       return b.r;
     }
-    case OpKind::conv2d: {
+    case OpFamily::conv: {
       MESHPLAN_TRY(need(2));
       if (in[0].size() != 4 || in[1].size() != 4 || out_shape.size() != 4)
         return fail(ErrorCode::invalid_argument, op.loc.str(), ": conv2d needs NHWC operands");
@@ -210,9 +183,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.results = {out};
       return b.r;
     }
-    case OpKind::max_pool2d:
-    case OpKind::avg_pool2d:
-    case OpKind::global_avg_pool2d: {
+    case OpFamily::pool: {
       MESHPLAN_TRY(need(1));
       if (in[0].size() != 4 || out_shape.size() != 4)
         return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", g.name,
@@ -222,7 +193,8 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       b.r.results = {{{n}, {b.factor(out_shape[1], true)}, {b.factor(out_shape[2], true)}, {ch}}};
       return b.r;
     }
-    default: {
+    case OpFamily::shape:
+    case OpFamily::collective: {
       // Shape-changing ops written as custom calls (reshape, permute, concat, slice): every
       // dim its own factor, kept whole. Correct, if not parallel.
       for (const auto& s : in) b.r.operands.push_back(b.fresh(s, true));
@@ -230,6 +202,7 @@ Result<FactorRule> meshplan_call_rule(const Module& m, const Op& op) {
       return b.r;
     }
   }
+  return b.r;
 }
 
 }  // namespace meshplan::planner::shlo

@@ -164,20 +164,12 @@ using lowering::Folded;
 using lowering::GValue;
 using lowering::Lowering;
 
-/// StableHLO elementwise ops with a meshplan op of the same meaning (numpy broadcasting).
+/// StableHLO elementwise ops with a meshplan op of the same meaning (numpy broadcasting):
+/// ops.def's stablehlo column.
 std::optional<OpKind> elementwise_kind(std::string_view name) {
-  static const std::pair<std::string_view, std::string_view> kMap[] = {
-      {"stablehlo.add", "add"},           {"stablehlo.subtract", "subtract"},
-      {"stablehlo.multiply", "multiply"}, {"stablehlo.divide", "divide"},
-      {"stablehlo.minimum", "minimum"},   {"stablehlo.maximum", "maximum"},
-      {"stablehlo.tanh", "tanh"},         {"stablehlo.exponential", "exp"},
-      {"stablehlo.log", "log"},           {"stablehlo.sqrt", "sqrt"},
-      {"stablehlo.rsqrt", "rsqrt"},       {"stablehlo.negate", "neg"},
-      {"stablehlo.abs", "abs"},           {"stablehlo.logistic", "sigmoid"},
-  };
-  for (const auto& [shlo, ours] : kMap)
-    if (shlo == name) return device::op_from_name(ours);
-  return std::nullopt;
+  std::optional<OpKind> k = device::op_from_stablehlo(name);
+  if (k && !device::is_pointwise(*k)) return std::nullopt;
+  return k;
 }
 
 const std::vector<int64_t>& ints(const Op& op, const char* name) {

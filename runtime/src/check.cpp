@@ -19,17 +19,14 @@ int64_t fan_in(const PlanRef& plan, uint32_t id) {
     if (op->operands()->size() < 2 || op->operands()->Get(1) != id) continue;
     auto shape = plan.placement(id).shape;
     if (shape.size() < 2) return 0;
-    switch (static_cast<device::OpKind>(op->kind())) {
-      case device::OpKind::conv2d:  // [O, KH, KW, I] or prepared [KH*KW*I, O]
-        return shape.size() == 2 ? shape[0] : device::volume(shape.subspan(1));
-      case device::OpKind::matmul:
-      case device::OpKind::linear: {
-        bool transposed = op->config() && op->config()->transpose_b();
-        return transposed ? shape[shape.size() - 1] : shape[shape.size() - 2];
-      }
-      default:
-        return 0;
+    auto kind = static_cast<device::OpKind>(op->kind());
+    if (device::op_family(kind) == device::OpFamily::conv)  // [O, KH, KW, I] or [KH*KW*I, O]
+      return shape.size() == 2 ? shape[0] : device::volume(shape.subspan(1));
+    if (device::is_matmul_family(kind)) {
+      bool transposed = op->config() && op->config()->transpose_b();
+      return transposed ? shape[shape.size() - 1] : shape[shape.size() - 2];
     }
+    return 0;
   }
   return 0;
 }

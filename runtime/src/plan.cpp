@@ -29,7 +29,7 @@ fb::Segment segment_at(const fb::Plan& plan, uint32_t i) {
 }  // namespace
 
 // The plan's enums must match the device's (ops.def order, DType, layouts).
-#define MESHPLAN_OP(name, operands, results)                                                  \
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar)                        \
   static_assert(static_cast<int>(fb::OpKind::name) == static_cast<int>(device::OpKind::name), \
                 #name);
 #include "meshplan/device/ops.def"

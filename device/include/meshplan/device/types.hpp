@@ -34,12 +34,12 @@ std::optional<ReduceOp> reduce_from_name(std::string_view name);
 
 /// Op kinds, generated from ops.def; values match fb::OpKind.
 enum class OpKind : uint16_t {
-#define MESHPLAN_OP(name, operands, results) name,
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) name,
 #include "meshplan/device/ops.def"
 #undef MESHPLAN_OP
 };
 inline constexpr int kNumOpKinds = 0
-#define MESHPLAN_OP(name, operands, results) +1
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) +1
 #include "meshplan/device/ops.def"
 #undef MESHPLAN_OP
     ;
@@ -52,21 +52,103 @@ inline constexpr int kMaxRank = 8;
 /// Most chips a mesh op may name in its attributes (collective_permute's pairs).
 inline constexpr int kMaxMeshChips = 64;
 
-/// Static facts about an op kind.
+/// What kind of computation an op is (ops.def's family column): selects its shape rule,
+/// reference, kernel and sharding rule.
+enum class OpFamily : uint8_t {
+  matmul,          ///< matmul, linear
+  eltwise_unary,   ///< result element i from operand element i alone
+  eltwise_binary,  ///< two operands, numpy broadcasting
+  compare,         ///< eq .. ge: 1.0 where the relation holds, else 0.0
+  select,          ///< where(cond, a, b)
+  reduction,       ///< reduce_* over dims
+  softmax,
+  norm,        ///< layer_norm, rms_norm
+  memory,      ///< to_memory_config
+  shape,       ///< reshape, permute, concat, slice
+  gather,      ///< embedding
+  convert,     ///< typecast
+  conv,        ///< conv2d
+  pool,        ///< max/avg/global_avg pools
+  collective,  ///< mesh ops (collective_ops.hpp)
+};
+/// How the timing model and the emulator cost an op (ops.def's timing column).
+enum class TimingClass : uint8_t {
+  matmul,         ///< tile matmuls
+  eltwise,        ///< one cheap FPU/SFPU pass per tile (add, relu, compares, casts)
+  sfpu,           ///< transcendental SFPU math (~8x an add per value in the emulator)
+  data_movement,  ///< moves bytes only
+  rows_1pass,     ///< reads every operand tile once (reductions)
+  rows_2pass,     ///< two passes over each row (rms_norm)
+  rows_3pass,     ///< three passes over each row (softmax, layer_norm)
+  conv,           ///< im2col tile matmuls
+  pool,           ///< window reads per output
+  collective,     ///< mesh links (collective_timing.hpp)
+};
+/// Op flags (ops.def's flags column), bits.
+inline constexpr uint32_t kActivation = 1u << 0;  ///< takes a fused "activation" attribute
+
+/// Static facts about an op kind: its ops.def row.
 struct OpInfo {
   std::string_view name;
   int operands;  ///< -1: variable; see operand_range().
   int results;
+  int min_operands, max_operands;
+  OpFamily family;
+  TimingClass timing;
+  uint32_t flags;
+  std::string_view stablehlo;  ///< The StableHLO op lowered one-to-one to this op, or "".
 };
-const OpInfo& op_info(OpKind kind);
+inline constexpr OpInfo kOpInfos[kNumOpKinds] = {
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar)                         \
+  {#name, (lo) == (hi) ? (lo) : -1, 1, lo, hi, OpFamily::family, TimingClass::timing, (flags), \
+   shlo},
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+};
+constexpr const OpInfo& op_info(OpKind kind) {
+  return kOpInfos[static_cast<size_t>(kind)];
+}
+constexpr OpFamily op_family(OpKind kind) {
+  return op_info(kind).family;
+}
+constexpr TimingClass timing_class(OpKind kind) {
+  return op_info(kind).timing;
+}
+constexpr bool has_flag(OpKind kind, uint32_t flag) {
+  return (op_info(kind).flags & flag) != 0;
+}
 /// Elementwise unary ops: one operand, result element i computed from operand element i alone
 /// (relu .. abs, clamp). The one list kernels, references and planner passes share.
-bool is_unary_eltwise(OpKind kind);
-/// Fewest and most operands `kind` takes (equal unless ops.def says -1).
+constexpr bool is_unary_eltwise(OpKind kind) {
+  return op_family(kind) == OpFamily::eltwise_unary;
+}
+/// Elementwise binary math ops (add .. minimum), not the comparisons.
+constexpr bool is_binary_eltwise(OpKind kind) {
+  return op_family(kind) == OpFamily::eltwise_binary;
+}
+/// The comparisons eq .. ge.
+constexpr bool is_comparison(OpKind kind) {
+  return op_family(kind) == OpFamily::compare;
+}
+/// Pointwise ops of any arity (unary, binary, compare, select): result element i from the
+/// operand elements at i after broadcasting.
+constexpr bool is_pointwise(OpKind kind) {
+  OpFamily f = op_family(kind);
+  return f == OpFamily::eltwise_unary || f == OpFamily::eltwise_binary || f == OpFamily::compare ||
+         f == OpFamily::select;
+}
+constexpr bool is_matmul_family(OpKind kind) {
+  return op_family(kind) == OpFamily::matmul;
+}
+/// The op of `kind` whose ops.def row names StableHLO op `name` (with its dialect prefix).
+std::optional<OpKind> op_from_stablehlo(std::string_view name);
+/// Fewest and most operands `kind` takes.
 struct OperandRange {
   int min, max;
 };
-OperandRange operand_range(OpKind kind);
+constexpr OperandRange operand_range(OpKind kind) {
+  return {op_info(kind).min_operands, op_info(kind).max_operands};
+}
 /// True if `kind` accepts `count` operands.
 bool operand_count_ok(OpKind kind, size_t count);
 /// "2", "1 to 3" or "1 to 8": the operand counts `kind` takes, for messages.

@@ -1,13 +1,13 @@
-// Shape rules of the op set beyond matmul/add/relu, and the attribute resolution they share
-// with the references and kernels. Errors say what is wrong with the shapes or attributes; the
-// caller adds the op and value names.
-#include "op_semantics_ext.hpp"
-
+// The attribute resolution (axes, permutations, slices, conv windows) that the shape rules, the
+// references and the kernels all read, so the three agree on what an attribute means. Errors say
+// what is wrong with the shapes or attributes; the caller adds the op and value names.
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/formats.hpp"
+#include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
 
 namespace meshplan::device {
@@ -149,161 +149,12 @@ Result<WindowGeom> window_geom(OpKind kind, std::span<const int64_t> in,
   return g;
 }
 
-namespace {
-
 Status check_vector_operand(std::span<const int64_t> v, int64_t n, std::string_view what) {
   bool ok = !v.empty() && v.back() == n && volume(v) == n;
   if (!ok)
     return fail(ErrorCode::invalid_argument, what, " ", shape_text(v), " must hold ", n,
                 " values along its last dim");
   return {};
-}
-
-}  // namespace
-
-Result<Shape> infer_shape_ext(OpKind kind, std::span<const std::span<const int64_t>> in,
-                              const OpConfig& c) {
-  auto same = [&]() { return Shape(in[0].begin(), in[0].end()); };
-  if (kind == OpKind::clamp) {
-    if (!(c.clamp_min <= c.clamp_max))  // Also rejects NaN bounds.
-      return fail(ErrorCode::invalid_argument, "clamp min ", c.clamp_min, " is not <= max ",
-                  c.clamp_max, " (operand ", shape_text(in[0]), ")");
-    return same();
-  }
-  if (is_unary(kind)) return same();
-  if (is_binary(kind)) return broadcast_shapes(in[0], in[1]);
-  if (kind == OpKind::where) {
-    auto ab = broadcast_shapes(in[1], in[2]);
-    auto out = ab ? broadcast_shapes(in[0], *ab) : ab;
-    if (!out)
-      return fail(ErrorCode::invalid_argument, "condition ", shape_text(in[0]), ", true values ",
-                  shape_text(in[1]), " and false values ", shape_text(in[2]), " do not broadcast");
-    return out;
-  }
-  switch (kind) {
-    case OpKind::linear: {
-      Shape out = MESHPLAN_TRY(infer_shape(OpKind::matmul, in.first(2), c));
-      auto b = broadcast_shapes(out, in[2]);
-      if (!b || *b != out)
-        return fail(ErrorCode::invalid_argument, "linear bias ", shape_text(in[2]),
-                    " does not broadcast to the result ", shape_text(out));
-      return out;
-    }
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-    case OpKind::reduce_min:
-    case OpKind::reduce_prod: {
-      auto mask = reduce_mask(c, in[0].size());
-      if (!mask)
-        return fail(ErrorCode::invalid_argument, op_name(kind), " of ", shape_text(in[0]), ": ",
-                    mask.error().message);
-      Shape out;
-      for (size_t d = 0; d < in[0].size(); ++d)
-        if (!(*mask)[d])
-          out.push_back(in[0][d]);
-        else if (c.keepdim)
-          out.push_back(1);
-      return out;
-    }
-    case OpKind::softmax: {
-      if (in[0].empty()) return fail(ErrorCode::invalid_argument, "softmax needs rank >= 1");
-      if (c.num_dims > 1)
-        return fail(ErrorCode::invalid_argument, "softmax takes one dim, got ", int(c.num_dims));
-      if (c.num_dims == 1) MESHPLAN_TRY(resolve_axis(c.dims[0], in[0].size(), "softmax dim"));
-      return same();
-    }
-    case OpKind::layer_norm:
-    case OpKind::rms_norm: {
-      if (in[0].empty())
-        return fail(ErrorCode::invalid_argument, op_name(kind), " needs rank >= 1");
-      int64_t n = in[0].back();
-      for (size_t i = 1; i < in.size(); ++i)
-        MESHPLAN_TRY(check_vector_operand(in[i], n, i == 1 ? "weight" : "bias"));
-      if (!(c.epsilon >= 0.0f))
-        return fail(ErrorCode::invalid_argument, "epsilon ", c.epsilon, " must be >= 0");
-      return same();
-    }
-    case OpKind::reshape: {
-      if (c.num_shape == 0)
-        return fail(ErrorCode::invalid_argument, "reshape needs a target 'shape'");
-      if (c.num_shape > kMaxRank)
-        return fail(ErrorCode::invalid_argument, "reshape target has ", int(c.num_shape),
-                    " dims, more than ", kMaxRank);
-      Shape out(c.shape, c.shape + c.num_shape);
-      int infer = -1;
-      int64_t known = 1;
-      for (size_t d = 0; d < out.size(); ++d) {
-        if (out[d] == -1 && infer < 0)
-          infer = static_cast<int>(d);
-        else if (out[d] <= 0)
-          return fail(ErrorCode::invalid_argument, "reshape target ", shape_text(out), " has dim ",
-                      out[d]);
-        else
-          known *= out[d];
-      }
-      int64_t vol = volume(in[0]);
-      if (infer >= 0) {
-        if (vol % known != 0)
-          return fail(ErrorCode::invalid_argument, "cannot reshape ", shape_text(in[0]), " to ",
-                      shape_text(out));
-        out[infer] = vol / known;
-      }
-      if (volume(out) != vol)
-        return fail(ErrorCode::invalid_argument, "cannot reshape ", shape_text(in[0]), " (", vol,
-                    " elements) to ", shape_text(out), " (", volume(out), ")");
-      return out;
-    }
-    case OpKind::permute: {
-      auto perm = MESHPLAN_TRY(resolve_perm(c, in[0].size()));
-      Shape out;
-      for (size_t d = 0; d < in[0].size(); ++d) out.push_back(in[0][perm[d]]);
-      return out;
-    }
-    case OpKind::concat: {
-      int axis = MESHPLAN_TRY(resolve_axis(c.axis, in[0].size(), "concat axis"));
-      Shape out = same();
-      for (size_t i = 1; i < in.size(); ++i) {
-        bool ok = in[i].size() == in[0].size();
-        for (size_t d = 0; ok && d < in[0].size(); ++d)
-          ok = static_cast<int>(d) == axis || in[i][d] == in[0][d];
-        if (!ok)
-          return fail(ErrorCode::invalid_argument, "concat along axis ", axis, ": operand ", i, " ",
-                      shape_text(in[i]), " does not match operand 0 ", shape_text(in[0]));
-        out[axis] += in[i][axis];
-      }
-      return out;
-    }
-    case OpKind::slice:
-      return MESHPLAN_TRY(resolve_slice(c, in[0])).shape;
-    case OpKind::embedding: {
-      if (in[1].size() != 2)
-        return fail(ErrorCode::invalid_argument, "embedding table ", shape_text(in[1]),
-                    " is not [V, D]");
-      if (in[0].size() >= static_cast<size_t>(kMaxRank))
-        return fail(ErrorCode::invalid_argument, "embedding indices ", shape_text(in[0]),
-                    " would give a result of rank ", in[0].size() + 1, ", more than ", kMaxRank);
-      Shape out = same();
-      out.push_back(in[1][1]);
-      return out;
-    }
-    case OpKind::typecast:
-      return same();
-    case OpKind::conv2d: {
-      WindowGeom g = MESHPLAN_TRY(window_geom(kind, in[0], in[1], c));
-      if (in.size() == 3) MESHPLAN_TRY(check_vector_operand(in[2], g.oc, "conv2d bias"));
-      return g.result_shape();
-    }
-    case OpKind::max_pool2d:
-    case OpKind::avg_pool2d:
-    case OpKind::global_avg_pool2d: {
-      WindowGeom g = MESHPLAN_TRY(window_geom(kind, in[0], {}, c));
-      return g.result_shape();
-    }
-    default:
-      break;
-  }
-  return fail(ErrorCode::internal, "no shape rule for op kind ", static_cast<int>(kind));
 }
 
 float storage_value(DType dtype, float v) {
