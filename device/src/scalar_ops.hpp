@@ -90,6 +90,11 @@ struct clamp {  // NaN stays NaN, as std::max/std::min pass their first argument
     return std::min(std::max(x, c.clamp_min), c.clamp_max);
   }
 };
+struct gelu_tanh {  // The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  float operator()(float x, const OpConfig&) const {
+    return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+};
 struct add {
   float operator()(float a, float b) const { return a + b; }
 };
