@@ -15,11 +15,11 @@ uint64_t ChipDesc::l1_usable_top() const {
 
 Hash128 ChipDesc::hash() const {
   Hasher h;
-  h.string("meshplan.chip.v1").string(name).u32(grid_x).u32(grid_y).u64(l1_size);
+  h.string("meshplan.chip.v2").string(name).u32(grid_x).u32(grid_y).u64(l1_size);
   h.u64(l1_unreserved_base).f64(l1_usable_fraction).u32(dram_banks).u64(dram_bank_size);
   h.u32(l1_alignment).u32(dram_alignment).f64(clock_ghz).u32(matmul_flops_per_cycle);
   h.u32(eltwise_elems_per_cycle).u32(noc_bytes_per_cycle).f64(dram_gbps).u32(ethernet_links);
-  h.f64(ethernet_gbps).u64(dispatch_ns);
+  h.f64(ethernet_gbps).u64(dispatch_ns).f64(pcie_h2d_gbps).f64(pcie_d2h_gbps);
   return h.digest();
 }
 
@@ -35,12 +35,22 @@ Status ChipDesc::verify() const {
     return bad("l1_unreserved_base", l1_unreserved_base, str("is not below l1_size ", l1_size));
   if (!(l1_usable_fraction > 0.0 && l1_usable_fraction <= 1.0))
     return bad("l1_usable_fraction", l1_usable_fraction, "must be in (0, 1]");
-  if (dram_banks == 0) return bad("dram_banks", dram_banks, "must be > 0");
-  if (dram_bank_size == 0) return bad("dram_bank_size", dram_bank_size, "must be > 0");
   if (!std::has_single_bit(l1_alignment))
     return bad("l1_alignment", l1_alignment, "must be a power of two");
+  // One tile of the largest format (f32, 4096 B) must fit between the base and the usable top,
+  // or no tensor and no circular buffer can be placed.
+  if (l1_usable_top() < l1_unreserved_base + 4096)
+    return bad("l1_unreserved_base", l1_unreserved_base,
+               str("leaves ",
+                   l1_usable_top() > l1_unreserved_base ? l1_usable_top() - l1_unreserved_base : 0,
+                   " usable bytes of L1 below l1_size ", l1_size, " x l1_usable_fraction ",
+                   l1_usable_fraction, "; one f32 tile needs 4096"));
+  if (dram_banks == 0) return bad("dram_banks", dram_banks, "must be > 0");
   if (!std::has_single_bit(dram_alignment))
     return bad("dram_alignment", dram_alignment, "must be a power of two");
+  if (dram_bank_size < dram_alignment)
+    return bad("dram_bank_size", dram_bank_size,
+               str("must hold at least one aligned page (dram_alignment ", dram_alignment, ")"));
   if (!(clock_ghz > 0.0)) return bad("clock_ghz", clock_ghz, "must be > 0");
   if (matmul_flops_per_cycle == 0)
     return bad("matmul_flops_per_cycle", matmul_flops_per_cycle, "must be > 0");
@@ -51,6 +61,8 @@ Status ChipDesc::verify() const {
   if (!(dram_gbps > 0.0)) return bad("dram_gbps", dram_gbps, "must be > 0");
   if (ethernet_links > 0 && !(ethernet_gbps > 0.0))
     return bad("ethernet_gbps", ethernet_gbps, "must be > 0 when the chip has ethernet links");
+  if (!(pcie_h2d_gbps > 0.0)) return bad("pcie_h2d_gbps", pcie_h2d_gbps, "must be > 0");
+  if (!(pcie_d2h_gbps > 0.0)) return bad("pcie_d2h_gbps", pcie_d2h_gbps, "must be > 0");
   return {};
 }
 
@@ -71,10 +83,15 @@ ChipDesc wormhole_b0() {
   d.matmul_flops_per_cycle = 4096;  // LoFi; a 32x32x32 tile-matmul takes 16 cycles.
   d.eltwise_elems_per_cycle = 32;
   d.noc_bytes_per_cycle = 32;
-  d.dram_gbps = 288.0;  // Peak; 267 measured. The timing model uses peak.
+  d.dram_gbps = 267.0;  // Measured (288 peak): the model times what the chip achieves.
   d.ethernet_links = 16;
   d.ethernet_gbps = 12.5;
   d.dispatch_ns = 1000;
+  // PCIe 4.0 x16. Host to device: about 15 GB/s in tt-metal's C++ transfer test (tt-metal issue
+  // #20518). Device to host: 1.9 GB/s, the best EnqueueReadBuffer run of 512 MiB on Wormhole in
+  // tt-metal PR #7759's test_rw_buffer (reads are the slow direction; see the rules document).
+  d.pcie_h2d_gbps = 15.0;
+  d.pcie_d2h_gbps = 1.9;
   return d;
 }
 
@@ -110,10 +127,13 @@ ChipDesc blackhole_p150() {
   d.matmul_flops_per_cycle = 4096;  // Same per cycle as Wormhole.
   d.eltwise_elems_per_cycle = 32;
   d.noc_bytes_per_cycle = 64;
-  d.dram_gbps = 512.0;  // Peak; 500 measured. The timing model uses peak.
+  d.dram_gbps = 500.0;  // Measured (512 peak).
   d.ethernet_links = 14;
   d.ethernet_gbps = 50.0;
   d.dispatch_ns = 1000;
+  // No published Blackhole transfer figure was found: the Wormhole figures (assumption).
+  d.pcie_h2d_gbps = 15.0;
+  d.pcie_d2h_gbps = 1.9;
   return d;
 }
 

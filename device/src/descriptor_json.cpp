@@ -118,6 +118,8 @@ Result<ChipDesc> chip_from_table(const fb::ChipDescriptor& t, std::string_view s
   MESHPLAN_CHIP_FIELD(ethernet_links)
   MESHPLAN_CHIP_FIELD(ethernet_gbps)
   MESHPLAN_CHIP_FIELD(dispatch_ns)
+  MESHPLAN_CHIP_FIELD(pcie_h2d_gbps)
+  MESHPLAN_CHIP_FIELD(pcie_d2h_gbps)
 #undef MESHPLAN_CHIP_FIELD
   auto ok = d.verify();
   if (!ok) return std::unexpected(with_context(ok.error(), str(source, ": ", table)));
@@ -192,6 +194,8 @@ flatbuffers::Offset<fb::ChipDescriptor> write_chip(flatbuffers::FlatBufferBuilde
   c.add_ethernet_links(d.ethernet_links);
   c.add_ethernet_gbps(d.ethernet_gbps);
   c.add_dispatch_ns(d.dispatch_ns);
+  c.add_pcie_h2d_gbps(d.pcie_h2d_gbps);
+  c.add_pcie_d2h_gbps(d.pcie_d2h_gbps);
   return c.Finish();
 }
 

@@ -1,6 +1,8 @@
 // bf16 conversion, tile packing and tilize/untilize.
 #include "meshplan/device/formats.hpp"
 
+#include "meshplan/device/formats_bf4b.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -137,6 +139,55 @@ void unpack_bf8b_tile(const std::byte* tile, float* values) {
       auto byte = static_cast<uint8_t>(tile[kBf8bExponentBytes + g * kBf8bGroup + i]);
       float m = std::ldexp(static_cast<float>(byte & 0x7fu), e - kBf8bBias);
       values[g * kBf8bGroup + i] = e == 0 ? 0.0f : ((byte & 0x80u) ? -m : m);
+    }
+  }
+}
+
+namespace {
+
+/// One value's bf4b nibble against shared exponent `e` (formats_bf4b.hpp).
+uint8_t bf4b_nibble(float v, uint32_t e) {
+  uint32_t bits = std::bit_cast<uint32_t>(v);
+  if ((bits & 0x7fffffffu) == 0) return 0;
+  uint32_t x = (bits >> 23) & 0xffu, s = (bits & 0x7fffffu) | 0x800000u;
+  uint32_t shift = e - x;
+  s = shift >= 32 ? 0 : s >> shift;
+  constexpr uint32_t kDropped = 21, kHalf = 1u << (kDropped - 1);
+  uint32_t rest = s & ((1u << kDropped) - 1), m = s >> kDropped;
+  if (rest > kHalf || (rest == kHalf && (m & 1u))) ++m;
+  m = std::min(m, 7u);
+  uint32_t sign = m != 0 ? bits >> 31 : 0;
+  return static_cast<uint8_t>(sign << 3 | m);
+}
+
+}  // namespace
+
+Status pack_bf4b_tile(const float* values, std::byte* out) {
+  for (int g = 0; g < kTileElems / kBf4bGroup; ++g) {
+    const float* v = values + g * kBf4bGroup;
+    uint32_t e = 0;
+    for (int i = 0; i < kBf4bGroup; ++i) {
+      if (!std::isfinite(v[i]))
+        return fail(ErrorCode::invalid_argument, "bf4b cannot hold ", v[i], " (value ",
+                    g * kBf4bGroup + i, " of the tile): block floats have no inf or NaN");
+      e = std::max(e, static_cast<uint32_t>(biased_exponent(v[i])));
+    }
+    out[g] = static_cast<std::byte>(e);
+    for (int i = 0; i < kBf4bGroup; i += 2)
+      out[kBf4bExponentBytes + (g * kBf4bGroup + i) / 2] =
+          static_cast<std::byte>(bf4b_nibble(v[i], e) | bf4b_nibble(v[i + 1], e) << 4);
+  }
+  return {};
+}
+
+void unpack_bf4b_tile(const std::byte* tile, float* values) {
+  for (int g = 0; g < kTileElems / kBf4bGroup; ++g) {
+    int e = static_cast<int>(tile[g]);
+    for (int i = 0; i < kBf4bGroup; ++i) {
+      auto byte = static_cast<uint8_t>(tile[kBf4bExponentBytes + (g * kBf4bGroup + i) / 2]);
+      uint8_t nibble = (i % 2 == 0) ? (byte & 0x0fu) : (byte >> 4);
+      float m = std::ldexp(static_cast<float>(nibble & 0x7u), e - 127 - 2);
+      values[g * kBf4bGroup + i] = (nibble & 0x8u) ? -m : m;
     }
   }
 }

@@ -50,6 +50,21 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
                   "': matmul does not support dtype ", dtype_name(t->dtype));
   int64_t cores = static_cast<int64_t>(m.grid_x) * m.grid_y;
   if (m.program == MatmulProgram::none) {
+    // tt-metal's plain multi-core program (MatmulMultiCoreProgramConfig) reads both operands
+    // and writes its result interleaved only; its validation refuses any sharded layout
+    // ("Input A/B memory layout must be INTERLEAVED", "Output memory layout must be
+    // INTERLEAVED"; "Unsupported op for output sharding" when computing the output spec).
+    const char* role[] = {"in0", "in1", "result"};
+    const char* tt_name[] = {"Input A", "Input B", "Output"};
+    const TensorPlacement* tensors[] = {&a, &b, &out};
+    for (int i = 0; i < 3; ++i)
+      if (tensors[i]->memory != MemLayout::interleaved)
+        return fail(ErrorCode::invalid_argument,
+                    "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): ", role[i],
+                    " '", tensors[i]->name, "' is ", memory_name(tensors[i]->memory), "; ",
+                    tt_name[i],
+                    " memory layout must be INTERLEAVED (use a multicast program for "
+                    "sharded layouts)");
     m.per_core_tiles = std::max<int64_t>(1, ceil_div(m.mt * m.nt, cores));
     m.in0_block_w = m.kt;
     return m;
@@ -128,6 +143,20 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
     return bad("result '", out.name, "' is ", memory_name(out.memory),
                "; this program writes it interleaved or ", memory_name(a_ok));
   if (a.memory != MemLayout::interleaved) {
+    // tt-metal: 1-D programs take in0 shards in ROW_MAJOR orientation only; the 2-D program
+    // takes block shards ROW_MAJOR, or COL_MAJOR when transpose_mcast is set.
+    ShardOrientation want = m.program == MatmulProgram::mcast_2d && m.transpose_mcast
+                                ? ShardOrientation::col_major
+                                : ShardOrientation::row_major;
+    if (a.shard.orientation != want)
+      return bad("in0 '", a.name, "' shards are ",
+                 a.shard.orientation == ShardOrientation::row_major ? "ROW_MAJOR" : "COL_MAJOR",
+                 "; tt-metal requires ",
+                 want == ShardOrientation::row_major ? "ROW_MAJOR" : "COL_MAJOR",
+                 m.program == MatmulProgram::mcast_2d
+                     ? (m.transpose_mcast ? " with transpose_mcast" : " without transpose_mcast")
+                     : " for 1-D multicast",
+                 " shard orientation");
     if (cfg.transpose_a)
       return bad("in0 '", a.name, "' must be interleaved when transpose_a is set");
     int64_t shard_rows = a.shard.shape[0] / kTileH, shard_cols = a.shard.shape[1] / kTileW;

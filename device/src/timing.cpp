@@ -382,4 +382,9 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   return t;
 }
 
+uint64_t host_transfer_ns(const ChipDesc& chip, uint64_t bytes, bool to_device) {
+  double gbps = to_device ? chip.pcie_h2d_gbps : chip.pcie_d2h_gbps;
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) / gbps));  // B / (GB/s) = ns
+}
+
 }  // namespace meshplan::device

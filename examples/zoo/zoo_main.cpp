@@ -19,7 +19,9 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/formats.hpp"
 #include "meshplan/device/mesh.hpp"
+#include "meshplan/device/timing.hpp"
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
@@ -75,6 +77,7 @@ struct Row {
   std::string model, device, policy;
   uint32_t ops = 0, l1_outputs = 0, spills = 0, reshards = 0, collectives = 0;
   bool mesh = false;
+  double host_io_us = 0;  ///< PCIe time of the inputs in and the outputs out (not in simulated_us).
   double simulated_us = 0, planning_ms = 0, load_us = 0, max_error = -1, relative_error = -1;
   bool verified = false;
   std::string note;
@@ -94,9 +97,34 @@ Result<planner::Graph> mesh_program(const planner::AnnotatedGraph& annotated, in
   return g;
 }
 
+/// Bytes of a planned tensor as stored on the device (block formats by whole tiles).
+uint64_t stored_bytes(const fb::TensorPlan& t) {
+  int64_t n = 1;
+  for (int64_t d : *t.shape()) n *= d;
+  auto dtype = static_cast<device::DType>(t.dtype());
+  uint32_t e = device::element_bytes(dtype);
+  if (e) return static_cast<uint64_t>(n) * e;
+  return static_cast<uint64_t>((n + device::kTileElems - 1) / device::kTileElems) *
+         device::tile_bytes(dtype);
+}
+
+/// PCIe time of a plan's inputs in and outputs out on `chip` (parameters are uploaded once and
+/// stay, so they are left out).
+double host_io_us(const fb::Plan& p, const device::ChipDesc& chip) {
+  uint64_t in = 0, out = 0;
+  for (uint32_t i : *p.inputs())
+    if (p.tensors()->Get(i)->role() == fb::TensorRole::input)
+      in += stored_bytes(*p.tensors()->Get(i));
+  for (uint32_t i : *p.outputs()) out += stored_bytes(*p.tensors()->Get(i));
+  return static_cast<double>(device::host_transfer_ns(chip, in, true) +
+                             device::host_transfer_ns(chip, out, false)) /
+         1000.0;
+}
+
 /// Fills `row`'s plan metrics from a compiled plan and queues the plan under `name`.
 void record_plan(Row& row, std::string name, std::vector<uint8_t> bytes,
-                 std::vector<runtime::CacheEntryData>& entries) {
+                 std::vector<runtime::CacheEntryData>& entries, const device::ChipDesc& chip) {
+  row.host_io_us = host_io_us(*fb::GetSizePrefixedPlan(bytes.data()), chip);
   const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(bytes.data())->header()->metrics();
   row.ops = m->ops();
   row.l1_outputs = m->l1_outputs();
@@ -189,7 +217,7 @@ Result<int> run(const Args& args) {
       if (!plan)
         row.note = plan.error().to_string();
       else
-        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries);
+        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries, chip);
       auto small = planner::compile(*reduced, chip, options);
       row.run_entry = spec.name + "/" + policy + "/reduced";
       if (small && small->key == full_key)
@@ -245,7 +273,7 @@ Result<int> run(const Args& args) {
       if (!plan)
         row.note = plan.error().to_string();
       else
-        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries);
+        record_plan(row, spec.name + "/" + policy, std::move(plan->bytes), entries, chip);
       auto small = planner::compile(*reduced, chip, options);
       row.run_entry = spec.name + "/" + policy + "/reduced";
       if (small)
@@ -307,14 +335,14 @@ Result<int> run(const Args& args) {
 
   std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(),
               args.cache.c_str(), open_us);
-  std::printf("%-28s %-12s %-14s %6s %6s %6s %8s %5s %14s %11s %9s %10s %s\n", "model", "device",
-              "policy", "ops", "%L1", "spills", "reshards", "coll", "simulated us", "plan ms",
-              "load us", "rel err", "check (reduced widths)");
+  std::printf("%-28s %-12s %-14s %6s %6s %6s %8s %5s %14s %11s %11s %9s %10s %s\n", "model",
+              "device", "policy", "ops", "%L1", "spills", "reshards", "coll", "simulated us",
+              "host io us", "plan ms", "load us", "rel err", "check (reduced widths)");
   for (const Row& r : rows) {
     double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
-    std::printf("%-28s %-12s %-14s %6u %5.1f%% %6u %8u %5u %14.1f %11.1f %9.1f %10.5f %s\n",
+    std::printf("%-28s %-12s %-14s %6u %5.1f%% %6u %8u %5u %14.1f %11.1f %11.1f %9.1f %10.5f %s\n",
                 r.model.c_str(), r.device.c_str(), r.policy.c_str(), r.ops, l1, r.spills,
-                r.reshards, r.collectives, r.simulated_us, r.planning_ms, r.load_us,
+                r.reshards, r.collectives, r.simulated_us, r.host_io_us, r.planning_ms, r.load_us,
                 r.relative_error,
                 !r.note.empty() ? r.note.c_str()
                 : !args.run     ? "not run"
@@ -323,7 +351,8 @@ Result<int> run(const Args& args) {
   }
   std::printf(
       "(mesh models: ops, %%L1 and simulated time are per chip, the slowest chip's "
-      "estimate; coll = collectives per chip; plan ms includes the mesh pipeline)\n");
+      "estimate; coll = collectives per chip; plan ms includes the mesh pipeline; host io us = "
+      "PCIe time of the inputs in and outputs out, not included in simulated us)\n");
 
   if (!args.bench_json.empty()) {
     std::ofstream out(args.bench_json, std::ios::trunc);

@@ -235,6 +235,20 @@ TEST_CASE("matmul: validate() and launch() agree over layouts x program configs"
   c.in0_block_w = 1;
   c.activation = Activation::relu;
   configs.push_back(c);
+  // K in one-tile steps for each multicast program (more sharded pairs they accept).
+  c = grid_config();
+  c.program = MatmulProgram::mcast_1d;
+  c.in0_block_w = 1;
+  configs.push_back(c);  // split N
+  c.mcast_in0 = false;
+  configs.push_back(c);  // split M
+  c = grid_config();
+  c.program = MatmulProgram::mcast_2d;
+  c.transpose_mcast = true;
+  c.grid_x = 2;
+  c.grid_y = 4;
+  c.in0_block_w = 3;
+  configs.push_back(c);
   for (Kind ka : kKinds)
     for (Kind kb : {Kind::dram, Kind::l1, Kind::width})
       for (Kind ko : kKinds)
@@ -249,8 +263,10 @@ TEST_CASE("matmul: validate() and launch() agree over layouts x program configs"
         }
   MESSAGE("matmul sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  CHECK(s.accepted > 200);
-  CHECK(s.accepted_sharded > 100);
+  // Program none takes interleaved tensors only (tt-metal's MatmulMultiCoreProgramConfig), so
+  // the sharded pairs come from the multicast programs.
+  CHECK(s.accepted > 150);
+  CHECK(s.accepted_sharded > 80);
   CHECK(s.rejected > 200);
 }
 
@@ -368,8 +384,8 @@ TEST_CASE("the rest of the op set: validate() and launch() agree over operand an
       }
   MESSAGE("op-set sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  CHECK(s.accepted > 1400);
-  CHECK(s.accepted_sharded > 1200);
+  CHECK(s.accepted > 1250);
+  CHECK(s.accepted_sharded > 1150);
   CHECK(s.rejected > 100);
 }
 
@@ -442,9 +458,11 @@ TEST_CASE(
   MESSAGE("dims sweep: ", s.accepted, " accepted (", s.accepted_sharded, " with sharded tensors; ",
           softmax_accepted, " softmax, ", reduce_accepted, " reductions, ", norm_accepted,
           " norms), ", s.rejected, " rejected");
-  CHECK(softmax_accepted > 300);
+  // tt-metal's sharded softmax runs in place over whole rows of the last dim, and sharded norms
+  // keep their input's layout (docs/hardware-rules.md): most sharded pairs are refused.
+  CHECK(softmax_accepted > 25);
   CHECK(reduce_accepted > 300);
-  CHECK(norm_accepted > 150);
+  CHECK(norm_accepted > 50);
   CHECK(s.rejected > 50);
 }
 

@@ -149,6 +149,71 @@ TEST_CASE("program rules: layouts, blocks, K steps and sub-blocks") {
   CHECK(has(reason(ints, OpConfig{}), "matmul does not support dtype i32"));
 }
 
+TEST_CASE("the plain multi-core program takes interleaved tensors only, as tt-metal's does") {
+  // tt-metal's MatmulMultiCoreProgramConfig validation: input A, input B and the output must all
+  // be INTERLEAVED. A sharded tensor anywhere needs a multicast program.
+  Launch l;
+  OpConfig none = program(MatmulProgram::none, 2, 1);
+  CHECK(reason(l, none) == "accepted");
+  Launch bo = l;
+  auto ospec = even_shard_spec(kOut, MemLayout::block_sharded, {0, 0, 1, 0});
+  REQUIRE(ospec);
+  bo.out = make_sharded("c", kOut, DType::bf16, MemLayout::block_sharded, *ospec, 0);
+  std::string r = reason(bo, none);
+  CHECK(
+      has(r, "op 'mm' (matmul): plain multi-core program (tt-metal MatmulMultiCoreProgramConfig)"));
+  CHECK(has(r, "result 'c' is block_sharded; Output memory layout must be INTERLEAVED"));
+  // The same result is fine for the 2-D program that computes each block where it is kept.
+  CHECK(reason(bo, program(MatmulProgram::mcast_2d, 2, 1)) == "accepted");
+  Launch hs = l;
+  auto spec = even_shard_spec(kA, MemLayout::height_sharded, {0, 0, 1, 0});
+  REQUIRE(spec);
+  hs.a = make_sharded("a", kA, DType::bf16, MemLayout::height_sharded, *spec, 0);
+  CHECK(has(reason(hs, none),
+            "in0 'a' is height_sharded; Input A memory layout must be INTERLEAVED"));
+  // The launch refuses with the same reason.
+  auto d = EmulatedDevice::create(wormhole_b0());
+  REQUIRE(d);
+  REQUIRE((*d)->allocate(bo.a));
+  REQUIRE((*d)->allocate(bo.b));
+  bo.out.address = wormhole_b0().l1_usable_top() - 8192;
+  REQUIRE((*d)->allocate(bo.out));
+  auto run = (*d)->launch(bo.op(none));
+  REQUIRE_FALSE(run);
+  CHECK(run.error().message == reason(bo, none));
+}
+
+TEST_CASE("in0 shard orientation: ROW_MAJOR for 1-D and 2-D, COL_MAJOR for transposed 2-D") {
+  Launch l;
+  Launch bs = l;
+  // 2 tile rows of in0 over 2 cores: one grid column (ROW_MAJOR) or one grid row (COL_MAJOR).
+  auto spec = even_shard_spec(kA, MemLayout::block_sharded, {0, 0, 0, 1});
+  REQUIRE(spec);
+  bs.a = make_sharded("a", kA, DType::bf16, MemLayout::block_sharded, *spec, 0);
+  OpConfig two_d = program(MatmulProgram::mcast_2d, 1, 2);
+  CHECK(reason(bs, two_d) == "accepted");
+  auto cspec =
+      even_shard_spec(kA, MemLayout::block_sharded, {0, 0, 1, 0}, ShardOrientation::col_major);
+  REQUIRE(cspec);
+  Launch cs = l;
+  cs.a = make_sharded("a", kA, DType::bf16, MemLayout::block_sharded, *cspec, 0);
+  OpConfig transposed = program(MatmulProgram::mcast_2d, 2, 1);
+  transposed.transpose_mcast = true;
+  CHECK(reason(cs, transposed) == "accepted");
+  CHECK(has(reason(cs, program(MatmulProgram::mcast_2d, 2, 1)),
+            "in0 'a' shards are COL_MAJOR; tt-metal requires ROW_MAJOR without transpose_mcast"));
+  CHECK(has(reason(bs, transposed),
+            "in0 'a' shards are ROW_MAJOR; tt-metal requires COL_MAJOR with transpose_mcast"));
+  Launch hs = l;
+  auto hspec = even_shard_spec(kA, MemLayout::height_sharded, {0, 0, 1, 0});
+  REQUIRE(hspec);
+  hs.a = make_sharded("a", kA, DType::bf16, MemLayout::height_sharded, *hspec, 0);
+  hs.a.shard.orientation = ShardOrientation::col_major;
+  OpConfig m_split = program(MatmulProgram::mcast_1d, 2, 1);
+  m_split.mcast_in0 = false;
+  CHECK(has(reason(hs, m_split), "tt-metal requires ROW_MAJOR for 1-D multicast"));
+}
+
 TEST_CASE("circular buffers per program config") {
   Launch l;
   ChipDesc chip = wormhole_b0();

@@ -6,6 +6,7 @@
 
 #include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/mesh_desc.hpp"
+#include "meshplan/device/timing.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -41,13 +42,25 @@ TEST_CASE("built-in chips carry DEVICE-FACTS numbers") {
   CHECK(bh.dram_alignment == 64);
   CHECK(bh.clock_ghz == 1.35);
   CHECK(bh.noc_bytes_per_cycle == 64);
-  CHECK(bh.dram_gbps == 512.0);
+  CHECK(bh.dram_gbps == 500.0);  // measured, not the 512 peak
   CHECK(bh.ethernet_links == 14);
   CHECK(bh.ethernet_gbps == 50.0);
   CHECK(bh.verify());
   CHECK(builtin_chip("n150")->hash() == wormhole_b0().hash());
   CHECK(builtin_chip_names().size() == 4);
   for (auto n : builtin_chip_names()) CHECK(builtin_chip(n));
+}
+
+TEST_CASE("built-in rates are the achievable ones") {
+  ChipDesc wh = wormhole_b0();
+  CHECK(wh.dram_gbps == 267.0);  // measured on Wormhole; 288 is the peak
+  CHECK(wh.pcie_h2d_gbps == 15.0);
+  CHECK(wh.pcie_d2h_gbps == 1.9);
+  CHECK(wormhole_n300().dram_gbps == 267.0);
+  // 1 MiB in: 1048576 / 15 GB/s = 69905.07 ns; out: 1048576 / 1.9 = 551882.1 ns.
+  CHECK(host_transfer_ns(wh, 1 << 20, true) == 69906);
+  CHECK(host_transfer_ns(wh, 1 << 20, false) == 551883);
+  CHECK(host_transfer_ns(wh, 0, true) == 0);
 }
 
 TEST_CASE("built-in meshes") {
@@ -87,7 +100,9 @@ TEST_CASE("every field enters the chip and mesh hashes") {
       [](ChipDesc& d) { d.matmul_flops_per_cycle = 2048; },
       [](ChipDesc& d) { d.eltwise_elems_per_cycle = 16; },
       [](ChipDesc& d) { d.noc_bytes_per_cycle = 64; },
-      [](ChipDesc& d) { d.dram_gbps = 267; },
+      [](ChipDesc& d) { d.dram_gbps = 288; },
+      [](ChipDesc& d) { d.pcie_h2d_gbps = 20; },
+      [](ChipDesc& d) { d.pcie_d2h_gbps = 3; },
       [](ChipDesc& d) { d.ethernet_links = 14; },
       [](ChipDesc& d) { d.ethernet_gbps = 50; },
       [](ChipDesc& d) { d.dispatch_ns = 10; },
@@ -131,6 +146,14 @@ TEST_CASE("verify names the field") {
       {[](ChipDesc& d) { d.clock_ghz = 0; }, "clock_ghz"},
       {[](ChipDesc& d) { d.noc_bytes_per_cycle = 0; }, "noc_bytes_per_cycle"},
       {[](ChipDesc& d) { d.ethernet_gbps = -1; }, "ethernet_gbps"},
+      {[](ChipDesc& d) { d.dram_gbps = 0; }, "dram_gbps"},
+      {[](ChipDesc& d) { d.dram_gbps = -267; }, "dram_gbps"},
+      {[](ChipDesc& d) { d.dram_bank_size = 0; }, "dram_bank_size"},
+      {[](ChipDesc& d) { d.dram_bank_size = 16; }, "dram_bank_size"},
+      {[](ChipDesc& d) { d.l1_size = 1024; }, "l1_unreserved_base"},
+      {[](ChipDesc& d) { d.l1_unreserved_base = d.l1_size - 2048; }, "l1_unreserved_base"},
+      {[](ChipDesc& d) { d.pcie_h2d_gbps = 0; }, "pcie_h2d_gbps"},
+      {[](ChipDesc& d) { d.pcie_d2h_gbps = -1; }, "pcie_d2h_gbps"},
   };
   for (const Case& c : cases) {
     ChipDesc d = wormhole_b0();
@@ -222,6 +245,15 @@ TEST_CASE("JSON validation errors name the file and the field") {
        "d.json: chip: chip 'wormhole_b0': field 'l1_unreserved_base' = 2000000 is not below "
        "l1_size"},
       {R"({chip: {base: "wormhole_b0", clock_ghz: 0}})", "field 'clock_ghz' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", l1_size: 65536}})",
+       "d.json: chip: chip 'wormhole_b0': field 'l1_unreserved_base' = 102400 is not below "
+       "l1_size 65536"},
+      {R"({chip: {base: "wormhole_b0", dram_banks: 0}})", "field 'dram_banks' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", dram_gbps: -1}})", "field 'dram_gbps' = -1 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", pcie_d2h_gbps: 0}})",
+       "field 'pcie_d2h_gbps' = 0 must be > 0"},
+      {R"({chip: {base: "n300", dram_bank_size: 8}})",
+       "field 'dram_bank_size' = 8 must hold at least one aligned page"},
       {R"({chip: {base: "wormhole_b0", dram_alignment: 48}})",
        "field 'dram_alignment' = 48 must be a power of two"},
       {R"({chip: {base: "tpu"}})", "d.json: chip: field 'base': unknown device 'tpu'"},

@@ -60,8 +60,8 @@ TEST_CASE("eltwise: shards in place beat interleaved L1, which beats DRAM") {
   OpTiming dram = time_of(OpKind::add, {&dram_a, &dram_b}, dram_o, grid(8, 8));
   OpTiming l1 = time_of(OpKind::add, {&l1_a, &l1_b}, l1_o, grid(8, 8));
   OpTiming sharded = time_of(OpKind::add, {&sh_a, &sh_b}, sh_o, grid(8, 8));
-  // DRAM: 24 MiB over 288 GB/s.
-  CHECK(dram.dram_ns == (3 * 8388608 + 287) / 288);
+  // DRAM: 24 MiB over the achievable 267 GB/s.
+  CHECK(dram.dram_ns == (3 * 8388608 + 266) / 267);
   CHECK(dram.duration_ns == chip.dispatch_ns + dram.dram_ns);
   // Interleaved L1: each of 64 cores reads 2 x 131072 B through its read port, weighted by the
   // contention of 64 readers on an 8x8 torus: max(1, 64 x 3.5 / 64) = 3.5; 32 B/cycle at 1 GHz.
@@ -109,9 +109,9 @@ TEST_CASE("matmul: multicast programs read DRAM weights once, program none per c
   OpTiming t_mc2 = time_of(OpKind::matmul, {&a, &b}, o, mc2);
   // Program none: 512 output tiles, 8 per core, every core reads 8 in1 columns of 64 K tiles:
   // 64 x 8 x 64 x 2048 B from DRAM, the weights 8 times over.
-  CHECK(t_none.dram_ns == (64ull * 8 * 64 * 2048 + 287) / 288);
+  CHECK(t_none.dram_ns == (64ull * 8 * 64 * 2048 + 266) / 267);
   // mcast_2d: one sender per column reads its 8 columns once: the weights once.
-  CHECK(t_mc2.dram_ns == (2048ull * 2048 * 2 + 287) / 288);
+  CHECK(t_mc2.dram_ns == (2048ull * 2048 * 2 + 266) / 267);
   CHECK(t_mc2.duration_ns < t_none.duration_ns);
   CHECK(t_mc2.compute_ns == t_none.compute_ns);  // same 8 tiles x 64 K tiles per core
 }

@@ -141,6 +141,7 @@ TEST_CASE("every policy plans an explicit block height for each conv2d and the p
         CHECK(runtime::op_config_of(*op).act_block_h == op->config()->act_block_h());
       }
     E2E e = run_e2e(g, chip, with_policy(policy));
+    // Consistency check, not a validation: both sum device::estimate().
     CHECK(e.estimated_ns == e.device_ns);
   }
 }

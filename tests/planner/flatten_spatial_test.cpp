@@ -204,7 +204,8 @@ TEST_CASE("flat plans compute what NHWC plans compute, on every policy") {
     planner::PlannerOptions o;
     o.policy = policy;
     test::E2E on = test::run_e2e(g, device::wormhole_b0(), o);  // checks against its reference
-    CHECK(on.device_ns == on.estimated_ns);
+    // Consistency check, not a validation: both sum device::estimate().
+    CHECK(on.estimated_ns == on.device_ns);
     // Same host inputs (NHWC, the user's shapes) through both plans: the same outputs.
     planner::PlannerOptions off_options = o;
     off_options.flatten_spatial = false;
@@ -270,7 +271,8 @@ TEST_CASE("a graph may give the flat form itself: attribute input_nhw, checked a
   planner::PlannerOptions o;
   o.policy = "greedy";
   test::E2E e = test::run_e2e(*g, device::wormhole_b0(), o);
-  CHECK(e.device_ns == e.estimated_ns);
+  // Consistency check, not a validation: both sum device::estimate().
+  CHECK(e.estimated_ns == e.device_ns);
   auto bad = planner::import_graph_json(json("41"), "bad.json");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message.find("'c'") != std::string::npos);

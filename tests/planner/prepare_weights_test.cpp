@@ -199,7 +199,8 @@ TEST_CASE("prepared weights run on every policy, matching the reference and the 
     test::E2E off = test::run_e2e(g, device::wormhole_b0(), o);
     // The weights are tiny here; the prepared form is never slower.
     CHECK(on.estimated_ns <= off.estimated_ns);
-    CHECK(on.device_ns == on.estimated_ns);
+    // Consistency check, not a validation: both sum device::estimate().
+    CHECK(on.estimated_ns == on.device_ns);
   }
 }
 

@@ -67,7 +67,7 @@ TEST_CASE("inputs are checked by position and named") {
         r.error().message.find("input 0 'x': shape [64x255] does not match the plan's [64x256]") !=
         std::string::npos);
   }
-  SUBCASE("runs, twice, with the same result and device time") {
+  SUBCASE("runs, twice, with the same result and device time (consistency check of the clock)") {
     auto a = (*exe)->run(views);
     REQUIRE(a);
     auto b = (*exe)->run(views);
@@ -78,6 +78,7 @@ TEST_CASE("inputs are checked by position and named") {
     uint64_t sum = 0;
     for (const OpProfile& op : a->ops) sum += op.device_ns;
     CHECK(sum == a->device_ns);
+    // Consistency, not validation: the clock and the plan both sum device::estimate().
     CHECK(a->device_ns == plan->plan().header()->metrics()->estimated_ns());
     auto ref = run_reference(*plan, views);
     REQUIRE(ref);

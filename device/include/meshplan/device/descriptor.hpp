@@ -29,10 +29,16 @@ struct ChipDesc {
   uint32_t matmul_flops_per_cycle = 4096;  ///< Per core at LoFi; HiFi2 /2, HiFi3 /3, HiFi4 /4.
   uint32_t eltwise_elems_per_cycle = 32;   ///< Per core, SFPU/FPU elementwise throughput.
   uint32_t noc_bytes_per_cycle = 32;
-  double dram_gbps = 288.0;  ///< Peak DRAM bandwidth, GB/s.
+  /// Achievable DRAM bandwidth over all banks, GB/s: the measured figure, not the peak
+  /// (Wormhole 267 of 288 peak, Blackhole 500 of 512; docs/hardware-rules.md names the sources).
+  double dram_gbps = 267.0;
   uint32_t ethernet_links = 16;
   double ethernet_gbps = 12.5;  ///< Per link, per direction.
   uint64_t dispatch_ns = 1000;  ///< Fixed per-op host/dispatch overhead on the real chip.
+  /// Achievable host-to-device PCIe bandwidth (tensor writes into DRAM), GB/s.
+  double pcie_h2d_gbps = 15.0;
+  /// Achievable device-to-host PCIe bandwidth (tensor reads from DRAM), GB/s.
+  double pcie_d2h_gbps = 1.9;
 
   int cores() const { return grid_x * grid_y; }
   /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction,
@@ -40,8 +46,9 @@ struct ChipDesc {
   uint64_t l1_usable_top() const;
   /// Canonical encoding hashed into plan keys (every field, fixed order).
   Hash128 hash() const;
-  /// Invariants: non-zero sizes and rates, base below size, power-of-two alignments. The error
-  /// names the offending field and its value.
+  /// Invariants: non-zero sizes and rates, base below size with usable L1 above it, power-of-two
+  /// alignments, banks at least one aligned page. The error names the offending field and its
+  /// value.
   Status verify() const;
 };
 

@@ -15,7 +15,8 @@
 //     other), noc_bytes_per_cycle each;
 //   - its own L1, for data already on the core (assumption: 2 x noc_bytes_per_cycle, the width
 //     of both NoC ports; DEVICE-FACTS has no L1 port figure);
-//   - DRAM, dram_gbps over all banks, for every byte any core reads from or writes to DRAM.
+//   - DRAM, dram_gbps over all banks (the achievable, measured rate, not the peak), for every
+//     byte any core reads from or writes to DRAM.
 // What each core moves, per placement:
 //   - DRAM: its share crosses its NoC port once and counts against the DRAM bandwidth.
 //   - L1 interleaved (pages spread over every core's L1: every core reads from every bank), or a
@@ -80,5 +81,10 @@ uint32_t cores_used(const OpLaunch& op);
 
 /// Simulated cost of `op` on `chip`. Pure: no device state.
 OpTiming estimate(const ChipDesc& chip, const OpLaunch& op);
+
+/// Time to move `bytes` over PCIe between the host and one chip's DRAM: to the device at
+/// pcie_h2d_gbps, from it at pcie_d2h_gbps (achievable rates; bandwidth only, no per-transfer
+/// latency). A plan's inputs in and outputs out are reported with it, apart from the op time.
+uint64_t host_transfer_ns(const ChipDesc& chip, uint64_t bytes, bool to_device);
 
 }  // namespace meshplan::device
