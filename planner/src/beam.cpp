@@ -1,9 +1,11 @@
 // Beam search over layouts (seed 002 §5.8.1). Forward: per op in schedule order, candidates
-// from every combination of the operands' kept candidates (K x K for binary ops) plus a bounded
-// number of reshards of the best one, times the op's result layouts OpModel accepts; keep the K
-// best with back-pointers. Backward: from the last op to the first, each op takes the candidate
-// its consumers' requests cost least to satisfy (fork resolution), inserting reshards for the
-// consumers whose wanted layout differs.
+// from the combinations of the operands' kept candidates plus a bounded number of reshards of
+// the best one (K x K for binary ops; an op with more operands gets as many combinations as a
+// binary op, not K^n), times the op's result layouts OpModel accepts; keep the K best with
+// back-pointers. An op whose work would pass the evaluation cap is planned greedily, with a note.
+// Backward: from the last op to the first, each op takes the candidate its consumers' requests cost
+// least to satisfy (fork resolution), inserting reshards for the consumers whose wanted layout
+// differs.
 //
 // Speed: every (operand options, result layout) candidate is first a small Scored record; only
 // the K kept become entries, which refer to their operands' producer entries and reshard targets
@@ -71,7 +73,8 @@ struct Scored {
 }  // namespace
 
 Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
-                                   const PlannerOptions& options, const Overrides& ov) {
+                                   const PlannerOptions& options, const Overrides& ov,
+                                   BeamStats* stats) {
   LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
   OpQuery q(g, chip, options.mesh);
   const size_t k_width = std::max<uint32_t>(1, options.beam_width);
@@ -104,6 +107,13 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
   std::vector<TensorLayout> extra;
   std::vector<const TensorLayout*> reads;
   std::vector<TensorLayout> override_result(1);
+  std::vector<uint32_t> cap;
+  std::vector<uint16_t> pick;
+  BeamStats st;
+  const uint64_t max_combinations =
+      options.beam_max_combinations != 0
+          ? uint64_t{options.beam_max_combinations}
+          : (uint64_t{k_width} + kReshardsPerOperand) * (k_width + kReshardsPerOperand);
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
@@ -163,12 +173,43 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     auto result_layout = [&](uint32_t r) -> const TensorLayout& {
       return r < results.size() ? results[r] : extra[r - results.size()];
     };
-    // Every combination of operand options (odometer), times every valid result layout.
+    // Operand-option combinations (odometer order), each times every valid result layout. Past
+    // the bound each operand keeps only its first cap[i] options (its producer's best entries
+    // first, reshards last), the operand with the most losing one at a time (ties: the later),
+    // until the product fits: an n-ary op is searched as widely as a binary op, not K^n times.
+    cap.resize(arity);
+    for (uint32_t i = 0; i < arity; ++i) cap[i] = static_cast<uint32_t>(opts[i].size());
+    auto product = [&] {
+      uint64_t n = 1;
+      for (uint32_t c : cap) n = n > kInf / c ? kInf : n * c;
+      return n;
+    };
+    uint64_t combinations = product();
+    if (combinations > max_combinations) {
+      ++st.ops_bounded;
+      while (combinations > max_combinations) {
+        uint32_t widest = 0;
+        for (uint32_t i = 0; i < arity; ++i)
+          if (cap[i] >= cap[widest]) widest = i;
+        --cap[widest];
+        combinations = product();
+      }
+    }
+    // The work cap: an op whose combinations times result layouts (and the in-place layouts
+    // tried per combination) pass it is planned greedily: its operands' best entries, else one
+    // operand resharded, and the single best result.
+    const uint64_t per_combination =
+        std::max<uint64_t>(1, results.size() + (ov.output[o] ? 0 : arity));
+    const uint64_t work =
+        combinations > kInf / per_combination ? kInf : combinations * per_combination;
+    const bool degraded = options.beam_max_evaluations != 0 && work > options.beam_max_evaluations;
     next.clear();
     combos.clear();
     extra.clear();
-    std::vector<uint16_t> pick(arity, 0);
-    for (bool more = true; more;) {
+    uint64_t op_evaluations = 0, op_combinations = 0;
+    // Scores one combination: every result layout OpModel accepts with these operand reads.
+    auto score_combination = [&](const std::vector<uint16_t>& pick) {
+      ++op_combinations;
       reads.clear();
       uint64_t score = 0;
       uint32_t min_cores = UINT32_MAX, reshards = 0;
@@ -182,6 +223,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       const uint32_t combo = static_cast<uint32_t>(combos.size() / std::max<uint32_t>(arity, 1));
       combos.insert(combos.end(), pick.begin(), pick.end());
       auto consider = [&](uint32_t r) {
+        ++op_evaluations;
         const TensorLayout& layout = result_layout(r);
         device::OpConfig config = config_for(d.configs[o], layout, chip);
         std::optional<device::OpTiming> t =
@@ -207,15 +249,40 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
           extra.push_back(same);
           if (!consider(static_cast<uint32_t>(results.size() + extra.size() - 1))) extra.pop_back();
         }
-      more = false;
-      for (size_t i = 0; i < pick.size(); ++i) {
-        if (++pick[i] < opts[i].size()) {
-          more = true;
-          break;
+    };
+    pick.assign(arity, 0);
+    if (!degraded) {
+      for (bool more = true; more;) {
+        score_combination(pick);
+        more = false;
+        for (size_t i = 0; i < pick.size(); ++i) {
+          if (++pick[i] < cap[i]) {
+            more = true;
+            break;
+          }
+          pick[i] = 0;
         }
-        pick[i] = 0;
       }
+    } else {
+      score_combination(pick);
+      for (uint32_t i = 0; next.empty() && i < arity; ++i)
+        for (uint16_t j = 1; next.empty() && j < opts[i].size(); ++j) {
+          if (opts[i][j].pick.reshard < 0) continue;
+          pick.assign(arity, 0);
+          pick[i] = j;
+          score_combination(pick);
+        }
+      ++st.ops_degraded;
+      d.notes.push_back(str("beam: op '", op.name, "' (", device::op_name(op.kind), ", ", arity,
+                            " operands) would need ", work, " OpModel evaluations (", combinations,
+                            " operand combinations x ", per_combination,
+                            " layouts), more than beam_max_evaluations ",
+                            options.beam_max_evaluations, ": planned greedily"));
     }
+    st.evaluations += op_evaluations;
+    st.combinations += op_combinations;
+    st.max_op_evaluations = std::max(st.max_op_evaluations, op_evaluations);
+    st.max_op_combinations = std::max(st.max_op_combinations, op_combinations);
     if (next.empty()) {
       // OpModel's words (naming this op) for the first operand options and the last fallback.
       reads.clear();
@@ -229,7 +296,8 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     }
     std::stable_sort(next.begin(), next.end(), better);
-    if (next.size() > k_width) next.resize(k_width);
+    const size_t keep = degraded ? 1 : k_width;
+    if (next.size() > keep) next.resize(keep);
     Level& level = beam[o];
     level.cands.reserve(next.size());
     level.picks.reserve(next.size() * arity);
@@ -310,6 +378,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
   std::stable_sort(d.reshards.begin(), d.reshards.end(), [](const auto& a, const auto& b) {
     return a.before != b.before ? a.before < b.before : a.operand < b.operand;
   });
+  if (stats) *stats = st;
   return d;
 }
 

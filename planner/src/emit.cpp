@@ -202,6 +202,7 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   CompiledPlan out;
   out.graph_key = graph_key(original);
   out.key = plan_key(out.graph_key, chip, options);
+  out.notes = planned.notes;
 
   flatbuffers::FlatBufferBuilder b(4096);
   b.ForceDefaults(false);

@@ -78,7 +78,13 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   Hasher h;
   h.string("meshplan.plan.v1").hash(gk).hash(chip.hash()).string(kPlannerVersion);
   h.string(options.policy);
-  if (options.policy == "beam") h.u32(options.beam_width).u8(options.beam_cost_mode ? 1 : 0);
+  if (options.policy == "beam") {
+    h.u32(options.beam_width).u8(options.beam_cost_mode ? 1 : 0);
+    // Beam's bounds enter only when set away from their defaults, so default plans keep their keys.
+    if (options.beam_max_combinations != 0 ||
+        options.beam_max_evaluations != PlannerOptions{}.beam_max_evaluations)
+      h.string("beam-bounds").u32(options.beam_max_combinations).u32(options.beam_max_evaluations);
+  }
   if (options.policy != "dram") h.u32(options.max_legal_layouts);
   if (!options.output_overrides.empty() || !options.memreconfig.empty()) {
     h.string("overrides").u64(options.output_overrides.size());

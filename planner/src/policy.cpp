@@ -456,9 +456,12 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     return manage_spills(std::move(planned), chip, results_first);
   };
   // Every result carries the mesh its collectives are costed on through spills and fitting.
+  // The policy's notes are set on the final result (spill passes build new results).
+  std::vector<std::string> notes;
   auto materialized = [&](const LayoutDecision& d) -> Result<LayoutResult> {
     LayoutResult m = MESHPLAN_TRY(materialize(g, d));
     m.mesh = options.mesh;
+    notes = d.notes;
     return m;
   };
   LayoutResult r;
@@ -494,6 +497,7 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
       r.spill_dp_states = states;
     }
   }
+  r.notes = std::move(notes);
   return r;
 }
 

@@ -49,12 +49,16 @@ constexpr const char* kUsage =
     "NAME|FILE.json]\n"
     "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
     "N]\n"
+    "                        [--beam-max-combinations N] [--beam-max-evaluations N]\n"
     "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
     "                        [--spill=belady|dp] [--no-prepare-weights] [--no-flatten-spatial]\n"
     "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
     "[--compare=POLICY,...]]\n"
     "  POLICY: dram (default), l1-interleaved, greedy, beam, df-sharding.\n"
     "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
+    "  --beam-max-combinations: operand-option combinations beam scores per op (default\n"
+    "  (K + 2)^2, a binary op's); --beam-max-evaluations: OpModel evaluations per op past which\n"
+    "  beam plans the op greedily and says so (default 65536, 0 = no cap).\n"
     "  --spill: L1 spill selection, farthest next use (belady, default) or optimal (dp).\n"
     "  --no-prepare-weights: plan conv2d weight arguments as given, [O, KH, KW, I/groups];\n"
     "  by default they are planned prepared, [KH*KW*I/groups, O], and the runtime prepares the\n"
@@ -145,7 +149,14 @@ Result<Args> parse_args(int argc, char** argv) {
     } else if (is("--beam-width"))
       a.options.beam_width =
           MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
-    else if (is("--max-legal-layouts"))
+    else if (is("--beam-max-combinations"))
+      a.options.beam_max_combinations = MESHPLAN_TRY(
+          positive("--beam-max-combinations", MESHPLAN_TRY(value("--beam-max-combinations"))));
+    else if (is("--beam-max-evaluations")) {
+      std::string n = MESHPLAN_TRY(value("--beam-max-evaluations"));
+      a.options.beam_max_evaluations =
+          n == "0" ? 0 : MESHPLAN_TRY(positive("--beam-max-evaluations", n));
+    } else if (is("--max-legal-layouts"))
       a.options.max_legal_layouts =
           MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
     else if (is("--beam-score")) {
@@ -438,6 +449,13 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
       m && m->spill_selection() != fb::SpillSelection::belady)
     out.summary += str(", spill selection ", fb::EnumNameSpillSelection(m->spill_selection()), " (",
                        m->spill_dp_states(), " DP states)");
+  // The policy's notes (beam planned an op greedily past its work cap), the first few in full.
+  if (!plan.notes.empty()) {
+    out.summary += str(", ", plan.notes.size(), plan.notes.size() == 1 ? " note: " : " notes: ");
+    for (size_t i = 0; i < plan.notes.size() && i < 3; ++i)
+      out.summary += str(i ? "; " : "", plan.notes[i]);
+    if (plan.notes.size() > 3) out.summary += str("; and ", plan.notes.size() - 3, " more");
+  }
   out.planning_ms = ms;
   out.entry = runtime::CacheEntryData{name, std::move(plan.bytes)};
   return out;

@@ -17,6 +17,15 @@ namespace meshplan::planner {
 struct PlannerOptions {
   std::string policy = "dram";
   uint32_t beam_width = 8;
+  /// Beam: operand-option combinations scored per op. 0 = as many as a binary op has,
+  /// (beam_width + 2)^2 (its K kept entries and 2 reshards per operand, seed 002 §5.8.1's K x K);
+  /// an op with more (a concat of many operands) keeps fewer options per operand, cutting the
+  /// operand with the most first, until the product fits.
+  uint32_t beam_max_combinations = 0;
+  /// Beam: OpModel evaluations one op may need (its combinations times its result layouts); an
+  /// op past it is planned greedily (K = 1, from its operands' best entries) and named in the
+  /// plan's notes. 0 = no cap. Counts work, not time, so plans stay deterministic.
+  uint32_t beam_max_evaluations = 65536;
   /// Bound on candidate layouts per tensor (seed 002 §3.1.2's max_legal_layouts).
   uint32_t max_legal_layouts = 64;
   /// Beam scoring: true = simulated device time (OpModel::cost), false = heuristic

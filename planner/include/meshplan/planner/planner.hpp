@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
@@ -18,6 +19,8 @@ struct CompiledPlan {
   std::vector<uint8_t> bytes;
   Hash128 key;
   Hash128 graph_key;
+  /// The layout policy's notes (a bound beam hit, naming the op); not stored in the plan.
+  std::vector<std::string> notes;
 };
 
 /// Plans `graph` for `chip`: schedule, layout policy, memory plan (verified), emit. A mesh

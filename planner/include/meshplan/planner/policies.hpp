@@ -43,11 +43,24 @@ Result<LayoutDecision> greedy_propagation(const Graph& graph, const device::Chip
                                           const PlannerOptions& options, const Overrides& overrides,
                                           bool sharded);
 
+/// The work beam_search() did (deterministic counts, for tests and reports).
+struct BeamStats {
+  uint64_t evaluations = 0;         ///< OpModel timing queries (combination x result layout).
+  uint64_t combinations = 0;        ///< Operand-option combinations scored.
+  uint64_t max_op_evaluations = 0;  ///< The most one op took.
+  uint64_t max_op_combinations = 0;
+  uint32_t ops_bounded = 0;   ///< Ops whose combinations were cut to the bound.
+  uint32_t ops_degraded = 0;  ///< Ops planned greedily past options.beam_max_evaluations.
+};
+
 /// Beam search (seed 002 §5.8.1): K candidates per op with back-pointers, K x K operand pairs for
-/// binary ops, bounded reshard exploration, fork resolution at trace-back. Scored by OpModel::cost
-/// (options.beam_cost_mode) or by bottleneck cores then reshard count.
+/// binary ops (options.beam_max_combinations for any arity), bounded reshard exploration, fork
+/// resolution at trace-back. Scored by OpModel::cost (options.beam_cost_mode) or by bottleneck
+/// cores then reshard count. An op needing more than options.beam_max_evaluations is planned
+/// greedily and named in the decision's notes. `stats`, when given, receives the work done.
 Result<LayoutDecision> beam_search(const Graph& graph, const device::ChipDesc& chip,
-                                   const PlannerOptions& options, const Overrides& overrides);
+                                   const PlannerOptions& options, const Overrides& overrides,
+                                   BeamStats* stats = nullptr);
 
 /// Exhaustive search over every combination of valid result layouts (graphs of at most
 /// `max_ops` ops): the plan with the least simulated time whose L1 tensors all pack without

@@ -37,6 +37,8 @@ struct LayoutDecision {
   /// Values moved to DRAM right after their producer (df-sharding's chain-output spills); every
   /// later reader, and the graph output, reads the copy.
   std::vector<ValueId> spills;
+  /// What the policy tells the user about its plan (a bound it hit, in op order); not in the plan.
+  std::vector<std::string> notes;
 
   /// Every value DRAM interleaved, every op on the full grid with its attribute config.
   static Result<LayoutDecision> all_dram(const Graph& graph, const device::ChipDesc& chip);
@@ -64,6 +66,8 @@ struct LayoutResult {
   /// The mesh a mesh program is planned for (PlannerOptions::mesh): OpQuery costs its
   /// collectives there. Absent: each collective's default mesh.
   std::optional<device::MeshDesc> mesh;
+  /// The policy's notes (LayoutDecision::notes).
+  std::vector<std::string> notes;
 };
 
 /// Builds the planned graph from a decision (reshards become to_memory_config ops).
