@@ -70,10 +70,13 @@ Status BankAllocator::allocate_at(uint64_t address, uint64_t size, std::string_v
   if (address % alignment_ != 0)
     return fail(ErrorCode::invalid_argument, what_, ": buffer '", owner, "' at address ", address,
                 " is not aligned to ", alignment_, " bytes");
+  // Sizes and addresses come from plans: compare without forming a sum that could wrap.
+  if (address < base_ || address > limit_ || size > limit_ - address ||
+      align_up(size) > limit_ - address)
+    return fail(ErrorCode::resource_exhausted, what_, ": buffer '", owner, "' of ", size,
+                " bytes at address ", address, " lies outside the allocatable range [", base_, ", ",
+                limit_, ")");
   uint64_t need = align_up(size);
-  if (address < base_ || address + need > limit_)
-    return fail(ErrorCode::resource_exhausted, what_, ": buffer '", owner, "' [", address, ", ",
-                address + need, ") lies outside the allocatable range [", base_, ", ", limit_, ")");
   auto it = free_.upper_bound(address);
   if (it != free_.begin()) {
     --it;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -36,7 +37,11 @@ SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
 }
 
 std::byte* SparseMemory::chunk_for_write(size_t index) {
-  if (!chunks_[index]) chunks_[index] = static_cast<std::byte*>(mi_zalloc_aligned(chunk_size_, 64));
+  if (!chunks_[index]) {
+    chunks_[index] = static_cast<std::byte*>(mi_zalloc_aligned(chunk_size_, 64));
+    // Out of host memory: the callers have no error path, and a null chunk must not be written.
+    if (!chunks_[index]) throw std::bad_alloc();
+  }
   return chunks_[index];
 }
 
@@ -86,6 +91,7 @@ void MiFree::operator()(void* p) const {
 }
 
 std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
+  if (count > SIZE_MAX / sizeof(float)) return nullptr;
   return std::unique_ptr<float[], MiFree>(
       static_cast<float*>(mi_zalloc_aligned(std::max<size_t>(count, 1) * sizeof(float), 64)));
 }

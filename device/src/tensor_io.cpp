@@ -10,6 +10,14 @@
 
 namespace meshplan::device {
 
+namespace {
+/// The error for a tile staging buffer the host could not allocate.
+std::unexpected<Error> host_memory_exhausted(const TensorPlacement& t, int64_t pages) {
+  return fail(ErrorCode::resource_exhausted, "tensor '", t.name, "': cannot allocate ",
+              pages * kTileElems * 4, " bytes of host memory to stage its ", pages, " tiles");
+}
+}  // namespace
+
 Status write_tensor(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t,
                     std::span<const float> host) {
   AddressMap map(t, chip);
@@ -17,6 +25,7 @@ Status write_tensor(ChipMemory& memory, const ChipDesc& chip, const TensorPlacem
   if (t.layout == TileLayout::tile) {
     TileGrid g = tile_grid(t.shape);
     auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
+    if (!tiles) return host_memory_exhausted(t, g.pages());
     tilize(t.shape, host, std::span<float>(tiles.get(), g.pages() * kTileElems));
     for (int64_t p = 0; p < g.pages(); ++p) {
       MESHPLAN_TRY(pack_tile(t.dtype, tiles.get() + p * kTileElems, page.data()));
@@ -46,6 +55,7 @@ Status read_tensor(ChipMemory& memory, const ChipDesc& chip, const TensorPlaceme
   if (t.layout == TileLayout::tile) {
     TileGrid g = tile_grid(t.shape);
     auto tiles = alloc_floats(static_cast<size_t>(g.pages() * kTileElems));
+    if (!tiles) return host_memory_exhausted(t, g.pages());
     for (int64_t p = 0; p < g.pages(); ++p) {
       PageLocation loc = map.page(p);
       memory.bank(t.buffer, loc.bank).read(loc.offset, page.data(), page.size());

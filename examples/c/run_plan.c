@@ -37,15 +37,26 @@ int main(int argc, char** argv) {
     return fail_with("bind", s);
   }
   size_t n_in = mp_executable_input_count(exe), n_out = mp_executable_output_count(exe);
-  mp_tensor* inputs = calloc(n_in, sizeof(mp_tensor));
-  mp_tensor* outputs = calloc(n_out, sizeof(mp_tensor));
+  mp_tensor* inputs = calloc(n_in + 1, sizeof(mp_tensor));
+  mp_tensor* outputs = calloc(n_out + 1, sizeof(mp_tensor));
   int rc = 0;
+  if (!inputs || !outputs) {
+    fprintf(stderr, "meshplan-c-example: out of host memory\n");
+    rc = 1;
+    goto done;
+  }
   /* Inputs bound by name, filled with a small deterministic pattern. */
   for (size_t i = 0; i < n_in; ++i) {
     size_t rank = 0;
     const int64_t* shape = mp_executable_input_shape(exe, i, &rank);
     size_t n = volume(shape, rank);
     float* data = malloc(n * sizeof(float) + 1);
+    if (!data) {
+      fprintf(stderr, "meshplan-c-example: cannot allocate %zu bytes for input %zu\n",
+              n * sizeof(float), i);
+      rc = 1;
+      goto done;
+    }
     for (size_t k = 0; k < n; ++k) data[k] = (float)((int)((k * 7 + i * 3) % 17) - 8) / 64.0f;
     inputs[i] =
         (mp_tensor){mp_executable_input_name(exe, i), MP_F32, shape, rank, data, n * sizeof(float)};
@@ -56,6 +67,12 @@ int main(int argc, char** argv) {
     size_t n = volume(shape, rank);
     outputs[o] =
         (mp_tensor){NULL, MP_F32, shape, rank, malloc(n * sizeof(float) + 1), n * sizeof(float)};
+    if (!outputs[o].data) {
+      fprintf(stderr, "meshplan-c-example: cannot allocate %zu bytes for output %zu\n",
+              n * sizeof(float), o);
+      rc = 1;
+      goto done;
+    }
   }
   uint64_t device_ns = 0;
   s = mp_executable_run(exe, inputs, n_in, outputs, n_out, &device_ns);
@@ -78,13 +95,18 @@ int main(int argc, char** argv) {
     bad.shape = bad_shape;
     bad.rank = 1;
     mp_tensor* again = calloc(n_in, sizeof(mp_tensor));
+    if (!again) {
+      rc = 1;
+      goto done;
+    }
     for (size_t i = 0; i < n_in; ++i) again[i] = i == 0 ? bad : inputs[i];
     mp_status e = mp_executable_run(exe, again, n_in, outputs, n_out, NULL);
     printf("with a wrong shape: %s: %s\n", mp_status_name(e), mp_last_error());
     free(again);
   }
-  for (size_t i = 0; i < n_in; ++i) free(inputs[i].data);
-  for (size_t o = 0; o < n_out; ++o) free(outputs[o].data);
+done:
+  for (size_t i = 0; inputs && i < n_in; ++i) free(inputs[i].data);
+  for (size_t o = 0; outputs && o < n_out; ++o) free(outputs[o].data);
   free(inputs);
   free(outputs);
   mp_executable_destroy(exe);

@@ -14,19 +14,29 @@
 //       client can recompute them. `check` also runs the f32 host reference and reports the
 //       relative error. File inputs (@x.npy) are refused: the server reads no files for clients.
 //   list    names of the plans being served
-//   quit    stops the whole server: no new requests are read, queued ones are answered, then it
-//           exits 0 (as on SIGTERM or SIGINT)
+//   quit    stops the whole server: no new requests are read, queued ones are answered (for at
+//           most --shutdown-timeout seconds; later ones get an error), then it exits 0 (as on
+//           SIGTERM or SIGINT). Accepted from stdin; from TCP clients only with --remote-quit.
+//
+// Limits: a session has at most 8 requests queued or running (its further lines are read as
+// those are answered), so one pipelining client cannot starve the others. Replies are queued
+// per session and written as the client reads them: a client whose unread replies pass 4 MiB,
+// or stay unread for --request-timeout seconds, is disconnected. A connection idle for
+// --idle-timeout seconds, or holding an unfinished request line for --request-timeout seconds,
+// gets one error line and is closed. Reply lines never carry control bytes (shown as \xNN);
+// echoed names are cut at 256 bytes.
 //
 // Responses:
 //   ok #ID NAME device_us=T host_us=H outputs=K out0=SHAPE sum0=S absmax0=A xxh0=HEX ...
 //       [rel_err=E]
 //       T: simulated device time; H: host wall time of the run; then per output i: shape
-//       (e.g. 64x512), sum and largest |value| of its elements (%.9g), and XXH3-128 of its f32
-//       bytes (32 hex digits; equal outputs give equal digests).
+//       (e.g. 64x512), sum and largest |value| of its elements (%.9g; nan when any element is
+//       NaN), and XXH3-128 of its f32 bytes (32 hex digits; equal outputs give equal digests).
 //   ok #ID plans=N NAME...          (list)
 //   bye #ID                         (quit)
 //   error #ID CODE: MESSAGE         the request failed; the server keeps serving. CODE is one
-//       of invalid_argument, not_found, incompatible, ... (meshplan::ErrorCode names).
+//       of invalid_argument, not_found, incompatible, ... (meshplan::ErrorCode names); a plan
+//       whose cache entry is damaged is `corrupt` with the reason.
 #pragma once
 
 #include <map>

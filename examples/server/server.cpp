@@ -40,6 +40,7 @@
 
 #include "meshplan/device/descriptor_json.hpp"
 #include "protocol.hpp"
+#include "session.hpp"
 
 using namespace meshplan;
 using Clock = std::chrono::steady_clock;
@@ -67,32 +68,13 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-/// One client: where its requests come from and its responses go. Responses from several
-/// workers are written whole, one line at a time.
-class Session {
- public:
-  Session(int in_fd, int out_fd, bool owns_fd) : in_(in_fd), out_(out_fd), owns_(owns_fd) {}
-  ~Session() {
-    if (owns_) ::close(in_);
-  }
-  int in_fd() const { return in_; }
-  void send(std::string line) {
-    line += '\n';
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t at = 0; at < line.size();) {
-      ssize_t n = ::write(out_, line.data() + at, line.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the client went away: its answers are dropped
-      at += static_cast<size_t>(n);
-    }
-  }
-  size_t next_id() { return next_id_++; }  // called by the session's reader thread only
+using server::Session;
 
- private:
-  int in_, out_;
-  bool owns_;
-  std::mutex mu_;
-  size_t next_id_ = 0;
+/// Limits of a session, from the command line (seconds).
+struct Timeouts {
+  double idle = 60;      ///< No request and nothing in flight: the connection is closed.
+  double request = 30;   ///< A started request line, or unread replies, may wait this long.
+  double shutdown = 10;  ///< After a stop request: queued work is answered for this long.
 };
 
 struct Job {
@@ -103,26 +85,93 @@ struct Job {
 
 class Server {
  public:
-  explicit Server(std::vector<std::string> names) : names_(std::move(names)) {}
+  Server(std::vector<std::string> names, std::map<std::string, std::string, std::less<>> damaged,
+         Timeouts timeouts)
+      : names_(std::move(names)), damaged_(std::move(damaged)), timeouts_(timeouts) {}
 
-  /// Reads request lines from `s` until its end of input, `quit`, or a stop request.
+  /// Serves session `s`: reads request lines (at most kMaxInFlight of its requests queued at
+  /// once), writes its replies as the client takes them, and closes it when the client ends its
+  /// input, stays idle past the idle timeout, leaves a request line or its replies waiting past
+  /// the request timeout, or lets kMaxQueuedReplyBytes of replies pile up. After a stop request
+  /// it reads nothing more and flushes replies for at most the shutdown timeout.
   void read_session(const std::shared_ptr<Session>& s) {
+    set_nonblocking(s->in_fd());
+    if (s->out_fd() != s->in_fd()) set_nonblocking(s->out_fd());
     std::string buf;
     bool discarding = false;  // inside a line that exceeded server::kMaxLineBytes
+    bool input_done = false;
     char chunk[1 << 16];
-    pollfd fds[2] = {{s->in_fd(), POLLIN, 0}, {g_wake[0], POLLIN, 0}};
-    while (!g_stop.load()) {
-      if (::poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
+    auto last_input = Clock::now(), line_started = last_input, last_output = last_input;
+    Clock::time_point stop_at{};
+    auto seconds_since = [](Clock::time_point t) {
+      return std::chrono::duration<double>(Clock::now() - t).count();
+    };
+    while (true) {
+      if (!s->flush()) {  // the client is gone, or its unread replies overflowed
+        if (s->overflowed()) dropped_++;
         return;
       }
-      if (fds[1].revents) return;
+      bool stopping = g_stop.load();
+      if (stopping && stop_at == Clock::time_point{}) stop_at = Clock::now();
+      size_t pending = s->pending();
+      if (pending == 0) last_output = Clock::now();
+      bool busy = s->in_flight.load() > 0 || pending > 0;
+      if ((stopping || input_done) && !busy) return;
+      if (stopping && seconds_since(stop_at) > timeouts_.shutdown) return;
+      if (pending > 0 && seconds_since(last_output) > timeouts_.request) {
+        dropped_++;
+        return;  // replies unread for too long: a client that will not read
+      }
+      if (!stopping && !input_done) {
+        if (!busy && buf.empty() && !discarding && seconds_since(last_input) > timeouts_.idle) {
+          s->send(str("error #", s->next_id(), " resource_exhausted: idle for more than ",
+                      timeouts_.idle, " s; closing the connection"));
+          s->flush();
+          return;
+        }
+        if ((!buf.empty() || discarding) && seconds_since(line_started) > timeouts_.request) {
+          s->send(str("error #", s->next_id(),
+                      " resource_exhausted: request line unfinished after ", timeouts_.request,
+                      " s; closing the connection"));
+          s->flush();
+          return;
+        }
+      }
+      bool read_more = !stopping && !input_done && s->in_flight.load() < server::kMaxInFlight;
+      pollfd fds[4];
+      int n = 0;
+      fds[n++] = {g_wake[0], POLLIN, 0};
+      fds[n++] = {s->notify_fd(), POLLIN, 0};
+      int in_at = -1, out_at = -1;
+      if (read_more) {
+        in_at = n;
+        fds[n++] = {s->in_fd(), POLLIN, 0};
+      }
+      if (s->pending() > 0) {
+        if (in_at >= 0 && s->out_fd() == s->in_fd()) {
+          fds[in_at].events |= POLLOUT;
+          out_at = in_at;
+        } else {
+          out_at = n;
+          fds[n++] = {s->out_fd(), POLLOUT, 0};
+        }
+      }
+      // Wake at least every 100 ms to check the timeouts; the stop pipe stays readable once
+      // written, so poll it only until the stop is seen.
+      if (stopping) fds[0].fd = -1;
+      if (::poll(fds, static_cast<nfds_t>(n), 100) < 0 && errno != EINTR) return;
+      if (out_at >= 0 && (fds[out_at].revents & (POLLERR | POLLHUP)) && out_at != in_at) return;
+      if (in_at < 0 || !(fds[in_at].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = ::read(s->in_fd(), chunk, sizeof chunk);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
       if (got <= 0) {  // end of input: a last line without '\n' still counts
-        if (!discarding && !buf.empty()) handle(s, buf);
-        return;
+        if (!discarding && !buf.empty() && !handle(s, buf)) input_done = true;
+        buf.clear();
+        input_done = true;
+        continue;
       }
+      if (buf.empty() && !discarding) line_started = Clock::now();
+      last_input = Clock::now();
       buf.append(chunk, static_cast<size_t>(got));
       size_t start = 0;
       for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
@@ -134,9 +183,17 @@ class Server {
           too_long(*s);
           continue;
         }
-        if (!handle(s, buf.substr(start, nl - start)) || g_stop.load()) return;
+        if (!handle(s, buf.substr(start, nl - start))) {
+          input_done = true;
+          break;
+        }
+      }
+      if (input_done) {
+        buf.clear();
+        continue;
       }
       buf.erase(0, start);
+      if (!buf.empty()) line_started = Clock::now();
       if (buf.size() > server::kMaxLineBytes) {
         if (!discarding) too_long(*s);
         discarding = true;
@@ -156,7 +213,16 @@ class Server {
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      auto r = worker.run(job.line);
+      Result<std::string> r =
+          fail(ErrorCode::resource_exhausted, "the server is stopping; request not run");
+      bool expired = g_stop.load() && stop_deadline_passed();
+      if (!expired) {
+        try {
+          r = worker.run(job.line);
+        } catch (const std::bad_alloc&) {
+          r = fail(ErrorCode::resource_exhausted, "out of host memory running the request");
+        }
+      }
       if (r) {
         served_++;
         job.session->send(str("ok #", job.id, " ", *r));
@@ -164,7 +230,15 @@ class Server {
         failed_++;
         job.session->send(str("error #", job.id, " ", r.error().to_string()));
       }
+      job.session->in_flight--;
     }
+  }
+
+  /// Whether the shutdown timeout has passed since the first stop request seen by a worker.
+  bool stop_deadline_passed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_seen_ == Clock::time_point{}) stop_seen_ = Clock::now();
+    return std::chrono::duration<double>(Clock::now() - stop_seen_).count() > timeouts_.shutdown;
   }
 
   void close_queue() {
@@ -176,6 +250,7 @@ class Server {
   }
   size_t served() const { return served_.load(); }
   size_t failed() const { return failed_.load(); }
+  size_t dropped() const { return dropped_.load(); }
 
  private:
   void too_long(Session& s) {
@@ -192,16 +267,35 @@ class Server {
     line.erase(0, first);
     size_t id = s->next_id();
     if (line == "quit") {
+      if (!s->admin()) {
+        failed_++;
+        s->send(str("error #", id,
+                    " invalid_argument: quit is accepted only from the admin channel (stdin, or "
+                    "TCP when the server runs with --remote-quit)"));
+        return true;
+      }
       s->send(str("bye #", id));
       request_stop();
       return false;
     }
     if (line == "list") {
       std::string text = str("ok #", id, " plans=", names_.size());
-      for (const std::string& n : names_) text += " " + n;
+      for (const std::string& n : names_)
+        text += " " + server::escape_line(n, server::kMaxEchoedName);
       s->send(text);
       return true;
     }
+    if (line.starts_with("run ")) {
+      std::string name = line.substr(4, line.find(' ', 4) - 4);
+      if (auto d = damaged_.find(name); d != damaged_.end()) {
+        failed_++;
+        s->send(str("error #", id, " corrupt: plan '",
+                    server::escape_line(name, server::kMaxEchoedName),
+                    "' is damaged in the cache and not served: ", d->second));
+        return true;
+      }
+    }
+    s->in_flight++;
     {
       std::lock_guard<std::mutex> lock(mu_);
       queue_.push_back(Job{s, id, std::move(line)});
@@ -210,12 +304,20 @@ class Server {
     return true;
   }
 
+  static void set_nonblocking(int fd) {
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  }
+
   std::vector<std::string> names_;
+  std::map<std::string, std::string, std::less<>> damaged_;  ///< name -> why it fails to verify
+  Timeouts timeouts_;
+  Clock::time_point stop_seen_{};  // guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool closing_ = false;
-  std::atomic<size_t> served_{0}, failed_{0};
+  std::atomic<size_t> served_{0}, failed_{0}, dropped_{0};
 };
 
 /// The open TCP connections, one reader thread each, at most `limit` at once. A reader that
@@ -224,7 +326,7 @@ class Server {
 /// up. All members but finish() are called from the acceptor thread only.
 class Connections {
  public:
-  explicit Connections(size_t limit) : limit_(limit) {
+  Connections(size_t limit, bool remote_quit) : limit_(limit), remote_quit_(remote_quit) {
     if (::pipe2(done_, O_CLOEXEC | O_NONBLOCK) != 0) done_[0] = done_[1] = -1;
   }
   ~Connections() {
@@ -261,7 +363,7 @@ class Connections {
   template <typename Read>
   void admit(int fd, Read read) {
     reap();
-    auto session = std::make_shared<Session>(fd, fd, true);
+    auto session = std::make_shared<Session>(fd, fd, true, remote_quit_);
     std::lock_guard<std::mutex> lock(mu_);
     if (live_.size() >= limit_) {
       refused_++;
@@ -269,7 +371,8 @@ class Connections {
               str("connection limit reached: this server reads at most ", limit_,
                   " connections at once (--max-connections ", limit_, "); try again later")};
       session->send(str("error #0 ", e.to_string()));
-      return;  // the session closes the socket
+      session->flush();  // one short line into an empty socket buffer
+      return;            // the session closes the socket
     }
     uint64_t id = next_id_++;
     accepted_++;
@@ -307,6 +410,7 @@ class Connections {
   }
 
   size_t limit_;
+  bool remote_quit_;
   int done_[2] = {-1, -1};
   std::mutex mu_;
   std::map<uint64_t, std::thread> live_;  // guarded by mu_
@@ -324,18 +428,25 @@ struct Options {
   runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
   std::vector<std::string> devices;
   size_t max_connections = 64;  // TCP connections read at once
+  Timeouts timeouts;
+  bool remote_quit = false;  // TCP clients may send quit
 };
 
 constexpr const char* kUsage =
     "usage: meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] "
     "[--verify full|checksummed] [--device FILE.json]... [--core-threads K] [--max-connections "
     "C]\n"
+    "                [--idle-timeout S] [--request-timeout S] [--shutdown-timeout S] "
+    "[--remote-quit]\n"
     "  Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
     "  without --port or with --stdin. N worker threads (1-256, default 4). Requests, one per\n"
     "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n"
     "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n"
     "  At most C TCP connections at once (1-65536, default 64); one more gets an error line and\n"
-    "  is closed.\n";
+    "  is closed. --idle-timeout S (default 60) closes a connection with nothing to do;\n"
+    "  --request-timeout S (default 30) one whose request line or unread replies wait longer;\n"
+    "  --shutdown-timeout S (default 10) bounds how long queued work is answered after a stop.\n"
+    "  quit is accepted from stdin, and from TCP clients only with --remote-quit.\n";
 
 Result<Options> parse_args(int argc, char** argv) {
   Options o;
@@ -371,7 +482,20 @@ Result<Options> parse_args(int argc, char** argv) {
           static_cast<int>(MESHPLAN_TRY(number("--port", MESHPLAN_TRY(value("--port")), 0, 65535)));
     else if (a == "--stdin")
       o.stdin_too = true;
-    else if (is("--verify")) {
+    else if (a == "--remote-quit")
+      o.remote_quit = true;
+    else if (is("--idle-timeout") || is("--request-timeout") || is("--shutdown-timeout")) {
+      std::string flag = a.substr(0, a.find('='));
+      std::string text = MESHPLAN_TRY(value(flag));
+      char* end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(v > 0 && v <= 86400))
+        return fail(ErrorCode::invalid_argument, flag,
+                    " takes seconds greater than 0 and at most 86400, not '", text, "'");
+      (flag == "--idle-timeout"      ? o.timeouts.idle
+       : flag == "--request-timeout" ? o.timeouts.request
+                                     : o.timeouts.shutdown) = v;
+    } else if (is("--verify")) {
       std::string v = MESHPLAN_TRY(value("--verify"));
       if (v != "full" && v != "checksummed")
         return fail(ErrorCode::invalid_argument, "--verify takes full or checksummed, not '", v,
@@ -416,14 +540,17 @@ Result<int> serve(const Options& opt) {
   auto t_open = Clock::now();
   std::vector<runtime::PlanRef> plans;
   std::vector<std::string> names;  // the cache entry names, parallel to plans
+  std::map<std::string, std::string, std::less<>> damaged;
   for (size_t i = 0; i < cache.size(); ++i) {
     auto plan = cache.load(i);
     if (plan) {
       plans.push_back(*plan);
       names.emplace_back(cache.entry(i).name);
-    } else  // A damaged entry is skipped; the others are served.
+    } else {  // A damaged entry is skipped (clients asking for it hear why); the others are served.
+      damaged.emplace(std::string(cache.entry(i).name), plan.error().message);
       std::fprintf(stderr, "meshplan-server: skipping entry %zu: %s\n", i,
-                   plan.error().to_string().c_str());
+                   server::escape_line(plan.error().to_string()).c_str());
+    }
   }
   auto t_verify = Clock::now();
   std::map<std::string, device::ChipDesc, std::less<>> chips;
@@ -458,10 +585,10 @@ Result<int> serve(const Options& opt) {
   }
   std::fflush(stdout);
 
-  Server server(listed);
+  Server server(listed, std::move(damaged), opt.timeouts);
   std::vector<std::thread> pool;
   for (auto& w : workers) pool.emplace_back([&server, &w] { server.work(*w); });
-  Connections connections(opt.max_connections);
+  Connections connections(opt.max_connections, opt.remote_quit);
   std::thread acceptor;
   if (listen_fd >= 0)
     acceptor = std::thread([&] {
@@ -479,7 +606,9 @@ Result<int> serve(const Options& opt) {
       }
     });
   if (listen_fd < 0 || opt.stdin_too) {
-    server.read_session(std::make_shared<Session>(STDIN_FILENO, STDOUT_FILENO, false));
+    server.read_session(std::make_shared<Session>(STDIN_FILENO, STDOUT_FILENO, false, true));
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO})  // the final report is written blocking
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (listen_fd < 0) request_stop();  // stdin only: its end of input ends the server
   }
   // Wait for quit or a signal, then: stop reading, answer what is queued, exit.
@@ -497,6 +626,10 @@ Result<int> serve(const Options& opt) {
     tcp = str("; connections: ", connections.accepted(), " accepted, ", connections.refused(),
               " refused over the limit of ", opt.max_connections, ", ", connections.reaped(),
               " reader threads joined as they closed");
+  if (server.dropped() > 0)
+    tcp += str("; ", server.dropped(), " connections dropped for not reading their replies");
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO})
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::printf("done: %zu served, %zu failed%s\n", server.served(), server.failed(), tcp.c_str());
   std::fflush(stdout);
   return 0;

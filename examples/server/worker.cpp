@@ -170,11 +170,15 @@ Result<std::string> Worker::run(const std::string& line) {
   std::string out = name + buf;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const runtime::Tensor& t = outputs[i];
+    // A NaN anywhere makes the sum and the largest |value| NaN (std::max would skip it).
     double sum = 0, absmax = 0;
+    bool nan = false;
     for (float v : t.data) {
       sum += v;
+      nan = nan || std::isnan(v);
       absmax = std::max(absmax, static_cast<double>(std::fabs(v)));
     }
+    if (nan) absmax = std::nan("");
     Hash128 digest = xxh3_128(t.data.data(), t.data.size() * sizeof(float));
     std::snprintf(buf, sizeof buf, " out%zu=%s sum%zu=%.9g absmax%zu=%.9g xxh%zu=%s", i,
                   shape_text(t.shape).c_str(), i, sum, i, absmax, i, digest.hex().c_str());

@@ -8,6 +8,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/device/size_limits.hpp"
 
 namespace meshplan::planner {
 
@@ -406,10 +407,13 @@ Status validate(Graph& g) {
         if (d <= 0)
           return fail(ErrorCode::invalid_argument, "argument '", v.name, "': dimension ", d, " in ",
                       shape_string(v.shape), " is not positive");
-      if (v.kind == ArgKind::constant &&
-          static_cast<int64_t>(v.data.size()) != device::volume(v.shape))
+      auto volume = device::checked_volume(v.shape);
+      if (!volume)
+        return fail(ErrorCode::invalid_argument, "argument '", v.name,
+                    "': ", volume.error().message);
+      if (v.kind == ArgKind::constant && static_cast<int64_t>(v.data.size()) != *volume)
         return fail(ErrorCode::invalid_argument, "constant '", v.name, "' has ", v.data.size(),
-                    " values, shape ", shape_string(v.shape), " needs ", device::volume(v.shape));
+                    " values, shape ", shape_string(v.shape), " needs ", *volume);
     }
   if (g.mesh.rows < 1 || g.mesh.cols < 1 || g.mesh.rows > 0xFFFF || g.mesh.cols > 0xFFFF)
     return validate_mesh(g);
@@ -448,6 +452,9 @@ Status validate(Graph& g) {
     if (!r.shape.empty() && r.shape != *inferred)
       return fail(ErrorCode::invalid_argument, op_label(op), ": result '", r.name, "' is declared ",
                   shape_string(r.shape), " but the operands give ", shape_string(*inferred));
+    if (auto volume = device::checked_volume(*inferred); !volume)
+      return fail(ErrorCode::invalid_argument, op_label(op), ": result '", r.name,
+                  "': ", volume.error().message);
     r.shape = *inferred;
     r.dtype = dtype;
   }

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "meshplan/device/size_limits.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
 namespace meshplan::planner {
@@ -100,8 +101,14 @@ Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
   MeshAnnotations& ann = result.annotations;
   g.name = fg->name() ? fg->name()->str() : "";
   if (fg->mesh_axes())
-    for (const fb::MeshAxis* a : *fg->mesh_axes())
+    for (const fb::MeshAxis* a : *fg->mesh_axes()) {
+      // A mesh is a grid of at most 65535 chips per side; say so before any product wraps.
+      if (a->size() < 1 || a->size() > 0xFFFF)
+        return fail(ErrorCode::invalid_argument, source_name, ": mesh axis '",
+                    a->name() ? a->name()->str() : "", "' has size ", a->size(),
+                    "; mesh axes have 1 to 65535 chips");
       ann.axes.emplace_back(a->name()->str(), a->size());
+    }
   if (fg->output_shardings()) {
     for (const flatbuffers::String* s : *fg->output_shardings()) ann.outputs.push_back(s->str());
     size_t n = fg->outputs() ? fg->outputs()->size() : 0;
@@ -113,7 +120,12 @@ Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
   auto add_value = [&](const fb::Value* v, std::string_view where) -> Result<ValueId> {
     Value value;
     value.name = v->name()->str();
-    if (v->shape()) value.shape.assign(v->shape()->begin(), v->shape()->end());
+    if (v->shape()) {
+      value.shape.assign(v->shape()->begin(), v->shape()->end());
+      if (auto volume = device::checked_volume(value.shape); !volume)
+        return fail(ErrorCode::invalid_argument, source_name, ": value '", value.name, "' (", where,
+                    "): ", volume.error().message);
+    }
     value.dtype = static_cast<DType>(v->dtype());
     ValueId id = static_cast<ValueId>(g.values.size());
     if (!names.emplace(value.name, id).second)

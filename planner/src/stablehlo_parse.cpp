@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "stablehlo_parser.hpp"
+#include "stablehlo_verify.hpp"
 
 namespace meshplan::planner::shlo::parse {
 
@@ -280,7 +281,9 @@ namespace meshplan::planner::shlo {
 
 Result<Module> parse_module(std::string_view text, std::string file) {
   parse::Parser p(text, std::move(file));
-  return p.run();
+  Module m = MESHPLAN_TRY(p.run());
+  MESHPLAN_TRY(verify_module(m));
+  return m;
 }
 
 Result<Module> parse_module_file(const std::string& path) {

@@ -372,7 +372,9 @@ Status Parser::decode_hex(Attr& a, size_t at) {
                  : e == "bf16"                           ? 2
                  : e == "i1" || e == "i8"                ? 1
                                                          : 0;
-  if (width == 0) return {};
+  if (width == 0)
+    return error_at(at, str("hex dense literal of element type ", e,
+                            " is not supported (f32, f64, bf16, i1, i8, i32, i64, ui32 are)"));
   if (hex.size() % (2 * width) != 0)
     return error_at(at, "hex dense literal does not hold whole elements");
   std::vector<double> values;
@@ -407,6 +409,8 @@ Status Parser::decode_hex(Attr& a, size_t at) {
 
 Result<Attr> Parser::dense() {
   Attr a;
+  std::string_view hex_text;
+  size_t hex_at = 0;
   a.kind = Attr::Kind::dense;
   bool is_float = false;
   if (peek('"')) {
@@ -414,7 +418,10 @@ Result<Attr> Parser::dense() {
     MESHPLAN_TRY(string_lit());
     a.text = std::string(t_.substr(b, pos_ - b));
   } else {
+    size_t elems_at = pos_;
     MESHPLAN_TRY(dense_elems(a.values, is_float));
+    hex_at = elems_at;
+    hex_text = t_.substr(elems_at, pos_ - elems_at);
   }
   MESHPLAN_TRY(expect(">", "'>' closing dense<...>"));
   MESHPLAN_TRY(expect(":", "':' and the type of a dense literal"));
@@ -422,6 +429,21 @@ Result<Attr> Parser::dense() {
   size_t tp = pos_;
   a.type = MESHPLAN_TRY(type());
   if (!a.text.empty()) MESHPLAN_TRY(decode_hex(a, tp));
+  // Unquoted hex elements are raw bits of the element type: exactly its width, never guessed
+  // from the digit count.
+  for (size_t x = hex_text.find("0x"); x != std::string_view::npos;
+       x = hex_text.find("0x", x + 2)) {
+    size_t e = x + 2;
+    while (e < hex_text.size() && std::isxdigit(static_cast<unsigned char>(hex_text[e]))) ++e;
+    const std::string& el = a.type.element;
+    size_t want = el == "bf16" ? 4 : el == "f32" ? 8 : el == "f64" ? 16 : 0;
+    if (want == 0)
+      return error_at(hex_at + x, str("hex element literal for element type ", el,
+                                      " is not supported (bf16, f32 and f64 are)"));
+    if (e - x - 2 != want)
+      return error_at(hex_at + x, str("hex element literal '", hex_text.substr(x, e - x), "' has ",
+                                      e - x - 2, " digits; ", el, " needs exactly ", want));
+  }
   if (a.text.empty() && a.values.size() != 1 &&
       static_cast<int64_t>(a.values.size()) != a.type.volume())
     return error_at(tp, str("dense literal has ", a.values.size(), " values but its type ",

@@ -246,7 +246,8 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
     size_t i = k;
     if (by_name) {
       auto at = m ? m->input_index(inputs[k].name) : e->input_index(inputs[k].name);
-      if (!at) return report(at.error());
+      // An unknown name is a bad argument of this call (meshplan.h), not a missing plan.
+      if (!at) return invalid(at.error().message);
       i = *at;
       if (bound[i])
         return invalid(str("plan '", plan, "': input '", inputs[k].name, "' is given twice"));

@@ -11,6 +11,7 @@ Result<CacheEditReport> add_all_to_cache(const std::string& path,
   // Later entries win over earlier ones with the same name or key.
   std::vector<Hash128> keys;
   for (const CacheEntryData& e : entries) {
+    MESHPLAN_TRY(check_plan_name(e.name));
     auto ref = verify_plan(e.plan, str("'", e.name, "'"));
     if (!ref) return std::unexpected(ref.error());
     keys.push_back(ref->key());
@@ -26,6 +27,7 @@ Result<CacheEditReport> add_all_to_cache(const std::string& path,
       }
 
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
+  remove_dead_temp_files(path);  // left by killed writers
   std::vector<CacheEntryData> out;
   auto existing = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
   if (existing) {

@@ -18,31 +18,6 @@ CacheEntryData copy_entry(const CacheEntryInfo& info, const PlanRef& plan) {
                         std::vector<uint8_t>(plan.bytes().begin(), plan.bytes().end())};
 }
 
-/// PATH.tmp.PID files whose writer process no longer exists. Called with the lock held, so no
-/// live add/remove/gc can own one; a live process with that PID keeps its file.
-std::vector<std::string> remove_dead_temp_files(const std::string& path) {
-  std::vector<std::string> removed;
-  std::filesystem::path target(path);
-  std::filesystem::path dir =
-      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  std::string prefix = target.filename().string() + ".tmp.";
-  std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = f.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    std::string pid_text = name.substr(prefix.size());
-    if (pid_text.empty() ||
-        !std::all_of(pid_text.begin(), pid_text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    std::error_code rm;
-    if (std::filesystem::remove(f.path(), rm)) removed.push_back(f.path().string());
-  }
-  std::sort(removed.begin(), removed.end());
-  return removed;
-}
-
 }  // namespace
 
 Result<CacheEditReport> remove_from_cache(const std::string& path,
@@ -87,6 +62,18 @@ Result<CacheEditReport> gc_cache(const std::string& path, const GcOptions& optio
                      str("cannot collect '", path,
                          "': its header or index is unreadable; remove the file and recompile")));
   PlanCache& cache = *opened;
+  // A kept name that is not in the cache is a typo, not a wish to drop everything else.
+  for (const std::string& k : options.keep) {
+    bool present = false;
+    for (size_t i = 0; i < cache.size() && !present; ++i) present = cache.entry(i).name == k;
+    if (!present) {
+      std::string names;
+      for (size_t i = 0; i < cache.size(); ++i)
+        names += str(i ? ", '" : "'", cache.entry(i).name, "'");
+      return fail(ErrorCode::not_found, "gc --keep names '", k, "', which is not in '", path,
+                  "' (its entries: ", names.empty() ? "none" : names, "); nothing removed");
+    }
+  }
   std::vector<CacheEntryData> entries;
   for (size_t i = 0; i < cache.size(); ++i) {
     CacheEntryInfo info = cache.entry(i);

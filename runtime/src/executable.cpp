@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <type_traits>
 
+#include "meshplan/device/op_model.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
@@ -27,13 +29,15 @@ Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
     // Inputs with a host transform (a prepared conv2d weight) take their host shape.
     if (input_transform(p, i)) {
       auto host = user_input_shape(p, i);
-      if (!std::ranges::equal(inputs[i].shape, host) ||
-          static_cast<int64_t>(inputs[i].data.size()) != device::volume(host))
+      if (!std::ranges::equal(inputs[i].shape, host))
         return fail(ErrorCode::invalid_argument, "input ", i, " '", p.placement(ids->Get(i)).name,
-                    "': shape ", shape_text(inputs[i].shape), " with ", inputs[i].data.size(),
-                    " values does not match its host shape ", shape_text(host), " (",
-                    input_transform_text(input_transform(p, i)), " ",
+                    "': shape ", shape_text(inputs[i].shape), " does not match its host shape ",
+                    shape_text(host), " (", input_transform_text(input_transform(p, i)), " ",
                     shape_text(p.placement(ids->Get(i)).shape), ")");
+      if (static_cast<int64_t>(inputs[i].data.size()) != device::volume(host))
+        return fail(ErrorCode::invalid_argument, "input ", i, " '", p.placement(ids->Get(i)).name,
+                    "': ", inputs[i].data.size(), " values for its host shape ", shape_text(host),
+                    ", which holds ", device::volume(host));
       continue;
     }
     device::TensorPlacement t = p.placement(ids->Get(i));
@@ -53,6 +57,27 @@ std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
   auto bytes = p.segment(static_cast<uint32_t>(segment));
   return std::span<const float>(reinterpret_cast<const float*>(bytes.data()),
                                 bytes.size() / sizeof(float));
+}
+
+/// Every tensor's placement is legal on `chip` and its reserved bytes lie inside the memory it
+/// names, so that a plan which binds never asks the host for buffers sized beyond the device
+/// (verify_plan bounds shapes; this bounds them by the chip).
+Status check_placements_fit(const PlanRef& p, const device::ChipDesc& chip) {
+  const auto* tensors = p.plan().tensors();
+  for (uint32_t id = 0; id < tensors->size(); ++id) {
+    device::TensorPlacement t = p.placement(id);
+    if (auto ok = device::check_placement(t, chip); !ok)
+      return std::unexpected(with_context(ok.error(), str("plan '", p.name(), "'")));
+    uint64_t bytes = device::AddressMap(t, chip).bytes_per_bank();
+    bool dram = t.buffer == device::BufferType::dram;
+    uint64_t capacity = dram ? chip.dram_bank_size : chip.l1_size;
+    if (bytes > capacity || t.address > capacity - bytes)
+      return fail(ErrorCode::resource_exhausted, "plan '", p.name(), "': tensor ", id, " '", t.name,
+                  "' ", shape_text(t.shape), " needs ", bytes, " bytes per ",
+                  dram ? "DRAM bank" : "core", " at address ", t.address, "; ", chip.name, "'s ",
+                  dram ? "DRAM banks" : "cores", " hold ", capacity);
+  }
+  return {};
 }
 
 }  // namespace
@@ -139,6 +164,7 @@ Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Devic
                 " (descriptor ", want.hex().substr(0, 8), "), this device is ", have.name, " ",
                 have.grid_x, "x", have.grid_y, " (descriptor ", have.hash().hex().substr(0, 8),
                 ")");
+  MESHPLAN_TRY(check_placements_fit(plan, have));
   return std::unique_ptr<Executable>(new Executable(plan, device));
 }
 
@@ -226,6 +252,15 @@ Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
 Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
   MESHPLAN_TRY(check_inputs(plan_, inputs));
   std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    return run_checked(inputs);
+  } catch (const std::bad_alloc&) {
+    return fail(ErrorCode::resource_exhausted, "plan '", plan_.name(),
+                "': the host ran out of memory while running it");
+  }
+}
+
+Result<RunResult> Executable::run_checked(std::span<const TensorView> inputs) {
   const fb::Plan& p = plan_.plan();
   device_.reset();
   // Arguments: allocate at their planned addresses, then write inputs and constants.

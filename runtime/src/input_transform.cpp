@@ -43,12 +43,14 @@ Status apply_input_transform(const PlanRef& plan, size_t index, TensorView in,
     return {};
   }
   auto host = user_input_shape(plan, index);
-  if (!std::ranges::equal(in.shape, host) ||
-      static_cast<int64_t>(in.data.size()) != device::volume(host))
+  if (!std::ranges::equal(in.shape, host))
     return fail(ErrorCode::invalid_argument, "input ", index, " '", name(), "': shape ",
-                shape_text(in.shape), " with ", in.data.size(),
-                " values does not match its host shape ", shape_text(host), " (",
+                shape_text(in.shape), " does not match its host shape ", shape_text(host), " (",
                 input_transform_text(t), " ", shape_text(device_shape), ")");
+  if (static_cast<int64_t>(in.data.size()) != device::volume(host))
+    return fail(ErrorCode::invalid_argument, "input ", index, " '", name(), "': ", in.data.size(),
+                " values for its host shape ", shape_text(host), ", which holds ",
+                device::volume(host));
   if (t->kind() == fb::InputTransformKind::reshape) {
     // The flattened form holds the same row-major bytes (verify_plan checked the volumes).
     if (in.data.size() != out.size())

@@ -6,6 +6,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/placement.hpp"
+#include "meshplan/device/size_limits.hpp"
 #include "meshplan/device/types.hpp"
 
 namespace meshplan::runtime {
@@ -16,7 +17,9 @@ namespace {
 /// FlatBuffers 2.0.8 verifier checks only the 4-byte length field's alignment).
 template <typename V>
 bool misaligned(const V* vec, size_t align) {
-  return vec && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
+  // An empty vector (a rank-0 shape) has no elements to misread, and FlatBuffers aligns only
+  // its length field.
+  return vec && vec->size() != 0 && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
 }
 
 /// Segment i of a plan, copied out byte-wise: the vector's elements need not be 8-byte aligned.
@@ -126,6 +129,8 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
   const fb::MeshInfo* m = plan.header()->mesh();
   int rows = m ? m->rows() : 1, cols = m ? m->cols() : 1;
   if (rows < 1 || cols < 1) return bad("mesh ", rows, "x", cols, " has no chips");
+  if (int64_t{rows} * cols > device::kMaxMeshChips)
+    return bad("mesh ", rows, "x", cols, " has more than ", device::kMaxMeshChips, " chips");
   int chips = rows * cols;
   if (m && (m->topology() > 1 || m->links() < 1 || !m->descriptor_hash()))
     return bad("mesh ", rows, "x", cols, " has topology ", int{m->topology()}, ", ", m->links(),
@@ -169,6 +174,8 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
       const auto* full = s->full_shape();
       if (!full || static_cast<int>(full->size()) != rank)
         return bad(role, " ", i, " needs a full shape of rank ", rank);
+      if (auto v = device::checked_volume(std::span<const int64_t>(full->data(), full->size())); !v)
+        return bad(role, " ", i, ": full shape: ", v.error().message);
       for (int d = 0; d < rank; ++d) {
         int64_t pieces = 1;
         if (devices) {
@@ -309,6 +316,27 @@ Status verify_input_transforms(const fb::Plan& plan, std::string_view what) {
   return {};
 }
 
+/// The page size a tensor's layout implies (device::expected_page_size), computed in 64 bits:
+/// a row-major page is one row (of the shard, when columns are split).
+Status verify_page_size(const fb::TensorPlan* t, uint32_t i, std::string_view what) {
+  auto dtype = static_cast<device::DType>(t->dtype());
+  uint64_t want = device::tile_bytes(dtype);
+  if (t->layout() == fb::TileLayout::row_major) {
+    bool split_cols =
+        t->memory() == fb::MemLayout::width_sharded || t->memory() == fb::MemLayout::block_sharded;
+    int64_t w = t->shape()->size() == 0 ? 1 : t->shape()->Get(t->shape()->size() - 1);
+    if (split_cols) w = std::min<int64_t>(t->shard()->shape()->Get(1), w);
+    want = static_cast<uint64_t>(w) * device::element_bytes(dtype);
+    if (want == 0)
+      return fail(ErrorCode::corrupt, "plan ", what, ": tensor ", i, ": ",
+                  device::dtype_name(dtype), " is a block format and cannot be row-major");
+  }
+  if (t->page_size() != want)
+    return fail(ErrorCode::corrupt, "plan ", what, ": tensor ", i, ": page size ", t->page_size(),
+                " does not follow from its shape, dtype and layout (", want, " bytes)");
+  return {};
+}
+
 }  // namespace
 
 // Flattened for the same reason as verify_structure: the invariant loops below read every tensor
@@ -364,6 +392,11 @@ Status verify_input_transforms(const fb::Plan& plan, std::string_view what) {
       return bad("tensor ", i, ": a shape vector is misaligned");
     for (int64_t d : *t->shape())
       if (d <= 0) return bad("tensor ", i, " has dimension ", d);
+    // Sizes follow from shapes: within the limits every tool applies, so that element counts,
+    // byte sizes, page counts and addresses computed from them cannot overflow.
+    auto volume =
+        device::checked_volume(std::span<const int64_t>(t->shape()->data(), t->shape()->size()));
+    if (!volume) return bad("tensor ", i, ": ", volume.error().message);
     if (static_cast<int>(t->dtype()) > static_cast<int>(fb::DType::MAX) ||
         static_cast<int>(t->layout()) > static_cast<int>(fb::TileLayout::MAX) ||
         static_cast<int>(t->buffer()) > static_cast<int>(fb::BufferType::MAX) ||
@@ -379,14 +412,22 @@ Status verify_input_transforms(const fb::Plan& plan, std::string_view what) {
                    " core ranges and a 2-D shard shape");
       if (static_cast<int>(s->orientation()) > static_cast<int>(fb::ShardOrientation::MAX))
         return bad("tensor ", i, " has an unknown shard orientation");
+      int64_t rows = s->shape()->Get(0), cols = s->shape()->Get(1), shard_volume = 0;
+      if (rows < 1 || cols < 1 || rows > device::kMaxDimension || cols > device::kMaxDimension ||
+          __builtin_mul_overflow(rows, cols, &shard_volume) ||
+          shard_volume > device::kMaxTensorElements * device::kTileElems)
+        return bad("tensor ", i, ": shard shape [", rows, "x", cols, "] is outside the limits");
     }
+    MESHPLAN_TRY(verify_page_size(plan->tensors()->Get(i), i, what));
     if (t->role() == fb::TensorRole::constant) {
       if (t->segment() < 0 || static_cast<uint32_t>(t->segment()) >= n_segments)
         return bad("constant tensor ", i, " names segment ", t->segment(), " of ", n_segments);
-      uint64_t volume = 1;
-      for (int64_t d : *t->shape()) volume *= static_cast<uint64_t>(d);
-      if (segment_at(*plan, static_cast<uint32_t>(t->segment())).size() != volume * sizeof(float))
-        return bad("constant tensor ", i, ": segment size does not match its shape");
+      uint64_t size = segment_at(*plan, static_cast<uint32_t>(t->segment())).size();
+      if (size != static_cast<uint64_t>(*volume) * sizeof(float))
+        return bad("constant tensor ", i, ": segment of ", size, " bytes does not hold its shape ",
+                   device::shape_limit_text(
+                       std::span<const int64_t>(t->shape()->data(), t->shape()->size())),
+                   " as f32 (", *volume * 4, " bytes)");
     }
   }
   auto check_ids = [&](const flatbuffers::Vector<uint32_t>* ids, std::string_view role,

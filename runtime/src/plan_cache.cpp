@@ -52,6 +52,18 @@ std::string sys_error(std::string_view what, const std::string& path) {
   return str(what, " '", path, "': ", std::strerror(errno));
 }
 
+/// invalid_argument unless `st` is a regular file, naming what it is instead.
+Status require_regular_file(const struct stat& st, std::string_view what, const std::string& path) {
+  if (S_ISREG(st.st_mode)) return {};
+  std::string_view kind = S_ISDIR(st.st_mode)    ? "is a directory"
+                          : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+                          : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+                          : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
+                          : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
+                                                 : "is not a regular file";
+  return fail(ErrorCode::invalid_argument, what, " '", path, "' ", kind);
+}
+
 }  // namespace
 
 struct PlanCache::Impl {
@@ -76,14 +88,25 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Refuse what is not a regular file before opening it: open() blocks on a FIFO until a
+  // writer appears, and mmap of a directory fails with a confusing "No such device".
+  // O_NONBLOCK and the fstat below close the window where the path is swapped in between.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io,
+                sys_error("cannot open plan cache", path));
+  MESHPLAN_TRY(require_regular_file(st, "plan cache", path));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fail(errno == ENOENT ? ErrorCode::not_found : ErrorCode::io,
                 sys_error("cannot open plan cache", path));
-  struct stat st;
   if (fstat(fd, &st) != 0) {
     ::close(fd);
     return fail(ErrorCode::io, sys_error("cannot stat plan cache", path));
+  }
+  if (auto regular = require_regular_file(st, "plan cache", path); !regular) {
+    ::close(fd);
+    return std::unexpected(regular.error());
   }
   impl->size = static_cast<size_t>(st.st_size);
   if (impl->size < sizeof(FileHeader)) {
@@ -127,9 +150,12 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
     return fail(ErrorCode::corrupt, "plan cache '", path, "': entry counts disagree");
   for (uint32_t i = 0; i < n; ++i) {
     const fb::CacheEntry* e = entries->Get(i);
-    if (e->offset() % 64 != 0 || e->offset() > impl->size || e->size() > impl->size - e->offset())
-      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i,
-                  " lies outside the file");
+    if (e->offset() % 64 != 0)
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i, " starts at offset ",
+                  e->offset(), ", which is not a multiple of 64");
+    if (e->offset() > impl->size || e->size() > impl->size - e->offset())
+      return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i, " [", e->offset(),
+                  ", +", e->size(), ") lies outside the file's ", impl->size, " bytes");
     if (i > 0 && !key_less(key_of(entries->Get(i - 1)), key_of(e)))
       return fail(ErrorCode::corrupt, "plan cache '", path, "': index is not sorted by key");
     if (by_name->Get(i) >= n)
@@ -337,8 +363,30 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
   return {};
 }
 
+Status check_plan_name(std::string_view name) {
+  if (name.empty()) return fail(ErrorCode::invalid_argument, "a plan name may not be empty");
+  if (name.size() > kMaxPlanNameBytes)
+    return fail(ErrorCode::invalid_argument, "plan name '", name.substr(0, 40), "...' has ",
+                name.size(), " bytes, more than ", kMaxPlanNameBytes);
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x21 || c > 0x7e) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      std::string shown;
+      for (char k : name.substr(0, 40)) shown += (k >= 0x21 && k <= 0x7e) ? k : '?';
+      return fail(ErrorCode::invalid_argument, "plan name '", shown, "' has byte ", hex,
+                  c == ' ' ? " (a space)" : "", " at offset ", i,
+                  "; names are printable ASCII without spaces");
+    }
+  }
+  return {};
+}
+
 Status add_to_cache(const std::string& path, CacheEntryData entry) {
+  MESHPLAN_TRY(check_plan_name(entry.name));
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
+  remove_dead_temp_files(path);  // left by killed writers
   auto new_ref = verify_plan(entry.plan, str("'", entry.name, "'"));
   if (!new_ref) return std::unexpected(new_ref.error());
   Hash128 new_key = new_ref->key();

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "cache_commands.hpp"
@@ -299,12 +300,19 @@ Result<int> run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "cache")
-    return meshplan::tools::cache_command(argc - 1, argv + 1);
-  auto code = run(argc, argv);
-  if (!code) {
-    std::fprintf(stderr, "meshplan-run: error: %s\n", code.error().to_string().c_str());
+  // Host tensors are sized from verified plans (at most 2^32 elements each); a host that cannot
+  // hold them is an error, not an abort.
+  try {
+    if (argc >= 2 && std::string(argv[1]) == "cache")
+      return meshplan::tools::cache_command(argc - 1, argv + 1);
+    auto code = run(argc, argv);
+    if (!code) {
+      std::fprintf(stderr, "meshplan-run: error: %s\n", code.error().to_string().c_str());
+      return 1;
+    }
+    return *code;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "meshplan-run: error: resource_exhausted: out of host memory\n");
     return 1;
   }
-  return *code;
 }

@@ -1,6 +1,8 @@
 // IREE-style tensor text and .npy files for meshplan-run.
 #include "tensor_io.hpp"
 
+#include "meshplan/device/size_limits.hpp"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -29,10 +31,16 @@ Result<std::vector<int64_t>> parse_dims(std::string_view spec, std::string_view 
     }
     char* end = nullptr;
     std::string digits(part);
+    errno = 0;
     long long d = std::strtoll(digits.c_str(), &end, 10);
-    if (digits.empty() || *end || d <= 0 || d > (1ll << 31))
+    if (digits.empty() || *end || d <= 0)
       return fail(ErrorCode::invalid_argument, "--input '", whole, "': dimension '", part,
                   "' is not a positive integer");
+    if (d > device::kMaxDimension || errno == ERANGE)
+      return fail(ErrorCode::invalid_argument, "--input '", whole, "': dimension '", part,
+                  "' is larger than ", device::kMaxDimension,
+                  ", the largest dimension a tensor "
+                  "may have");
     dims.push_back(d);
     start = x + 1;
   }
@@ -47,10 +55,15 @@ Result<runtime::Tensor> parse_input(std::string_view text) {
     return fail(ErrorCode::invalid_argument, "--input '", text,
                 "': expected SHAPExf32=VALUES or @file.npy");
   std::vector<int64_t> dims = MESHPLAN_TRY(parse_dims(text.substr(0, eq), text));
-  int64_t volume = 1;
-  for (int64_t d : dims) volume *= d;
-  if (volume > (int64_t{1} << 28))
-    return fail(ErrorCode::invalid_argument, "--input '", text.substr(0, eq), "': too large");
+  auto checked = device::checked_volume(dims);
+  if (!checked)
+    return fail(ErrorCode::invalid_argument, "--input '", text.substr(0, eq),
+                "': ", checked.error().message);
+  // Values are written out in the flag itself: 2^28 of them is already far beyond a command line.
+  if (*checked > (int64_t{1} << 28))
+    return fail(ErrorCode::invalid_argument, "--input '", text.substr(0, eq), "': ", *checked,
+                " values is more than an inline --input may hold (", int64_t{1} << 28,
+                "); use --input=@file.npy");
   runtime::Tensor t(dims);
   std::string values(text.substr(eq + 1));
   std::vector<float> parsed;
@@ -71,11 +84,11 @@ Result<runtime::Tensor> parse_input(std::string_view text) {
   }
   if (parsed.size() == 1)
     std::fill(t.data.begin(), t.data.end(), parsed[0]);
-  else if (static_cast<int64_t>(parsed.size()) == volume)
+  else if (static_cast<int64_t>(parsed.size()) == *checked)
     std::copy(parsed.begin(), parsed.end(), t.data.begin());
   else
     return fail(ErrorCode::invalid_argument, "--input '", text.substr(0, eq), "': ", parsed.size(),
-                " values for ", volume, " elements");
+                " values for ", *checked, " elements");
   return t;
 }
 
@@ -132,13 +145,18 @@ Result<runtime::Tensor> read_npy(const std::string& path) {
       ++i;
       continue;
     }
-    size_t used = 0;
-    long long d = std::stoll(shape_text.substr(i), &used);
-    if (d <= 0 || d > (1ll << 31))
-      return fail(ErrorCode::invalid_argument, "'", path, "': bad dimension ", d);
+    errno = 0;
+    char* end = nullptr;
+    long long d = std::strtoll(shape_text.c_str() + i, &end, 10);
+    if (errno == ERANGE || d <= 0 || d > device::kMaxDimension)
+      return fail(ErrorCode::invalid_argument, "'", path, "': dimension ",
+                  shape_text.substr(i, static_cast<size_t>(end - (shape_text.c_str() + i))),
+                  " is outside [1, ", device::kMaxDimension, "]");
     dims.push_back(d);
-    i += used;
+    i = static_cast<size_t>(end - shape_text.c_str());
   }
+  if (auto checked = device::checked_volume(dims); !checked)
+    return fail(ErrorCode::invalid_argument, "'", path, "': ", checked.error().message);
   int64_t volume = 1;
   for (int64_t d : dims) {
     volume *= d;

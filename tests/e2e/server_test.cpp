@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -250,7 +251,7 @@ TEST_CASE("meshplan-server on stdin: start-up report, requests from several thre
 TEST_CASE("meshplan-server on a loopback port: concurrent clients get the reference's answers") {
   test::TempDir dir;
   std::string cache = make_cache(dir);
-  ServerProcess server({cache, "--port", "0", "--threads", "3"});
+  ServerProcess server({cache, "--port", "0", "--threads", "3", "--remote-quit"});
   INFO(server.log);
   REQUIRE(server.port > 0);
   CHECK(server.log.find("ready: 2 of 2 plans from") != std::string::npos);
@@ -447,7 +448,8 @@ size_t wait_for_threads(pid_t pid, size_t want) {
 TEST_CASE("meshplan-server --max-connections refuses one over the limit and reaps closed ones") {
   test::TempDir dir;
   std::string cache = make_cache(dir);
-  ServerProcess server({cache, "--port", "0", "--threads", "1", "--max-connections", "2"});
+  ServerProcess server(
+      {cache, "--port", "0", "--threads", "1", "--max-connections", "2", "--remote-quit"});
   INFO(server.log);
   REQUIRE(server.port > 0);
 
@@ -518,4 +520,133 @@ TEST_CASE("meshplan-server serves a ring and a linear plan of one model on two m
   CHECK(ring["xxh0"] == linear["xxh0"]);  // same numerics
   CHECK(std::stod(ring["device_us"]) < std::stod(linear["device_us"]));
   CHECK(out.text.find("done: 2 served, 0 failed") != std::string::npos);
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// Sends `text` whole (blocking socket).
+void send_all(int fd, const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+    REQUIRE(n > 0);
+    at += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "meshplan-server: a client that never reads is dropped, others are served, SIGTERM is "
+    "bounded") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  ServerProcess server({cache, "--port", "0", "--threads", "2", "--request-timeout", "1",
+                        "--shutdown-timeout", "1"});
+  INFO(server.log);
+  REQUIRE(server.port > 0);
+  // The hog pipelines requests as fast as the server takes them and never reads a reply.
+  std::atomic<bool> hog_dropped{false};
+  std::thread hog([&] {
+    int fd = connect_to(server.port);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    std::string burst;
+    for (int i = 0; i < 4096; ++i) burst += i % 2 ? "list\n" : "run tiny random 1\n";
+    auto start = std::chrono::steady_clock::now();
+    size_t at = 0;
+    while (seconds_since(start) < 20) {
+      ssize_t n = ::send(fd, burst.data() + at, burst.size() - at, MSG_NOSIGNAL);
+      if (n > 0) {
+        at = (at + static_cast<size_t>(n)) % burst.size();
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        hog_dropped = true;  // EPIPE / ECONNRESET: the server closed the connection
+        break;
+      }
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 50);
+    }
+    ::close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Meanwhile another client is answered promptly.
+  auto t0 = std::chrono::steady_clock::now();
+  int other = connect_to(server.port);
+  send_all(other, "run tiny random 5\n");
+  std::string pending, line;
+  REQUIRE(read_line(other, &pending, &line, 10));
+  CHECK(line.rfind("ok #0 tiny ", 0) == 0);
+  CHECK(seconds_since(t0) < 5);
+  ::close(other);
+  hog.join();
+  CHECK(hog_dropped.load());
+
+  // SIGTERM while a connected client keeps a request line unfinished: the server still exits,
+  // within the shutdown timeout plus a poll interval.
+  int idle = connect_to(server.port);
+  send_all(idle, "run ti");
+  auto t1 = std::chrono::steady_clock::now();
+  REQUIRE(::kill(server.pid, SIGTERM) == 0);
+  CHECK(server.wait() == 0);
+  CHECK(seconds_since(t1) < 4);
+  CHECK(server.log.find("connections dropped for not reading their replies") != std::string::npos);
+  ::close(idle);
+}
+
+TEST_CASE(
+    "meshplan-server: idle and unfinished connections time out; quit needs the admin "
+    "channel; a damaged entry is reported corrupt") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  // Damage the tiny plan's bytes: its graph name, after the index (the last "tiny" in the file).
+  std::vector<uint8_t> bytes = test::read_bytes(cache);
+  std::string text(bytes.begin(), bytes.end());
+  size_t at = text.rfind("tiny");
+  REQUIRE(at != std::string::npos);
+  bytes[at] ^= 0x20;
+  test::write_bytes(cache, bytes);
+
+  ServerProcess server({cache, "--port", "0", "--threads", "1", "--max-connections", "2",
+                        "--idle-timeout", "1", "--request-timeout", "1"});
+  INFO(server.log);
+  REQUIRE(server.port > 0);
+  CHECK(server.log.find("ready: 1 of 2 plans") != std::string::npos);
+  int a = connect_to(server.port), b = connect_to(server.port);
+  std::string pa, pb, line;
+  send_all(a, "run tiny random 1\nquit\nlist\n");
+  REQUIRE(read_line(a, &pa, &line, 10));
+  CHECK(line.rfind("error #0 corrupt: plan 'tiny' is damaged in the cache and not served: ", 0) ==
+        0);
+  REQUIRE(read_line(a, &pa, &line, 10));
+  CHECK(line.rfind("error #1 invalid_argument: quit is accepted only from the admin channel", 0) ==
+        0);
+  REQUIRE(read_line(a, &pa, &line, 10));
+  CHECK(line == "ok #2 plans=1 mlp");
+  // b started a line and never finished it; a stays idle. Both are closed with a reason.
+  send_all(b, "run ml");
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(read_line(b, &pb, &line, 10));
+  CHECK(line ==
+        "error #0 resource_exhausted: request line unfinished after 1 s; closing the "
+        "connection");
+  CHECK_FALSE(read_line(b, &pb, &line, 10));
+  REQUIRE(read_line(a, &pa, &line, 10));
+  CHECK(line == "error #3 resource_exhausted: idle for more than 1 s; closing the connection");
+  CHECK_FALSE(read_line(a, &pa, &line, 10));
+  CHECK(seconds_since(t0) < 5);
+  ::close(a);
+  ::close(b);
+  // Their slots are free again: a new client is served.
+  int c = connect_to(server.port);
+  std::string pc;
+  send_all(c, "run mlp random 2\n");
+  REQUIRE(read_line(c, &pc, &line, 30));
+  CHECK(line.rfind("ok #0 mlp ", 0) == 0);
+  ::close(c);
+  REQUIRE(::kill(server.pid, SIGTERM) == 0);
+  CHECK(server.wait() == 0);
 }

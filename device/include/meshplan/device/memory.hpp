@@ -41,7 +41,8 @@ class SparseMemory {
 struct MiFree {
   void operator()(void* p) const;
 };
-/// `count` floats, 64-byte aligned, from mimalloc (zeroed).
+/// `count` floats, 64-byte aligned, from mimalloc (zeroed); null when the host is out of memory
+/// (callers check).
 std::unique_ptr<float[], MiFree> alloc_floats(size_t count);
 
 }  // namespace meshplan::device

@@ -31,7 +31,8 @@ Result<CacheEditReport> remove_from_cache(const std::string& path,
 struct GcOptions {
   /// Drop plans whose planner version differs from this (empty: keep every version).
   std::string planner_version = std::string(kPlannerVersion);
-  /// If not empty, keep only these names (others are dropped as "not in the keep list").
+  /// If not empty, keep only these names (others are dropped as "not in the keep list"); a name
+  /// here that the cache does not hold is a not_found error and nothing is removed.
   std::vector<std::string> keep;
   /// Report what would be dropped without writing anything.
   bool dry_run = false;

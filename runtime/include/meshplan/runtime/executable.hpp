@@ -64,7 +64,8 @@ class Executable {
   /// Runs the plan with `inputs` bound by position (plan input order), each of input_shape(i).
   /// Shape mismatches name the offending input (and, for a prepared weight, both shapes). The
   /// device is reset first. Thread-safe: concurrent calls are serialised on this Executable's
-  /// device; bind one Executable per device to run in parallel.
+  /// device; bind one Executable per device to run in parallel. Running out of host memory is a
+  /// resource_exhausted error, not an exception.
   Result<RunResult> run(std::span<const TensorView> inputs);
   /// Runs the plan with every input bound by name, in any order. Errors name the input: unknown
   /// names, inputs given twice, inputs missing, shape or size mismatches.
@@ -72,6 +73,8 @@ class Executable {
 
  private:
   Executable(PlanRef plan, device::Device& device) : plan_(plan), device_(device) {}
+  /// run() after its input checks, holding mutex_; may throw std::bad_alloc.
+  Result<RunResult> run_checked(std::span<const TensorView> inputs);
   PlanRef plan_;
   device::Device& device_;
   std::mutex mutex_;

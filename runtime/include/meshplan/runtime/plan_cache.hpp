@@ -78,9 +78,18 @@ struct CacheEntryData {
 /// Readers that mapped the old file keep it. Entry names and keys must be unique.
 Status write_cache(const std::string& path, std::vector<CacheEntryData> entries);
 
+/// Longest plan name, in bytes.
+inline constexpr size_t kMaxPlanNameBytes = 256;
+
+/// invalid_argument unless `name` is a plan name: 1 to kMaxPlanNameBytes printable ASCII
+/// characters other than space (0x21-0x7E), so that every tool and protocol can print it on
+/// one line and a client can ask for it as one word. The message names the offending byte.
+Status check_plan_name(std::string_view name);
+
 /// Adds `entry` to the cache at `path` (created if missing), replacing any entry with the same
 /// name or key. Writers are serialised with a lock file (`path`.lock). A corrupt existing
-/// cache is not overwritten: the error says so and nothing is lost.
+/// cache is not overwritten: the error says so and nothing is lost. The name must pass
+/// check_plan_name().
 Status add_to_cache(const std::string& path, CacheEntryData entry);
 
 }  // namespace meshplan::runtime
