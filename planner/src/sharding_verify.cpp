@@ -1,6 +1,7 @@
 // Checks every sharding a module states against its mesh before the mesh pipeline uses it, as
 // Shardy's verifier does: the mesh exists, every axis (or sub-axis) is one of the mesh's, no axis
-// is used twice in one sharding, the rank matches and each dim divides by its axes.
+// is used twice in one sharding, the rank matches; and, where Shardy would pad, each dim divides
+// by its axes (meshplan's shards are never padded).
 #include "meshplan/planner/sharding.hpp"
 
 namespace meshplan::planner::shlo {
@@ -53,7 +54,7 @@ Status check(const Module& m, const TensorSharding& s, const TensorType& type,
     if (split > 1 && type.shape[d] % split != 0)
       return fail(ErrorCode::invalid_argument, where(), ": dim ", d, " of size ", type.shape[d],
                   " is not divisible by the ", split, " devices of its axes on mesh ",
-                  mesh_text(*mesh));
+                  mesh_text(*mesh), " (meshplan does not pad shards)");
   }
   for (const AxisRef& a : s.replicated) MESHPLAN_TRY(use(a));
   for (const AxisRef& a : s.unreduced) MESHPLAN_TRY(use(a));

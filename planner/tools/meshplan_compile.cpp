@@ -265,20 +265,6 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
   std::vector<std::string> notes;
   options.notes = &notes;
   MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
-  const std::string& model = args.model.empty() ? module.file : args.model;
-  for (const std::string& n : notes)
-    std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
-  if (options.stop_after == planner::shlo::Stage::close && module.main_mesh() &&
-      module.main_mesh()->devices() > 1) {
-    // What each reshard and partial-sum reduction costs: bytes each chip sends over its link.
-    planner::shlo::CommStats comm = MESHPLAN_TRY(planner::shlo::communication(module));
-    for (const auto& c : comm.ops)
-      std::fprintf(stderr, "meshplan-compile: %s: %s on groups of %d at %s: %.0f bytes per chip\n",
-                   model.c_str(), c.kind.c_str(), c.group, c.loc.str().c_str(), c.bytes);
-    std::fprintf(stderr,
-                 "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
-                 model.c_str(), comm.bytes, comm.ops.size());
-  }
   if (args.emit == "sdy" || args.emit == "stablehlo") {
     std::string text = planner::shlo::print_module(module);
     if (args.output.empty()) {
@@ -289,6 +275,24 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
       if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
     }
     return std::nullopt;
+  }
+  // The compile summary of a planned module: what the passes decided, what each collective
+  // costs (a printed module, --emit, stays the only output).
+  const std::string& model = args.model.empty() ? module.file : args.model;
+  for (const std::string& n : notes)
+    std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
+  if (options.stop_after == planner::shlo::Stage::close && module.main_mesh() &&
+      module.main_mesh()->devices() > 1) {
+    // What each reshard and partial-sum reduction costs: bytes each chip sends over its link.
+    planner::shlo::CommStats comm = MESHPLAN_TRY(planner::shlo::communication(module));
+    for (const auto& c : comm.ops) {
+      std::string groups = c.kind == "collective_permute" ? "" : str(" on groups of ", c.group);
+      std::fprintf(stderr, "meshplan-compile: %s: %s%s at %s: %.0f bytes per chip\n", model.c_str(),
+                   c.kind.c_str(), groups.c_str(), c.loc.str().c_str(), c.bytes);
+    }
+    std::fprintf(stderr,
+                 "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
+                 model.c_str(), comm.bytes, comm.ops.size());
   }
   return planner::shlo::lower_to_graph(module);
 }

@@ -122,3 +122,47 @@ TEST_CASE("--mesh must have the module's device count; --presharded takes per-ch
   INFO(inspected.text);
   CHECK(inspected.text.find("per chip [32x32], identity") != std::string::npos);
 }
+
+TEST_CASE("the compile summary says what the batch-parallel analysis decided and why") {
+  test::TempDir dir;
+  const std::string mlir = dir.file("b.mlir");
+  // The batch factor of the result flows from %a (through the dot) and %b (through the add);
+  // %w carries only the contracting and column factors.
+  write(mlir,
+        "func.func public @main(%a: tensor<32x16xf32>, %w: tensor<16x8xf32>, %b: "
+        "tensor<32x8xf32>) -> tensor<32x8xf32> {\n"
+        "  %0 = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0] : (tensor<32x16xf32>, "
+        "tensor<16x8xf32>) -> tensor<32x8xf32>\n"
+        "  %1 = stablehlo.add %0, %b : tensor<32x8xf32>\n"
+        "  return %1 : tensor<32x8xf32>\n}\n");
+  auto r = test::run_shell(kCompile + " " + mlir + " --mesh 1x4 -o " + dir.file("c.mpc"));
+  INFO(r.text);
+  REQUIRE(r.status == 0);
+  CHECK(r.text.find("batch parallel: %arg0 dim 0, %arg2 dim 0 split over \"batch\" (4 ways); the "
+                    "factor of size 32 of the first result's dim 0") != std::string::npos);
+  CHECK(r.text.find("communication 0 bytes per chip in 0 collectives") != std::string::npos);
+  // A reduction over the leading dim makes dim 1 the result's parallel factor.
+  const std::string red = dir.file("r.mlir");
+  write(red,
+        "func.func public @main(%a: tensor<32x16xf32>) -> tensor<16xf32> {\n"
+        "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : "
+        "(tensor<32x16xf32>, tensor<f32>) -> tensor<16xf32>\n"
+        "  return %0 : tensor<16xf32>\n}\n");
+  auto s = test::run_shell(kCompile + " " + red + " --mesh 1x2 -o " + dir.file("d.mpc"));
+  INFO(s.text);
+  CHECK(s.text.find("batch parallel: %arg0 dim 1 split over \"batch\" (2 ways)") !=
+        std::string::npos);
+  // A concatenate along the leading dim stops it, and the summary names the op.
+  const std::string cat = dir.file("k.mlir");
+  write(cat,
+        "func.func public @main(%a: tensor<32x16xf32>) -> tensor<64x16xf32> {\n"
+        "  %0 = stablehlo.concatenate %a, %a, dim = 0 : (tensor<32x16xf32>, tensor<32x16xf32>) "
+        "-> tensor<64x16xf32>\n"
+        "  return %0 : tensor<64x16xf32>\n}\n");
+  auto k = test::run_shell(kCompile + " " + cat + " --mesh 1x2 -o " + dir.file("e.mpc"));
+  INFO(k.text);
+  CHECK(k.text.find("no batch parallelism: the factor of the first result's dim 0 is not a "
+                    "batch: stablehlo.concatenate at ") != std::string::npos);
+  CHECK(k.text.find("needs it whole") != std::string::npos);
+}

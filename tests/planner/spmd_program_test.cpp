@@ -51,7 +51,7 @@ TEST_CASE("DP on 2x4: the batch dim is split over both axes, no collective") {
   CHECK((*shards)[1].type == "replicate");
   CHECK((*shards)[4].shard_shape == std::vector<int64_t>{8, 1});
   auto summary = print_spmd_summary(m);
-  REQUIRE(summary.has_value());
+  REQUIRE_MESSAGE(summary.has_value(), summary.error().message);
   CHECK(summary->ends_with("bytes_per_device_link 0\n"));
 }
 
