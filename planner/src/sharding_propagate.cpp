@@ -19,8 +19,9 @@ struct Slot {
   bool updatable;
 };
 
+/// A dim's user priority; none written is p0 (Shardy's default).
 int64_t priority_of(const DimSharding& d) {
-  return d.priority < 0 ? INT64_MAX : d.priority;
+  return d.priority < 0 ? 0 : d.priority;
 }
 
 bool is_prefix(const std::vector<AxisRef>& p, const std::vector<AxisRef>& of) {
@@ -46,7 +47,7 @@ class Propagator {
       auto proj = project(math_, rule, *s.dims, sh);
       for (size_t d = 0; d < s.dims->size(); ++d)
         for (int f : (*s.dims)[d])
-          if (!proj[static_cast<size_t>(f)].empty())
+          if (!proj[static_cast<size_t>(f)].empty() && priority_of(sh.dims[d]) <= level_)
             cands[static_cast<size_t>(f)].push_back(
                 {proj[static_cast<size_t>(f)], priority_of(sh.dims[d])});
     }
@@ -94,7 +95,8 @@ class Propagator {
       if (sh.dims.size() != s.rank) continue;
       for (size_t d = 0; d < s.rank; ++d) {
         DimSharding& dim = sh.dims[d];
-        if (!dim.open) continue;
+        // A dim of a later priority is not extended before its own iteration.
+        if (!dim.open || priority_of(dim) > level_) continue;
         std::vector<AxisRef> want;
         for (int f : (*s.dims)[d]) {
           const auto& axes = chosen[static_cast<size_t>(f)];
@@ -191,37 +193,51 @@ class Propagator {
       return step(rule, slots);
     };
 
-    for (int round = 0; round < 2; ++round) {
-      std::deque<size_t> work;
-      std::vector<bool> queued(body.size(), false);
-      auto eligible = [&](size_t i) {
-        return round == 1 || m_.ops[body[i]].name == "func.return" || rules[i].pass_through;
-      };
-      for (size_t i = 0; i < body.size(); ++i)
-        if (eligible(i)) {
-          work.push_back(i);
-          queued[i] = true;
-        }
-      while (!work.empty()) {
-        size_t i = work.front();
-        work.pop_front();
-        queued[i] = false;
-        if (!visit(i)) continue;
-        const Op& op = m_.ops[body[i]];
-        auto wake = [&](ValueId v) {
-          auto push = [&](size_t j) {
-            if (j != SIZE_MAX && !queued[j] && eligible(j)) {
-              queued[j] = true;
-              work.push_back(j);
-            }
-          };
-          push(producer[v]);
-          for (size_t u : users[v]) push(u);
+    // User priorities: iteration p propagates the dims of priority <= p to the whole program
+    // (each iteration a full op-priority propagation), so a p0 sharding reaches every tensor it
+    // can before any p1 sharding meets it.
+    std::vector<int64_t> levels = {0};
+    auto note_levels = [&](const std::optional<TensorSharding>& sh) {
+      if (sh)
+        for (const DimSharding& d : sh->dims) levels.push_back(priority_of(d));
+    };
+    for (const auto& sh : shard_) note_levels(sh);
+    for (const auto& sh : result_shard_) note_levels(sh);
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    for (int64_t level : levels)
+      for (int round = 0; round < 2; ++round) {
+        level_ = level;
+        std::deque<size_t> work;
+        std::vector<bool> queued(body.size(), false);
+        auto eligible = [&](size_t i) {
+          return round == 1 || m_.ops[body[i]].name == "func.return" || rules[i].pass_through;
         };
-        for (ValueId v : op.operands) wake(v);
-        for (ValueId v : op.results) wake(v);
+        for (size_t i = 0; i < body.size(); ++i)
+          if (eligible(i)) {
+            work.push_back(i);
+            queued[i] = true;
+          }
+        while (!work.empty()) {
+          size_t i = work.front();
+          work.pop_front();
+          queued[i] = false;
+          if (!visit(i)) continue;
+          const Op& op = m_.ops[body[i]];
+          auto wake = [&](ValueId v) {
+            auto push = [&](size_t j) {
+              if (j != SIZE_MAX && !queued[j] && eligible(j)) {
+                queued[j] = true;
+                work.push_back(j);
+              }
+            };
+            push(producer[v]);
+            for (size_t u : users[v]) push(u);
+          };
+          for (ValueId v : op.operands) wake(v);
+          for (ValueId v : op.results) wake(v);
+        }
       }
-    }
 
     // Write back: every op result and function result carries a sharding.
     for (const ArgInfo& a : f.args) {
@@ -261,6 +277,7 @@ class Propagator {
   AxisMath math_;
   std::vector<std::optional<TensorSharding>> shard_;
   std::vector<std::optional<TensorSharding>> result_shard_;
+  int64_t level_ = INT64_MAX;  ///< The user-priority iteration being run.
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "meshplan/planner/spmd.hpp"
 #include "spmd_util.hpp"
@@ -634,20 +635,26 @@ Result<CommStats> communication(const Module& m) {
       const TensorType& out = m.values[op.results[0]].type;
       double in_bytes = static_cast<double>(in.volume() * element_bytes(in.element));
       double out_bytes = static_cast<double>(out.volume() * element_bytes(out.element));
-      double f = (group - 1) / group;
+      double f = (group - 1) / group, bytes = 0;
       if (c.kind == "all_gather")
-        s.bytes += f * out_bytes;
+        bytes = f * out_bytes;
       else if (c.kind == "reduce_scatter")
-        s.bytes += f * in_bytes;
+        bytes = f * in_bytes;
       else if (c.kind == "all_reduce")
-        s.bytes += 2 * f * in_bytes;
+        bytes = 2 * f * in_bytes;
       else if (c.kind == "all_to_all")
-        s.bytes += f * in_bytes;
+        bytes = f * in_bytes;
       else if (std::any_of(c.pairs.begin(), c.pairs.end(),
                            [](const auto& p) { return p.first != p.second; }))
-        s.bytes += in_bytes;  // collective_permute: each moving device sends its local tensor
+        bytes = in_bytes;  // collective_permute: each moving device sends its local tensor
+      s.bytes += bytes;
+      s.ops.push_back({c.kind, op.loc, bytes, static_cast<int>(group)});
     }
   }
+  std::stable_sort(
+      s.ops.begin(), s.ops.end(), [](const CommStats::Item& a, const CommStats::Item& b) {
+        return std::tie(a.loc.line, a.loc.col, a.kind) < std::tie(b.loc.line, b.loc.col, b.kind);
+      });
   for (const auto& [k, n] : counts) s.counts.emplace_back(k, n);
   return s;
 }

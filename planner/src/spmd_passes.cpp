@@ -96,7 +96,7 @@ Status apply_argument_types(Module& m, const std::vector<std::string>& types) {
   return {};
 }
 
-Status apply_shard_status(Module& m) {
+Status apply_shard_status(Module& m, bool presharded) {
   Func* f = m.entry();
   if (!f) return {};
   for (ArgInfo& a : f->args) {
@@ -105,10 +105,17 @@ Status apply_shard_status(Module& m) {
     // replicate at the boundary, not identity).
     bool stated = false;
     for (const auto& [k, v] : a.attrs) stated |= k == "ttcore.shard_status";
-    if (stated) continue;
-    set_attr(a.attrs, "ttcore.shard_status",
-             opaque(std::string("#ttcore.shard_status<") +
-                    (m.values[a.value].sharding ? "sharded" : "unsharded") + ">"));
+    auto& sharding = m.values[a.value].sharding;
+    const bool sharded = presharded && sharding;
+    if (!stated)
+      set_attr(
+          a.attrs, "ttcore.shard_status",
+          opaque(std::string("#ttcore.shard_status<") + (sharded ? "sharded" : "unsharded") + ">"));
+    // A global host array is the reduced value: only pre-split pieces can be partial sums.
+    bool split = sharded;
+    for (const auto& [k, v] : a.attrs)
+      if (k == "ttcore.shard_status") split = v.text.find("<sharded>") != std::string::npos;
+    if (!split && sharding) sharding->unreduced.clear();
   }
   return {};
 }
@@ -116,12 +123,14 @@ Status apply_shard_status(Module& m) {
 Status apply_argument_sharding(Module& m, const PipelineOptions& options) {
   Func* f = m.entry();
   if (!f) return {};
+  const bool given = options.mesh_rows > 0 && options.mesh_cols > 0;
   if (m.meshes.empty()) {
     MeshDecl mesh;
     mesh.name = "mesh";
-    mesh.axes = {{"model", options.mesh_rows}, {"batch", options.mesh_cols}};
+    mesh.axes = {{"model", given ? options.mesh_rows : 1},
+                 {"batch", given ? options.mesh_cols : 1}};
     m.meshes.push_back(mesh);
-  } else if (m.main_mesh()->devices() != options.mesh_rows * options.mesh_cols) {
+  } else if (given && m.main_mesh()->devices() != options.mesh_rows * options.mesh_cols) {
     return fail(ErrorCode::incompatible, m.file, ": the module's mesh @", m.main_mesh()->name,
                 " has ", m.main_mesh()->devices(), " devices but --mesh ", options.mesh_rows, "x",
                 options.mesh_cols, " has ", options.mesh_rows * options.mesh_cols);
@@ -142,25 +151,49 @@ Status apply_argument_sharding(Module& m, const PipelineOptions& options) {
   for (const auto& [name, size] : mesh.axes)
     if (size > 1 && name != "batch") axes.push_back(AxisRef{name, 1, 0});
   if (axes.empty()) return {};
-  for (size_t i = 0; i < f->args.size(); ++i) {
+  auto note = [&](std::string text) {
+    if (options.notes) options.notes->push_back(std::move(text));
+  };
+  BatchAnalysis batch = MESHPLAN_TRY(analyze_batch(m));
+  std::vector<AxisRef> use;
+  int64_t cap = batch.size;
+  for (const AxisRef& a : axes) {
+    if (cap <= 0 || cap % math.size(a) != 0) break;
+    cap /= math.size(a);
+    use.push_back(a);
+  }
+  if (batch.dims.empty() || use.empty()) {
+    note(batch.dims.empty()
+             ? batch.why
+             : str("no batch parallelism: the batch factor of size ", batch.size,
+                   " is not divisible by mesh axis \"", axes[0].name, "\"=", math.size(axes[0])));
+    return {};
+  }
+  bool typed = false;
+  for (const ArgInfo& a : f->args)
+    for (const auto& [k, v] : a.attrs) typed |= k == "ttcore.argument_type";
+  std::string split, kept;
+  for (const auto& [i, d] : batch.dims) {
     const Attr* type = nullptr;
     for (const auto& [k, v] : f->args[i].attrs)
       if (k == "ttcore.argument_type") type = &v;
-    bool input = type ? type->text == "#ttcore.argument_type<input>" : i == 0;
-    Value& v = m.values[f->args[i].value];
-    if (!input || v.type.shape.empty()) continue;
-    std::vector<AxisRef> use;
-    int64_t cap = v.type.shape[0];
-    for (const AxisRef& a : axes) {
-      if (cap % math.size(a) != 0) break;
-      cap /= math.size(a);
-      use.push_back(a);
+    // Typed arguments: only inputs take the batch split (parameters stay whole, resharded where
+    // an op needs them split). Untyped: every argument that carries the batch factor.
+    if (typed && !(type && type->text == "#ttcore.argument_type<input>")) {
+      kept += str(kept.empty() ? "" : ", ", "%arg", i);
+      continue;
     }
-    if (use.empty()) continue;
+    Value& v = m.values[f->args[i].value];
     TensorSharding s = replicated_sharding(mesh.name, v.type.shape.size());
-    s.dims[0].axes = use;
+    s.dims[d].axes = use;
     v.sharding = s;
+    split += str(split.empty() ? "" : ", ", "%arg", i, " dim ", d);
   }
+  std::string over;
+  for (const AxisRef& a : use) over += str(over.empty() ? "" : ",", "\"", a.name, "\"");
+  note(str("batch parallel: ", split.empty() ? std::string("no input") : split, " split over ",
+           over, " (", math.product(use), " ways); ", batch.why,
+           kept.empty() ? std::string() : str("; not inputs, kept whole: ", kept)));
   return {};
 }
 
@@ -190,9 +223,47 @@ Status insert_explicit_reshards(Module& m) {
     remap.back() = static_cast<ValueId>(m.values.size() - 1);
     return m.ops[r].results[0];
   };
+  // Partial sums (unreduced axes) are summed before any use that does not keep them
+  // unreduced: an sdy.all_reduce over those axes, the value's dims staying as they are.
+  auto reduce_unreduced = [&](OpId o, const std::vector<AxisRef>& keep) {
+    for (size_t k = 0; k < m.ops[o].operands.size(); ++k) {
+      ValueId v = m.ops[o].operands[k];
+      TensorSharding s = current(v);
+      if (math.without_trivial(s.unreduced).empty() || s.unreduced == keep) continue;
+      OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
+      m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
+      s.unreduced.clear();
+      for (auto& d : s.dims) d.open = false, d.priority = -1;
+      m.ops[ar].sharding = s;
+      out.push_back(ar);
+      remap.resize(m.values.size());
+      m.ops[o].operands[k] = remap.back() = m.ops[ar].results[0];
+    }
+  };
   const std::vector<OpId> body = f->body.ops;
   for (OpId o : body) {
     for (ValueId& v : m.ops[o].operands) v = remap[v];
+    if (m.ops[o].name == "func.return") {
+      // Results keep the partial sums their declared sharding keeps.
+      for (size_t k = 0; k < m.ops[o].operands.size() && k < f->results.size(); ++k) {
+        ValueId v = m.ops[o].operands[k];
+        TensorSharding s = current(v);
+        const auto& want = f->results[k].sharding;
+        if (math.without_trivial(s.unreduced).empty() || (want && want->unreduced == s.unreduced))
+          continue;
+        OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
+        m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
+        s.unreduced.clear();
+        for (auto& d : s.dims) d.open = false, d.priority = -1;
+        m.ops[ar].sharding = s;
+        out.push_back(ar);
+        remap.resize(m.values.size());
+        m.ops[o].operands[k] = remap.back() = m.ops[ar].results[0];
+      }
+    } else if (m.ops[o].name != "stablehlo.constant") {
+      reduce_unreduced(o,
+                       m.ops[o].sharding ? m.ops[o].sharding->unreduced : std::vector<AxisRef>{});
+    }
     const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
     if (op.name == "func.return") {
       for (size_t k = 0; k < op.operands.size(); ++k) {
@@ -263,6 +334,27 @@ Status insert_explicit_reshards(Module& m) {
           if (!rule.need_replication[fi] && !from_operands[fi] && fs[fi].empty())
             take(fi, proj[fi]);
         }
+    }
+    // A factor can only be sharded where every factor before it in the same dim is fully
+    // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
+    // keep "x" on the minor factor, so the operand is resharded first (as Shardy does).
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto legalize = [&](const std::vector<std::vector<int>>& dims) {
+        for (const auto& dim : dims) {
+          bool full = true;
+          for (int f32 : dim) {
+            auto& axes = fs[static_cast<size_t>(f32)];
+            if (!full && !math.without_trivial(axes).empty()) {
+              axes.clear();
+              changed = true;
+            }
+            full &= math.product(axes) == rule.factor_sizes[static_cast<size_t>(f32)];
+          }
+        }
+      };
+      for (const auto& dims : rule.operands) legalize(dims);
+      for (const auto& dims : rule.results) legalize(dims);
     }
     auto derived = [&](const std::vector<std::vector<int>>& dims, size_t rank) {
       TensorSharding want = replicated_sharding(mesh->name, rank);
@@ -392,9 +484,10 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (done(Stage::import)) return {};
   MESHPLAN_TRY(apply_argument_types(m, o.argument_types));
   if (done(Stage::tt_arguments)) return {};
-  MESHPLAN_TRY(apply_shard_status(m));
+  MESHPLAN_TRY(apply_shard_status(m, o.presharded_arguments));
   if (done(Stage::shard_status)) return {};
   MESHPLAN_TRY(apply_argument_sharding(m, o));
+  MESHPLAN_TRY(verify_shardings(m));
   if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
   MESHPLAN_TRY(propagate(m));
   if (done(Stage::propagation)) return {};

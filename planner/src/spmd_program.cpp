@@ -141,7 +141,10 @@ Result<std::string> print_spmd_summary(const Module& m) {
   for (size_t k = 0; k < mesh.axes.size(); ++k)
     out << (k ? ", " : "") << mesh.axes[k].first << "=" << mesh.axes[k].second;
   out << "]\n";
-  for (const MeshShard& s : MESHPLAN_TRY(mesh_shards(m))) out << "mesh_shard " << s.str() << "\n";
+  // A named local: a range-for over the MESHPLAN_TRY expression would iterate a temporary the
+  // statement expression already destroyed.
+  const std::vector<MeshShard> shards = MESHPLAN_TRY(mesh_shards(m));
+  for (const MeshShard& s : shards) out << "mesh_shard " << s.str() << "\n";
   const Op* mc = manual_op(m);
   for (OpId o : mc->regions[0].ops) {
     const Op& op = m.ops[o];

@@ -78,9 +78,13 @@ constexpr const char* kUsage =
     "  Plans several models (N threads, default 1) and writes the cache once, atomically; each\n"
     "  is named after its file (a/mlp.json -> mlp). A model that fails is reported by name and\n"
     "  the others' plans are still written (exit 1); --fail-fast writes nothing on a failure.\n"
-    "       meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]\n"
-    "                        [--arg-types=input,parameter,...] [-o OUT.mlir]\n"
+    "       meshplan-compile MODEL.mlir [--mesh RxC] --emit=sdy|stablehlo [--stop-after=STAGE]\n"
+    "                        [--arg-types=input,parameter,...] [--presharded] [-o OUT.mlir]\n"
     "  Runs the mesh pipeline on a StableHLO/Shardy module and prints it (to OUT.mlir or stdout).\n"
+    "  The module's own sdy.mesh is the mesh; --mesh names the system it runs on (as many chips;\n"
+    "  it is the mesh, as [\"model\"=R, \"batch\"=C], of a module that declares none).\n"
+    "  Arguments and results are global host arrays, split and assembled by the runtime;\n"
+    "  --presharded: arguments with an sdy.sharding arrive split, one piece per chip (identity).\n"
     "  --emit=sdy stops after STAGE (default: close); --emit=stablehlo prints the imported module\n"
     "  unless --stop-after is given. Stages: import, tt-arguments, shard-status, "
     "argument-sharding,\n"
@@ -111,6 +115,7 @@ struct Args {
   std::vector<std::string> models;  // every positional MODEL; `model` is the one being planned
   uint32_t jobs = 1;                // --jobs N: planning threads for several models
   bool fail_fast = false;           // --fail-fast: one failed model writes nothing
+  bool presharded = false;          // --presharded: sharded arguments arrive split per chip
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
@@ -202,6 +207,8 @@ Result<Args> parse_args(int argc, char** argv) {
       a.jobs = MESHPLAN_TRY(positive("--jobs", MESHPLAN_TRY(value("--jobs"))));
     else if (s == "--fail-fast")
       a.fail_fast = true;
+    else if (s == "--presharded")
+      a.presharded = true;
     else if (!s.empty() && s[0] == '-')
       return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
     else
@@ -266,6 +273,8 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
     options.argument_types.push_back(args.arg_types.substr(at, comma - at));
     at = comma + 1;
   }
+  std::vector<std::string> notes;
+  options.notes = &notes;
   MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
   if (args.emit == "sdy" || args.emit == "stablehlo") {
     std::string text = planner::shlo::print_module(module);
@@ -277,6 +286,24 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
       if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
     }
     return std::nullopt;
+  }
+  // The compile summary of a planned module: what the passes decided, what each collective
+  // costs (a printed module, --emit, stays the only output).
+  const std::string& model = args.model.empty() ? module.file : args.model;
+  for (const std::string& n : notes)
+    std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
+  if (options.stop_after == planner::shlo::Stage::close && module.main_mesh() &&
+      module.main_mesh()->devices() > 1) {
+    // What each reshard and partial-sum reduction costs: bytes each chip sends over its link.
+    planner::shlo::CommStats comm = MESHPLAN_TRY(planner::shlo::communication(module));
+    for (const auto& c : comm.ops) {
+      std::string groups = c.kind == "collective_permute" ? "" : str(" on groups of ", c.group);
+      std::fprintf(stderr, "meshplan-compile: %s: %s%s at %s: %.0f bytes per chip\n", model.c_str(),
+                   c.kind.c_str(), groups.c_str(), c.loc.str().c_str(), c.bytes);
+    }
+    std::fprintf(stderr,
+                 "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
+                 model.c_str(), comm.bytes, comm.ops.size());
   }
   return planner::shlo::lower_to_graph(module);
 }
@@ -379,8 +406,10 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   planner::Graph graph;
   if (args.model.ends_with(".mlir")) {
     planner::shlo::PipelineOptions pipeline;
-    pipeline.mesh_rows = mesh_arg.spec.rows;
-    pipeline.mesh_cols = mesh_arg.spec.cols;
+    // Without --mesh the module's own sdy.mesh decides (1x1 when it declares none).
+    pipeline.mesh_rows = args.mesh.empty() ? 0 : mesh_arg.spec.rows;
+    pipeline.mesh_cols = args.mesh.empty() ? 0 : mesh_arg.spec.cols;
+    pipeline.presharded_arguments = args.presharded;
     auto lowered = MESHPLAN_TRY(run_mlir(args, pipeline));
     if (!lowered) return std::nullopt;
     graph = std::move(*lowered);

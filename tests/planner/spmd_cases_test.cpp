@@ -28,6 +28,7 @@ std::string run(const std::string& input, int64_t rows, int64_t cols, const char
   o.mesh_rows = rows;
   o.mesh_cols = cols;
   o.argument_types = std::move(types);
+  o.presharded_arguments = true;  // The seed's cases come from JAX / torch-xla: pre-sharded.
   auto stage_value = stage_from_name(stage);
   REQUIRE(stage_value.has_value());
   o.stop_after = *stage_value;

@@ -31,9 +31,9 @@ TEST_CASE("TP-MLP per-device program: boundary shards, one all_reduce on cluster
   CHECK(*summary ==
         "mesh @mesh [x=1, tp=8]\n"
         "mesh_shard full_to_shard input 0 type=replicate shard_shape=[1, 1] shard_dims=[-1, -1]\n"
-        "mesh_shard full_to_shard input 1 type=identity shard_shape=[1, 8] shard_dims=[-1, 1]\n"
-        "mesh_shard full_to_shard input 2 type=identity shard_shape=[8] shard_dims=[-1, 0]\n"
-        "mesh_shard full_to_shard input 3 type=identity shard_shape=[8, 1] shard_dims=[-1, 0]\n"
+        "mesh_shard full_to_shard input 1 type=devices shard_shape=[1, 8] shard_dims=[-1, 1]\n"
+        "mesh_shard full_to_shard input 2 type=devices shard_shape=[8] shard_dims=[-1, 0]\n"
+        "mesh_shard full_to_shard input 3 type=devices shard_shape=[8, 1] shard_dims=[-1, 0]\n"
         "mesh_shard shard_to_full result 0 type=replicate shard_shape=[1, 1] shard_dims=[-1, -1]\n"
         "all_reduce dim=-1 cluster_axis=1 group_size=8 tensor<64x128xf32> -> tensor<64x128xf32>\n"
         "bytes_per_device_link 57344\n");
@@ -51,7 +51,7 @@ TEST_CASE("DP on 2x4: the batch dim is split over both axes, no collective") {
   CHECK((*shards)[1].type == "replicate");
   CHECK((*shards)[4].shard_shape == std::vector<int64_t>{8, 1});
   auto summary = print_spmd_summary(m);
-  REQUIRE(summary.has_value());
+  REQUIRE_MESSAGE(summary.has_value(), summary.error().message);
   CHECK(summary->ends_with("bytes_per_device_link 0\n"));
 }
 

@@ -19,12 +19,13 @@ using device::MeshShardType;
 
 namespace {
 
-Module piped(const std::string& path, int64_t rows, int64_t cols) {
+Module piped(const std::string& path, int64_t rows, int64_t cols, bool presharded = false) {
   auto m = parse_module_file(test::source_path(path));
   REQUIRE_MESSAGE(m.has_value(), m.error().message);
   PipelineOptions o;
   o.mesh_rows = rows;
   o.mesh_cols = cols;
+  o.presharded_arguments = presharded;
   auto s = run_pipeline(*m, o);
   REQUIRE_MESSAGE(s.has_value(), s.error().message);
   return std::move(*m);
@@ -80,17 +81,21 @@ TEST_CASE("tensor-parallel MLP on 1x8: one all_reduce, none between the two matm
   CHECK(g.mesh.rows == 1);
   CHECK(g.mesh.cols == 8);
   CHECK(g.mesh.axis_names == std::vector<std::string>{"x", "tp"});
-  // x replicated; w1, its bias and w2 carry sdy.sharding, so they arrive pre-sharded (seed
-  // 003's shard_status<sharded>): identity.
+  // x replicated; w1, its bias and w2 carry sdy.sharding: global host arrays split by the
+  // runtime over "tp" (mesh axis 1), w1 on dim 1, the bias and w2 on dim 0.
   CHECK(g.argument_shards ==
-        std::vector<MeshShardSpec>{kReplicate, kIdentity, kIdentity, kIdentity});
+        std::vector<MeshShardSpec>{kReplicate, devices(-1, 1), devices(-1, 0), devices(-1, 0)});
   CHECK(g.output_shards == std::vector<MeshShardSpec>{kReplicate});
   CHECK(g.values[g.arguments[1]].shape == std::vector<int64_t>{128, 32});
   CHECK(g.values[g.outputs[0]].shape == std::vector<int64_t>{64, 128});
 }
 
-TEST_CASE("seed 003 case 3 on 2x4: pre-sharded inputs (identity), all_reduce along axis 1") {
-  planner::Graph g = lowered(piped("tests/planner/golden/case3_input.mlir", 2, 4));
+TEST_CASE("seed 003 case 3 on 2x4: global inputs split by the runtime, or pre-sharded") {
+  planner::Graph global = lowered(piped("tests/planner/golden/case3_input.mlir", 2, 4));
+  CHECK(global.argument_shards == std::vector<MeshShardSpec>{devices(0, 1), devices(-1, 0)});
+  CHECK(global.output_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  // As the seed's JAX frontend passes them: one piece per chip (identity).
+  planner::Graph g = lowered(piped("tests/planner/golden/case3_input.mlir", 2, 4, true));
   CHECK(kinds(g) == std::vector<K>{K::matmul, K::all_reduce});
   CHECK(int_attr(g.ops[1], "cluster_axis") == 1);
   CHECK(g.mesh.rows == 2);

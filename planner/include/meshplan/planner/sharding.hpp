@@ -58,6 +58,23 @@ TensorSharding replicated_sharding(const std::string& mesh, size_t rank);
 /// Same placement (dims' axes, ignoring size-1 axes, open flags and priorities).
 bool same_placement(const AxisMath& math, const TensorSharding& a, const TensorSharding& b);
 
+/// Checks every sharding the module states (arguments, results, ops, manual computations)
+/// against its mesh: the mesh is declared, each axis or sub-axis is one of its axes, no axis is
+/// used twice in one sharding, ranks match and each dim is divisible by its axes' devices.
+/// Errors name the value, the axis and the mesh, at the op's or function's location.
+Status verify_shardings(const Module& module);
+
+/// The batch factor of a program: the factor of its first result's dim 0, followed back through
+/// every op's factor rule to the argument dims that carry it (a class of dims no op reduces over
+/// or needs whole). `dims` lists (argument index, dim) in argument order; empty when there is no
+/// such factor, with `why` saying which op stops it.
+struct BatchAnalysis {
+  std::vector<std::pair<size_t, size_t>> dims;
+  int64_t size = 0;  ///< The factor's size (gcd over the dims that carry it).
+  std::string why;
+};
+Result<BatchAnalysis> analyze_batch(const Module& module);
+
 /// Counters the propagation reports (for tests and the benchmark).
 struct PropagationStats {
   int64_t op_visits = 0;

@@ -34,22 +34,35 @@ std::optional<Stage> stage_from_name(std::string_view name);
 std::string_view stage_name(Stage stage);
 
 struct PipelineOptions {
-  /// Mesh used when the module declares none: `sdy.mesh @mesh = <["model"=rows, "batch"=cols]>`.
+  /// The system's mesh (--mesh): used when the module declares none, as
+  /// `sdy.mesh @mesh = <["model"=rows, "batch"=cols]>`; a module's own mesh must have as many
+  /// devices. 0x0 = not given: the module's own mesh decides (1x1 when it declares none).
   int64_t mesh_rows = 1;
   int64_t mesh_cols = 1;
+  /// Host tensors at the boundary. false (the default): every argument is a global host array
+  /// that the runtime splits per its sdy.sharding (ttcore.shard_status<unsharded>), and every
+  /// result is assembled to its global array. true: arguments carrying an sdy.sharding arrive
+  /// already split, one piece per chip (seed 003's JAX / torch-xla convention,
+  /// ttcore.shard_status<sharded>, mesh_shard identity). A ttcore.shard_status the module
+  /// states on an argument wins over both.
+  bool presharded_arguments = false;
   /// Per argument: "input", "parameter", "constant" (empty: none given, no ttcore annotation).
   std::vector<std::string> argument_types;
   Stage stop_after = Stage::close;
+  /// When set, the passes append what they decided and why (e.g. the batch-parallel analysis),
+  /// one sentence each, for the compile summary.
+  std::vector<std::string>* notes = nullptr;
 };
 
 /// Pass 2: ttcore.argument_type from options.argument_types.
 Status apply_argument_types(Module& m, const std::vector<std::string>& types);
-/// Pass 3: ttcore.shard_status = sharded when the argument carries an sdy.sharding (arguments
-/// that already state a ttcore.shard_status keep it).
-Status apply_shard_status(Module& m);
-/// Pass 4: when nothing is annotated, declare the mesh and shard the batch dim (dim 0) of the
-/// inputs over every mesh axis of size > 1 ("batch" first). Inputs are the arguments typed
-/// `input`, or argument 0 when no types are given.
+/// Pass 3: ttcore.shard_status on every argument: `sharded` when `presharded` and the argument
+/// carries an sdy.sharding, else `unsharded` (arguments that already state one keep it).
+Status apply_shard_status(Module& m, bool presharded = false);
+/// Pass 4: when nothing is annotated, declare the mesh and shard the batch factor
+/// (analyze_batch: the factor of the first result's dim 0, through every op) of the inputs over
+/// the mesh axes of size > 1 ("batch" first) that divide it. Inputs are the arguments typed
+/// `input`, or, when no types are given, every argument that carries the batch factor.
 Status apply_argument_sharding(Module& m, const PipelineOptions& options);
 /// Pass 7: sdy.sharding_constraint -> sdy.reshard.
 Status constraints_to_reshards(Module& m);
@@ -106,6 +119,14 @@ std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
 struct CommStats {
   double bytes = 0;
   std::vector<std::pair<std::string, int>> counts;
+  /// One per collective, by source location (the op whose reshard or reduction made it).
+  struct Item {
+    std::string kind;
+    Location loc;
+    double bytes = 0;  ///< Sent per device over its bottleneck link.
+    int group = 1;     ///< Devices per replica group.
+  };
+  std::vector<Item> ops;
   int count(std::string_view kind) const;
 };
 Result<CommStats> communication(const Module& local_program);
