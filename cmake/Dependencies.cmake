@@ -15,18 +15,11 @@ meshplan_require(FlatBuffers_FOUND "FlatBuffers library" libflatbuffers-dev)
 find_program(MESHPLAN_FLATC flatc)
 meshplan_require(MESHPLAN_FLATC "flatc (FlatBuffers compiler)" flatbuffers-compiler)
 
-find_path(XXHASH_INCLUDE_DIR xxhash.h)
-find_library(XXHASH_LIBRARY xxhash)
-if(XXHASH_INCLUDE_DIR AND XXHASH_LIBRARY)
-  set(XXHASH_FOUND TRUE)
-endif()
-meshplan_require(XXHASH_FOUND "xxHash" libxxhash-dev)
-if(NOT TARGET meshplan_xxhash)
-  add_library(meshplan_xxhash INTERFACE)
-  target_include_directories(meshplan_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIR})
-  target_link_libraries(meshplan_xxhash INTERFACE ${XXHASH_LIBRARY})
-endif()
+find_package(xxHash QUIET)
+meshplan_require(xxHash_FOUND "xxHash" libxxhash-dev)
 
+# mimalloc serves the tools only (they link it and replace operator new/delete); the libraries
+# never link an allocator, so a program embedding them keeps its own.
 find_package(mimalloc CONFIG QUIET)
 meshplan_require(mimalloc_FOUND "mimalloc" libmimalloc-dev)
 
@@ -35,3 +28,4 @@ meshplan_require(doctest_FOUND "doctest" doctest-dev)
 
 find_package(benchmark CONFIG QUIET)
 meshplan_require(benchmark_FOUND "Google Benchmark" libbenchmark-dev)
+

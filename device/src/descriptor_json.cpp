@@ -17,9 +17,10 @@ namespace meshplan::device {
 
 namespace {
 
-Result<std::unique_ptr<flatbuffers::Parser>> make_parser() {
+/// Reads relaxed JSON (unquoted keys, trailing commas); `for_output`: prints strict JSON.
+Result<std::unique_ptr<flatbuffers::Parser>> make_parser(bool for_output = false) {
   flatbuffers::IDLOptions opts;
-  opts.strict_json = false;
+  opts.strict_json = for_output;
   auto parser = std::make_unique<flatbuffers::Parser>(opts);
   std::string schema(schemas::kDeviceSchemaText);
   if (!parser->Parse(schema.c_str(), nullptr, "device.fbs"))
@@ -200,7 +201,7 @@ flatbuffers::Offset<fb::ChipDescriptor> write_chip(flatbuffers::FlatBufferBuilde
 }
 
 Result<std::string> to_text(flatbuffers::FlatBufferBuilder& b, std::string_view what) {
-  auto parser = MESHPLAN_TRY(make_parser());
+  auto parser = MESHPLAN_TRY(make_parser(true));
   std::string text;
   if (!flatbuffers::GenerateText(*parser, b.GetBufferPointer(), &text))
     return fail(ErrorCode::internal, "cannot print ", what, " as JSON");

@@ -1,15 +1,31 @@
-// Lazily allocated emulated memories over mimalloc.
+// Lazily allocated emulated memories and aligned host buffers, from the process's allocator
+// (std::aligned_alloc): the library never links an allocator of its own, so an embedder keeps
+// the malloc it chose; the tools link mimalloc, which then serves these allocations too.
 #include "meshplan/device/memory.hpp"
-
-#include <mimalloc.h>
 
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
 namespace meshplan::device {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+// std::aligned_alloc needs a size that is a multiple of the alignment.
+void* alloc_aligned(size_t bytes, bool zero) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  if (!p) throw std::bad_alloc();
+  if (zero) std::memset(p, 0, rounded);
+  return p;
+}
+
+}  // namespace
 
 SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
     : size_(size),
@@ -17,7 +33,7 @@ SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
       chunks_((size + chunk_size - 1) / chunk_size, nullptr) {}
 
 SparseMemory::~SparseMemory() {
-  for (std::byte* c : chunks_) mi_free(c);
+  for (std::byte* c : chunks_) std::free(c);
 }
 
 SparseMemory::SparseMemory(SparseMemory&& o) noexcept
@@ -27,7 +43,7 @@ SparseMemory::SparseMemory(SparseMemory&& o) noexcept
 
 SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
   if (this != &o) {
-    for (std::byte* c : chunks_) mi_free(c);
+    for (std::byte* c : chunks_) std::free(c);
     size_ = o.size_;
     chunk_size_ = o.chunk_size_;
     chunks_ = std::move(o.chunks_);
@@ -37,11 +53,9 @@ SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
 }
 
 std::byte* SparseMemory::chunk_for_write(size_t index) {
-  if (!chunks_[index]) {
-    chunks_[index] = static_cast<std::byte*>(mi_zalloc_aligned(chunk_size_, 64));
-    // Out of host memory: the callers have no error path, and a null chunk must not be written.
-    if (!chunks_[index]) throw std::bad_alloc();
-  }
+  // Out of host memory throws std::bad_alloc: the callers have no error path, and a null chunk
+  // must not be written.
+  if (!chunks_[index]) chunks_[index] = static_cast<std::byte*>(alloc_aligned(chunk_size_, true));
   return chunks_[index];
 }
 
@@ -87,13 +101,16 @@ uint64_t SparseMemory::resident_bytes() const {
 }
 
 void MiFree::operator()(void* p) const {
-  mi_free(p);
+  std::free(p);
 }
 
 std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
-  if (count > SIZE_MAX / sizeof(float)) return nullptr;
-  return std::unique_ptr<float[], MiFree>(
-      static_cast<float*>(mi_zalloc_aligned(std::max<size_t>(count, 1) * sizeof(float), 64)));
+  // Null when the host cannot hold it (the callers report the tensor and its size).
+  if (count > (SIZE_MAX - kAlign) / sizeof(float)) return nullptr;
+  size_t rounded = (std::max<size_t>(count * sizeof(float), 1) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  if (p) std::memset(p, 0, rounded);
+  return std::unique_ptr<float[], MiFree>(static_cast<float*>(p));
 }
 
 }  // namespace meshplan::device
@@ -101,13 +118,11 @@ std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
 namespace meshplan::device {
 
 void* aligned_alloc_bytes(size_t bytes) {
-  void* p = mi_malloc_aligned(std::max<size_t>(bytes, 1), 64);
-  if (!p) throw std::bad_alloc();
-  return p;
+  return alloc_aligned(bytes, false);
 }
 
 void aligned_free_bytes(void* p) {
-  mi_free(p);
+  std::free(p);
 }
 
 }  // namespace meshplan::device

@@ -17,9 +17,10 @@ namespace meshplan::planner {
 
 namespace {
 
-Result<std::unique_ptr<flatbuffers::Parser>> make_parser() {
+/// Reads relaxed JSON (unquoted keys, trailing commas); `for_output`: prints strict JSON.
+Result<std::unique_ptr<flatbuffers::Parser>> make_parser(bool for_output = false) {
   flatbuffers::IDLOptions opts;
-  opts.strict_json = false;
+  opts.strict_json = for_output;
   opts.output_default_scalars_in_json = false;
   auto parser = std::make_unique<flatbuffers::Parser>(opts);
   std::string schema(schemas::kGraphSchemaText);
@@ -308,7 +309,7 @@ Result<std::string> export_graph_json(const Graph& g, const MeshAnnotations& ann
                                  axes.empty() ? nullptr : &axes,
                                  output_shardings.empty() ? nullptr : &output_shardings),
            fb::GraphIdentifier());
-  auto parser = MESHPLAN_TRY(make_parser());
+  auto parser = MESHPLAN_TRY(make_parser(true));
   std::string text;
   if (!flatbuffers::GenerateText(*parser, b.GetBufferPointer(), &text))
     return fail(ErrorCode::internal, "cannot print graph '", g.name, "' as JSON");

@@ -243,6 +243,7 @@ Result<Args> parse_args(int argc, char** argv) {
 Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   flatbuffers::IDLOptions opts;
   opts.output_default_scalars_in_json = true;
+  opts.strict_json = true;  // Quoted keys: jq and every JSON parser read it.
   flatbuffers::Parser parser(opts);
   std::string schema(schemas::kPlanSchemaText);
   if (!parser.Parse(schema.c_str(), nullptr, "plan.fbs"))
