@@ -37,7 +37,7 @@ class SparseMemory {
   std::vector<std::byte*> chunks_;
 };
 
-/// Deleter for memory from mi_malloc_aligned.
+/// Deleter for memory from alloc_floats (the process allocator).
 struct MiFree {
   void operator()(void* p) const;
 };
