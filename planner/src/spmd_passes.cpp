@@ -225,11 +225,12 @@ Status insert_explicit_reshards(Module& m) {
   };
   // Partial sums (unreduced axes) are summed before any use that does not keep them
   // unreduced: an sdy.all_reduce over those axes, the value's dims staying as they are.
-  auto reduce_unreduced = [&](OpId o, const std::vector<AxisRef>& keep) {
+  // `keep(k)`: the unreduced axes operand k may keep.
+  auto reduce_unreduced = [&](OpId o, auto keep) {
     for (size_t k = 0; k < m.ops[o].operands.size(); ++k) {
       ValueId v = m.ops[o].operands[k];
       TensorSharding s = current(v);
-      if (math.without_trivial(s.unreduced).empty() || s.unreduced == keep) continue;
+      if (math.without_trivial(s.unreduced).empty() || s.unreduced == keep(k)) continue;
       OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
       m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
       s.unreduced.clear();
@@ -245,24 +246,15 @@ Status insert_explicit_reshards(Module& m) {
     for (ValueId& v : m.ops[o].operands) v = remap[v];
     if (m.ops[o].name == "func.return") {
       // Results keep the partial sums their declared sharding keeps.
-      for (size_t k = 0; k < m.ops[o].operands.size() && k < f->results.size(); ++k) {
-        ValueId v = m.ops[o].operands[k];
-        TensorSharding s = current(v);
-        const auto& want = f->results[k].sharding;
-        if (math.without_trivial(s.unreduced).empty() || (want && want->unreduced == s.unreduced))
-          continue;
-        OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
-        m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
-        s.unreduced.clear();
-        for (auto& d : s.dims) d.open = false, d.priority = -1;
-        m.ops[ar].sharding = s;
-        out.push_back(ar);
-        remap.resize(m.values.size());
-        m.ops[o].operands[k] = remap.back() = m.ops[ar].results[0];
-      }
+      reduce_unreduced(o, [&](size_t k) {
+        const auto& want = k < f->results.size() ? f->results[k].sharding : std::nullopt;
+        return want ? want->unreduced : std::vector<AxisRef>{};
+      });
     } else if (m.ops[o].name != "stablehlo.constant") {
-      reduce_unreduced(o,
-                       m.ops[o].sharding ? m.ops[o].sharding->unreduced : std::vector<AxisRef>{});
+      // A reshard or constraint keeps what its target keeps; every other op sums first.
+      const std::vector<AxisRef> keep =
+          m.ops[o].sharding ? m.ops[o].sharding->unreduced : std::vector<AxisRef>{};
+      reduce_unreduced(o, [&](size_t) { return keep; });
     }
     const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
     if (op.name == "func.return") {
