@@ -16,7 +16,9 @@ namespace {
 /// FlatBuffers 2.0.8 verifier checks only the 4-byte length field's alignment).
 template <typename V>
 bool misaligned(const V* vec, size_t align) {
-  return vec && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
+  // An empty vector has no elements to read, and FlatBuffers does not pad before one (a
+  // rank-0 tensor's shape): its data position may be anything.
+  return vec && vec->size() != 0 && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
 }
 
 /// Segment i of a plan, copied out byte-wise: the vector's elements need not be 8-byte aligned.
