@@ -319,6 +319,13 @@ Result<Attr> Parser::attr() {
     a.text = std::string(t_.substr(b, pos_ - b));
     return a;
   }
+  if (peek('<')) {  // `algorithm = <lhs_precision_type = f32, ...>`: kept as written
+    size_t b = pos_;
+    MESHPLAN_TRY(balanced('<', '>'));
+    a.kind = K::opaque;
+    a.text = std::string(t_.substr(b, pos_ - b));
+    return a;
+  }
   if (accept("array<")) {
     a.kind = K::dense_array;
     a.text = MESHPLAN_TRY(ident("an element type"));
