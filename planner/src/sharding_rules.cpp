@@ -278,6 +278,8 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
     b.r.results = {out};
     return b.r;
   }
+  // jnp.argmax's two-input reduce and edge padding: replicated (no factor is shared).
+  if ((n == "reduce" && op.operands.size() > 2) || n == "pad") return opaque(m, op, true);
   if (n == "reduce") {
     auto dims = MESHPLAN_TRY(ints_prop(op, "dimensions"));
     const auto& in_shape = shape_of(m, op.operands[0]);

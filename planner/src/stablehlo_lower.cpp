@@ -31,10 +31,14 @@ bool dims_ok(const std::vector<int64_t>& dims, size_t rank) {
 }
 
 Result<DType> dtype_of(const TensorType& t, const Location& loc) {
-  if (t.element == "f32") return DType::f32;
-  if (t.element == "bf16") return DType::bf16;
-  if (t.element == "i32") return DType::i32;
-  if (t.element == "ui32") return DType::u32;
+  const std::string& e = t.element;
+  // Wider and narrower types compute in the device's nearest dtype: f64 and f16 in f32 (every
+  // f16 value is an f32 value), signed integers in i32, unsigned ones in u32. Constants are
+  // range-checked when converted (check_constant_range).
+  if (e == "f32" || e == "f64" || e == "f16") return DType::f32;
+  if (e == "bf16") return DType::bf16;
+  if (e == "i32" || e == "i64" || e == "i16" || e == "i8") return DType::i32;
+  if (e == "ui32" || e == "ui64" || e == "ui16" || e == "ui8") return DType::u32;
   return fail(ErrorCode::unimplemented, loc.str(), ": unimplemented: element type ", t.element,
               " has no meshplan dtype");
 }
@@ -189,9 +193,27 @@ Result<Folded> fold_constant(const Lowering& l, const Op& op) {
     return l.unimplemented(op, "stablehlo.constant whose value is not a decoded dense literal");
   Folded f;
   f.shape = l.type(op.results[0]).shape;
+  const std::string& e = l.type(op.results[0]).element;
+  // The range of the dtype the value is computed in (integers are folded as floats, exact to
+  // 2^24; integer types beyond that range would wrap or round on the device).
+  const bool is_uint = e.starts_with("ui");
+  const bool is_int = (e.starts_with("i") && e != "i1") || is_uint;
+  const double lo = is_uint ? 0.0 : -2147483648.0;
+  const double hi = is_uint ? 4294967295.0 : 2147483647.0;
   size_t n = static_cast<size_t>(device::volume(f.shape));
-  for (size_t i = 0; i < n; ++i)
-    f.data.push_back(static_cast<float>(a->values.size() == 1 ? a->values[0] : a->values.at(i)));
+  for (size_t i = 0; i < n; ++i) {
+    double v = a->values.size() == 1 ? a->values[0] : a->values.at(i);
+    bool out = is_int ? v < lo || v > hi : std::isfinite(v) && std::isinf(static_cast<float>(v));
+    if (e != "i1" && out)
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.constant: value ",
+                  is_int ? std::to_string(static_cast<int64_t>(v)) : std::to_string(v), " of type ",
+                  e, " (element ", i, ") is outside the range of ",
+                  is_uint  ? "u32"
+                  : is_int ? "i32"
+                           : "f32",
+                  ", the device dtype it is computed in");
+    f.data.push_back(static_cast<float>(v));
+  }
   return f;
 }
 
@@ -304,6 +326,47 @@ Status lower_convert(Lowering& l, const Op& op) {
   return {};
 }
 
+/// Non-negative edge padding: concatenations with constant blocks of the padding value.
+Status lower_pad(Lowering& l, const Op& op) {
+  const Folded* value = op.operands.size() == 2 ? l.folded(op.operands[1]) : nullptr;
+  if (!value || value->data.size() != 1)
+    return l.unimplemented(op, "stablehlo.pad whose padding value is not a constant");
+  const auto& lo = ints(op, "edge_padding_low");
+  const auto& hi = ints(op, "edge_padding_high");
+  const auto& in = ints(op, "interior_padding");
+  std::vector<int64_t> shape = l.type(op.operands[0]).shape;
+  bool ok = lo.size() == shape.size() && hi.size() == shape.size() &&
+            (in.empty() || in.size() == shape.size());
+  for (size_t d = 0; ok && d < shape.size(); ++d)
+    ok = lo[d] >= 0 && hi[d] >= 0 && (in.empty() || in[d] == 0);
+  if (!ok)
+    return l.unimplemented(op,
+                           "stablehlo.pad with interior or negative padding (supported: "
+                           "non-negative edge padding)");
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  DType dt = l.graph().values[x].dtype;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (lo[d] == 0 && hi[d] == 0) continue;
+    std::vector<GValue> parts;
+    for (int64_t width : {lo[d], int64_t{-1}, hi[d]}) {
+      if (width < 0) {
+        parts.push_back(x);
+        continue;
+      }
+      if (width == 0) continue;
+      Folded block;
+      block.shape = shape;
+      block.shape[d] = width;
+      block.data.assign(static_cast<size_t>(device::volume(block.shape)), value->data[0]);
+      parts.push_back(MESHPLAN_TRY(l.constant(block, dt)));
+    }
+    shape[d] += lo[d] + hi[d];
+    x = MESHPLAN_TRY(l.emit(OpKind::concat, parts, {{"axis", static_cast<int64_t>(d)}}, shape, dt));
+  }
+  l.bind(op.results[0], x);
+  return {};
+}
+
 Status lower_op(Lowering& l, const Op& op) {
   const std::string& n = op.name;
   if (n == "stablehlo.constant") {
@@ -385,7 +448,28 @@ Status lower_op(Lowering& l, const Op& op) {
       n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" ||
       n == "stablehlo.collective_permute" || n == "sdy.all_slice")
     return lowering::lower_collective(l, op);
-  return l.unimplemented(op, str(n, " has no meshplan op yet"));
+  if (n == "stablehlo.pad") return lower_pad(l, op);
+  if (n == "stablehlo.while")
+    return l.unimplemented(
+        op,
+        "stablehlo.while whose trip count is not a compile-time constant (unrolled: a "
+        "counter from a constant, compared LT/LE with a constant, incremented by a positive "
+        "constant, up to 256 iterations)");
+  if (n == "stablehlo.if" || n == "stablehlo.case")
+    return l.unimplemented(op, str(n, " whose ", n == "stablehlo.if" ? "predicate" : "index",
+                                   " is not a compile-time constant (constant ones fold)"));
+  if (n == "stablehlo.optimization_barrier") {  // Only orders XLA's scheduling: the identity.
+    for (size_t i = 0; i < op.results.size() && i < op.operands.size(); ++i)
+      l.bind(op.results[i], MESHPLAN_TRY(l.use(op.operands[i], op)));
+    return {};
+  }
+  return l.unimplemented(
+      op,
+      str(n,
+          " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
+          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad (edge), dot/dot_general, "
+          "reduce (add/max/min/mul, argmax/argmin), convolution, compare/select/clamp, "
+          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
 }
 
 }  // namespace

@@ -90,6 +90,8 @@ Result<ConvSpec> conv_spec(const Op& op);
 // Op lowerings (stablehlo_lower_ops.cpp). Each lowers one module op, binding its results.
 Status lower_dot_general(Lowering& l, const Op& op);
 Status lower_reduce(Lowering& l, const Op& op);
+/// jnp.argmax / argmin's variadic reduce (stablehlo_lower_argreduce.cpp).
+Status lower_arg_reduce(Lowering& l, const Op& op);
 Status lower_convolution(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
 // Masks and bounds (stablehlo_lower_select.cpp).

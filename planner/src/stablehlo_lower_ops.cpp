@@ -121,6 +121,7 @@ Status lower_dot_general(Lowering& l, const Op& op) {
 }
 
 Status lower_reduce(Lowering& l, const Op& op) {
+  if (op.operands.size() > 2) return lower_arg_reduce(l, op);
   if (op.operands.size() != 2 || op.results.size() != 1 || op.regions.size() != 1)
     return l.unimplemented(op, "stablehlo.reduce of more than one input");
   const Module& m = l.module();
@@ -159,10 +160,6 @@ Status lower_reduce(Lowering& l, const Op& op) {
                 ": stablehlo.reduce: dimensions are not distinct dims of its operand");
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   const auto& out = l.type(op.results[0]).shape;
-  if (out.empty())
-    return l.unimplemented(op,
-                           "stablehlo.reduce to a rank-0 tensor (meshplan tensors have rank "
-                           ">= 1)");
   float v = init->data.front();
   GValue r = x;
   if (dims.empty()) {

@@ -10,6 +10,7 @@
 namespace meshplan::planner::shlo::parse {
 
 Result<Module> Parser::run() {
+  while (peek("#loc")) MESHPLAN_TRY(loc_alias());
   ws();
   if (accept_word("module")) {
     m_.has_module_op = true;
@@ -19,11 +20,17 @@ Result<Module> Parser::run() {
     MESHPLAN_TRY(expect("{", "'{' opening the module body"));
     MESHPLAN_TRY(top_items("}"));
     MESHPLAN_TRY(expect("}", "'}' closing the module"));
+    MESHPLAN_TRY(skip_loc());
+    while (peek("#loc")) MESHPLAN_TRY(loc_alias());  // the location table after the module
+    ws();
+    if (pos_ < t_.size()) return error("a location alias '#loc...' or the end of input");
   } else {
     MESHPLAN_TRY(top_items(""));
   }
   ws();
   if (pos_ < t_.size()) return error("end of input");
+  MESHPLAN_TRY(inline_calls(m_));
+  MESHPLAN_TRY(drop_gspmd_annotations(m_));
   return std::move(m_);
 }
 
@@ -66,8 +73,8 @@ Status Parser::top_items(std::string_view until) {
   while (true) {
     ws();
     if (pos_ >= t_.size() || (!until.empty() && peek(until))) return {};
-    if (accept("#loc")) {  // location alias definitions: `#loc1 = loc(...)`
-      while (pos_ < t_.size() && t_[pos_] != '\n') ++pos_;
+    if (peek("#loc")) {  // location alias definitions: `#loc1 = loc(...)`
+      MESHPLAN_TRY(loc_alias());
       continue;
     }
     if (accept_word("sdy.mesh")) {
@@ -136,6 +143,7 @@ Status Parser::func() {
         a.attrs = MESHPLAN_TRY(dict_with_sharding(&sh, false));
         if (!sh.empty()) m_.values[a.value].sharding = sh[0];
       }
+      MESHPLAN_TRY(skip_loc());
       MESHPLAN_TRY(define(r.name, a.value, r.pos));
       f.body.args.push_back(a.value);
       f.args.push_back(std::move(a));
@@ -158,6 +166,7 @@ Status Parser::func() {
   MESHPLAN_TRY(expect("{", "'{' opening the function body"));
   MESHPLAN_TRY(ops_until(f.body));
   MESHPLAN_TRY(expect("}", "'}' closing the function body"));
+  MESHPLAN_TRY(skip_loc());
   if (f.body.ops.empty() || m_.ops[f.body.ops.back()].name != "func.return")
     return error_at(pos_ - 1, str("function @", f.name, " does not end with return"));
   const Op& ret = m_.ops[f.body.ops.back()];
@@ -185,6 +194,8 @@ Result<ResultInfo> Parser::result_info(bool allow_attrs) {
 }
 
 Status Parser::ops_until(Block& block) {
+  Nest nest(*this);
+  if (nest.too_deep()) return too_deep();
   while (true) {
     ws();
     if (pos_ >= t_.size()) return error("'}' closing a region");
@@ -205,6 +216,7 @@ Result<Block> Parser::region(bool allow_header) {
         PendingRef r = MESHPLAN_TRY(value_name());
         MESHPLAN_TRY(expect(":", "':' and the block argument type"));
         ValueId v = m_.add_value(MESHPLAN_TRY(type()), kNone, static_cast<uint32_t>(b.args.size()));
+        MESHPLAN_TRY(skip_loc());
         MESHPLAN_TRY(define(r.name, v, r.pos));
         b.args.push_back(v);
       } while (accept(","));
@@ -225,17 +237,26 @@ Status Parser::region_args(Block& b) {
     PendingRef r = MESHPLAN_TRY(value_name());
     MESHPLAN_TRY(expect(":", "':' and the argument type"));
     ValueId v = m_.add_value(MESHPLAN_TRY(type()), kNone, static_cast<uint32_t>(b.args.size()));
+    MESHPLAN_TRY(skip_loc());
     MESHPLAN_TRY(define(r.name, v, r.pos));
     b.args.push_back(v);
   } while (accept(","));
   return expect(")", "')' closing the region arguments");
 }
 
-void Parser::skip_loc() {
-  if (accept("loc(")) {
-    --pos_;
-    (void)balanced('(', ')');
-  }
+Status Parser::skip_loc() {
+  if (!accept_word("loc")) return {};
+  if (!peek('(')) return error("'(' after loc");
+  MESHPLAN_TRY(balanced('(', ')'));
+  return {};
+}
+
+Status Parser::loc_alias() {
+  MESHPLAN_TRY(expect("#", "'#'"));
+  MESHPLAN_TRY(ident("a location alias name"));
+  MESHPLAN_TRY(expect("=", "'=' in a location alias"));
+  if (!peek("loc")) return error("'loc(...)' (only location aliases are supported at top level)");
+  return skip_loc();
 }
 
 Status Parser::op_attr_dict(Op& op) {

@@ -187,9 +187,33 @@ Result<TensorType> Parser::type() {
     if (peek('?')) return error("a static dimension (dynamic shapes are not supported)");
     break;
   }
+  ws();
+  size_t at = pos_;
+  if (peek("complex<") || peek("!quant.") || peek("!")) {
+    MESHPLAN_TRY(balanced_type_text());
+    return error_at(at, str("element type ", t_.substr(at, pos_ - at), " is not supported (",
+                            kElementTypes, ")"));
+  }
   ty.element = MESHPLAN_TRY(ident("an element type"));
+  if (!is_element_type(ty.element))
+    return error_at(at,
+                    str("element type ", ty.element, " is not supported (", kElementTypes, ")"));
   if (!accept(">")) return error("'>' closing the tensor type");
   return ty;
+}
+
+bool is_element_type(std::string_view e) {
+  for (std::string_view k : {"i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16",
+                             "bf16", "f32", "f64"})
+    if (e == k) return true;
+  return false;
+}
+
+Status Parser::balanced_type_text() {
+  // `complex<f32>` or `!quant.uniform<i8:f32, 0.5:3>`: skip to the '<' and over its group.
+  while (pos_ < t_.size() && t_[pos_] != '<' && t_[pos_] != '>') ++pos_;
+  if (pos_ < t_.size() && t_[pos_] == '<') MESHPLAN_TRY(balanced('<', '>'));
+  return {};
 }
 
 Result<std::vector<TensorType>> Parser::type_list_parens() {
@@ -250,7 +274,14 @@ bool Parser::peek_element_type() {
   return false;
 }
 
+std::unexpected<Error> Parser::too_deep() {
+  return error_at(pos_, str("nesting deeper than ", kMaxDepth,
+                            " levels (attributes, dense literals and regions)"));
+}
+
 Result<Attr> Parser::attr() {
+  Nest nest(*this);
+  if (nest.too_deep()) return too_deep();
   ws();
   Attr a;
   using K = Attr::Kind;
@@ -284,6 +315,13 @@ Result<Attr> Parser::attr() {
     ++pos_;
     MESHPLAN_TRY(ident("a dialect attribute name"));
     if (peek('<')) MESHPLAN_TRY(balanced('<', '>'));
+    a.kind = K::opaque;
+    a.text = std::string(t_.substr(b, pos_ - b));
+    return a;
+  }
+  if (peek('<')) {  // `algorithm = <lhs_precision_type = f32, ...>`: kept as written
+    size_t b = pos_;
+    MESHPLAN_TRY(balanced('<', '>'));
     a.kind = K::opaque;
     a.text = std::string(t_.substr(b, pos_ - b));
     return a;
@@ -347,6 +385,8 @@ Result<Attr> Parser::attr() {
 }
 
 Status Parser::dense_elems(std::vector<double>& out, bool& is_float) {
+  Nest nest(*this);
+  if (nest.too_deep()) return too_deep();
   if (accept("[")) {
     if (accept("]")) return {};
     do MESHPLAN_TRY(dense_elems(out, is_float));
@@ -362,19 +402,29 @@ Status Parser::dense_elems(std::vector<double>& out, bool& is_float) {
   return {};
 }
 
+/// IEEE binary16 bits -> value.
+static double half_to_double(uint16_t h) {
+  int exp = (h >> 10) & 0x1f;
+  double mant = h & 0x3ff;
+  double v = exp == 0    ? std::ldexp(mant, -24)
+             : exp == 31 ? (mant == 0 ? INFINITY : NAN)
+                         : std::ldexp(mant + 1024, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
 Status Parser::decode_hex(Attr& a, size_t at) {
   std::string_view hex = a.text;
   if (hex.size() < 4 || !hex.substr(1).starts_with("0x")) return {};
   hex = hex.substr(3, hex.size() - 4);
   const std::string& e = a.type.element;
-  size_t width = e == "f32" || e == "i32" || e == "ui32" ? 4
-                 : e == "f64" || e == "i64"              ? 8
-                 : e == "bf16"                           ? 2
-                 : e == "i1" || e == "i8"                ? 1
-                                                         : 0;
+  size_t width = e == "f32" || e == "i32" || e == "ui32"                  ? 4
+                 : e == "f64" || e == "i64" || e == "ui64"                ? 8
+                 : e == "bf16" || e == "f16" || e == "i16" || e == "ui16" ? 2
+                 : e == "i1" || e == "i8" || e == "ui8"                   ? 1
+                                                                          : 0;
   if (width == 0)
     return error_at(at, str("hex dense literal of element type ", e,
-                            " is not supported (f32, f64, bf16, i1, i8, i32, i64, ui32 are)"));
+                            " is not supported (f16, bf16, f32, f64, i1, i8..i64, ui8..ui64 are)"));
   if (hex.size() % (2 * width) != 0)
     return error_at(at, "hex dense literal does not hold whole elements");
   std::vector<double> values;
@@ -399,6 +449,10 @@ Status Parser::decode_hex(Attr& a, size_t at) {
       values.push_back(static_cast<double>(static_cast<int64_t>(bits)));
     else if (e == "i8")
       values.push_back(static_cast<int8_t>(bits));
+    else if (e == "i16")
+      values.push_back(static_cast<int16_t>(bits));
+    else if (e == "f16")
+      values.push_back(half_to_double(static_cast<uint16_t>(bits)));
     else
       values.push_back(static_cast<double>(bits));
   }
@@ -423,11 +477,21 @@ Result<Attr> Parser::dense() {
     hex_at = elems_at;
     hex_text = t_.substr(elems_at, pos_ - elems_at);
   }
+  size_t end = pos_;
   MESHPLAN_TRY(expect(">", "'>' closing dense<...>"));
   MESHPLAN_TRY(expect(":", "':' and the type of a dense literal"));
   ws();
   size_t tp = pos_;
   a.type = MESHPLAN_TRY(type());
+  // A hex splat's width does not tell f16 from bf16: reread it by the literal's type.
+  std::string_view lit = t_.substr(0, end);
+  size_t hex = lit.rfind("0x");
+  if (a.type.element == "f16" && a.values.size() == 1 && hex != std::string_view::npos &&
+      lit.substr(0, hex).ends_with("dense<")) {
+    uint64_t bits = 0;
+    std::from_chars(lit.data() + hex + 2, lit.data() + lit.size(), bits, 16);
+    a.values[0] = half_to_double(static_cast<uint16_t>(bits));
+  }
   if (!a.text.empty()) MESHPLAN_TRY(decode_hex(a, tp));
   // Unquoted hex elements are raw bits of the element type: exactly its width, never guessed
   // from the digit count.
@@ -436,10 +500,10 @@ Result<Attr> Parser::dense() {
     size_t e = x + 2;
     while (e < hex_text.size() && std::isxdigit(static_cast<unsigned char>(hex_text[e]))) ++e;
     const std::string& el = a.type.element;
-    size_t want = el == "bf16" ? 4 : el == "f32" ? 8 : el == "f64" ? 16 : 0;
+    size_t want = el == "bf16" || el == "f16" ? 4 : el == "f32" ? 8 : el == "f64" ? 16 : 0;
     if (want == 0)
       return error_at(hex_at + x, str("hex element literal for element type ", el,
-                                      " is not supported (bf16, f32 and f64 are)"));
+                                      " is not supported (f16, bf16, f32 and f64 are)"));
     if (e - x - 2 != want)
       return error_at(hex_at + x, str("hex element literal '", hex_text.substr(x, e - x), "' has ",
                                       e - x - 2, " digits; ", el, " needs exactly ", want));

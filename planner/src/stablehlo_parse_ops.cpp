@@ -54,7 +54,7 @@ Result<OpId> Parser::operation() {
     op.name = MESHPLAN_TRY(ident("an op name"));
     MESHPLAN_TRY(pretty(op, result_types, name_pos));
   }
-  skip_loc();
+  MESHPLAN_TRY(skip_loc());
   int64_t declared = 0;
   for (const auto& d : defs) declared += d.second;
   if (declared != static_cast<int64_t>(result_types.size()))
@@ -165,6 +165,7 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
         op.props.end());
     for (auto& [k, v] : dims) op.set_prop(k, v);
   }
+  if (op.name == "stablehlo.dot") MESHPLAN_TRY(dot_as_dot_general(op, at));
   if (const Attr* v = op.prop("value"); op.name == "stablehlo.constant" && v &&
                                         v->kind == Attr::Kind::dense &&
                                         (results.size() != 1 || !(v->type == results[0])))
@@ -173,11 +174,35 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
   return {};
 }
 
-// The parser also reads convert and reshape in the short one-operand form.
+/// stablehlo.dot is dot_general contracting the lhs's last dim with the rhs's first (vector or
+/// matrix operands).
+Status Parser::dot_as_dot_general(Op& op, size_t at) {
+  if (op.operands.size() != 2) return error_at(at, "stablehlo.dot takes two operands");
+  size_t lr = m_.values[op.operands[0]].type.shape.size();
+  size_t rr = m_.values[op.operands[1]].type.shape.size();
+  if (lr < 1 || lr > 2 || rr < 1 || rr > 2)
+    return error_at(at, str("stablehlo.dot of rank-", lr, " and rank-", rr,
+                            " operands (it takes vectors and matrices)"));
+  op.name = "stablehlo.dot_general";
+  op.set_prop("lhs_batching_dimensions", Attr::ints_array({}));
+  op.set_prop("rhs_batching_dimensions", Attr::ints_array({}));
+  op.set_prop("lhs_contracting_dimensions", Attr::ints_array({static_cast<int64_t>(lr - 1)}));
+  op.set_prop("rhs_contracting_dimensions", Attr::ints_array({0}));
+  return {};
+}
+
+// The parser also reads convert, reshape and the ops below in the short form (the printer
+// writes the ones it has no pretty form for generically).
 bool is_unary_name(std::string_view s) {
-  return is_elementwise_unary(s) || s == "convert" || s == "reshape";
+  for (std::string_view k : {"convert", "reshape", "bitcast_convert", "is_finite", "cbrt", "tan",
+                             "round_nearest_afz", "popcnt", "count_leading_zeros", "real", "imag"})
+    if (s == k) return true;
+  return is_elementwise_unary(s);
 }
 bool is_binary_name(std::string_view s) {
+  for (std::string_view k :
+       {"shift_left", "shift_right_arithmetic", "shift_right_logical", "complex"})
+    if (s == k) return true;
   return is_elementwise_binary(s);
 }
 
@@ -272,11 +297,16 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     results = outs;
     return {};
   }
+  if (n == "call" || n == "func.call") {
+    op.name = "func.call";
+    return call_op(op, results);
+  }
   if (!n.starts_with("stablehlo."))
     return error_at(name_pos, str("unknown op '", n,
                                   "' (expected a stablehlo, sdy or func op, or the generic form "
                                   "\"dialect.op\"(...))"));
   std::string_view s = n.substr(10);
+  if (s == "custom_call") return custom_call_op(op, results);
   if (is_unary_name(s)) {
     op.operands = {MESHPLAN_TRY(use())};
     MESHPLAN_TRY(op_attr_dict(op));
@@ -289,6 +319,113 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     op.operands.push_back(MESHPLAN_TRY(use()));
     MESHPLAN_TRY(op_attr_dict(op));
     type_pos_ = pos_;
+    return same_or_func_type(op, results);
+  }
+  if (s == "dot") {  // `stablehlo.dot %a, %b[, precision = [...]] : (T, T) -> T`
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "','"));
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    if (accept(",")) {
+      if (!accept_word("precision")) return error("'precision = [...]'");
+      MESHPLAN_TRY(expect("=", "'='"));
+      op.set_prop("precision_config", MESHPLAN_TRY(attr()));
+    }
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(same_or_func_type(op, results));
+    return dot_as_dot_general(op, name_pos);
+  }
+  if (s == "optimization_barrier") {  // `%0:2 = stablehlo.optimization_barrier %a, %b : T, U`
+    op.operands = MESHPLAN_TRY(uses_until(':'));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the operand types"));
+    std::vector<TensorType> ts;
+    if (!op.operands.empty()) {
+      do ts.push_back(MESHPLAN_TRY(type()));
+      while (accept(","));
+    }
+    MESHPLAN_TRY(check_operand_types(op, ts));
+    results = ts;
+    return {};
+  }
+  if (s == "pad") {  // `stablehlo.pad %x, %v, low = [..], high = [..], interior = [..] : ...`
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "','"));
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    for (const char* k : {"low", "high", "interior"}) {
+      MESHPLAN_TRY(expect(",", "','"));
+      if (!accept_word(k)) return error(str("'", k, " = [...]'"));
+      MESHPLAN_TRY(expect("=", "'='"));
+      std::string name = std::string_view(k) == "low"    ? "edge_padding_low"
+                         : std::string_view(k) == "high" ? "edge_padding_high"
+                                                         : "interior_padding";
+      op.set_prop(name, Attr::ints_array(MESHPLAN_TRY(int_list())));
+    }
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
+  if (s == "dynamic_slice") {  // `stablehlo.dynamic_slice %x, %i, %j, sizes = [..] : ...`
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    while (accept(",")) {
+      if (accept_word("sizes")) {
+        MESHPLAN_TRY(expect("=", "'='"));
+        op.set_prop("slice_sizes", Attr::ints_array(MESHPLAN_TRY(int_list())));
+        break;
+      }
+      op.operands.push_back(MESHPLAN_TRY(use()));
+    }
+    if (!op.prop("slice_sizes")) return error("', sizes = [...]' in dynamic_slice");
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
+  if (s == "dynamic_update_slice") {  // `stablehlo.dynamic_update_slice %x, %u, %i, %j : ...`
+    op.operands = MESHPLAN_TRY(uses_until(':'));
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
+  if (s == "while") {  // `stablehlo.while(%iterArg = %x, ...) : T, ... cond {...} do {...}`
+    MESHPLAN_TRY(expect("(", "'(' opening the loop-carried values"));
+    std::vector<PendingRef> names;
+    if (!accept(")")) {
+      do {
+        names.push_back(MESHPLAN_TRY(value_name()));
+        MESHPLAN_TRY(expect("=", "'=' and the initial value"));
+        op.operands.push_back(MESHPLAN_TRY(use()));
+      } while (accept(","));
+      MESHPLAN_TRY(expect(")", "')' closing the loop-carried values"));
+    }
+    MESHPLAN_TRY(op_attr_dict(op));
+    std::vector<TensorType> ts;
+    if (!op.operands.empty()) {
+      MESHPLAN_TRY(expect(":", "':' and the loop-carried types"));
+      do ts.push_back(MESHPLAN_TRY(type()));
+      while (accept(","));
+    }
+    MESHPLAN_TRY(check_operand_types(op, ts));
+    results = ts;
+    for (const char* part : {"cond", "do"}) {
+      if (!accept_word(part)) return error(str("'", part, " {...}'"));
+      Block b;
+      scopes_.emplace_back();
+      for (size_t i = 0; i < names.size(); ++i) {
+        ValueId v = m_.add_value(ts[i], kNone, static_cast<uint32_t>(i));
+        MESHPLAN_TRY(define(names[i].name, v, names[i].pos));
+        b.args.push_back(v);
+      }
+      MESHPLAN_TRY(expect("{", str("'{' opening the loop's ", part, " region")));
+      MESHPLAN_TRY(ops_until(b));
+      MESHPLAN_TRY(expect("}", str("'}' closing the loop's ", part, " region")));
+      scopes_.pop_back();
+      op.regions.push_back(std::move(b));
+    }
+    return {};
+  }
+  if (s == "reverse") {  // `stablehlo.reverse %x, dims = [..] : T`
+    op.operands = {MESHPLAN_TRY(use())};
+    MESHPLAN_TRY(expect(",", "', dims = [...]'"));
+    if (!accept_word("dims")) return error("'dims'");
+    MESHPLAN_TRY(expect("=", "'=' after dims"));
+    op.set_prop("dimensions", Attr::ints_array(MESHPLAN_TRY(int_list())));
+    MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
   if (s == "broadcast_in_dim" || s == "transpose") {
@@ -417,14 +554,23 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     return same_or_func_type(op, results);
   }
   if (s == "reduce") {
-    MESHPLAN_TRY(expect("(", "'(' opening the reduce operands"));
-    op.operands.push_back(MESHPLAN_TRY(use()));
-    if (!accept_word("init")) return error("'init:'");
-    MESHPLAN_TRY(expect(":", "':' after init"));
-    op.operands.push_back(MESHPLAN_TRY(use()));
-    MESHPLAN_TRY(expect(")", "')' (only single-input reduce is supported)"));
+    // `(%x init: %i)`, or `(%x init: %i), (%y init: %j)` for a variadic reduce (argmax).
+    std::vector<ValueId> inputs, inits;
+    do {
+      MESHPLAN_TRY(expect("(", "'(' opening the reduce operands"));
+      inputs.push_back(MESHPLAN_TRY(use()));
+      if (!accept_word("init")) return error("'init:'");
+      MESHPLAN_TRY(expect(":", "':' after init"));
+      inits.push_back(MESHPLAN_TRY(use()));
+      MESHPLAN_TRY(expect(")", "')' closing '(operand init: value)'"));
+    } while (accept(","));
+    op.operands = inputs;
+    op.operands.insert(op.operands.end(), inits.begin(), inits.end());
     std::string applies;
-    if (accept_word("applies")) applies = MESHPLAN_TRY(ident("the reduction op"));
+    if (accept_word("applies")) {
+      if (inputs.size() != 1) return error_at(pos_, "'applies' needs a single-input reduce");
+      applies = MESHPLAN_TRY(ident("the reduction op"));
+    }
     if (!accept_word("across")) return error("'across dimensions = [...]'");
     if (!accept_word("dimensions")) return error("'dimensions'");
     MESHPLAN_TRY(expect("=", "'='"));
@@ -445,7 +591,19 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     } else {
       if (!accept_word("reducer")) return error("'applies OP' or 'reducer(...)'");
       scopes_.emplace_back();
-      MESHPLAN_TRY(region_args(b));
+      // One `(%lhs: T, %rhs: T)` group per input; the block takes every lhs, then every rhs.
+      std::vector<ValueId> lhs, rhs;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        Block group;
+        MESHPLAN_TRY(region_args(group));
+        if (group.args.size() != 2)
+          return error_at(pos_, "a reducer argument group has two arguments (lhs, rhs)");
+        lhs.push_back(group.args[0]);
+        rhs.push_back(group.args[1]);
+      }
+      b.args = lhs;
+      b.args.insert(b.args.end(), rhs.begin(), rhs.end());
+      for (uint32_t i = 0; i < b.args.size(); ++i) m_.values[b.args[i]].index = i;
       MESHPLAN_TRY(expect("{", "'{' opening the reducer"));
       MESHPLAN_TRY(ops_until(b));
       MESHPLAN_TRY(expect("}", "'}' closing the reducer"));
@@ -485,8 +643,55 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
-  return error_at(name_pos, str("unsupported op '", n,
-                                "' in pretty form (write it in generic form \"", n, "\"(...))"));
+  return error_at(name_pos,
+                  str("unsupported op '", n, "' in pretty form (write it in generic form \"", n,
+                      "\"(...); the pretty forms read are the elementwise ops, ",
+                      "convert, reshape, broadcast_in_dim, transpose, reverse, ",
+                      "concatenate, iota, constant, compare, select, clamp, slice, ",
+                      "pad, dynamic_slice, dynamic_update_slice, dot, dot_general, ",
+                      "reduce, convolution, optimization_barrier and custom_call)"));
+}
+
+Status Parser::call_op(Op& op, std::vector<TensorType>& results) {
+  Attr callee;
+  callee.kind = Attr::Kind::symbol;
+  callee.text = MESHPLAN_TRY(symbol());
+  op.set_prop("callee", std::move(callee));
+  MESHPLAN_TRY(expect("(", "'(' opening the call's operands"));
+  op.operands = MESHPLAN_TRY(uses_until(')'));
+  MESHPLAN_TRY(expect(")", "')' closing the call's operands"));
+  MESHPLAN_TRY(op_attr_dict(op));
+  MESHPLAN_TRY(expect(":", "':' and the call's function type"));
+  auto [ins, outs] = MESHPLAN_TRY(func_type());
+  MESHPLAN_TRY(check_operand_types(op, ins));
+  results = outs;
+  return {};
+}
+
+Status Parser::custom_call_op(Op& op, std::vector<TensorType>& results) {
+  Attr target;
+  target.kind = Attr::Kind::string;
+  target.text = MESHPLAN_TRY(symbol());
+  op.set_prop("call_target_name", std::move(target));
+  MESHPLAN_TRY(expect("(", "'(' opening the custom_call's operands"));
+  op.operands = MESHPLAN_TRY(uses_until(')'));
+  MESHPLAN_TRY(expect(")", "')' closing the custom_call's operands"));
+  MESHPLAN_TRY(op_attr_dict(op));
+  // The pretty form writes the inherent attributes in the dictionary.
+  for (const char* k :
+       {"call_target_name", "has_side_effect", "backend_config", "api_version",
+        "called_computations", "operand_layouts", "result_layouts", "output_operand_aliases"})
+    for (auto it = op.attrs.begin(); it != op.attrs.end(); ++it)
+      if (it->first == k) {
+        op.set_prop(it->first, it->second);
+        op.attrs.erase(it);
+        break;
+      }
+  MESHPLAN_TRY(expect(":", "':' and the custom_call's function type"));
+  auto [ins, outs] = MESHPLAN_TRY(func_type());
+  MESHPLAN_TRY(check_operand_types(op, ins));
+  results = outs;
+  return {};
 }
 
 }  // namespace meshplan::planner::shlo::parse

@@ -13,6 +13,26 @@
 
 #include "meshplan/planner/stablehlo.hpp"
 
+namespace meshplan::planner::shlo {
+
+/// Replaces every `func.call` (nested jit, custom_jvp helpers) by a copy of its callee's body,
+/// callees first, and drops the private functions that were called. Errors, located at the
+/// call: unknown callee, operand or result types that differ from the callee's, recursion, and
+/// more than kMaxInlinedOps ops after inlining. Also unrolls every stablehlo.while whose trip
+/// count is a compile-time constant (a counter from a constant, compared LT/LE with a constant,
+/// incremented by a positive constant) of at most 256 iterations; more is a located error,
+/// other loops stay (the lowering refuses them).
+Status inline_calls(Module& m);
+inline constexpr size_t kMaxInlinedOps = 1'000'000;
+
+/// GSPMD annotations JAX prints: `mhlo.sharding` on arguments/results and `custom_call
+/// @Sharding` are dropped with a note in Module::notes when the module has no Shardy mesh
+/// (they are hints on a global program); next to Shardy meshes a non-replicated one is an
+/// error. `@SPMDFullToShardShape`/`@SPMDShardToFullShape` (GSPMD shard_map) are refused.
+Status drop_gspmd_annotations(Module& m);
+
+}  // namespace meshplan::planner::shlo
+
 namespace meshplan::planner::shlo::parse {
 
 inline bool ident_start(char c) {
@@ -22,6 +42,11 @@ inline bool ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$' ||
          c == '-';
 }
+
+/// The element types the importer reads, for messages.
+inline constexpr std::string_view kElementTypes =
+    "supported: i1 i8 i16 i32 i64 ui8 ui16 ui32 ui64 f16 bf16 f32 f64";
+bool is_element_type(std::string_view e);
 
 /// Recursive-descent parser over characters (MLIR's lexing is context dependent: `32x48xf32`,
 /// `0->1`, `p1`). One instance parses one text; not thread-safe.
@@ -58,6 +83,8 @@ class Parser {
   // ---- types ----
   Result<TensorType> type();
   Result<std::vector<TensorType>> type_list_parens();
+  /// Skips an unsupported element type's text (for the error message).
+  Status balanced_type_text();
   /// `(T, T) -> T` or `(T) -> (T, T)`.
   Result<std::pair<std::vector<TensorType>, std::vector<TensorType>>> func_type();
 
@@ -105,6 +132,10 @@ class Parser {
 
   // ---- structure ----
   Status top_items(std::string_view until);
+  /// `call @f(%a) : (T) -> T` (also `func.call`).
+  Status call_op(Op& op, std::vector<TensorType>& results);
+  /// `stablehlo.custom_call @target(%a) {attrs} : (T) -> T`.
+  Status custom_call_op(Op& op, std::vector<TensorType>& results);
 
   Status mesh_decl();
 
@@ -123,8 +154,12 @@ class Parser {
 
   Result<OpId> operation();
   Status normalize_generic(Op& op, const std::vector<TensorType>& results, size_t at);
+  Status dot_as_dot_general(Op& op, size_t at);
   Status pretty(Op& op, std::vector<TensorType>& result_types, size_t name_pos);
-  void skip_loc();
+  /// `loc(...)` (any location, kept only as the text position) if present.
+  Status skip_loc();
+  /// `#name = loc(...)`.
+  Status loc_alias();
 
   /// Trailing `{...}` attribute dict of an op, sdy.sharding split out.
   Status op_attr_dict(Op& op);
@@ -147,7 +182,24 @@ class Parser {
     return out;
   }
 
+  /// Nesting of attributes, dense literals and regions: deeper input is refused at kMaxDepth
+  /// (the parser and the passes after it recurse over nesting).
+  static constexpr int kMaxDepth = 256;
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) { ++p_.depth_; }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    bool too_deep() const { return p_.depth_ > kMaxDepth; }
+
+   private:
+    Parser& p_;
+  };
+  std::unexpected<Error> too_deep();
+
   std::string_view t_;
+  int depth_ = 0;
   size_t pos_ = 0;
   mutable size_t cache_pos_ = 0;
   mutable int cache_line_ = 1;

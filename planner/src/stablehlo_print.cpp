@@ -415,13 +415,16 @@ bool Printer::pretty(const Op& op, int indent) {
       if (!has_ints(k)) return false;
     const Attr* prec = op.prop("precision_config");
     if (prec && prec->kind != Attr::Kind::array) return false;
-    if (!only({keys[0], keys[1], keys[2], keys[3], "precision_config"})) return false;
+    const Attr* alg = op.prop("algorithm");
+    if (alg && alg->kind != Attr::Kind::opaque) return false;
+    if (!only({keys[0], keys[1], keys[2], keys[3], "precision_config", "algorithm"})) return false;
     out_ << n << " ";
     operands(op);
     if (!op.prop(keys[0])->ints.empty() || !op.prop(keys[1])->ints.empty())
       out_ << ", batching_dims = " << ints(op.prop(keys[0])) << " x " << ints(op.prop(keys[1]));
     out_ << ", contracting_dims = " << ints(op.prop(keys[2])) << " x " << ints(op.prop(keys[3]));
     if (prec) out_ << ", precision = " << attr_string(*prec);
+    if (alg) out_ << ", algorithm = " << alg->text;
     return attrs_and_type(op);
   }
   if (s == "reduce" && op.regions.size() == 1 && op.operands.size() == 2) {

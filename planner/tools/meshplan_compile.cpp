@@ -262,6 +262,7 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                                                std::optional<planner::shlo::Module> exported = {}) {
   planner::shlo::Module module =
       exported ? std::move(*exported) : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
+  for (const std::string& note : module.notes) std::fprintf(stderr, "%s\n", note.c_str());
   std::string stage = !args.stop_after.empty()   ? args.stop_after
                       : args.emit == "stablehlo" ? "import"
                                                  : "close";

@@ -17,8 +17,8 @@ namespace {
 /// FlatBuffers 2.0.8 verifier checks only the 4-byte length field's alignment).
 template <typename V>
 bool misaligned(const V* vec, size_t align) {
-  // An empty vector (a rank-0 shape) has no elements to misread, and FlatBuffers aligns only
-  // its length field.
+  // An empty vector has no elements to read, and FlatBuffers does not pad before one (a
+  // rank-0 tensor's shape): its data position may be anything.
   return vec && vec->size() != 0 && reinterpret_cast<uintptr_t>(vec->Data()) % align != 0;
 }
 

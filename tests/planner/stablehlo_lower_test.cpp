@@ -80,8 +80,8 @@ TEST_CASE("ops without a meshplan op name themselves and their location") {
   auto g = lower_to_graph(*m);
   REQUIRE_FALSE(g.has_value());
   CHECK(g.error().code == ErrorCode::unimplemented);
-  CHECK(g.error().message ==
-        "floor.mlir:2:3: unimplemented: stablehlo.floor has no meshplan op yet");
+  CHECK(g.error().message.starts_with(
+      "floor.mlir:2:3: unimplemented: stablehlo.floor has no meshplan op (meshplan lowers "));
 }
 
 TEST_CASE("a data-parallel MLP with a max-reduce and a broadcast lowers per device") {

@@ -86,3 +86,29 @@ TEST_CASE("numbers outside int64 or the mesh are located errors, not out-of-rang
   REQUIRE_FALSE(info.has_value());
   CHECK(info.error().message.find("outside the 2-device mesh") != std::string::npos);
 }
+
+TEST_CASE("deep nesting is a located error, not a stack overflow") {
+  // 12,000 nested array attributes and 20,000 nested regions (generic form).
+  std::string attrs =
+      "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.abs %a {x = " +
+      std::string(12000, '[') + std::string(12000, ']') +
+      "} : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n";
+  auto m = parse_module(attrs, "deep.mlir");
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().message.starts_with("deep.mlir:2:"));
+  CHECK(m.error().message.find("nesting deeper than 256 levels") != std::string::npos);
+  std::string dense = "func.func @main() -> tensor<1xf32> {\n  %0 = stablehlo.constant dense<" +
+                      std::string(12000, '[') + "1.0" + std::string(12000, ']') +
+                      "> : tensor<1xf32>\n  return %0 : tensor<1xf32>\n}\n";
+  m = parse_module(dense, "deep.mlir");
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().message.find("nesting deeper than 256 levels") != std::string::npos);
+  std::string regions = "func.func @main() -> () {\n";
+  for (int i = 0; i < 20000; ++i) regions += "\"test.op\"() ({\n";
+  for (int i = 0; i < 20000; ++i) regions += "}) : () -> ()\n";
+  regions += "return\n}\n";
+  m = parse_module(regions, "deep.mlir");
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().message.starts_with("deep.mlir:258:1: "));
+  CHECK(m.error().message.find("nesting deeper than 256 levels") != std::string::npos);
+}

@@ -185,6 +185,8 @@ struct Module {
   std::vector<Value> values;
   std::vector<Op> ops;
   std::string file;  ///< Source file name, for messages.
+  /// "file:line:col: note: ..." for input the import accepted but ignored (not printed back).
+  std::vector<std::string> notes;
 
   ValueId add_value(TensorType type, OpId def, uint32_t index);
   /// Appends a new op (not yet in any block) with results of the given types.

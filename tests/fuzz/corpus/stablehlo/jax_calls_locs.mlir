@@ -1,0 +1,23 @@
+#loc1 = loc("x")
+#loc2 = loc("w")
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x4xf32> {mhlo.layout_mode = "default", mhlo.sharding = "{replicated}"} loc("x"), %arg1: tensor<4x3xf32> {mhlo.layout_mode = "default"} loc("w")) -> (tensor<2x3xf32> {jax.result_info = "result", mhlo.layout_mode = "default"}) {
+    %0 = call @relu(%arg0) : (tensor<2x4xf32>) -> tensor<2x4xf32> loc(#loc7)
+    %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32> loc(#loc8)
+    return %1 : tensor<2x3xf32> loc(#loc)
+  } loc(#loc)
+  func.func private @relu(%arg0: tensor<2x4xf32> loc("jit(f)/jit(main)/relu"(#loc3))) -> tensor<2x4xf32> {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc9)
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x4xf32> loc(#loc9)
+    %1 = stablehlo.maximum %arg0, %0 : tensor<2x4xf32> loc(#loc9)
+    return %1 : tensor<2x4xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("/tmp/t.py":5:0)
+#loc4 = loc("/tmp/t.py":9:0)
+#loc5 = loc("/tmp/t.py":10:0)
+#loc6 = loc("f"(#loc4))
+#loc7 = loc("jit(f)/jit(main)/pjit[name=relu jaxpr={ lambda ; a:f32[2,4]. let b:f32[2,4] = max a 0.0 in (b,) }]"(#loc5))
+#loc8 = loc("jit(f)/jit(main)/dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=None preferred_element_type=float32]"(#loc6))
+#loc9 = loc("jit(f)/jit(main)/max"(#loc3))
