@@ -302,9 +302,16 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                     "' is illegal: ", reason);
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     }
-    std::stable_sort(next.begin(), next.end(), better);
-    const size_t keep = degraded ? 1 : k_width;
-    if (next.size() > keep) next.resize(keep);
+    // The K best in the order a stable sort gives: candidates were scored in (combination,
+    // result) order, so that pair breaks ties; only the kept ones are sorted.
+    const size_t keep = std::min(next.size(), degraded ? size_t{1} : k_width);
+    std::partial_sort(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(keep), next.end(),
+                      [&](const Scored& a, const Scored& b) {
+                        if (better(a, b)) return true;
+                        if (better(b, a)) return false;
+                        return a.combo != b.combo ? a.combo < b.combo : a.result < b.result;
+                      });
+    next.resize(keep);
     Level& level = beam[o];
     level.cands.reserve(next.size());
     level.picks.reserve(next.size() * arity);
