@@ -13,7 +13,9 @@
 // order of candidates and the stable sort are those of the first version, so plans are
 // byte-identical to it (tests/planner/beam_identity_test.cpp).
 #include <algorithm>
+#include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "meshplan/planner/policies.hpp"
@@ -43,11 +45,11 @@ struct Option {
   uint32_t reshards = 0;
 };
 
-/// A kept beam entry: the result layout and config, and its per-operand picks at
-/// Level::picks[picks ...].
+/// A kept beam entry: the result layout, and its per-operand picks at Level::picks[picks ...].
+/// Its config is config_for(the op's attribute config, layout), rebuilt at trace-back: keeping
+/// it made each entry 4x larger (beam's memory on large graphs is K entries per op).
 struct Cand {
   TensorLayout layout;
-  device::OpConfig config;
   uint64_t score = 0;
   uint32_t min_cores = UINT32_MAX;
   uint32_t reshards = 0;
@@ -85,15 +87,20 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     if (a.reshards != b.reshards) return a.reshards < b.reshards;
     return a.score < b.score;
   };
-  // Layout candidates per value, computed once: an op's results, and its consumers' reshards.
-  std::vector<std::vector<TensorLayout>> pool(g.values.size());
-  std::vector<bool> pooled(g.values.size(), false);
+  // Layout candidates per value (an op's results, and its consumers' reshards), computed once
+  // per shape and dtype, which are all layout_candidates() reads: values of one shape share a
+  // pool (a pool per value was most of beam's memory on large graphs).
+  std::map<std::pair<std::vector<int64_t>, DType>, int32_t> pool_index;
+  std::deque<std::vector<TensorLayout>> pools;
+  std::vector<int32_t> pool_of(g.values.size(), -1);
   auto candidates_of = [&](ValueId v) -> const std::vector<TensorLayout>& {
-    if (!pooled[v]) {
-      pool[v] = layout_candidates(g.values[v], chip, options.max_legal_layouts);
-      pooled[v] = true;
+    if (pool_of[v] < 0) {
+      auto [it, fresh] = pool_index.try_emplace({g.values[v].shape, g.values[v].dtype},
+                                                static_cast<int32_t>(pools.size()));
+      if (fresh) pools.push_back(layout_candidates(g.values[v], chip, options.max_legal_layouts));
+      pool_of[v] = it->second;
     }
-    return pool[v];
+    return pools[static_cast<size_t>(pool_of[v])];
   };
   auto forced_move = [&](OpId o, uint32_t i) {
     return std::find_if(ov.moves.begin(), ov.moves.end(),
@@ -295,16 +302,22 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                     "' is illegal: ", reason);
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     }
-    std::stable_sort(next.begin(), next.end(), better);
-    const size_t keep = degraded ? 1 : k_width;
-    if (next.size() > keep) next.resize(keep);
+    // The K best in the order a stable sort gives: candidates were scored in (combination,
+    // result) order, so that pair breaks ties; only the kept ones are sorted.
+    const size_t keep = std::min(next.size(), degraded ? size_t{1} : k_width);
+    std::partial_sort(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(keep), next.end(),
+                      [&](const Scored& a, const Scored& b) {
+                        if (better(a, b)) return true;
+                        if (better(b, a)) return false;
+                        return a.combo != b.combo ? a.combo < b.combo : a.result < b.result;
+                      });
+    next.resize(keep);
     Level& level = beam[o];
     level.cands.reserve(next.size());
     level.picks.reserve(next.size() * arity);
     for (const Scored& sc : next) {
       const TensorLayout& layout = result_layout(sc.result);
-      level.cands.push_back(Cand{layout, config_for(d.configs[o], layout, chip), sc.score,
-                                 sc.min_cores, sc.reshards,
+      level.cands.push_back(Cand{layout, sc.score, sc.min_cores, sc.reshards,
                                  static_cast<uint32_t>(level.picks.size())});
       for (uint32_t i = 0; i < arity; ++i)
         level.picks.push_back(opts[i][combos[size_t{sc.combo} * arity + i]].pick);
@@ -357,7 +370,9 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     }
     const Cand& c = beam[o].cands[chosen];
     d.tensors[v] = c.layout;
-    d.configs[o] = c.config;
+    // d.configs[o] is still the attribute config all_dram() gave it (the forward pass reads it
+    // and the trace-back sets each op once), as when the entry was scored.
+    d.configs[o] = config_for(d.configs[o], c.layout, chip);
     for (const Request& r : requests[o])
       if (!(r.wants == c.layout))
         d.reshards.push_back(LayoutDecision::Reshard{r.consumer, r.operand, r.wants});

@@ -2,6 +2,7 @@
 #include "meshplan/planner/candidates.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -214,64 +215,77 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
                               const TensorLayout& result_layout,
                               const device::OpConfig& config) const {
   // Exact bytes of everything OpModel looks at (names aside): the memos compare them in full.
+  // Written through a pointer into a buffer sized for the worst case (no per-field append: the
+  // appends' capacity checks were half of the key's time, a sixth of greedy's).
   std::string& k = key_;
-  k.clear();
-  auto put = [&](auto x) { k.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
-  put(static_cast<uint16_t>(kind));
-  put(config.transpose_a);
-  put(config.transpose_b);
-  put(config.activation);
-  put(config.fidelity);
-  put(config.grid_x);
-  put(config.grid_y);
-  put(config.program);
-  put(config.mcast_in0);
-  put(config.transpose_mcast);
-  put(config.per_core_m);
-  put(config.per_core_n);
-  put(config.in0_block_w);
-  put(config.out_subblock_h);
-  put(config.out_subblock_w);
-  put(config.act_block_h);
-  put(config.act_block_w_div);
-  put(config.stream_weights);
-  put(config.input_n);  // The flattened form's geometry: same shapes, other windows.
-  put(config.input_h);
-  put(config.input_w);
-  if (kind == device::OpKind::conv2d) {  // The window and groups size its im2col blocks.
-    put(config.kernel[0]);
-    put(config.kernel[1]);
-    put(config.groups);
-  }
-  if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
-    put(config.mesh_rows);
-    put(config.mesh_cols);
-    put(config.cluster_axis);
-    put(config.reduce);
-    put(config.collective_dim);
-    put(config.split_dim);
-    put(config.concat_dim);
-    put(config.num_pairs);
-    k.append(reinterpret_cast<const char*>(config.pairs), 2 * size_t{config.num_pairs});
-  }
-  auto tensor = [&](ValueId v, const TensorLayout& t) {
-    const Value& val = graph_.values[v];
-    put(static_cast<uint8_t>(val.shape.size()));
-    for (int64_t d : val.shape) put(d);
-    put(t.dtype);
-    put(t.layout);
-    put(t.buffer);
-    put(t.memory);
-    if (t.memory != device::MemLayout::interleaved) {
-      put(t.shard.grid);
-      put(t.shard.shape[0]);
-      put(t.shard.shape[1]);
-      put(t.shard.orientation);
+  size_t bound = 256 + 2 * size_t{config.num_pairs};
+  for (ValueId v : operands) bound += 64 + 8 * graph_.values[v].shape.size();
+  bound += 64 + 8 * graph_.values[result].shape.size();
+  k.resize_and_overwrite(bound, [&](char* base, size_t) {
+    char* p = base;
+    auto put = [&](auto x) {
+      std::memcpy(p, &x, sizeof(x));
+      p += sizeof(x);
+    };
+    put(static_cast<uint16_t>(kind));
+    put(config.transpose_a);
+    put(config.transpose_b);
+    put(config.activation);
+    put(config.fidelity);
+    put(config.grid_x);
+    put(config.grid_y);
+    put(config.program);
+    put(config.mcast_in0);
+    put(config.transpose_mcast);
+    put(config.per_core_m);
+    put(config.per_core_n);
+    put(config.in0_block_w);
+    put(config.out_subblock_h);
+    put(config.out_subblock_w);
+    put(config.act_block_h);
+    put(config.act_block_w_div);
+    put(config.stream_weights);
+    put(config.input_n);  // The flattened form's geometry: same shapes, other windows.
+    put(config.input_h);
+    put(config.input_w);
+    if (kind == device::OpKind::conv2d) {  // The window and groups size its im2col blocks.
+      put(config.kernel[0]);
+      put(config.kernel[1]);
+      put(config.groups);
     }
-  };
-  put(static_cast<uint8_t>(operands.size()));
-  for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
-  tensor(result, result_layout);
+    if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
+      put(config.mesh_rows);
+      put(config.mesh_cols);
+      put(config.cluster_axis);
+      put(config.reduce);
+      put(config.collective_dim);
+      put(config.split_dim);
+      put(config.concat_dim);
+      put(config.num_pairs);
+      std::memcpy(p, config.pairs, 2 * size_t{config.num_pairs});
+      p += 2 * size_t{config.num_pairs};
+    }
+    auto tensor = [&](ValueId v, const TensorLayout& t) {
+      const Value& val = graph_.values[v];
+      put(static_cast<uint8_t>(val.shape.size()));
+      std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
+      p += val.shape.size() * sizeof(int64_t);
+      put(t.dtype);
+      put(t.layout);
+      put(t.buffer);
+      put(t.memory);
+      if (t.memory != device::MemLayout::interleaved) {
+        put(t.shard.grid);
+        put(t.shard.shape[0]);
+        put(t.shard.shape[1]);
+        put(t.shard.orientation);
+      }
+    };
+    put(static_cast<uint8_t>(operands.size()));
+    for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
+    tensor(result, result_layout);
+    return static_cast<size_t>(p - base);
+  });
   return k;
 }
 

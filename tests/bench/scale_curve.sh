@@ -1,0 +1,24 @@
+#!/bin/sh
+# Planning-time scaling curve: greedy and beam on the ~1k/10k/50k/100k-op graphs of
+# scale_bench.cpp and graph.json import of the 100k-op one, each in its own process (so its
+# peak_rss_mb counter is its own); medians of 3 runs up to 10k ops, one run above. Given two
+# bench binaries (e.g. the previous build and this one) it runs them in turn per row.
+# usage: tests/bench/scale_curve.sh BUILD/tests/bench/meshplan_bench [OTHER/meshplan_bench]
+set -eu
+row() {
+  bin=$1
+  filter=$2
+  reps=$3
+  printf '%s: ' "$bin"
+  "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
+    --benchmark_report_aggregates_only=true --benchmark_color=false 2>/dev/null |
+    grep -E '^BM_' | grep -vE '_(mean|stddev|cv) ' | tail -1
+}
+for size in 1000 10000 50000 100000; do
+  reps=3
+  if [ "$size" -gt 10000 ]; then reps=1; fi
+  for policy in greedy beam; do
+    for bin in "$@"; do row "$bin" "^BM_PlanScale/$policy/$size\$" "$reps"; done
+  done
+done
+for bin in "$@"; do row "$bin" '^BM_ImportGraphJson/100000$' 3; done
