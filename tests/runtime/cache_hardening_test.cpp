@@ -3,6 +3,7 @@
 // does not exist, plan names are printable words, and temp files of killed writers go away on
 // the next write.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
