@@ -100,7 +100,7 @@ class Verifier {
     if (!mesh) return bad(loc, what, ": sharding names unknown mesh @", s.mesh);
     if (s.dims.size() != t.shape.size())
       return bad(loc, what, ": sharding ", sharding_string(s), " has ", s.dims.size(),
-                 " dims for a rank-", t.shape.size(), " tensor ", type_string(t));
+                 " dims for a tensor of rank ", t.shape.size(), " (", type_string(t), ")");
     std::vector<const AxisRef*> used;
     auto use = [&](const AxisRef& a) -> Status {
       int64_t full = mesh->axis_size(a.name);
@@ -121,8 +121,9 @@ class Verifier {
                 hi1 = u->size > 0 ? u->pre_size * u->size : full;
         int64_t lo2 = a.size > 0 ? a.pre_size : 1, hi2 = a.size > 0 ? a.pre_size * a.size : full;
         if (lo1 < hi2 && lo2 < hi1)
-          return bad(loc, what, ": sharding ", sharding_string(s), " uses axis ", axis_string(a),
-                     " twice");
+          return bad(loc, what, ": sharding ", sharding_string(s), ": axis '", a.name, "'",
+                     a.size > 0 ? str(":(", a.pre_size, ")", a.size) : std::string(),
+                     " is used twice");
       }
       used.push_back(&a);
       return {};

@@ -122,8 +122,8 @@ TEST_CASE("meshes and shardings are checked") {
                   "tensor<8x8xf32>", "", "%a", m);
   };
   CHECK(error_of(sharded("[{\"x\"}, {\"y\"}]", mesh)).empty());
-  CHECK(has(error_of(sharded("[{\"x\"}, {\"x\"}]", mesh)), "uses axis \"x\" twice"));
-  CHECK(has(error_of(sharded("[{\"x\"}]", mesh)), "has 1 dims for a rank-2 tensor"));
+  CHECK(has(error_of(sharded("[{\"x\"}, {\"x\"}]", mesh)), "axis 'x' is used twice"));
+  CHECK(has(error_of(sharded("[{\"x\"}]", mesh)), "has 1 dims for a tensor of rank 2"));
   CHECK(has(error_of(sharded("[{\"z\"}, {}]", mesh)), "axis \"z\" is not in mesh @mesh"));
   std::string ids = "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2], device_ids=[0, 1, 1, 3]>\n";
   CHECK(has(error_of(sharded("[{}, {}]", ids)), "device id 1 appears twice"));
