@@ -82,7 +82,7 @@ TEST_CASE("cache gc --keep with a typo and a name with a space are errors") {
   auto spaced =
       meshplan::test::run_shell(kCompile + " " + model + " -o " + cache + " --name 'my mlp'");
   CHECK(spaced.status == 1);
-  CHECK(has(spaced, "plan name 'my mlp' has byte 0x20 (a space) at offset 2"));
+  CHECK(has(spaced, "plan name 'my?mlp' has byte 0x20 (a space) at offset 2"));
 }
 
 TEST_CASE("meshplan-run --input with a dimension past the limit says so") {
