@@ -97,16 +97,54 @@ class Server {
   void read_session(const std::shared_ptr<Session>& s) {
     set_nonblocking(s->in_fd());
     if (s->out_fd() != s->in_fd()) set_nonblocking(s->out_fd());
-    std::string buf;
+    std::string buf;          // received bytes not yet handled: whole lines, then a partial one
     bool discarding = false;  // inside a line that exceeded server::kMaxLineBytes
-    bool input_done = false;
+    bool eof = false, input_done = false;
     char chunk[1 << 16];
-    auto last_input = Clock::now(), line_started = last_input, last_output = last_input;
-    Clock::time_point stop_at{};
+    auto last_input = Clock::now(), last_output = last_input;
+    Clock::time_point partial_since{}, stop_at{};
     auto seconds_since = [](Clock::time_point t) {
       return std::chrono::duration<double>(Clock::now() - t).count();
     };
+    // Handles buffered whole lines while the session has room in flight.
+    auto drain = [&] {
+      size_t start = 0;
+      while (!input_done && s->in_flight.load() < server::kMaxInFlight) {
+        size_t nl = buf.find('\n', start);
+        if (nl == std::string::npos) break;
+        size_t from = start;
+        start = nl + 1;
+        if (discarding) {
+          discarding = false;
+          continue;
+        }
+        if (nl - from > server::kMaxLineBytes) {
+          too_long(*s);
+          continue;
+        }
+        if (!handle(s, buf.substr(from, nl - from))) input_done = true;
+      }
+      buf.erase(0, start);
+      if (input_done) buf.clear();
+      bool whole_line = buf.find('\n') != std::string::npos;
+      if (!whole_line && buf.size() > server::kMaxLineBytes) {
+        if (!discarding) too_long(*s);
+        discarding = true;
+        buf.clear();
+      }
+      if (eof && !whole_line && !input_done) {  // a last line without '\n' still counts
+        if (!discarding && !buf.empty()) handle(s, buf);
+        buf.clear();
+        input_done = true;
+      }
+      bool partial = !whole_line && (!buf.empty() || discarding);
+      if (!partial)
+        partial_since = {};
+      else if (partial_since == Clock::time_point{})
+        partial_since = Clock::now();
+    };
     while (true) {
+      drain();
       if (!s->flush()) {  // the client is gone, or its unread replies overflowed
         if (s->overflowed()) dropped_++;
         return;
@@ -129,7 +167,8 @@ class Server {
           s->flush();
           return;
         }
-        if ((!buf.empty() || discarding) && seconds_since(line_started) > timeouts_.request) {
+        if (partial_since != Clock::time_point{} &&
+            seconds_since(partial_since) > timeouts_.request) {
           s->send(str("error #", s->next_id(),
                       " resource_exhausted: request line unfinished after ", timeouts_.request,
                       " s; closing the connection"));
@@ -137,10 +176,12 @@ class Server {
           return;
         }
       }
-      bool read_more = !stopping && !input_done && s->in_flight.load() < server::kMaxInFlight;
+      bool whole_line = buf.find('\n') != std::string::npos;
+      bool read_more = !stopping && !eof && !input_done && !whole_line &&
+                       s->in_flight.load() < server::kMaxInFlight;
       pollfd fds[4];
       int n = 0;
-      fds[n++] = {g_wake[0], POLLIN, 0};
+      fds[n++] = {stopping ? -1 : g_wake[0], POLLIN, 0};  // stays readable once written
       fds[n++] = {s->notify_fd(), POLLIN, 0};
       int in_at = -1, out_at = -1;
       if (read_more) {
@@ -156,49 +197,18 @@ class Server {
           fds[n++] = {s->out_fd(), POLLOUT, 0};
         }
       }
-      // Wake at least every 100 ms to check the timeouts; the stop pipe stays readable once
-      // written, so poll it only until the stop is seen.
-      if (stopping) fds[0].fd = -1;
+      // Wake at least every 100 ms to check the timeouts.
       if (::poll(fds, static_cast<nfds_t>(n), 100) < 0 && errno != EINTR) return;
-      if (out_at >= 0 && (fds[out_at].revents & (POLLERR | POLLHUP)) && out_at != in_at) return;
+      if (out_at >= 0 && out_at != in_at && (fds[out_at].revents & (POLLERR | POLLHUP))) return;
       if (in_at < 0 || !(fds[in_at].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = ::read(s->in_fd(), chunk, sizeof chunk);
       if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (got <= 0) {  // end of input: a last line without '\n' still counts
-        if (!discarding && !buf.empty() && !handle(s, buf)) input_done = true;
-        buf.clear();
-        input_done = true;
+      if (got <= 0) {
+        eof = true;
         continue;
       }
-      if (buf.empty() && !discarding) line_started = Clock::now();
       last_input = Clock::now();
       buf.append(chunk, static_cast<size_t>(got));
-      size_t start = 0;
-      for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-        if (discarding) {
-          discarding = false;
-          continue;
-        }
-        if (nl - start > server::kMaxLineBytes) {
-          too_long(*s);
-          continue;
-        }
-        if (!handle(s, buf.substr(start, nl - start))) {
-          input_done = true;
-          break;
-        }
-      }
-      if (input_done) {
-        buf.clear();
-        continue;
-      }
-      buf.erase(0, start);
-      if (!buf.empty()) line_started = Clock::now();
-      if (buf.size() > server::kMaxLineBytes) {
-        if (!discarding) too_long(*s);
-        discarding = true;
-        buf.clear();
-      }
     }
   }
 

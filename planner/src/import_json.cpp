@@ -3,6 +3,7 @@
 
 #include <flatbuffers/idl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -123,7 +124,9 @@ Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
     value.name = v->name()->str();
     if (v->shape()) {
       value.shape.assign(v->shape()->begin(), v->shape()->end());
-      if (auto volume = device::checked_volume(value.shape); !volume)
+      // Non-positive dims are validate()'s to report; here only sizes past the limits.
+      bool positive = std::ranges::all_of(value.shape, [](int64_t d) { return d > 0; });
+      if (auto volume = device::checked_volume(value.shape); positive && !volume)
         return fail(ErrorCode::invalid_argument, source_name, ": value '", value.name, "' (", where,
                     "): ", volume.error().message);
     }

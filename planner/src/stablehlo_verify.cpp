@@ -4,6 +4,7 @@
 #include "stablehlo_verify.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <set>
 #include <span>
@@ -100,7 +101,7 @@ class Verifier {
     if (!mesh) return bad(loc, what, ": sharding names unknown mesh @", s.mesh);
     if (s.dims.size() != t.shape.size())
       return bad(loc, what, ": sharding ", sharding_string(s), " has ", s.dims.size(),
-                 " dims for a rank-", t.shape.size(), " tensor ", type_string(t));
+                 " dims for a tensor of rank ", t.shape.size(), " (", type_string(t), ")");
     std::vector<const AxisRef*> used;
     auto use = [&](const AxisRef& a) -> Status {
       int64_t full = mesh->axis_size(a.name);
@@ -121,8 +122,9 @@ class Verifier {
                 hi1 = u->size > 0 ? u->pre_size * u->size : full;
         int64_t lo2 = a.size > 0 ? a.pre_size : 1, hi2 = a.size > 0 ? a.pre_size * a.size : full;
         if (lo1 < hi2 && lo2 < hi1)
-          return bad(loc, what, ": sharding ", sharding_string(s), " uses axis ", axis_string(a),
-                     " twice");
+          return bad(loc, what, ": sharding ", sharding_string(s), ": axis '", a.name, "'",
+                     a.size > 0 ? str(":(", a.pre_size, ")", a.size) : std::string(),
+                     " is used twice");
       }
       used.push_back(&a);
       return {};
@@ -376,6 +378,8 @@ class Verifier {
       }
       return check_result_shape(op, want);
     }
+    if (n == "convolution" && op.operands.size() >= 2 && !op.results.empty())
+      return check_conv_dims(op);
     if (n == "reshape" && !op.operands.empty() && !op.results.empty()) {
       auto in = device::checked_volume(shape_of(0));
       auto out = device::checked_volume(type_of(op.results[0]).shape);
@@ -392,6 +396,63 @@ class Verifier {
       if (a->i < 0 || a->i >= rank)
         return bad(op.loc, op.name, ": ", key, " ", a->i, " is outside [0, ", rank,
                    ") of its rank-", rank, " operand");
+    }
+    return {};
+  }
+
+  /// convolution's dim_numbers `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`: one list per operand
+  /// and the result, each as long as its rank, naming its two feature/batch letters once and
+  /// the same spatial dims 0..n-1 once each.
+  Status check_conv_dims(const Op& op) const {
+    const Attr* a = op.prop("dim_numbers");
+    if (!a || a->kind != Attr::Kind::opaque) return {};
+    std::string t;
+    for (char c : a->text)
+      if (!std::isspace(static_cast<unsigned char>(c))) t += c;
+    size_t x = t.find("]x["), arrow = t.find("]->[");
+    if (t.size() < 2 || t.front() != '[' || t.back() != ']' || x == std::string::npos ||
+        arrow == std::string::npos || arrow < x)
+      return bad(op.loc, op.name, ": dim_numbers '", a->text,
+                 "' is not [..]x[..]->[..] (input, kernel, output)");
+    std::string lists[3] = {t.substr(1, x - 1), t.substr(x + 3, arrow - x - 3),
+                            t.substr(arrow + 4, t.size() - arrow - 5)};
+    static const char* kLetters[3][2] = {{"b", "f"}, {"i", "o"}, {"b", "f"}};
+    static const char* kWhat[3] = {"input", "kernel", "output"};
+    const TensorType* types[3] = {&type_of(op.operands[0]), &type_of(op.operands[1]),
+                                  &type_of(op.results[0])};
+    size_t spatial = 0;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::string> parts;
+      for (size_t at = 0; at <= lists[k].size();) {
+        size_t comma = lists[k].find(',', at);
+        if (comma == std::string::npos) comma = lists[k].size();
+        parts.push_back(lists[k].substr(at, comma - at));
+        at = comma + 1;
+      }
+      size_t rank = types[k]->shape.size();
+      if (parts.size() != rank)
+        return bad(op.loc, op.name, ": dim_numbers lists ", parts.size(), " ", kWhat[k],
+                   " dims for a rank-", rank, " ", kWhat[k]);
+      if (rank < 2)
+        return bad(op.loc, op.name, ": the ", kWhat[k], " has rank ", rank, ", at least 2 needed");
+      if (k == 0) spatial = rank - 2;
+      if (rank - 2 != spatial)
+        return bad(op.loc, op.name, ": the ", kWhat[k], " has ", rank - 2,
+                   " spatial dims, the input ", spatial);
+      std::vector<int> seen(spatial + 2, 0);
+      for (const std::string& p : parts) {
+        size_t slot = spatial + 2;
+        if (p == kLetters[k][0])
+          slot = spatial;
+        else if (p == kLetters[k][1])
+          slot = spatial + 1;
+        else if (p.size() == 1 && p[0] >= '0' && static_cast<size_t>(p[0] - '0') < spatial)
+          slot = static_cast<size_t>(p[0] - '0');
+        if (slot > spatial + 1 || seen[slot]++)
+          return bad(op.loc, op.name, ": dim_numbers entry '", p, "' of the ", kWhat[k],
+                     " is unknown or repeated (expected ", kLetters[k][0], ", ", kLetters[k][1],
+                     " and spatial dims 0 to ", spatial - 1, " once each)");
+      }
     }
     return {};
   }

@@ -67,9 +67,11 @@ Result<CacheEditReport> gc_cache(const std::string& path, const GcOptions& optio
     bool present = false;
     for (size_t i = 0; i < cache.size() && !present; ++i) present = cache.entry(i).name == k;
     if (!present) {
+      std::vector<std::string> held;
+      for (size_t i = 0; i < cache.size(); ++i) held.emplace_back(cache.entry(i).name);
+      std::sort(held.begin(), held.end());
       std::string names;
-      for (size_t i = 0; i < cache.size(); ++i)
-        names += str(i ? ", '" : "'", cache.entry(i).name, "'");
+      for (const std::string& h : held) names += str(names.empty() ? "'" : ", '", h, "'");
       return fail(ErrorCode::not_found, "gc --keep names '", k, "', which is not in '", path,
                   "' (its entries: ", names.empty() ? "none" : names, "); nothing removed");
     }

@@ -4,14 +4,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -79,8 +83,24 @@ class CacheLock {
 
  private:
   explicit CacheLock(int fd) : fd_(fd) {}
-  /// "pid N" as the holder wrote it, or empty (the holder may predate pid recording).
+  /// "pid N" of the process holding the flock on `fd`'s file: from /proc/locks when Linux
+  /// lists it, else as the last writer recorded it in the file if that process still runs;
+  /// empty when unknown.
   static std::string read_holder(int fd) {
+    struct stat st;
+    if (::fstat(fd, &st) == 0) {
+      char id[64];
+      std::snprintf(id, sizeof id, " %02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
+                    static_cast<unsigned long long>(st.st_ino));
+      std::ifstream locks("/proc/locks");
+      for (std::string line; std::getline(locks, line);) {
+        // "1: FLOCK  ADVISORY  WRITE 29580 fe:00:10960935 0 EOF"
+        size_t at = line.find(id);
+        if (line.find("FLOCK") == std::string::npos || at == std::string::npos) continue;
+        size_t start = line.rfind(' ', at - 1);
+        if (start != std::string::npos) return "pid " + line.substr(start + 1, at - start - 1);
+      }
+    }
     char buf[32] = {};
     ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
@@ -88,6 +108,8 @@ class CacheLock {
     if (!text.starts_with("pid ") || text.size() < 5) return {};
     for (char c : text.substr(4))
       if (c < '0' || c > '9') return {};
+    if (text.size() > 12 || ::kill(static_cast<pid_t>(std::stol(text.substr(4))), 0) != 0)
+      return {};  // that writer has gone: it is not the holder
     return text;
   }
   int fd_;

@@ -21,6 +21,9 @@ class GraphBuilder {
  public:
   explicit GraphBuilder(std::string name) { g_.name = std::move(name); }
 
+  /// Sets an argument's dtype (arguments default to bf16).
+  void set_dtype(planner::ValueId v, planner::DType dtype) { g_.values[v].dtype = dtype; }
+
   planner::ValueId input(const std::string& name, std::vector<int64_t> shape,
                          planner::ArgKind kind = planner::ArgKind::input) {
     planner::Value v;

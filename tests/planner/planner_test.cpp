@@ -120,9 +120,10 @@ TEST_CASE("planning errors name what does not fit or exist") {
   CHECK(e.error().message.find("unknown policy 'telepathy'") != std::string::npos);
   CHECK(e.error().message.find("dram") != std::string::npos);
 
-  // A tensor larger than DRAM: 12 banks x 1 GiB cannot hold 16 GiB of bf16.
+  // A tensor larger than DRAM: 12 banks x 1 GiB cannot hold 16 GiB of f32 (2^32 elements, the
+  // most a tensor may hold).
   std::string json =
-      R"({ name: "huge", arguments: [{ value: { name: "big", shape: [65536, 131072] } }],
+      R"({ name: "huge", arguments: [{ value: { name: "big", shape: [65536, 65536], dtype: "f32" } }],
     ops: [{ name: "r", kind: "relu", operands: ["big"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto huge = import_graph_json(json);
   REQUIRE(huge);

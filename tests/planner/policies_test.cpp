@@ -167,7 +167,10 @@ TEST_CASE("plans are deterministic and keyed by policy") {
 
 TEST_CASE("bad input: a tensor larger than all of L1 and DRAM, and an unknown policy") {
   GraphBuilder b("huge");
-  b.output(b.relu("huge_relu", b.input("huge_x", {1 << 20, 1 << 16})));
+  // 2^32 f32 elements (the largest tensor a graph may hold): 16 GiB, more than 12 GiB of DRAM.
+  planner::ValueId x = b.input("huge_x", {1 << 16, 1 << 16});
+  b.set_dtype(x, planner::DType::f32);
+  b.output(b.relu("huge_relu", x));
   planner::Graph g = b.finish();
   for (const std::string& policy : kPolicies) {
     auto r = planner::compile(g, device::wormhole_b0(), with_policy(policy));

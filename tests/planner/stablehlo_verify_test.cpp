@@ -122,9 +122,9 @@ TEST_CASE("meshes and shardings are checked") {
                   "tensor<8x8xf32>", "", "%a", m);
   };
   CHECK(error_of(sharded("[{\"x\"}, {\"y\"}]", mesh)).empty());
-  CHECK(has(error_of(sharded("[{\"x\"}, {\"x\"}]", mesh)), "uses axis \"x\" twice"));
-  CHECK(has(error_of(sharded("[{\"x\"}]", mesh)), "has 1 dims for a rank-2 tensor"));
-  CHECK(has(error_of(sharded("[{\"z\"}, {}]", mesh)), "names axis 'z', which mesh @mesh"));
+  CHECK(has(error_of(sharded("[{\"x\"}, {\"x\"}]", mesh)), "axis 'x' is used twice"));
+  CHECK(has(error_of(sharded("[{\"x\"}]", mesh)), "has 1 dims for a tensor of rank 2"));
+  CHECK(has(error_of(sharded("[{\"z\"}, {}]", mesh)), "axis \"z\" is not in mesh @mesh"));
   std::string ids = "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2], device_ids=[0, 1, 1, 3]>\n";
   CHECK(has(error_of(sharded("[{}, {}]", ids)), "device id 1 appears twice"));
   std::string range = "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2], device_ids=[0, 1, 2, 7]>\n";
@@ -137,9 +137,8 @@ TEST_CASE("meshes and shardings are checked") {
 TEST_CASE("a returned value must have the declared result type") {
   std::string wrong = module("%a: tensor<4x8xf32>", "tensor<8x4xf32>", "", "%a");
   std::string e = error_of(wrong);
-  CHECK(has(e,
-            "func.return value 0 is tensor<4x8xf32>; @main declares result 0 as "
-            "tensor<8x4xf32>"));
+  CHECK(e.starts_with("v.mlir:"));
+  CHECK(has(e, "operand 0 has type tensor<4x8xf32> but the op's type says tensor<8x4xf32>"));
 }
 
 TEST_CASE("hex constants must hold whole elements of exactly their type's width") {
