@@ -50,21 +50,18 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
                   "': matmul does not support dtype ", dtype_name(t->dtype));
   int64_t cores = static_cast<int64_t>(m.grid_x) * m.grid_y;
   if (m.program == MatmulProgram::none) {
-    // tt-metal's plain multi-core program (MatmulMultiCoreProgramConfig) reads both operands
-    // and writes its result interleaved only; its validation refuses any sharded layout
-    // ("Input A/B memory layout must be INTERLEAVED", "Output memory layout must be
-    // INTERLEAVED"; "Unsupported op for output sharding" when computing the output spec).
-    const char* role[] = {"in0", "in1", "result"};
-    const char* tt_name[] = {"Input A", "Input B", "Output"};
-    const TensorPlacement* tensors[] = {&a, &b, &out};
-    for (int i = 0; i < 3; ++i)
-      if (tensors[i]->memory != MemLayout::interleaved)
-        return fail(ErrorCode::invalid_argument,
-                    "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): ", role[i],
-                    " '", tensors[i]->name, "' is ", memory_name(tensors[i]->memory), "; ",
-                    tt_name[i],
-                    " memory layout must be INTERLEAVED (use a multicast program for "
-                    "sharded layouts)");
+    // Program none stands for tt-metal's non-multicast programs. Its result must be
+    // interleaved: MatmulMultiCoreProgramConfig refuses any sharded output ("Output memory
+    // layout must be INTERLEAVED"; "Unsupported op for output sharding"), and
+    // MatmulMultiCoreReuseProgramConfig shards an output only like a sharded in0 with
+    // per_core_N = N, a blocking program none does not have. Sharded operands are read as the
+    // reuse program reads them (its shard-shape rules are not modelled).
+    if (out.memory != MemLayout::interleaved)
+      return fail(ErrorCode::invalid_argument,
+                  "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): result '",
+                  out.name, "' is ", memory_name(out.memory),
+                  "; Output memory layout must be INTERLEAVED (use a multicast program for a "
+                  "sharded result)");
     m.per_core_tiles = std::max<int64_t>(1, ceil_div(m.mt * m.nt, cores));
     m.in0_block_w = m.kt;
     return m;

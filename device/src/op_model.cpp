@@ -41,58 +41,6 @@ bool is_sharded(const TensorPlacement& t) {
   return t.memory != MemLayout::interleaved;
 }
 
-/// tt-metal's rules for sharded softmax and normalisations (docs/hardware-rules.md): empty when
-/// the op may run, else the reason. Softmax: input FLOAT32, BFLOAT16 or BFLOAT8_B; its sharded
-/// program (SoftmaxShardedMultiCoreProgramConfig) runs in place over the last dim with whole rows
-/// per shard. Layer and RMS norm: the sharded program (LayerNormShardedMultiCoreProgramConfig)
-/// takes a sharded input and gives a result of the same buffer type and memory layout; the
-/// default program takes and gives interleaved tensors.
-std::string sharded_row_op_rule(const OpLaunch& op) {
-  if (op.operands.empty() || op.results.empty()) return {};
-  const TensorPlacement& in = *op.operands[0];
-  const TensorPlacement& out = *op.results[0];
-  if (op.kind == OpKind::softmax) {
-    if (in.dtype != DType::f32 && in.dtype != DType::bf16 && in.dtype != DType::bf8b)
-      return str("operand '", in.name, "' is ", dtype_name(in.dtype),
-                 "; tt-metal softmax takes FLOAT32, BFLOAT16 or BFLOAT8_B input");
-    if (!is_sharded(in) && !is_sharded(out)) return {};
-    int64_t rank = static_cast<int64_t>(in.shape.size());
-    bool last_dim =
-        op.config.num_dims == 0 ||
-        (op.config.num_dims == 1 && (op.config.dims[0] == rank - 1 || op.config.dims[0] == -1));
-    if (!last_dim)
-      return "tt-metal's sharded softmax (SoftmaxShardedMultiCoreProgramConfig) reduces over "
-             "the last dim only";
-    if (!is_sharded(in) || !is_sharded(out) || in.memory != out.memory || in.shard != out.shard ||
-        in.dtype != out.dtype)
-      return str("operand '", in.name, "' is ", memory_name(in.memory), " and result '", out.name,
-                 "' is ", memory_name(out.memory),
-                 "; tt-metal's sharded softmax runs in place (\"Operation must be inplace for "
-                 "sharded multi-core program config\"): both sharded alike, same dtype");
-    if (in.shard.shape[1] != (in.shape.empty() ? 0 : in.shape.back()))
-      return str("operand '", in.name, "' shards are ", in.shard.shape[1], " wide, not the ",
-                 in.shape.empty() ? 0 : in.shape.back(),
-                 " of the last dim; tt-metal's sharded softmax needs whole rows per shard "
-                 "(\"shard width must equal to input tensor shape[3]\")");
-    return {};
-  }
-  if (op.kind == OpKind::layer_norm || op.kind == OpKind::rms_norm) {
-    if (!is_sharded(in) && !is_sharded(out)) return {};
-    if (!is_sharded(in))
-      return str("result '", out.name, "' is ", memory_name(out.memory), " but operand '", in.name,
-                 "' is interleaved; tt-metal's sharded layernorm "
-                 "(LayerNormShardedMultiCoreProgramConfig) needs a sharded input and the "
-                 "default program gives an interleaved result");
-    if (in.buffer != out.buffer || in.memory != out.memory)
-      return str("operand '", in.name, "' is ", memory_name(in.memory), " and result '", out.name,
-                 "' is ", memory_name(out.memory),
-                 "; tt-metal's sharded layernorm needs the same buffer type and memory layout "
-                 "for input and output");
-    return {};
-  }
-  return {};
-}
-
 /// tt-metal's interleaved_to_sharded rules for to_memory_config from an interleaved to a sharded
 /// tensor (docs/hardware-rules.md): a row-major shard's row must be a whole number of L1-aligned
 /// bytes ("Shard page size must currently have L1 aligned page size"), and a cast needs tiled
@@ -221,7 +169,6 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     if (t->buffer == BufferType::l1)
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }
-  if (auto why = sharded_row_op_rule(op); !why.empty()) return reject(why);
   if (auto why = reshard_rule(op, chip_); !why.empty()) return reject(why);
   if (is_matmul_family(op.kind)) {
     auto m = resolve_matmul(op, chip_);

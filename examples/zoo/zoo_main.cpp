@@ -10,6 +10,7 @@
 #include <mimalloc-new-delete.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -78,6 +79,7 @@ struct Row {
   uint32_t ops = 0, l1_outputs = 0, spills = 0, reshards = 0, collectives = 0;
   bool mesh = false;
   double host_io_us = 0;  ///< PCIe time of the inputs in and the outputs out (not in simulated_us).
+  double bound_us = 0;    ///< Roofline lower bound of the device time (lower_bound_us).
   double simulated_us = 0, planning_ms = 0, load_us = 0, max_error = -1, relative_error = -1;
   bool verified = false;
   std::string note;
@@ -121,10 +123,59 @@ double host_io_us(const fb::Plan& p, const device::ChipDesc& chip) {
          1000.0;
 }
 
+int64_t volume_of(const fb::TensorPlan& t) {
+  int64_t n = 1;
+  for (int64_t d : *t.shape()) n *= d;
+  return n;
+}
+
+/// A lower bound of a plan's device time under the timing model (roofline): the larger of the
+/// argument and output bytes that cannot stay in the chip's L1 crossing DRAM once at dram_gbps,
+/// and the matmul and conv2d FLOPs at the LoFi peak of every core; plus one dispatch per graph
+/// op (reshards and spills are avoidable). Each op takes dispatch + max(compute, movement), and
+/// a sum of maxima is at least the maximum of the sums, so no plan beats it.
+double lower_bound_us(const fb::Plan& p, const device::ChipDesc& chip) {
+  uint64_t bytes = 0;
+  for (const fb::TensorPlan* t : *p.tensors())
+    if (t->role() != fb::TensorRole::intermediate) bytes += stored_bytes(*t);
+  for (uint32_t i : *p.outputs()) bytes += stored_bytes(*p.tensors()->Get(i));
+  uint64_t l1 =
+      static_cast<uint64_t>(chip.cores()) * (chip.l1_usable_top() - chip.l1_unreserved_base);
+  uint64_t dram_bytes = bytes > l1 ? bytes - l1 : 0;
+  double flops = 0;
+  uint32_t graph_ops = 0;
+  for (const fb::OpPlan* op : *p.ops()) {
+    if (op->origin() == fb::OpOrigin::graph) ++graph_ops;
+    if (!op->results() || op->results()->size() == 0 || !op->operands() ||
+        op->operands()->size() < 2)
+      continue;
+    const fb::TensorPlan& out = *p.tensors()->Get(op->results()->Get(0));
+    const fb::TensorPlan& a = *p.tensors()->Get(op->operands()->Get(0));
+    const fb::TensorPlan& w = *p.tensors()->Get(op->operands()->Get(1));
+    if (op->kind() == fb::OpKind::matmul || op->kind() == fb::OpKind::linear) {
+      auto shape = a.shape();
+      bool ta = op->config() && op->config()->transpose_a();
+      int64_t k = shape->size() < 2 ? 1 : shape->Get(shape->size() - (ta ? 2 : 1));
+      flops += 2.0 * static_cast<double>(volume_of(out)) * static_cast<double>(k);
+    } else if (op->kind() == fb::OpKind::conv2d && out.shape()->size() > 0) {
+      // Each output element takes KH x KW x I / groups multiply-adds: the weight's volume over
+      // the output channels.
+      int64_t o = out.shape()->Get(out.shape()->size() - 1);
+      if (o > 0)
+        flops += 2.0 * static_cast<double>(volume_of(out)) * static_cast<double>(volume_of(w) / o);
+    }
+  }
+  double peak = static_cast<double>(chip.matmul_flops_per_cycle) * chip.cores() * chip.clock_ghz;
+  double ns = std::max(static_cast<double>(dram_bytes) / chip.dram_gbps, flops / peak) +
+              static_cast<double>(graph_ops) * static_cast<double>(chip.dispatch_ns);
+  return ns / 1000.0;
+}
+
 /// Fills `row`'s plan metrics from a compiled plan and queues the plan under `name`.
 void record_plan(Row& row, std::string name, std::vector<uint8_t> bytes,
                  std::vector<runtime::CacheEntryData>& entries, const device::ChipDesc& chip) {
   row.host_io_us = host_io_us(*fb::GetSizePrefixedPlan(bytes.data()), chip);
+  row.bound_us = lower_bound_us(*fb::GetSizePrefixedPlan(bytes.data()), chip);
   const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(bytes.data())->header()->metrics();
   row.ops = m->ops();
   row.l1_outputs = m->l1_outputs();
@@ -335,24 +386,26 @@ Result<int> run(const Args& args) {
 
   std::printf("\nmeshplan zoo: %zu plans in %s, opened in %.1f us\n", cache.size(),
               args.cache.c_str(), open_us);
-  std::printf("%-28s %-12s %-14s %6s %6s %6s %8s %5s %14s %11s %11s %9s %10s %s\n", "model",
+  std::printf("%-28s %-12s %-14s %6s %6s %6s %8s %5s %14s %10s %11s %11s %9s %10s %s\n", "model",
               "device", "policy", "ops", "%L1", "spills", "reshards", "coll", "simulated us",
-              "host io us", "plan ms", "load us", "rel err", "check (reduced widths)");
+              "bound us", "host io us", "plan ms", "load us", "rel err", "check (reduced widths)");
   for (const Row& r : rows) {
     double l1 = r.ops ? 100.0 * r.l1_outputs / r.ops : 0.0;
-    std::printf("%-28s %-12s %-14s %6u %5.1f%% %6u %8u %5u %14.1f %11.1f %11.1f %9.1f %10.5f %s\n",
-                r.model.c_str(), r.device.c_str(), r.policy.c_str(), r.ops, l1, r.spills,
-                r.reshards, r.collectives, r.simulated_us, r.host_io_us, r.planning_ms, r.load_us,
-                r.relative_error,
-                !r.note.empty() ? r.note.c_str()
-                : !args.run     ? "not run"
-                : r.verified    ? "VERIFIED"
-                                : "FAILED");
+    std::printf(
+        "%-28s %-12s %-14s %6u %5.1f%% %6u %8u %5u %14.1f %10.1f %11.1f %11.1f %9.1f %10.5f %s\n",
+        r.model.c_str(), r.device.c_str(), r.policy.c_str(), r.ops, l1, r.spills, r.reshards,
+        r.collectives, r.simulated_us, r.bound_us, r.host_io_us, r.planning_ms, r.load_us,
+        r.relative_error,
+        !r.note.empty() ? r.note.c_str()
+        : !args.run     ? "not run"
+        : r.verified    ? "VERIFIED"
+                        : "FAILED");
   }
   std::printf(
       "(mesh models: ops, %%L1 and simulated time are per chip, the slowest chip's "
-      "estimate; coll = collectives per chip; plan ms includes the mesh pipeline; host io us = "
-      "PCIe time of the inputs in and outputs out, not included in simulated us)\n");
+      "estimate; coll = collectives per chip; plan ms includes the mesh pipeline; bound us = "
+      "roofline lower bound of the device time; host io us = PCIe time of the inputs in and "
+      "outputs out, not included in simulated us)\n");
 
   if (!args.bench_json.empty()) {
     std::ofstream out(args.bench_json, std::ios::trunc);

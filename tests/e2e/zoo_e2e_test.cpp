@@ -63,6 +63,7 @@ TEST_CASE("every zoo model (reduced) runs under every policy and matches the ref
           runtime::check_outputs(result->outputs, *expected, runtime::kDefaultTolerance);
       INFO("relative error ", rep.relative_error);
       CHECK(rep.ok);
+      // Consistency check, not a validation: both sum device::estimate().
       CHECK(result->device_ns == ref->plan().header()->metrics()->estimated_ns());
     }
   }
