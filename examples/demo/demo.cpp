@@ -52,6 +52,10 @@ Result<int> demo(const std::string& cache_path, const std::string& name) {
       "  start-up (open + find + verify + bind): %.1f us (bind %.1f us), %zu plan(s) in the "
       "cache\n",
       startup_us, bind_us, cache.size());
+  if (const fb::PlanMetrics* m = h->metrics())
+    std::printf("  plan: %u ops, %u L1 outputs, %u spills, %u reshards, L1 high water %llu bytes\n",
+                m->ops(), m->l1_outputs(), m->spills(), m->reshards(),
+                static_cast<unsigned long long>(m->l1_high_water()));
   std::printf("\n  %-10s %-8s %6s %14s\n", "op", "kind", "cores", "simulated us");
   for (const runtime::OpProfile& op : result.ops)
     std::printf("  %-10.*s %-8.*s %6u %14.3f\n", static_cast<int>(op.name.size()), op.name.data(),

@@ -12,6 +12,7 @@
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
+#include "meshplan/schemas/log.hpp"
 
 using namespace meshplan;
 
@@ -32,6 +33,19 @@ struct mp_executable {
 namespace {
 
 thread_local std::string t_last_error;
+
+/// The C handler behind the C++ sink: the message copied to a NUL-terminated string.
+struct CLogHandler {
+  mp_log_fn fn;
+  void* user;
+};
+CLogHandler g_log_handler{nullptr, nullptr};
+
+void c_log_sink(LogLevel level, std::string_view message, void* user) {
+  const auto* h = static_cast<const CLogHandler*>(user);
+  std::string text(message);
+  h->fn(static_cast<mp_log_level>(level), text.c_str(), h->user);
+}
 
 mp_status to_status(ErrorCode code) {
   switch (code) {
@@ -118,6 +132,14 @@ const char* mp_status_name(mp_status status) {
   return "unknown";
 }
 
+void mp_set_log_handler(mp_log_fn fn, void* user, mp_log_level min_level) {
+  // Silence first, so no message reaches the handler while it is replaced.
+  set_log_sink(nullptr, nullptr, LogLevel::off);
+  if (!fn || min_level < MP_LOG_DEBUG || min_level >= MP_LOG_OFF) return;
+  g_log_handler = CLogHandler{fn, user};
+  set_log_sink(&c_log_sink, &g_log_handler, static_cast<LogLevel>(min_level));
+}
+
 const char* mp_last_error(void) {
   return t_last_error.c_str();
 }
@@ -177,6 +199,8 @@ mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_execu
   if (!dev) return report(dev.error());
   auto exe = runtime::Executable::bind(*plan, **dev);
   if (!exe) return report(exe.error());
+  log(LogLevel::debug, "bound plan '", name, "' (key ", plan->key().hex(), ") to an emulated ",
+      chip->name);
   handle->device = std::move(*dev);
   handle->exe = std::move(*exe);
   for (size_t i = 0; i < handle->exe->input_count(); ++i)

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "meshplan/schemas/log.hpp"
+
 namespace meshplan::runtime {
 
 namespace {
@@ -169,6 +171,7 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
     if (!(name_of(i - 1) < name_of(i)))
       return fail(ErrorCode::corrupt, "plan cache '", path, "': name index is not sorted");
   impl->verified = std::make_unique<std::atomic<uint8_t>[]>(n);
+  log(LogLevel::info, "opened plan cache '", path, "': ", n, " plan(s), ", impl->size, " bytes");
   return PlanCache(std::move(impl));
 }
 
@@ -193,9 +196,12 @@ Result<PlanRef> PlanCache::load(size_t i) const {
   std::span<const uint8_t> bytes(impl_->base + e->offset(), e->size());
   std::string_view name = e->name() ? e->name()->string_view() : std::string_view();
   if (impl_->verified[i].load(std::memory_order_acquire) == 1) return PlanRef::trusted(bytes);
-  if (xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()})
+  if (xxh3_128(bytes.data(), bytes.size()) != Hash128{e->checksum()->lo(), e->checksum()->hi()}) {
+    log(LogLevel::warning, "plan '", name, "' in '", impl_->path,
+        "' fails its checksum: the entry is damaged");
     return fail(ErrorCode::corrupt, "plan '", name, "' in '", impl_->path,
                 "': checksum mismatch (the file is damaged)");
+  }
   // The context for error messages lives on the stack: a successful load allocates nothing.
   char what[512];
   std::snprintf(what, sizeof what, "'%.*s' in '%s'",

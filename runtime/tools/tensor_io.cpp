@@ -15,6 +15,16 @@ namespace meshplan::tools {
 
 namespace {
 
+/// IEEE 754 binary16 (NumPy's float16) to float: exact, with subnormals, infinities and NaN.
+float half_to_float(uint16_t h) {
+  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -24);
+  if (exponent == 31) return mantissa ? std::nanf("") : sign * INFINITY;
+  return sign * std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+}
+
 Result<std::vector<int64_t>> parse_dims(std::string_view spec, std::string_view whole) {
   // spec is "2x3xf32": dims then the element type.
   std::vector<int64_t> dims;
@@ -133,10 +143,10 @@ Result<runtime::Tensor> read_npy(const std::string& path) {
     return header.substr(start, stop - start + 1);
   };
   std::string descr = field("descr"), order = field("fortran_order"), shape_text = field("shape");
-  bool f64 = descr == "'<f8'";
-  if (descr != "'<f4'" && !f64)
+  bool f64 = descr == "'<f8'", f16 = descr == "'<f2'";
+  if (descr != "'<f4'" && !f64 && !f16)
     return fail(ErrorCode::invalid_argument, "'", path, "': dtype ", descr,
-                " is not float32 ('<f4') or '<f8'");
+                " is not float32 ('<f4'), float64 ('<f8') or float16 ('<f2')");
   if (order.rfind("False", 0) != 0)
     return fail(ErrorCode::invalid_argument, "'", path, "': only C-order arrays are supported");
   std::vector<int64_t> dims;
@@ -163,7 +173,7 @@ Result<runtime::Tensor> read_npy(const std::string& path) {
     if (volume > (int64_t{1} << 28))
       return fail(ErrorCode::invalid_argument, "'", path, "': too large");
   }
-  size_t elem = f64 ? 8 : 4;
+  size_t elem = f64 ? 8 : f16 ? 2 : 4;
   size_t data_at = header_at + header_len;
   if (bytes.size() - data_at != static_cast<size_t>(volume) * elem)
     return fail(ErrorCode::invalid_argument, "'", path, "': ", bytes.size() - data_at,
@@ -174,6 +184,10 @@ Result<runtime::Tensor> read_npy(const std::string& path) {
       double v;
       std::memcpy(&v, bytes.data() + data_at + 8 * i, 8);
       t.data[i] = static_cast<float>(v);
+    } else if (f16) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + data_at + 2 * i, 2);
+      t.data[i] = half_to_float(h);
     } else {
       std::memcpy(&t.data[i], bytes.data() + data_at + 4 * i, 4);
     }

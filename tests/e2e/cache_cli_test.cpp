@@ -31,9 +31,9 @@ TEST_CASE("meshplan-run cache ls, verify, gc and meshplan-compile --remove") {
   test::TempDir dir;
   std::string cache = dir.file("plans.mpc");
   std::string model = test::source_path("examples/models/mlp.json");
-  REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp").status == 0);
-  REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp2 --device n150").status ==
-          0);  // same key: replaces
+  REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp --policy dram").status == 0);
+  REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp2 --device n150 --policy dram")
+              .status == 0);  // same key: replaces
   auto c = runtime::PlanCache::open(cache);
   REQUIRE(c);
   CHECK(c->size() == 1);  // same graph, device and options: one key, so mlp2 replaced mlp

@@ -31,9 +31,9 @@ TEST_CASE("meshplan-run --input, --output, --trace and inspect") {
     ops: [{ kind: "add", operands: ["x", "y"], results: [{ name: "s" }] },
           { kind: "relu", operands: ["s"], results: [{ name: "r" }] }], outputs: ["r"] })";
   meshplan::test::write_bytes(graph, std::vector<uint8_t>(json.begin(), json.end()));
-  REQUIRE(
-      sh(kBin + "/planner/meshplan-compile " + graph + " -o " + cache + " --name tiny").status ==
-      0);
+  REQUIRE(sh(kBin + "/planner/meshplan-compile " + graph + " -o " + cache +
+             " --name tiny --policy dram")
+              .status == 0);
   std::string run = kBin + "/runtime/meshplan-run " + cache + " --name tiny ";
 
   // relu(x + y) with exact small integers: bf16 holds them exactly.

@@ -48,6 +48,20 @@ typedef struct mp_tensor {
 typedef struct mp_cache mp_cache;
 typedef struct mp_executable mp_executable;
 
+/* Logging: meshplan's messages (cache opened, damaged entries, plans bound...) at `min_level`
+ * and above go to `fn` with `user`; `message` is NUL-terminated and valid during the call only.
+ * `fn` may be called from several threads at once. NULL or MP_LOG_OFF silences meshplan (the
+ * default: the library prints nothing). Process-wide; shared with the C++ API's set_log_sink. */
+typedef enum mp_log_level {
+  MP_LOG_DEBUG = 0,
+  MP_LOG_INFO = 1,
+  MP_LOG_WARNING = 2,
+  MP_LOG_ERROR = 3,
+  MP_LOG_OFF = 4
+} mp_log_level;
+typedef void (*mp_log_fn)(mp_log_level level, const char* message, void* user);
+void mp_set_log_handler(mp_log_fn fn, void* user, mp_log_level min_level);
+
 /* Name of a status, e.g. "corrupt". Never NULL. */
 const char* mp_status_name(mp_status status);
 /* Message of the calling thread's last failing call ("" if none). */
