@@ -6,6 +6,7 @@
 
 #include "meshplan/device/collective_timing.hpp"
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/timing.hpp"
 
 namespace meshplan::device {
@@ -38,17 +39,7 @@ uint64_t bytes_of(const TensorPlacement& t) {
 }  // namespace
 
 bool is_collective(OpKind kind) {
-  switch (kind) {
-    case OpKind::all_gather:
-    case OpKind::reduce_scatter:
-    case OpKind::all_reduce:
-    case OpKind::all_to_all:
-    case OpKind::collective_permute:
-    case OpKind::all_slice:
-      return true;
-    default:
-      return false;
-  }
+  return op_family(kind) == OpFamily::collective;
 }
 
 bool has_cluster_axis(OpKind kind) {
@@ -157,7 +148,10 @@ Result<Shape> infer_collective_shape(OpKind kind, std::span<const std::span<cons
       }
       break;
     }
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, collective, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return fail(ErrorCode::internal, op_name(kind), " is not a collective");
   }
   return out;
@@ -221,9 +215,13 @@ uint64_t collective_op_ns(const MeshDesc& given, const OpLaunch& op) {
       copy.operands = operands;
       return estimate(mesh.chip, copy).duration_ns;
     }
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, collective, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return 0;
   }
+  return 0;
 }
 
 }  // namespace meshplan::device

@@ -175,14 +175,10 @@ Status run_softmax_dim(ChipMemory& memory, const ChipDesc& chip, const OpLaunch&
 }  // namespace
 
 Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
-  switch (op.kind) {
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-    case OpKind::reduce_min:
-    case OpKind::reduce_prod:
+  switch (op_family(op.kind)) {
+    case OpFamily::reduction:
       return run_reduce(memory, chip, op, cores);
-    case OpKind::softmax: {
+    case OpFamily::softmax: {
       int rank = static_cast<int>(op.operands[0]->shape.size());
       int d = rank - 1;
       if (op.config.num_dims == 1)
@@ -190,10 +186,9 @@ Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& o
       if (d == rank - 1) return run_row_op(memory, chip, op, cores);
       return run_softmax_dim(memory, chip, op, d, cores);
     }
-    case OpKind::layer_norm:
-    case OpKind::rms_norm:
+    case OpFamily::norm:
       return run_row_op(memory, chip, op, cores);
-    default:
+    default:  // kernels.cpp dispatches only the three row families here
       return fail(ErrorCode::internal, op_name(op.kind), " is not a reduction");
   }
 }

@@ -2,6 +2,7 @@
 // tile element from its source operand element; typecast converts tile by tile.
 #include "core_pool.hpp"
 #include "kernel_blocks.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
 
@@ -104,9 +105,15 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
         return in[1].at(row);
       });
     }
-    default:
+    case OpKind::to_memory_config:
+    case OpKind::typecast:  // run above
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return fail(ErrorCode::internal, op_name(op.kind), " is not a shape op");
   }
+  return fail(ErrorCode::internal, op_name(op.kind), " is not a shape op");
 }
 
 }  // namespace meshplan::device

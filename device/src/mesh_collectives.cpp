@@ -6,6 +6,7 @@
 #include "mesh_internal.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/mesh.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/timing.hpp"
 
 namespace meshplan::device {
@@ -461,9 +462,13 @@ Result<CollectiveRun> run_collective_op(Mesh& mesh, OpKind kind, const OpConfig&
       }
       return mesh.collective_permute(in, out, pairs);
     }
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, collective, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return fail(ErrorCode::invalid_argument, op_name(kind), " is not a collective");
   }
+  return fail(ErrorCode::internal, "op kind ", static_cast<int>(kind), " is out of range");
 }
 
 }  // namespace meshplan::device

@@ -2,6 +2,7 @@
 // convert): to_memory_config, reshape, permute, concat, slice, embedding and typecast.
 #include <algorithm>
 
+#include "meshplan/device/op_cases.hpp"
 #include "op_semantics_ext.hpp"
 #include "scalar_ops.hpp"
 
@@ -77,9 +78,13 @@ Result<Shape> shape_movement(OpKind kind, Operands in, const OpConfig& c) {
     }
     case OpKind::typecast:
       return same();
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return not_in_family(kind, "data-movement");
   }
+  return not_in_family(kind, "data-movement");
 }
 
 Status reference_movement(OpKind kind, std::span<const HostView> in, const OpConfig& c,
@@ -145,9 +150,13 @@ Status reference_movement(OpKind kind, std::span<const HostView> in, const OpCon
       }
       return {};
     }
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return not_in_family(kind, "data-movement");
   }
+  return not_in_family(kind, "data-movement");
 }
 
 }  // namespace meshplan::device

@@ -95,6 +95,56 @@ struct gelu_tanh {  // The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0
     return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
 };
+struct sin {
+  float operator()(float x, const OpConfig&) const { return std::sin(x); }
+};
+struct cos {
+  float operator()(float x, const OpConfig&) const { return std::cos(x); }
+};
+struct tan {
+  float operator()(float x, const OpConfig&) const { return std::tan(x); }
+};
+struct floor {
+  float operator()(float x, const OpConfig&) const { return std::floor(x); }
+};
+struct ceil {
+  float operator()(float x, const OpConfig&) const { return std::ceil(x); }
+};
+struct round_even {  // Halves to the even neighbour (the default rounding mode).
+  float operator()(float x, const OpConfig&) const { return std::nearbyint(x); }
+};
+struct round_afz {  // Halves away from zero.
+  float operator()(float x, const OpConfig&) const { return std::round(x); }
+};
+struct sign {  // -1, +1; zeros and NaN map to themselves (sign(-0.0) = -0.0).
+  float operator()(float x, const OpConfig&) const {
+    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+  }
+};
+struct log1p {
+  float operator()(float x, const OpConfig&) const { return std::log1p(x); }
+};
+struct expm1 {
+  float operator()(float x, const OpConfig&) const { return std::expm1(x); }
+};
+struct cbrt {
+  float operator()(float x, const OpConfig&) const { return std::cbrt(x); }
+};
+struct erf {
+  float operator()(float x, const OpConfig&) const { return std::erf(x); }
+};
+struct isfinite {  // 1.0 for finite values, 0.0 for infinities and NaN (the compares' booleans).
+  float operator()(float x, const OpConfig&) const { return std::isfinite(x) ? 1.0f : 0.0f; }
+};
+struct atan2 {
+  float operator()(float a, float b) const { return std::atan2(a, b); }
+};
+struct power {
+  float operator()(float a, float b) const { return std::pow(a, b); }
+};
+struct remainder {  // Truncated division: the result takes the dividend's sign (C's fmod).
+  float operator()(float a, float b) const { return std::fmod(a, b); }
+};
 struct add {
   float operator()(float a, float b) const { return a + b; }
 };
@@ -107,11 +157,17 @@ struct multiply {
 struct divide {
   float operator()(float a, float b) const { return a / b; }
 };
+// maximum and minimum propagate NaN (IEEE 754-2019 maximum/minimum, as StableHLO specifies):
+// maximum(inf, NaN) = NaN, where std::max would return whichever operand came first.
 struct maximum {
-  float operator()(float a, float b) const { return std::max(a, b); }
+  float operator()(float a, float b) const {
+    return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+  }
 };
 struct minimum {
-  float operator()(float a, float b) const { return std::min(a, b); }
+  float operator()(float a, float b) const {
+    return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
+  }
 };
 // The comparisons: 1.0 where the relation holds, else 0.0 (NaN compares unequal).
 struct eq {

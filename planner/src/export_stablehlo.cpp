@@ -319,6 +319,20 @@ class Exporter {
         break;
       }
       default: {
+        // Other pointwise ops with a one-to-one StableHLO op (ops.def's stablehlo column), in
+        // the generic form, which every op name parses in.
+        std::string_view shlo = device::op_info(op.kind).stablehlo;
+        bool same_type = op.kind != OpKind::isfinite;  // is_finite's result is i1
+        if (!shlo.empty() && same_type && device::is_unary_eltwise(op.kind)) {
+          r = line(str("\"", shlo, "\"(", in[0], ") : (", rt, ") -> ", rt));
+          break;
+        }
+        if (!shlo.empty() && device::is_binary_eltwise(op.kind)) {
+          std::string a = broadcast(in[0], shape(0), res.shape, el);
+          std::string b = broadcast(in[1], shape(1), res.shape, el);
+          r = line(str("\"", shlo, "\"(", a, ", ", b, ") : (", rt, ", ", rt, ") -> ", rt));
+          break;
+        }
         std::string ops, types, attrs;
         for (size_t i = 0; i < in.size(); ++i) {
           ops += (i ? ", " : "") + in[i];

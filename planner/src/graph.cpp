@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/device/size_limits.hpp"
 
@@ -228,9 +229,13 @@ std::vector<std::string_view> required_collective_attributes(OpKind k) {
       return {"cluster_axis", "concat_dim", "split_dim"};
     case OpKind::collective_permute:
       return {"pairs"};
-    default:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, collective, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return {};
   }
+  return {};
 }
 
 }  // namespace

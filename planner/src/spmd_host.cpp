@@ -170,8 +170,15 @@ float unary(std::string_view s, float x, bool& ok) {
   if (s == "ceil") return std::ceil(x);
   if (s == "sine") return std::sin(x);
   if (s == "cosine") return std::cos(x);
-  if (s == "sign") return static_cast<float>((x > 0) - (x < 0));
+  if (s == "sign") return x > 0 ? 1.0f : x < 0 ? -1.0f : x;  // keeps -0.0 and NaN
   if (s == "not") return x == 0 ? 1.0f : 0.0f;
+  if (s == "tan") return std::tan(x);
+  if (s == "round_nearest_even") return std::nearbyint(x);
+  if (s == "round_nearest_afz") return std::round(x);
+  if (s == "log_plus_one") return std::log1p(x);
+  if (s == "exponential_minus_one") return std::expm1(x);
+  if (s == "cbrt") return std::cbrt(x);
+  if (s == "is_finite") return std::isfinite(x) ? 1.0f : 0.0f;
   ok = false;
   return 0;
 }
@@ -182,10 +189,12 @@ float binary(std::string_view s, float a, float b, bool& ok) {
   if (s == "subtract") return a - b;
   if (s == "multiply") return a * b;
   if (s == "divide") return a / b;
-  if (s == "maximum") return std::max(a, b);
-  if (s == "minimum") return std::min(a, b);
+  // maximum/minimum propagate NaN, as the StableHLO spec says.
+  if (s == "maximum") return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+  if (s == "minimum") return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
   if (s == "power") return std::pow(a, b);
   if (s == "remainder") return std::fmod(a, b);
+  if (s == "atan2") return std::atan2(a, b);
   if (s == "and") return (a != 0 && b != 0) ? 1.0f : 0.0f;
   if (s == "or") return (a != 0 || b != 0) ? 1.0f : 0.0f;
   ok = false;
@@ -198,6 +207,10 @@ Result<Arr> Evaluator::local(const Op& op, const std::vector<const Arr*>& in) {
   const TensorType& rt = m_.values[op.results[0]].type;
   Arr out{rt.shape, std::vector<float>(static_cast<size_t>(vol(rt.shape)))};
   std::string_view s = op.name;
+  if (s == "chlo.erf" && in.size() == 1 && in[0]->data.size() == out.data.size()) {
+    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = std::erf(in[0]->data[i]);
+    return out;
+  }
   if (!s.starts_with("stablehlo."))
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no host evaluation for '", op.name, "'");
   s.remove_prefix(10);

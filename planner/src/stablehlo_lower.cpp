@@ -393,7 +393,14 @@ Status lower_op(Lowering& l, const Op& op) {
   }
   if (auto kind = elementwise_kind(n)) {
     if (op.operands.size() == 2) return lower_binary(l, op, *kind);
-    MESHPLAN_TRY(l.emit_for(op, *kind, {MESHPLAN_TRY(l.use(op.operands[0], op))}));
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    if (l.type(op.results[0]).element == "i1") {
+      // is_finite: booleans as 1/0 in the operand's dtype, as the compares make them.
+      DType dt = l.graph().values[x].dtype;
+      l.bind(op.results[0], MESHPLAN_TRY(l.emit(*kind, {x}, {}, l.type(op.results[0]).shape, dt)));
+      return {};
+    }
+    MESHPLAN_TRY(l.emit_for(op, *kind, {x}));
     return {};
   }
   if (n == "stablehlo.reshape") {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
@@ -210,8 +211,12 @@ Result<std::vector<Tensor>> run_mesh_reference(const PlanRef& plan,
                 o = concat(parts, piece, cd);
                 break;
               }
-              default:
-                break;
+              case device::OpKind::collective_permute:  // handled above
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, collective, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+                break;  // not a collective: handled above
             }
           }
         }
