@@ -20,9 +20,10 @@ std::string mesh_text(const MeshDecl& mesh) {
   return s + "]>";
 }
 
-/// One sharding of the value `what` (type `type`) at `loc`.
-Status check(const Module& m, const TensorSharding& s, const TensorType& type,
-             const std::string& what, const Location& loc) {
+}  // namespace
+
+Status check_sharding(const Module& m, const TensorSharding& s, const TensorType& type,
+                      const std::string& what, const Location& loc, bool require_divisible) {
   auto where = [&] { return str(loc.str(), ": ", what, " ", sharding_string(s)); };
   const MeshDecl* mesh = m.mesh(s.mesh);
   if (!mesh)
@@ -51,7 +52,7 @@ Status check(const Module& m, const TensorSharding& s, const TensorType& type,
   for (size_t d = 0; d < s.dims.size(); ++d) {
     for (const AxisRef& a : s.dims[d].axes) MESHPLAN_TRY(use(a));
     int64_t split = math.product(s.dims[d].axes);
-    if (split > 1 && type.shape[d] % split != 0)
+    if (require_divisible && split > 1 && type.shape[d] % split != 0)
       return fail(ErrorCode::invalid_argument, where(), ": dim ", d, " of size ", type.shape[d],
                   " is not divisible by the ", split, " devices of its axes on mesh ",
                   mesh_text(*mesh), " (meshplan does not pad shards)");
@@ -61,20 +62,23 @@ Status check(const Module& m, const TensorSharding& s, const TensorType& type,
   return {};
 }
 
+namespace {
+
 Status check_block(const Module& m, const Block& block) {
   for (OpId o : block.ops) {
     const Op& op = m.ops[o];
     for (size_t k = 0; k < op.shardings.size() && k < op.results.size(); ++k)
-      MESHPLAN_TRY(check(m, op.shardings[k], m.values[op.results[k]].type,
-                         str(op.name, " result ", k), op.loc));
+      MESHPLAN_TRY(check_sharding(m, op.shardings[k], m.values[op.results[k]].type,
+                                  str(op.name, " result ", k), op.loc, true));
     if (op.sharding && !op.results.empty())
-      MESHPLAN_TRY(check(m, *op.sharding, m.values[op.results[0]].type, op.name, op.loc));
+      MESHPLAN_TRY(
+          check_sharding(m, *op.sharding, m.values[op.results[0]].type, op.name, op.loc, true));
     for (size_t k = 0; k < op.in_shardings.size() && k < op.operands.size(); ++k)
-      MESHPLAN_TRY(check(m, op.in_shardings[k], m.values[op.operands[k]].type,
-                         str(op.name, " in_sharding ", k), op.loc));
+      MESHPLAN_TRY(check_sharding(m, op.in_shardings[k], m.values[op.operands[k]].type,
+                                  str(op.name, " in_sharding ", k), op.loc, true));
     for (size_t k = 0; k < op.out_shardings.size() && k < op.results.size(); ++k)
-      MESHPLAN_TRY(check(m, op.out_shardings[k], m.values[op.results[k]].type,
-                         str(op.name, " out_sharding ", k), op.loc));
+      MESHPLAN_TRY(check_sharding(m, op.out_shardings[k], m.values[op.results[k]].type,
+                                  str(op.name, " out_sharding ", k), op.loc, true));
     for (const Block& r : op.regions) MESHPLAN_TRY(check_block(m, r));
   }
   return {};
@@ -86,11 +90,12 @@ Status verify_shardings(const Module& m) {
   for (const Func& f : m.funcs) {
     for (size_t i = 0; i < f.args.size(); ++i)
       if (const auto& s = m.values[f.args[i].value].sharding)
-        MESHPLAN_TRY(check(m, *s, m.values[f.args[i].value].type,
-                           str("argument %arg", i, " of @", f.name), f.loc));
+        MESHPLAN_TRY(check_sharding(m, *s, m.values[f.args[i].value].type,
+                                    str("argument %arg", i, " of @", f.name), f.loc, true));
     for (size_t i = 0; i < f.results.size(); ++i)
       if (const auto& s = f.results[i].sharding)
-        MESHPLAN_TRY(check(m, *s, f.results[i].type, str("result ", i, " of @", f.name), f.loc));
+        MESHPLAN_TRY(check_sharding(m, *s, f.results[i].type, str("result ", i, " of @", f.name),
+                                    f.loc, true));
     MESHPLAN_TRY(check_block(m, f.body));
   }
   return {};

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "meshplan/device/size_limits.hpp"
+#include "meshplan/planner/sharding.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -34,7 +35,7 @@ class Verifier {
         MESHPLAN_TRY(check_type(v.type, f.loc, str("@", f.name, " argument ", i)));
         if (v.sharding)
           MESHPLAN_TRY(
-              check_sharding(*v.sharding, v.type, f.loc, str("@", f.name, " argument ", i)));
+              check_sharding(*v.sharding, v.type, f.loc, str("argument %arg", i, " of @", f.name)));
       }
       // The body before the results: an op's own location beats the signature's.
       MESHPLAN_TRY(check_block(f.body, &f));
@@ -42,7 +43,7 @@ class Verifier {
         MESHPLAN_TRY(check_type(f.results[i].type, f.loc, str("@", f.name, " result ", i)));
         if (f.results[i].sharding)
           MESHPLAN_TRY(check_sharding(*f.results[i].sharding, f.results[i].type, f.loc,
-                                      str("@", f.name, " result ", i)));
+                                      str("result ", i, " of @", f.name)));
       }
     }
     return {};
@@ -92,48 +93,11 @@ class Verifier {
     return {};
   }
 
-  /// A sharding of a tensor of type `t`: its mesh exists, it has one entry per dimension, every
-  /// axis exists (a sub-axis divides its axis), and no axis or overlapping sub-axis is used twice
-  /// (across dims, replicated and unreduced).
+  /// A sharding of a tensor of type `t`: the one sharding check (sharding.hpp), without the
+  /// divisibility rule, which the mesh pipeline applies.
   Status check_sharding(const TensorSharding& s, const TensorType& t, const Location& loc,
                         const std::string& what) const {
-    const MeshDecl* mesh = m_.mesh(s.mesh);
-    if (!mesh) return bad(loc, what, ": sharding names unknown mesh @", s.mesh);
-    if (s.dims.size() != t.shape.size())
-      return bad(loc, what, ": sharding ", sharding_string(s), " has ", s.dims.size(),
-                 " dims for a tensor of rank ", t.shape.size(), " (", type_string(t), ")");
-    std::vector<const AxisRef*> used;
-    auto use = [&](const AxisRef& a) -> Status {
-      int64_t full = mesh->axis_size(a.name);
-      if (full == 0)
-        return bad(loc, what, ": sharding ", sharding_string(s), " names axis '", a.name,
-                   "', which mesh @", mesh->name, " does not have");
-      if (a.size > 0) {
-        int64_t span = 0;
-        if (a.pre_size < 1 || __builtin_mul_overflow(a.pre_size, a.size, &span) || full % span != 0)
-          return bad(loc, what, ": sub-axis ", axis_string(a), " does not divide axis '", a.name,
-                     "' of size ", full);
-      }
-      for (const AxisRef* u : used) {
-        if (u->name != a.name) continue;
-        // Sub-axis (pre)size covers the factors [pre, pre * size) of the axis; a whole axis
-        // covers all of them.
-        int64_t lo1 = u->size > 0 ? u->pre_size : 1,
-                hi1 = u->size > 0 ? u->pre_size * u->size : full;
-        int64_t lo2 = a.size > 0 ? a.pre_size : 1, hi2 = a.size > 0 ? a.pre_size * a.size : full;
-        if (lo1 < hi2 && lo2 < hi1)
-          return bad(loc, what, ": sharding ", sharding_string(s), ": axis '", a.name, "'",
-                     a.size > 0 ? str(":(", a.pre_size, ")", a.size) : std::string(),
-                     " is used twice");
-      }
-      used.push_back(&a);
-      return {};
-    };
-    for (const DimSharding& d : s.dims)
-      for (const AxisRef& a : d.axes) MESHPLAN_TRY(use(a));
-    for (const AxisRef& a : s.replicated) MESHPLAN_TRY(use(a));
-    for (const AxisRef& a : s.unreduced) MESHPLAN_TRY(use(a));
-    return {};
+    return shlo::check_sharding(m_, s, t, what, loc, false);
   }
 
   Status check_block(const Block& b, const Func* f) const {

@@ -64,6 +64,13 @@ bool same_placement(const AxisMath& math, const TensorSharding& a, const TensorS
 /// Errors name the value, the axis and the mesh, at the op's or function's location.
 Status verify_shardings(const Module& module);
 
+/// One sharding of the value named `what` (type `type`, stated at `loc`) against its mesh: the
+/// mesh exists, the rank matches, every axis or sub-axis is the mesh's, no axis is used twice;
+/// with `require_divisible`, every split dim divides by its devices. The one sharding check,
+/// used when a module is read (without divisibility) and before the mesh pipeline (with it).
+Status check_sharding(const Module& module, const TensorSharding& sharding, const TensorType& type,
+                      const std::string& what, const Location& loc, bool require_divisible);
+
 /// The batch factor of a program: the factor of its first result's dim 0, followed back through
 /// every op's factor rule to the argument dims that carry it (a class of dims no op reduces over
 /// or needs whole). `dims` lists (argument index, dim) in argument order; empty when there is no
