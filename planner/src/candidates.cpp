@@ -268,7 +268,8 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
     auto tensor = [&](ValueId v, const TensorLayout& t) {
       const Value& val = graph_.values[v];
       put(static_cast<uint8_t>(val.shape.size()));
-      std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
+      // A rank-0 shape has no data pointer, which memcpy may not be given even for 0 bytes.
+      if (!val.shape.empty()) std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
       p += val.shape.size() * sizeof(int64_t);
       put(t.dtype);
       put(t.layout);
