@@ -7,6 +7,7 @@
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
+#include "relu_plan.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -14,18 +15,7 @@ using namespace meshplan::runtime;
 
 namespace {
 
-/// A one-op plan whose input width is `width` (distinct widths, distinct keys).
-std::vector<uint8_t> relu_plan(int width) {
-  std::string json = R"({ name: "g", arguments: [{ value: { name: "x", shape: [4, )" +
-                     std::to_string(width) +
-                     R"(] } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }],
-      outputs: ["y"] })";
-  auto g = planner::import_graph_json(json);
-  REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
-  REQUIRE(p);
-  return p->bytes;
-}
+using testing::relu_plan;
 
 std::vector<std::string> names_in(const std::string& path) {
   auto c = PlanCache::open(path);

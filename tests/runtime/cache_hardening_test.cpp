@@ -15,6 +15,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
+#include "relu_plan.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -22,17 +23,7 @@ using namespace meshplan::runtime;
 
 namespace {
 
-std::vector<uint8_t> relu_plan(int width) {
-  std::string json = R"({ name: "g", arguments: [{ value: { name: "x", shape: [4, )" +
-                     std::to_string(width) +
-                     R"(] } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }],
-                     outputs: ["y"] })";
-  auto g = planner::import_graph_json(json);
-  REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
-  REQUIRE(p);
-  return p->bytes;
-}
+using testing::relu_plan;
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
