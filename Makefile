@@ -5,7 +5,7 @@ BUILD_DIR   ?= build
 BUILD_TYPE  ?= RelWithDebInfo
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libflatbuffers-dev flatbuffers-compiler \
-                libxxhash-dev libmimalloc-dev doctest-dev libbenchmark-dev \
+                libxxhash-dev libmimalloc-dev libcli11-dev doctest-dev libbenchmark-dev \
                 python3-dev pybind11-dev python3-numpy python3-pytest
 
 # `make test` also needs a browser: the plan report is opened in headless Chromium.

@@ -23,6 +23,10 @@ meshplan_require(xxHash_FOUND "xxHash" libxxhash-dev)
 find_package(mimalloc CONFIG QUIET)
 meshplan_require(mimalloc_FOUND "mimalloc" libmimalloc-dev)
 
+# CLI11 (header only) parses every tool's command line: one convention for all of them.
+find_package(CLI11 CONFIG QUIET)
+meshplan_require(CLI11_FOUND "CLI11" libcli11-dev)
+
 find_package(doctest CONFIG QUIET)
 meshplan_require(doctest_FOUND "doctest" doctest-dev)
 

@@ -1,9 +1,13 @@
 /* meshplan-c-example: embeds the runtime through its C API (meshplan.h), as a server written in
  * C or behind an FFI would: open a cache, bind a plan, run it with inputs bound by name.
  *
- *   meshplan-c-example CACHE.mpc NAME */
+ *   meshplan-c-example [-v|-q] CACHE.mpc NAME
+ *
+ * It is C, so it parses its few arguments itself, in the convention of the other tools (--help,
+ * --version, -v/-q through the logging hook, exit 1 naming an unknown option). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meshplan/runtime/meshplan.h"
 
@@ -18,20 +22,75 @@ static size_t volume(const int64_t* shape, size_t rank) {
   return v;
 }
 
+static const char kUsage[] =
+    "usage: meshplan-c-example [-v|-q] CACHE.mpc NAME\n\n"
+    "Runs plan NAME of CACHE.mpc through meshplan's C API with inputs bound by name.\n\n"
+    "Options:\n"
+    "  -h,--help     Print this help and exit\n"
+    "  --version     Print the version and exit\n"
+    "  -v,--verbose  Print meshplan's info messages on stderr (-vv: debug messages too)\n"
+    "  -q,--quiet    Print only results and errors\n";
+
+static void log_to_stderr(mp_log_level level, const char* message, void* user) {
+  static const char* const kNames[] = {"debug", "info", "warning", "error", "off"};
+  (void)user;
+  fprintf(stderr, "meshplan-c-example: %s: %s\n", kNames[level], message);
+}
+
+static int usage_error(const char* what, const char* arg) {
+  fprintf(stderr,
+          "meshplan-c-example: error: invalid_argument: %s '%s'\n"
+          "Run 'meshplan-c-example --help' for the options.\n",
+          what, arg);
+  return 1;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: meshplan-c-example CACHE.mpc NAME\n");
+  const char* words[2] = {NULL, NULL};
+  int n_words = 0, verbose = 0, quiet = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("meshplan-c-example %s\n", MESHPLAN_VERSION);
+      return 0;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      ++verbose;
+    } else if (strcmp(a, "-vv") == 0) {
+      verbose += 2;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      quiet = 1;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return usage_error("unknown option", a);
+    } else if (n_words < 2) {
+      words[n_words++] = a;
+    } else {
+      return usage_error("unexpected argument", a);
+    }
+  }
+  if (n_words != 2) {
+    fprintf(stderr, "meshplan-c-example: error: invalid_argument: give CACHE.mpc and NAME\n%s",
+            kUsage);
     return 1;
   }
+  mp_set_log_handler(log_to_stderr, NULL,
+                     quiet          ? MP_LOG_ERROR
+                     : verbose >= 2 ? MP_LOG_DEBUG
+                     : verbose == 1 ? MP_LOG_INFO
+                                    : MP_LOG_WARNING);
+  const char* cache_path = words[0];
+  const char* plan_name = words[1];
   mp_cache* cache = NULL;
-  mp_status s = mp_cache_open(argv[1], &cache);
+  mp_status s = mp_cache_open(cache_path, &cache);
   if (s != MP_OK) return fail_with("open", s);
-  printf("%zu plan(s) in %s:", mp_cache_size(cache), argv[1]);
+  printf("%zu plan(s) in %s:", mp_cache_size(cache), cache_path);
   for (size_t i = 0; i < mp_cache_size(cache); ++i) printf(" %s", mp_cache_entry_name(cache, i));
   printf("\n");
 
   mp_executable* exe = NULL;
-  s = mp_executable_create(cache, argv[2], &exe);
+  s = mp_executable_create(cache, plan_name, &exe);
   if (s != MP_OK) {
     mp_cache_close(cache);
     return fail_with("bind", s);
@@ -79,8 +138,8 @@ int main(int argc, char** argv) {
   if (s != MP_OK) {
     rc = fail_with("run", s);
   } else {
-    printf("ran '%s': %zu input(s), %zu output(s), %.3f us simulated device time\n", argv[2], n_in,
-           n_out, device_ns / 1000.0);
+    printf("ran '%s': %zu input(s), %zu output(s), %.3f us simulated device time\n", plan_name,
+           n_in, n_out, device_ns / 1000.0);
     for (size_t o = 0; o < n_out; ++o) {
       const float* y = outputs[o].data;
       double sum = 0;

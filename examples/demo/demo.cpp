@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
+#include "cli.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -83,14 +85,18 @@ Result<int> demo(const std::string& cache_path, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: meshplan-demo CACHE.mpc NAME\n");
-    return 1;
-  }
-  auto rc = demo(argv[1], argv[2]);
+  meshplan::tools::Cli cli("meshplan-demo",
+                           "meshplan-demo CACHE.mpc NAME\n\n"
+                           "Opens a plan cache as an inference server would, binds plan NAME to "
+                           "an emulated chip and runs it.");
+  std::string cache, name;
+  cli.app().add_option("cache", cache, "The plan cache")->required()->type_name("CACHE.mpc");
+  cli.app().add_option("name", name, "The plan's name")->required()->type_name("NAME");
+  if (auto exit = cli.parse(argc, argv)) return *exit;
+  auto rc = demo(cache, name);
   if (!rc) {
     std::fprintf(stderr, "meshplan-demo: error: %s\n", rc.error().to_string().c_str());
-    return 1;
+    return meshplan::tools::kExitError;
   }
   return *rc;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/formats.hpp"
@@ -443,35 +444,42 @@ Result<int> run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tools::Cli cli("meshplan-zoo",
+                 "meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [options]\n\n"
+                 "Precompiles the model zoo into one plan cache, runs every model on the emulated\n"
+                 "device, checks it against the f32 host reference and prints a table.");
+  cli.app().footer(
+      "Plans are made for the full published shapes (the figures) and for reduced widths with\n"
+      "the same structure (those are run and checked). Exit codes: 0 success, 1 error, 2 a\n"
+      "model's check failed.\n");
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--cache")
-      args.cache = next();
-    else if (s == "--policies")
-      args.policies = split(next());
-    else if (s == "--models")
-      args.models = split(next());
-    else if (s == "--bench-json")
-      args.bench_json = next();
-    else if (s == "--no-run")
-      args.run = false;
-    else if (s == "--write-json")
-      args.write_json = next();
-    else if (s == "--no-flatten-spatial")
-      args.flatten_spatial = false;
-    else {
-      std::fprintf(stderr,
-                   "usage: meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] "
-                   "[--bench-json FILE] [--no-run] [--write-json DIR] [--no-flatten-spatial]\n");
-      return 1;
-    }
-  }
+  std::string policies, models;
+  cli.app()
+      .add_option("--cache", args.cache, "The plan cache to write (default build/demo/zoo.mpc)")
+      ->type_name("PATH");
+  cli.app()
+      .add_option("--policies", policies, "Policies to plan with (default: all)")
+      ->type_name("P,...");
+  cli.app().add_option("--models", models, "Models to plan (default: all)")->type_name("M,...");
+  cli.app()
+      .add_option("--bench-json", args.bench_json, "Write the policy comparison as JSON")
+      ->type_name("FILE");
+  bool no_run = false, no_flatten = false;
+  cli.app().add_flag("--no-run", no_run, "Plan only; run nothing");
+  cli.app()
+      .add_option("--write-json", args.write_json, "Write each model's graph.json here")
+      ->type_name("DIR");
+  cli.app().add_flag("--no-flatten-spatial", no_flatten,
+                     "Plan conv2d / pool activations NHWC as given");
+  if (auto exit = cli.parse(argc, argv)) return *exit;
+  args.run = !no_run;
+  args.flatten_spatial = !no_flatten;
+  args.policies = split(policies);
+  args.models = split(models);
   auto rc = run(args);
   if (!rc) {
     std::fprintf(stderr, "meshplan-zoo: error: %s\n", rc.error().to_string().c_str());
-    return 1;
+    return tools::kExitError;
   }
   return *rc;
 }

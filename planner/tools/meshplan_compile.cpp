@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 
+#include "cli.hpp"
 #include "compile_batch.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/descriptor_json.hpp"
@@ -44,16 +45,18 @@ namespace {
 
 using namespace meshplan;
 
-constexpr const char* kUsage =
-    "usage: meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy POLICY] [--device "
-    "NAME|FILE.json]\n"
-    "                        [--beam-width K] [--beam-score cost|heuristic] [--max-legal-layouts "
-    "N]\n"
-    "                        [--beam-max-combinations N] [--beam-max-evaluations N]\n"
-    "                        [--override OP=l1|dram]... [--memreconfig OP:OPERAND=l1|dram]...\n"
-    "                        [--spill=belady|dp] [--no-prepare-weights] [--no-flatten-spatial]\n"
-    "                        [--emit=plan-json|graph-json] [--report=PLAN.html "
-    "[--compare=POLICY,...]]\n"
+/// -q: the compile summary, the pipeline's notes and the report/remove messages are not printed.
+bool g_quiet = false;
+
+constexpr const char* kSynopsis =
+    "meshplan-compile MODEL.json|MODEL.mlir -o CACHE.mpc [options]\n"
+    "  meshplan-compile A.json B.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [options]\n"
+    "  meshplan-compile MODEL.mlir|MODEL.json [--mesh RxC] --emit=sdy|stablehlo [-o OUT.mlir]\n"
+    "  meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]\n\n"
+    "Plans a graph (meshplan graph.json or StableHLO with Shardy annotations) for a device or\n"
+    "mesh and adds the plan to a plan cache, or prints it.";
+
+constexpr const char* kFooter =
     "  POLICY: greedy (default: within 1% of beam's simulated time over the model zoo, planned\n"
     "  8x faster), beam, l1-interleaved, df-sharding, dram (every tensor in DRAM: 1.28x slower).\n"
     "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
@@ -127,94 +130,99 @@ Result<uint32_t> positive(const std::string& flag, const std::string& text) {
   return static_cast<uint32_t>(std::stoul(text));
 }
 
-Result<Args> parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&](const char* flag) -> Result<std::string> {
-      std::string f = flag;
-      if (s.rfind(f + "=", 0) == 0) return s.substr(f.size() + 1);
-      if (i + 1 >= argc) return fail(ErrorCode::invalid_argument, flag, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto is = [&](const char* flag) {
-      return s == flag || s.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    if (s == "-h" || s == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (is("-o") || is("--output"))
-      a.output = MESHPLAN_TRY(value(s.rfind("-o", 0) == 0 && s.size() <= 2 ? "-o" : "--output"));
-    else if (is("--name"))
-      a.name = MESHPLAN_TRY(value("--name"));
-    else if (is("--policy"))
-      a.policy = MESHPLAN_TRY(value("--policy"));
-    else if (is("--device")) {
-      a.device = MESHPLAN_TRY(value("--device"));
-      a.device_given = true;
-    } else if (is("--beam-width"))
-      a.options.beam_width =
-          MESHPLAN_TRY(positive("--beam-width", MESHPLAN_TRY(value("--beam-width"))));
-    else if (is("--beam-max-combinations"))
-      a.options.beam_max_combinations = MESHPLAN_TRY(
-          positive("--beam-max-combinations", MESHPLAN_TRY(value("--beam-max-combinations"))));
-    else if (is("--beam-max-evaluations")) {
-      std::string n = MESHPLAN_TRY(value("--beam-max-evaluations"));
-      a.options.beam_max_evaluations =
-          n == "0" ? 0 : MESHPLAN_TRY(positive("--beam-max-evaluations", n));
-    } else if (is("--max-legal-layouts"))
-      a.options.max_legal_layouts =
-          MESHPLAN_TRY(positive("--max-legal-layouts", MESHPLAN_TRY(value("--max-legal-layouts"))));
-    else if (is("--beam-score")) {
-      std::string mode = MESHPLAN_TRY(value("--beam-score"));
-      if (mode != "cost" && mode != "heuristic")
-        return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '",
-                    mode, "'");
-      a.options.beam_cost_mode = mode == "cost";
-    } else if (is("--spill")) {
-      std::string mode = MESHPLAN_TRY(value("--spill"));
-      if (mode != "belady" && mode != "dp")
-        return fail(ErrorCode::invalid_argument, "--spill takes belady or dp, not '", mode, "'");
-      a.options.spill = mode;
-    } else if (s == "--no-prepare-weights") {
-      a.options.prepare_weights = false;
-    } else if (s == "--no-flatten-spatial") {
-      a.options.flatten_spatial = false;
-    } else if (is("--override"))
-      a.options.output_overrides.push_back(MESHPLAN_TRY(value("--override")));
-    else if (is("--memreconfig"))
-      a.options.memreconfig.push_back(MESHPLAN_TRY(value("--memreconfig")));
-    else if (is("--emit"))
-      a.emit = MESHPLAN_TRY(value("--emit"));
-    else if (is("--mesh"))
-      a.mesh = MESHPLAN_TRY(value("--mesh"));
-    else if (is("--stop-after"))
-      a.stop_after = MESHPLAN_TRY(value("--stop-after"));
-    else if (is("--arg-types"))
-      a.arg_types = MESHPLAN_TRY(value("--arg-types"));
-    else if (is("--report"))
-      a.report = MESHPLAN_TRY(value("--report"));
-    else if (is("--compare")) {
-      std::string list = MESHPLAN_TRY(value("--compare"));
-      for (size_t at = 0; at <= list.size();) {
-        size_t comma = list.find(',', at);
-        if (comma == std::string::npos) comma = list.size();
-        if (comma > at) a.compare.push_back(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else if (is("--remove"))
-      a.remove.push_back(MESHPLAN_TRY(value("--remove")));
-    else if (is("--jobs"))
-      a.jobs = MESHPLAN_TRY(positive("--jobs", MESHPLAN_TRY(value("--jobs"))));
-    else if (s == "--fail-fast")
-      a.fail_fast = true;
-    else if (s == "--presharded")
-      a.presharded = true;
-    else if (!s.empty() && s[0] == '-')
-      return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
-    else
-      a.models.push_back(s);
+/// Numeric option values as text, checked after parsing so the messages name the option.
+struct NumberArgs {
+  std::string beam_width, beam_max_combinations, beam_max_evaluations, max_legal_layouts, jobs;
+  std::string beam_score, spill, compare;
+  bool no_prepare_weights = false, no_flatten_spatial = false;
+};
+
+/// Declares meshplan-compile's options on `cli` (the values land in `a` and `n`).
+void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
+  CLI::App& app = cli.app();
+  app.footer(kFooter);
+  app.add_option("models", a.models, "The models to plan")->type_name("");
+  app.add_option("-o,--output", a.output, "The plan cache to add to (or the .mlir to write)")
+      ->type_name("CACHE.mpc");
+  app.add_option("--name", a.name, "The plan's name in the cache (default: the graph's)")
+      ->type_name("NAME");
+  app.add_option("--policy", a.policy, "Memory policy (default greedy; see below)")
+      ->type_name("POLICY");
+  app.add_option("--device", a.device, "Planning chip: built-in name or device JSON file")
+      ->type_name("NAME|FILE.json");
+  app.add_option("--mesh", a.mesh, "The mesh the plan runs on")
+      ->type_name("RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json");
+  app.add_option("--beam-width", n.beam_width, "beam: plans kept per op")->type_name("K");
+  app.add_option("--beam-score", n.beam_score, "beam: how candidates are scored")
+      ->type_name("cost|heuristic");
+  app.add_option("--max-legal-layouts", n.max_legal_layouts, "Layouts considered per op")
+      ->type_name("N");
+  app.add_option("--beam-max-combinations", n.beam_max_combinations,
+                 "beam: operand combinations scored per op")
+      ->type_name("N");
+  app.add_option("--beam-max-evaluations", n.beam_max_evaluations,
+                 "beam: OpModel evaluations per op (0: no cap)")
+      ->type_name("N");
+  app.add_option("--override", a.options.output_overrides, "Fix an op's result memory")
+      ->type_name("OP=l1|dram")
+      ->allow_extra_args(false);
+  app.add_option("--memreconfig", a.options.memreconfig, "Force a move before an operand")
+      ->type_name("OP:OPERAND=l1|dram")
+      ->allow_extra_args(false);
+  app.add_option("--spill", n.spill, "L1 spill selection (default belady)")->type_name("belady|dp");
+  app.add_flag("--no-prepare-weights", n.no_prepare_weights,
+               "Plan conv2d weights as given, [O, KH, KW, I/groups]");
+  app.add_flag("--no-flatten-spatial", n.no_flatten_spatial,
+               "Plan conv2d / pool activations NHWC as given");
+  app.add_option("--emit", a.emit, "Print the plan, the graph or the module instead")
+      ->type_name("plan-json|graph-json|dot|sdy|stablehlo");
+  app.add_option("--report", a.report, "Write an HTML report of the plan")->type_name("PLAN.html");
+  app.add_option("--compare", n.compare, "Add plans by these policies to the report")
+      ->type_name("POLICY,...");
+  app.add_option("--stop-after", a.stop_after, "--emit=sdy: the last pipeline stage")
+      ->type_name("STAGE");
+  app.add_option("--arg-types", a.arg_types, "Argument kinds of a StableHLO module")
+      ->type_name("input,parameter,...");
+  app.add_flag("--presharded", a.presharded, "Sharded arguments arrive split, one per chip");
+  app.add_option("--remove", a.remove, "Remove an entry from the cache (repeatable)")
+      ->type_name("NAME")
+      ->allow_extra_args(false);
+  app.add_option("--jobs", n.jobs, "Planning threads for several models (default 1)")
+      ->type_name("N");
+  app.add_flag("--fail-fast", a.fail_fast, "Several models: one failure writes nothing");
+}
+
+/// The checks CLI11 cannot express: numbers, choices and which options go together.
+Result<Args> finish_args(Args a, const NumberArgs& n, const CLI::App& app) {
+  a.device_given = app.count("--device") > 0;
+  if (n.no_prepare_weights) a.options.prepare_weights = false;
+  if (n.no_flatten_spatial) a.options.flatten_spatial = false;
+  if (!n.beam_width.empty())
+    a.options.beam_width = MESHPLAN_TRY(positive("--beam-width", n.beam_width));
+  if (!n.beam_max_combinations.empty())
+    a.options.beam_max_combinations =
+        MESHPLAN_TRY(positive("--beam-max-combinations", n.beam_max_combinations));
+  if (!n.beam_max_evaluations.empty())
+    a.options.beam_max_evaluations =
+        n.beam_max_evaluations == "0"
+            ? 0
+            : MESHPLAN_TRY(positive("--beam-max-evaluations", n.beam_max_evaluations));
+  if (!n.max_legal_layouts.empty())
+    a.options.max_legal_layouts =
+        MESHPLAN_TRY(positive("--max-legal-layouts", n.max_legal_layouts));
+  if (!n.jobs.empty()) a.jobs = MESHPLAN_TRY(positive("--jobs", n.jobs));
+  if (!n.beam_score.empty()) {
+    if (n.beam_score != "cost" && n.beam_score != "heuristic")
+      return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '",
+                  n.beam_score, "'");
+    a.options.beam_cost_mode = n.beam_score == "cost";
   }
+  if (!n.spill.empty()) {
+    if (n.spill != "belady" && n.spill != "dp")
+      return fail(ErrorCode::invalid_argument, "--spill takes belady or dp, not '", n.spill, "'");
+    a.options.spill = n.spill;
+  }
+  a.compare = tools::split_commas(n.compare);
   if (!a.models.empty()) a.model = a.models.front();
   if (a.models.size() > 1) {
     if (!a.remove.empty() || a.output.empty() || !a.emit.empty() || !a.report.empty() ||
@@ -263,7 +271,8 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                                                std::optional<planner::shlo::Module> exported = {}) {
   planner::shlo::Module module =
       exported ? std::move(*exported) : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
-  for (const std::string& note : module.notes) std::fprintf(stderr, "%s\n", note.c_str());
+  for (const std::string& note : module.notes)
+    if (!g_quiet) std::fprintf(stderr, "%s\n", note.c_str());
   std::string stage = !args.stop_after.empty()   ? args.stop_after
                       : args.emit == "stablehlo" ? "import"
                                                  : "close";
@@ -294,19 +303,21 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
   // costs (a printed module, --emit, stays the only output).
   const std::string& model = args.model.empty() ? module.file : args.model;
   for (const std::string& n : notes)
-    std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
+    if (!g_quiet) std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
   if (options.stop_after == planner::shlo::Stage::close && module.main_mesh() &&
       module.main_mesh()->devices() > 1) {
     // What each reshard and partial-sum reduction costs: bytes each chip sends over its link.
     planner::shlo::CommStats comm = MESHPLAN_TRY(planner::shlo::communication(module));
     for (const auto& c : comm.ops) {
       std::string groups = c.kind == "collective_permute" ? "" : str(" on groups of ", c.group);
-      std::fprintf(stderr, "meshplan-compile: %s: %s%s at %s: %.0f bytes per chip\n", model.c_str(),
-                   c.kind.c_str(), groups.c_str(), c.loc.str().c_str(), c.bytes);
+      if (!g_quiet)
+        std::fprintf(stderr, "meshplan-compile: %s: %s%s at %s: %.0f bytes per chip\n",
+                     model.c_str(), c.kind.c_str(), groups.c_str(), c.loc.str().c_str(), c.bytes);
     }
-    std::fprintf(stderr,
-                 "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
-                 model.c_str(), comm.bytes, comm.ops.size());
+    if (!g_quiet)
+      std::fprintf(stderr,
+                   "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
+                   model.c_str(), comm.bytes, comm.ops.size());
   }
   return planner::shlo::lower_to_graph(module);
 }
@@ -331,7 +342,8 @@ Status write_report(const Args& args, const planner::Graph& graph, const device:
   out << html;
   out.close();
   if (!out) return fail(ErrorCode::io, "cannot write report '", args.report, "'");
-  std::fprintf(stderr, "meshplan-compile: report written to %s\n", args.report.c_str());
+  if (!g_quiet)
+    std::fprintf(stderr, "meshplan-compile: report written to %s\n", args.report.c_str());
   return {};
 }
 
@@ -340,10 +352,12 @@ Status remove_entries(const Args& args) {
   runtime::CacheEditReport report =
       MESHPLAN_TRY(runtime::remove_from_cache(args.output, args.remove));
   for (const auto& d : report.dropped)
-    std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(),
+    if (!g_quiet)
+      std::fprintf(stderr, "meshplan-compile: removed '%s' from %s\n", d.name.c_str(),
+                   args.output.c_str());
+  if (!g_quiet)
+    std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(),
                  args.output.c_str());
-  std::fprintf(stderr, "meshplan-compile: %zu entries left in %s\n", report.kept.size(),
-               args.output.c_str());
   return {};
 }
 
@@ -493,8 +507,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   return out;
 }
 
-Status run(int argc, char** argv) {
-  Args args = MESHPLAN_TRY(parse_args(argc, argv));
+Status run(const Args& args) {
   if (!args.remove.empty()) return remove_entries(args);
   if (args.models.size() > 1) {
     tools::BatchOptions batch{args.output, args.jobs, args.fail_fast};
@@ -511,20 +524,27 @@ Status run(int argc, char** argv) {
   if (!planned) return {};
   std::string name = planned->entry.name;
   MESHPLAN_TRY(runtime::add_to_cache(args.output, std::move(planned->entry)));
-  std::fprintf(stderr, "meshplan-compile: %s -> %s as '%s' (%s) in %.2f ms\n", args.model.c_str(),
-               args.output.c_str(), name.c_str(), planned->summary.c_str(), planned->planning_ms);
+  if (!g_quiet)
+    std::fprintf(stderr, "meshplan-compile: %s -> %s as '%s' (%s) in %.2f ms\n", args.model.c_str(),
+                 args.output.c_str(), name.c_str(), planned->summary.c_str(), planned->planning_ms);
   return {};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto status = run(argc, argv);
+  meshplan::tools::Cli cli("meshplan-compile", kSynopsis);
+  Args parsed;
+  NumberArgs numbers;
+  add_options(cli, parsed, numbers);
+  if (auto exit = cli.parse(argc, argv)) return *exit;
+  auto args = finish_args(std::move(parsed), numbers, cli.app());
+  if (!args) return cli.usage_error(args.error().message);
+  g_quiet = cli.quiet();
+  auto status = run(*args);
   if (!status) {
     std::fprintf(stderr, "meshplan-compile: error: %s\n", status.error().to_string().c_str());
-    if (status.error().code == meshplan::ErrorCode::invalid_argument && argc < 2)
-      std::fputs(kUsage, stderr);
-    return 1;
+    return meshplan::tools::kExitError;
   }
-  return 0;
+  return meshplan::tools::kExitOk;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
@@ -13,17 +14,6 @@ namespace meshplan::tools {
 namespace {
 
 using namespace meshplan::runtime;
-
-constexpr const char* kCacheUsage =
-    "usage: meshplan-run cache ls CACHE.mpc\n"
-    "       meshplan-run cache verify CACHE.mpc\n"
-    "       meshplan-run cache gc CACHE.mpc [--keep NAME,NAME...] [--planner-version "
-    "V|--any-version] [--dry-run]\n"
-    "  ls lists every entry (name, key, device, policy, size, ops, L1 high water, estimated "
-    "time).\n"
-    "  verify checks every entry (checksum, format, invariants); exit code 2 if any fails.\n"
-    "  gc drops entries that fail verification, were made by another planner version than this\n"
-    "  build's (or V), or are not in --keep; and deletes temp files of writers that died.\n";
 
 int print_error(const Error& e) {
   std::fprintf(stderr, "meshplan-run: error: %s\n", e.to_string().c_str());
@@ -79,60 +69,43 @@ int verify(const PlanCache& cache) {
   return bad ? 2 : 0;
 }
 
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int cache_command(int argc, char** argv) {
-  if (argc < 3) {
-    std::fputs(kCacheUsage, argc >= 2 && std::string(argv[1]) == "--help" ? stdout : stderr);
-    return argc >= 2 && std::string(argv[1]) == "--help" ? 0 : 1;
-  }
-  std::string verb = argv[1], path = argv[2];
+  Cli cli("meshplan-run cache",
+          "meshplan-run cache ls|verify|gc CACHE.mpc [options]\n\n"
+          "Lists, verifies or collects the entries of a plan cache.");
+  cli.app().footer(
+      "  ls lists every entry (name, key, device, policy, size, ops, L1 high water, estimated\n"
+      "  time). verify checks every entry (checksum, format, invariants); exit code 2 if any\n"
+      "  fails. gc drops entries that fail verification, were made by another planner version\n"
+      "  than this build's (or V), or are not in --keep; and deletes temp files of writers that\n"
+      "  died.\n");
+  std::string verb, path, keep, version;
+  GcOptions options;
+  bool any_version = false;
+  cli.app().add_option("command", verb, "ls, verify or gc")->required()->type_name("");
+  cli.app().add_option("cache", path, "The plan cache")->required()->type_name("CACHE.mpc");
+  cli.app().add_option("--keep", keep, "gc: keep only these entries")->type_name("NAME,NAME...");
+  cli.app()
+      .add_option("--planner-version", version, "gc: keep plans of this planner version")
+      ->type_name("V");
+  cli.app().add_flag("--any-version", any_version, "gc: keep plans of every planner version");
+  cli.app().add_flag("--dry-run", options.dry_run, "gc: say what would be dropped, drop nothing");
+  if (auto exit = cli.parse(argc, argv)) return *exit;
   if (verb == "ls" || verb == "verify") {
-    if (argc != 3)
-      return print_error(
-          Error{ErrorCode::invalid_argument, str("cache ", verb, " takes only CACHE.mpc")});
+    if (!keep.empty() || !version.empty() || any_version || options.dry_run)
+      return cli.usage_error(str("cache ", verb, " takes only CACHE.mpc"));
     auto cache = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
     if (!cache) return print_error(cache.error());
     return verb == "ls" ? list(*cache) : verify(*cache);
   }
-  if (verb != "gc") {
-    std::fputs(kCacheUsage, stderr);
-    return print_error(
-        Error{ErrorCode::invalid_argument, str("unknown cache command '", verb, "'")});
-  }
-  GcOptions options;
-  for (int i = 3; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&](const std::string& flag) -> std::string {
-      if (s.rfind(flag + "=", 0) == 0) return s.substr(flag.size() + 1);
-      return i + 1 < argc ? std::string(argv[++i]) : std::string();
-    };
-    if (s == "--dry-run")
-      options.dry_run = true;
-    else if (s == "--any-version")
-      options.planner_version.clear();
-    else if (s == "--keep" || s.rfind("--keep=", 0) == 0)
-      options.keep = split_names(value("--keep"));
-    else if (s == "--planner-version" || s.rfind("--planner-version=", 0) == 0) {
-      options.planner_version = value("--planner-version");
-      if (options.planner_version.empty())
-        return print_error(Error{ErrorCode::invalid_argument,
-                                 "--planner-version needs a value (or use --any-version)"});
-    } else
-      return print_error(Error{ErrorCode::invalid_argument, str("unknown gc option '", s, "'")});
-  }
+  if (verb != "gc") return cli.usage_error(str("unknown cache command '", verb, "'"));
+  if (any_version && !version.empty())
+    return cli.usage_error("give --planner-version V or --any-version, not both");
+  if (any_version) options.planner_version.clear();
+  if (!version.empty()) options.planner_version = version;
+  if (!keep.empty()) options.keep = split_commas(keep);
   auto report = gc_cache(path, options);
   if (!report) return print_error(report.error());
   for (const auto& d : report->dropped)

@@ -111,10 +111,9 @@ Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& 
   if (o.inputs.empty()) {
     inputs = runtime::random_inputs(plan, o.seed);
   } else {
-    if (o.inputs.size() != exe->input_count())
-      return fail(ErrorCode::invalid_argument, "plan '", plan.name(), "' takes ",
-                  exe->input_count(), " inputs, ", o.inputs.size(), " --input given");
-    for (const std::string& text : o.inputs) inputs.push_back(MESHPLAN_TRY(parse_input(text)));
+    std::vector<std::string> names;
+    for (size_t i = 0; i < exe->input_count(); ++i) names.emplace_back(exe->input_name(i));
+    inputs = MESHPLAN_TRY(parse_inputs(plan.name(), o.inputs, names));
   }
   auto views = runtime::views_of(inputs);
   auto t_run = Clock::now();

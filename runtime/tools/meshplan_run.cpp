@@ -16,6 +16,7 @@
 #include <string>
 
 #include "cache_commands.hpp"
+#include "cli.hpp"
 #include "inspect_trace.hpp"
 #include "mesh_run.hpp"
 #include "meshplan/device/descriptor_json.hpp"
@@ -31,26 +32,20 @@ namespace {
 using namespace meshplan;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kUsage =
-    "usage: meshplan-run CACHE.mpc (--name NAME | --key HEX) [--check] [--seed N] [--tolerance T] "
-    "[--print]\n"
-    "       meshplan-run CACHE.mpc ls\n"
-    "       meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]\n"
-    "  Run options: --input=SHAPExf32=VALUES or --input=@x.npy (one per plan input, in order;\n"
-    "  default: random), --output=@y.npy (one per output, in order; '-' prints it), --trace=FILE\n"
-    "  writes a Chrome trace (chrome://tracing, Perfetto) of the simulated timeline.\n"
-    "       meshplan-run cache ls|verify|gc CACHE.mpc [--keep NAMES] [--dry-run]  (cache --help "
-    "for more)\n"
-    "  Runs a plan on the emulated device with random inputs (seed N, default 1) and prints "
-    "timing.\n"
-    "  --check compares with the host f32 reference and fails if the relative error exceeds T\n"
-    "  (default 0.03). --print prints the outputs.\n"
-    "  --device NAME|FILE.json runs on that chip (built-in name or device JSON file) and refuses\n"
-    "  a plan made for another one, saying which facts differ; default: the plan's own chip.\n"
-    "  --mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json runs a mesh plan on that emulated mesh\n"
-    "  (chips from --device or the plan; a JSON file brings its own) and refuses a plan made for\n"
-    "  another one, saying which facts differ (shape, topology, links); default: the plan's "
-    "mesh.\n";
+constexpr const char* kSynopsis =
+    "Runs a plan of a plan cache on the emulated device with random inputs (seed N) or the\n"
+    "given ones, and prints timing.\n"
+    "  meshplan-run CACHE.mpc (--name NAME | --key HEX) [options]\n"
+    "  meshplan-run CACHE.mpc ls\n"
+    "  meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]\n"
+    "  meshplan-run cache ls|verify|gc CACHE.mpc [...]   (meshplan-run cache --help)\n";
+
+constexpr const char* kFooter =
+    "Inputs: --input takes SHAPExf32=VALUES (IREE style: --input=2x3xf32=[[1,2,3],[4,5,6]], or\n"
+    "one value that fills the tensor) or @file.npy (any numeric dtype meshplan reads), one per\n"
+    "plan input in plan order, or each named: --input x=@x.npy --input w=4x4xf32=0.5.\n"
+    "Outputs: --output @y.npy writes output i (in order); --output - prints it.\n"
+    "Exit codes: 0 success, 1 error (the message names what and where), 2 --check failed.\n";
 
 struct Args {
   std::string cache, name, key;
@@ -67,58 +62,46 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-Result<Args> parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&](const std::string& flag) -> Result<std::string> {
-      if (s.rfind(flag + "=", 0) == 0) return s.substr(flag.size() + 1);
-      if (i + 1 >= argc) return fail(ErrorCode::invalid_argument, flag, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto is = [&](const std::string& flag) { return s == flag || s.rfind(flag + "=", 0) == 0; };
-    if (s == "-h" || s == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (is("--name"))
-      a.name = MESHPLAN_TRY(value("--name"));
-    else if (is("--key"))
-      a.key = MESHPLAN_TRY(value("--key"));
-    else if (s == "--check")
-      a.check = true;
-    else if (is("--input"))
-      a.inputs.push_back(MESHPLAN_TRY(value("--input")));
-    else if (is("--output"))
-      a.outputs.push_back(MESHPLAN_TRY(value("--output")));
-    else if (is("--trace"))
-      a.trace = MESHPLAN_TRY(value("--trace"));
-    else if (is("--device"))
-      a.device = MESHPLAN_TRY(value("--device"));
-    else if (is("--mesh"))
-      a.mesh = MESHPLAN_TRY(value("--mesh"));
-    else if (s == "--json")
-      a.json = true;
-    else if (s == "--print")
-      a.print = true;
-    else if (is("--seed")) {
-      std::string v = MESHPLAN_TRY(value("--seed"));
-      char* end = nullptr;
-      a.seed = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end)
-        return fail(ErrorCode::invalid_argument, "--seed takes a number, not '", v, "'");
-    } else if (is("--tolerance")) {
-      std::string v = MESHPLAN_TRY(value("--tolerance"));
-      char* end = nullptr;
-      a.tolerance = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || a.tolerance < 0)
-        return fail(ErrorCode::invalid_argument, "--tolerance takes a number >= 0");
-    } else if (!s.empty() && s[0] == '-')
-      return fail(ErrorCode::invalid_argument, "unknown option '", s, "'");
-    else if (s == "inspect" && !a.inspect)
+/// Declares meshplan-run's options on `cli` (the values land in `a`).
+void add_options(tools::Cli& cli, Args& a, std::vector<std::string>& words) {
+  CLI::App& app = cli.app();
+  app.footer(kFooter);
+  app.add_option("CACHE.mpc", words, "The plan cache ('ls' after it lists it; 'inspect' before it)")
+      ->type_name("");
+  app.add_option("--name", a.name, "The plan's name in the cache")->type_name("NAME");
+  app.add_option("--key", a.key, "The plan's key (32 hex digits)")->type_name("HEX");
+  app.add_option("--input", a.inputs, "An input (repeatable; see below)")
+      ->type_name("[NAME=]VALUE")
+      ->allow_extra_args(false);
+  app.add_option("--output", a.outputs, "Write output i to a .npy file or print it (repeatable)")
+      ->type_name("@FILE.npy|-")
+      ->allow_extra_args(false);
+  app.add_option("--seed", a.seed, "Seed of the random inputs (default 1)")->type_name("N");
+  app.add_flag("--check", a.check,
+               "Compare with the host f32 reference; exit 2 past the tolerance");
+  app.add_option("--tolerance", a.tolerance, "Relative error --check accepts (default 0.03)")
+      ->type_name("T")
+      ->check(CLI::NonNegativeNumber.description(""));
+  app.add_flag("--print", a.print, "Print the outputs (first values)");
+  app.add_option("--trace", a.trace, "Write a Chrome trace of the simulated timeline")
+      ->type_name("FILE.json");
+  app.add_option("--device", a.device,
+                 "Run on this chip (default: the plan's); another chip's plan is refused")
+      ->type_name("NAME|FILE.json");
+  app.add_option("--mesh", a.mesh,
+                 "Run a mesh plan on this mesh (default: the plan's); another's is refused")
+      ->type_name("RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json");
+  app.add_flag("--json", a.json, "inspect: print JSON");
+}
+
+/// The positional words: [inspect] CACHE.mpc [ls].
+Result<Args> finish_args(Args a, const std::vector<std::string>& words) {
+  for (const std::string& s : words) {
+    if (s == "inspect" && !a.inspect && a.cache.empty())
       a.inspect = true;
     else if (a.cache.empty())
       a.cache = s;
-    else if (s == "ls")
+    else if (s == "ls" && !a.list)
       a.list = true;
     else
       return fail(ErrorCode::invalid_argument, "unexpected argument '", s, "'");
@@ -138,16 +121,14 @@ void print_tensor(std::string_view name, const runtime::Tensor& t) {
   std::printf("%s\n", t.data.size() > 8 ? " ..." : "");
 }
 
-/// --input values in plan input order, or seeded random inputs when none is given.
-Result<std::vector<runtime::Tensor>> load_inputs(const Args& args, const runtime::PlanRef& plan) {
+/// --input values in plan input order (positional or named), or seeded random inputs when none
+/// is given.
+Result<std::vector<runtime::Tensor>> load_inputs(const Args& args, const runtime::PlanRef& plan,
+                                                 const runtime::Executable& exe) {
   if (args.inputs.empty()) return runtime::random_inputs(plan, args.seed);
-  size_t want = plan.plan().inputs()->size();
-  if (args.inputs.size() != want)
-    return fail(ErrorCode::invalid_argument, "plan '", plan.name(), "' takes ", want, " inputs, ",
-                args.inputs.size(), " --input given");
-  std::vector<runtime::Tensor> out;
-  for (const std::string& text : args.inputs) out.push_back(MESHPLAN_TRY(tools::parse_input(text)));
-  return out;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < exe.input_count(); ++i) names.emplace_back(exe.input_name(i));
+  return tools::parse_inputs(plan.name(), args.inputs, names);
 }
 
 /// --output=@file.npy writes output i to a file; --output=- prints it in IREE form.
@@ -215,8 +196,7 @@ Result<device::MeshDesc> mesh_for(const Args& args, const runtime::PlanRef& plan
   return mesh;
 }
 
-Result<int> run(int argc, char** argv) {
-  Args args = MESHPLAN_TRY(parse_args(argc, argv));
+Result<int> run(const Args& args) {
   auto t_open = Clock::now();
   runtime::PlanCache cache = MESHPLAN_TRY(runtime::PlanCache::open(args.cache));
   double open_ms = ms_since(t_open);
@@ -263,7 +243,7 @@ Result<int> run(int argc, char** argv) {
       std::cout << tools::inspect_table(plan);
     return 0;
   }
-  std::vector<runtime::Tensor> inputs = MESHPLAN_TRY(load_inputs(args, plan));
+  std::vector<runtime::Tensor> inputs = MESHPLAN_TRY(load_inputs(args, plan, *exe));
   auto views = runtime::views_of(inputs);
   auto t_run = Clock::now();
   runtime::RunResult result = MESHPLAN_TRY(exe->run(views));
@@ -305,14 +285,21 @@ int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "cache")
       return meshplan::tools::cache_command(argc - 1, argv + 1);
-    auto code = run(argc, argv);
+    meshplan::tools::Cli cli("meshplan-run", kSynopsis);
+    Args parsed;
+    std::vector<std::string> words;
+    add_options(cli, parsed, words);
+    if (auto exit = cli.parse(argc, argv)) return *exit;
+    auto args = finish_args(std::move(parsed), words);
+    if (!args) return cli.usage_error(args.error().message);
+    auto code = run(*args);
     if (!code) {
       std::fprintf(stderr, "meshplan-run: error: %s\n", code.error().to_string().c_str());
-      return 1;
+      return meshplan::tools::kExitError;
     }
     return *code;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "meshplan-run: error: resource_exhausted: out of host memory\n");
-    return 1;
+    return meshplan::tools::kExitError;
   }
 }

@@ -3,6 +3,7 @@
 
 #include "meshplan/device/size_limits.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -56,7 +57,73 @@ Result<std::vector<int64_t>> parse_dims(std::string_view spec, std::string_view 
   }
 }
 
+/// "2x3xf32", "f32", "8xbf16": dimensions then an element type, as an unnamed --input starts.
+bool is_shape_spec(std::string_view spec) {
+  size_t x = spec.rfind('x');
+  std::string_view type = x == std::string_view::npos ? spec : spec.substr(x + 1);
+  static constexpr std::string_view kTypes[] = {"f16", "bf16", "f32", "f64", "i8",  "i16",
+                                                "i32", "i64",  "u8",  "u16", "u32", "u64"};
+  if (std::find(std::begin(kTypes), std::end(kTypes), type) == std::end(kTypes)) return false;
+  if (x == std::string_view::npos) return true;
+  std::string_view dims = spec.substr(0, x);
+  return !dims.empty() && dims.find_first_not_of("0123456789x") == std::string_view::npos;
+}
+
 }  // namespace
+
+std::pair<std::string, std::string> split_input_name(std::string_view text) {
+  size_t eq = text.find('=');
+  if (text.empty() || text[0] == '@' || eq == std::string_view::npos ||
+      is_shape_spec(text.substr(0, eq)))
+    return {"", std::string(text)};
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
+                                                  const std::vector<std::string>& given,
+                                                  const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> split;
+  size_t named = 0;
+  for (const std::string& text : given) {
+    split.push_back(split_input_name(text));
+    named += !split.back().first.empty();
+  }
+  std::vector<runtime::Tensor> out;
+  if (named == 0) {
+    if (given.size() != names.size())
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "' takes ", names.size(),
+                  " inputs, ", given.size(), " --input given");
+    for (const std::string& text : given) out.push_back(MESHPLAN_TRY(parse_input(text)));
+    return out;
+  }
+  if (named != given.size())
+    return fail(ErrorCode::invalid_argument, "plan '", plan,
+                "': give every --input by name (NAME=VALUE) or none (plan input order)");
+  auto list = [&] {
+    std::string all;
+    for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+    return all;
+  };
+  std::vector<const std::string*> by_index(names.size(), nullptr);
+  for (const auto& [name, value] : split) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "' has no input named '", name,
+                  "' (its inputs: ", list(), ")");
+    const std::string*& slot = by_index[static_cast<size_t>(it - names.begin())];
+    if (slot) return fail(ErrorCode::invalid_argument, "input '", name, "' is given twice");
+    slot = &value;
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!by_index[i])
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "': no --input for input '",
+                  names[i], "' (its inputs: ", list(), ")");
+    auto t = parse_input(*by_index[i]);
+    if (!t) return std::unexpected(with_context(t.error(), str("input '", names[i], "'")));
+    out.push_back(std::move(*t));
+  }
+  return out;
+}
 
 Result<runtime::Tensor> parse_input(std::string_view text) {
   if (!text.empty() && text[0] == '@') return read_npy(std::string(text.substr(1)));

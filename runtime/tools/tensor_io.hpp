@@ -4,6 +4,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "meshplan/runtime/tensor.hpp"
 #include "meshplan/schemas/error.hpp"
@@ -14,6 +16,18 @@ namespace meshplan::tools {
 /// with optional brackets (nesting is not checked against the shape; the count is), or a single
 /// number that fills the tensor ("4x4xf32=0.5").
 Result<runtime::Tensor> parse_input(std::string_view text);
+
+/// Splits a named --input value, "x=@x.npy" or "x=2x3xf32=VALUES", into {"x", value}. A value
+/// without a name ("@x.npy", "2x3xf32=VALUES": what precedes its first '=' is a shape) comes
+/// back with an empty name.
+std::pair<std::string, std::string> split_input_name(std::string_view text);
+
+/// The --input values of a run, in plan input order: either all positional (in the plan's
+/// order) or all named (each input of `names`, the plan's input names, exactly once). The
+/// errors name the plan, the input and what is missing, unknown or given twice.
+Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
+                                                  const std::vector<std::string>& given,
+                                                  const std::vector<std::string>& names);
 
 /// Reads a .npy file holding float32 (or float64, converted) in C order.
 Result<runtime::Tensor> read_npy(const std::string& path);
