@@ -2,17 +2,23 @@
 //
 // Transport: 127.0.0.1 TCP (`--port P`, 0 picks a free port and prints it) and/or stdin/stdout.
 // Every request and every response is one line of text ending in '\n' ("\r\n" is accepted);
-// lines are at most 1 MiB. A client may send many requests without waiting (pipelining):
-// responses come in completion order, each tagged with the request's number in its session
-// (#0, #1, ... counting every line the session sent, blank lines excepted).
+// request lines are at most --max-request-bytes (default 16 MiB). A client may send many
+// requests without waiting (pipelining): responses come in completion order, each tagged with
+// the request's number in its session (#0, #1, ... counting every line the session sent, blank
+// lines excepted).
 //
 // Requests:
-//   run NAME [random SEED | SEED] [--input=SHAPExf32=VALUES]... [check]
-//       Runs plan NAME. Inputs are given in plan input order, IREE style
-//       (--input=2x3xf32=[[1,2,3],[4,5,6]] or --input=2x3xf32=0.5), all or none; with none they
-//       are drawn from SEED (default 1) exactly as runtime::random_inputs(plan, SEED) does, so a
-//       client can recompute them. `check` also runs the f32 host reference and reports the
-//       relative error. File inputs (@x.npy) are refused: the server reads no files for clients.
+//   run NAME [random SEED | SEED] [--input=[INPUT=]SHAPExf32=VALUES]... [check] [tensors]
+//       Runs plan NAME. Inputs are all given or none: in plan input order, or each named by
+//       its plan input name (--input=x=2x3xf32=...). VALUES is IREE text
+//       (--input=2x3xf32=[[1,2,3],[4,5,6]] or --input=2x3xf32=0.5), or `base64:` and the
+//       base64 (RFC 4648, padded) of the C-order little-endian f32 bytes of the whole tensor
+//       (--input=x=2x3xf32=base64:AACAPwAAAEAAAEBA...). The shape must be the plan input's.
+//       With no inputs they are drawn from SEED (default 1) exactly as
+//       runtime::random_inputs(plan, SEED) does, so a client can recompute them. `check` also
+//       runs the f32 host reference and reports the relative error; `tensors` returns the
+//       outputs themselves. File inputs (@x.npy) are refused: the server reads no files for
+//       clients.
 //   list    names of the plans being served
 //   quit    stops the whole server: no new requests are read, queued ones are answered (for at
 //           most --shutdown-timeout seconds; later ones get an error), then it exits 0 (as on
@@ -20,18 +26,21 @@
 //
 // Limits: a session has at most 8 requests queued or running (its further lines are read as
 // those are answered), so one pipelining client cannot starve the others. Replies are queued
-// per session and written as the client reads them: a client whose unread replies pass 4 MiB,
-// or stay unread for --request-timeout seconds, is disconnected. A connection idle for
-// --idle-timeout seconds, or holding an unfinished request line for --request-timeout seconds,
-// gets one error line and is closed. Reply lines never carry control bytes (shown as \xNN);
-// echoed names are cut at 256 bytes.
+// per session and written as the client reads them: a client whose unread replies pass 4 MiB
+// (one reply into an empty queue is always taken, however long), or stay unread for
+// --request-timeout seconds, is disconnected. A connection idle for --idle-timeout seconds, or
+// holding an unfinished request line for --request-timeout seconds, gets one error line and is
+// closed. Reply lines never carry control bytes (shown as \xNN); echoed names are cut at 256
+// bytes.
 //
 // Responses:
 //   ok #ID NAME device_us=T host_us=H outputs=K out0=SHAPE sum0=S absmax0=A xxh0=HEX ...
-//       [rel_err=E]
+//       [rel_err=E] [name0=OUTPUT tensor0=SHAPExf32=base64:DATA ...]
 //       T: simulated device time; H: host wall time of the run; then per output i: shape
 //       (e.g. 64x512), sum and largest |value| of its elements (%.9g; nan when any element is
 //       NaN), and XXH3-128 of its f32 bytes (32 hex digits; equal outputs give equal digests).
+//       With `tensors`, per output i its plan output name (space, '%' and '=' written %20, %25,
+//       %3D) and its values in the input's base64 form.
 //   ok #ID plans=N NAME...          (list)
 //   bye #ID                         (quit)
 //   error #ID CODE: MESSAGE         the request failed; the server keeps serving. CODE is one
@@ -52,8 +61,10 @@
 
 namespace meshplan::server {
 
-/// Longest request line accepted.
-inline constexpr size_t kMaxLineBytes = 1u << 20;
+/// Longest request line accepted unless --max-request-bytes says otherwise (16 MiB holds 3 M f32
+/// values in base64). A connection buffers at most one line: memory for requests is bounded by
+/// --max-connections times this.
+inline constexpr size_t kDefaultMaxLineBytes = 16u << 20;
 
 /// One plan as a worker serves it: bound to a chip (single-chip plans) or to an emulated mesh
 /// (mesh plans: host-shaped inputs and outputs).
@@ -68,6 +79,9 @@ struct Served {
   }
   std::span<const int64_t> input_shape(size_t i) const {
     return chip ? chip->input_shape(i) : mesh->input_shape(i);
+  }
+  std::string_view output_name(size_t i) const {
+    return chip ? chip->output_name(i) : mesh->output_name(i);
   }
 };
 
@@ -89,6 +103,10 @@ class Worker {
 
   /// Answers one `run ...` request line with the text after "ok #ID " or an error.
   Result<std::string> run(const std::string& line);
+
+  /// Runs every bound plan once with seeded random inputs, so that what a plan's first run
+  /// does once (allocations, kernel set-up) happens at start-up, not in a client's request.
+  Status warm_up();
 
  private:
   std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli.hpp"
 #include "meshplan/device/descriptor_json.hpp"
 #include "protocol.hpp"
 #include "session.hpp"
@@ -86,8 +87,11 @@ struct Job {
 class Server {
  public:
   Server(std::vector<std::string> names, std::map<std::string, std::string, std::less<>> damaged,
-         Timeouts timeouts)
-      : names_(std::move(names)), damaged_(std::move(damaged)), timeouts_(timeouts) {}
+         Timeouts timeouts, size_t max_line)
+      : names_(std::move(names)),
+        damaged_(std::move(damaged)),
+        timeouts_(timeouts),
+        max_line_(max_line) {}
 
   /// Serves session `s`: reads request lines (at most kMaxInFlight of its requests queued at
   /// once), writes its replies as the client takes them, and closes it when the client ends its
@@ -98,7 +102,7 @@ class Server {
     set_nonblocking(s->in_fd());
     if (s->out_fd() != s->in_fd()) set_nonblocking(s->out_fd());
     std::string buf;          // received bytes not yet handled: whole lines, then a partial one
-    bool discarding = false;  // inside a line that exceeded server::kMaxLineBytes
+    bool discarding = false;  // inside a line that exceeded max_line_
     bool eof = false, input_done = false;
     char chunk[1 << 16];
     auto last_input = Clock::now(), last_output = last_input;
@@ -118,7 +122,7 @@ class Server {
           discarding = false;
           continue;
         }
-        if (nl - from > server::kMaxLineBytes) {
+        if (nl - from > max_line_) {
           too_long(*s);
           continue;
         }
@@ -127,7 +131,7 @@ class Server {
       buf.erase(0, start);
       if (input_done) buf.clear();
       bool whole_line = buf.find('\n') != std::string::npos;
-      if (!whole_line && buf.size() > server::kMaxLineBytes) {
+      if (!whole_line && buf.size() > max_line_) {
         if (!discarding) too_long(*s);
         discarding = true;
         buf.clear();
@@ -265,8 +269,8 @@ class Server {
  private:
   void too_long(Session& s) {
     failed_++;
-    s.send(str("error #", s.next_id(), " invalid_argument: request line longer than ",
-               server::kMaxLineBytes, " bytes"));
+    s.send(str("error #", s.next_id(), " invalid_argument: request line longer than ", max_line_,
+               " bytes"));
   }
 
   /// One request line; false when the session must stop reading (quit).
@@ -322,6 +326,7 @@ class Server {
   std::vector<std::string> names_;
   std::map<std::string, std::string, std::less<>> damaged_;  ///< name -> why it fails to verify
   Timeouts timeouts_;
+  size_t max_line_;                ///< Longest request line (--max-request-bytes).
   Clock::time_point stop_seen_{};  // guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
@@ -439,27 +444,71 @@ struct Options {
   std::vector<std::string> devices;
   size_t max_connections = 64;  // TCP connections read at once
   Timeouts timeouts;
-  bool remote_quit = false;  // TCP clients may send quit
+  bool remote_quit = false;                              // TCP clients may send quit
+  size_t max_line_bytes = server::kDefaultMaxLineBytes;  // longest request line
+  bool warm_up = true;  // run every plan once on every worker before serving
 };
 
-constexpr const char* kUsage =
-    "usage: meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] "
-    "[--verify full|checksummed] [--device FILE.json]... [--core-threads K] [--max-connections "
-    "C]\n"
-    "                [--idle-timeout S] [--request-timeout S] [--shutdown-timeout S] "
-    "[--remote-quit]\n"
-    "  Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
-    "  without --port or with --stdin. N worker threads (1-256, default 4). Requests, one per\n"
-    "  line: run NAME [random SEED] [--input=SHAPExf32=VALUES]... [check] | list | quit\n"
-    "  K host threads run the cores of each emulated chip (default 1: workers run in parallel).\n"
-    "  At most C TCP connections at once (1-65536, default 64); one more gets an error line and\n"
-    "  is closed. --idle-timeout S (default 60) closes a connection with nothing to do;\n"
-    "  --request-timeout S (default 30) one whose request line or unread replies wait longer;\n"
-    "  --shutdown-timeout S (default 10) bounds how long queued work is answered after a stop.\n"
-    "  quit is accepted from stdin, and from TCP clients only with --remote-quit.\n";
+constexpr const char* kSynopsis =
+    "meshplan-server CACHE.mpc [--port P] [--stdin] [options]\n\n"
+    "Serves the plans of CACHE.mpc: on 127.0.0.1:P with --port (0 picks a port), and on stdin\n"
+    "without --port or with --stdin. Requests, one per line (examples/server/protocol.hpp):\n"
+    "  run NAME [random SEED] [--input=[NAME=]SHAPExf32=VALUES|base64:DATA]... [check]\n"
+    "      [tensors]\n"
+    "  list | quit";
 
-Result<Options> parse_args(int argc, char** argv) {
-  Options o;
+constexpr const char* kFooter =
+    "`tensors` returns each output's values (base64 of little-endian f32) after its digests.\n"
+    "quit is accepted from stdin, and from TCP clients only with --remote-quit.\n"
+    "Exit codes: 0 after quit, SIGTERM, SIGINT or the end of stdin; 1 on a start-up error.\n";
+
+/// Options as text, checked after parsing so the messages name the option and its range.
+struct TextOptions {
+  std::string threads, core_threads, max_connections, port, verify;
+  std::string idle, request, shutdown, max_request_bytes;
+  bool no_warm_up = false;
+};
+
+void add_options(tools::Cli& cli, Options& o, TextOptions& t) {
+  CLI::App& app = cli.app();
+  app.footer(kFooter);
+  app.add_option("cache", o.cache, "The plan cache to serve")->required()->type_name("CACHE.mpc");
+  app.add_option("--threads", t.threads, "Worker threads (1-256, default 4)")->type_name("N");
+  app.add_option("--port", t.port, "Listen on 127.0.0.1:P (0: a free port, printed)")
+      ->type_name("P");
+  app.add_flag("--stdin", o.stdin_too, "Serve stdin as well as --port");
+  app.add_option("--verify", t.verify, "How plans are verified at start-up (default checksummed)")
+      ->type_name("full|checksummed");
+  app.add_option("--device", o.devices, "A chip the plans may target (repeatable)")
+      ->type_name("FILE.json")
+      ->allow_extra_args(false);
+  app.add_option("--core-threads", t.core_threads,
+                 "Host threads running each emulated chip's cores (1-64, default 1)")
+      ->type_name("K");
+  app.add_option("--max-connections", t.max_connections,
+                 "TCP connections read at once (1-65536, default 64); one more gets an error "
+                 "line and is closed")
+      ->type_name("C");
+  app.add_option("--max-request-bytes", t.max_request_bytes,
+                 "Longest request line (1024-1073741824, default 16777216)")
+      ->type_name("B");
+  app.add_option("--idle-timeout", t.idle,
+                 "Close a connection with nothing to do after S seconds (default 60)")
+      ->type_name("S");
+  app.add_option("--request-timeout", t.request,
+                 "Close a connection whose request line or unread replies wait longer (default "
+                 "30)")
+      ->type_name("S");
+  app.add_option("--shutdown-timeout", t.shutdown,
+                 "After a stop, answer queued work for at most S seconds (default 10)")
+      ->type_name("S");
+  app.add_flag("--remote-quit", o.remote_quit, "Accept quit from TCP clients");
+  app.add_flag("--no-warm-up", t.no_warm_up,
+               "Skip running every plan once at start-up (a plan's first request then pays for "
+               "what the first run sets up)");
+}
+
+Result<Options> finish_options(Options o, const TextOptions& t) {
   auto number = [](const std::string& flag, const std::string& text, long lo,
                    long hi) -> Result<long> {
     char* end = nullptr;
@@ -470,55 +519,38 @@ Result<Options> parse_args(int argc, char** argv) {
                   ", not '", text, "'");
     return v;
   };
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string& flag) -> Result<std::string> {
-      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
-      if (i + 1 >= argc) return fail(ErrorCode::invalid_argument, flag, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto is = [&](const std::string& flag) { return a == flag || a.rfind(flag + "=", 0) == 0; };
-    if (is("--threads"))
-      o.threads = static_cast<int>(
-          MESHPLAN_TRY(number("--threads", MESHPLAN_TRY(value("--threads")), 1, 256)));
-    else if (is("--core-threads"))
-      o.core_threads = static_cast<unsigned>(
-          MESHPLAN_TRY(number("--core-threads", MESHPLAN_TRY(value("--core-threads")), 1, 64)));
-    else if (is("--max-connections"))
-      o.max_connections = static_cast<size_t>(MESHPLAN_TRY(
-          number("--max-connections", MESHPLAN_TRY(value("--max-connections")), 1, 65536)));
-    else if (is("--port"))
-      o.port =
-          static_cast<int>(MESHPLAN_TRY(number("--port", MESHPLAN_TRY(value("--port")), 0, 65535)));
-    else if (a == "--stdin")
-      o.stdin_too = true;
-    else if (a == "--remote-quit")
-      o.remote_quit = true;
-    else if (is("--idle-timeout") || is("--request-timeout") || is("--shutdown-timeout")) {
-      std::string flag = a.substr(0, a.find('='));
-      std::string text = MESHPLAN_TRY(value(flag));
-      char* end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(v > 0 && v <= 86400))
-        return fail(ErrorCode::invalid_argument, flag,
-                    " takes seconds greater than 0 and at most 86400, not '", text, "'");
-      (flag == "--idle-timeout"      ? o.timeouts.idle
-       : flag == "--request-timeout" ? o.timeouts.request
-                                     : o.timeouts.shutdown) = v;
-    } else if (is("--verify")) {
-      std::string v = MESHPLAN_TRY(value("--verify"));
-      if (v != "full" && v != "checksummed")
-        return fail(ErrorCode::invalid_argument, "--verify takes full or checksummed, not '", v,
-                    "'");
-      o.verify = v == "full" ? runtime::VerifyMode::full : runtime::VerifyMode::checksummed;
-    } else if (is("--device"))
-      o.devices.push_back(MESHPLAN_TRY(value("--device")));
-    else if (!a.empty() && a[0] != '-' && o.cache.empty())
-      o.cache = a;
-    else
-      return fail(ErrorCode::invalid_argument, "unexpected argument '", a, "'");
+  auto seconds = [](const std::string& flag, const std::string& text) -> Result<double> {
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(v > 0 && v <= 86400))
+      return fail(ErrorCode::invalid_argument, flag,
+                  " takes seconds greater than 0 and at most 86400, not '", text, "'");
+    return v;
+  };
+  o.warm_up = !t.no_warm_up;
+  if (!t.threads.empty())
+    o.threads = static_cast<int>(MESHPLAN_TRY(number("--threads", t.threads, 1, 256)));
+  if (!t.core_threads.empty())
+    o.core_threads =
+        static_cast<unsigned>(MESHPLAN_TRY(number("--core-threads", t.core_threads, 1, 64)));
+  if (!t.max_connections.empty())
+    o.max_connections =
+        static_cast<size_t>(MESHPLAN_TRY(number("--max-connections", t.max_connections, 1, 65536)));
+  if (!t.max_request_bytes.empty())
+    o.max_line_bytes = static_cast<size_t>(
+        MESHPLAN_TRY(number("--max-request-bytes", t.max_request_bytes, 1024, 1l << 30)));
+  if (!t.port.empty()) o.port = static_cast<int>(MESHPLAN_TRY(number("--port", t.port, 0, 65535)));
+  if (!t.idle.empty()) o.timeouts.idle = MESHPLAN_TRY(seconds("--idle-timeout", t.idle));
+  if (!t.request.empty())
+    o.timeouts.request = MESHPLAN_TRY(seconds("--request-timeout", t.request));
+  if (!t.shutdown.empty())
+    o.timeouts.shutdown = MESHPLAN_TRY(seconds("--shutdown-timeout", t.shutdown));
+  if (!t.verify.empty()) {
+    if (t.verify != "full" && t.verify != "checksummed")
+      return fail(ErrorCode::invalid_argument, "--verify takes full or checksummed, not '",
+                  t.verify, "'");
+    o.verify = t.verify == "full" ? runtime::VerifyMode::full : runtime::VerifyMode::checksummed;
   }
-  if (o.cache.empty()) return fail(ErrorCode::invalid_argument, "no plan cache given");
   return o;
 }
 
@@ -576,6 +608,18 @@ Result<int> serve(const Options& opt) {
     workers.push_back(MESHPLAN_TRY(
         server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped, &names)));
   auto t_bind = Clock::now();
+  // Warm-up: every worker runs every plan once, in parallel, so a client's first request on a
+  // plan costs what its second does.
+  std::vector<Status> warmed(workers.size());
+  if (opt.warm_up) {
+    std::vector<std::thread> warming;
+    for (size_t w = 0; w < workers.size(); ++w)
+      warming.emplace_back([&, w] { warmed[w] = workers[w]->warm_up(); });
+    for (std::thread& t : warming) t.join();
+  }
+  for (const Status& st : warmed)
+    if (!st) return std::unexpected(st.error());
+  auto t_warm = Clock::now();
   for (const std::string& why : skipped)
     std::fprintf(stderr, "meshplan-server: not serving: %s\n", why.c_str());
   std::vector<std::string> listed = names;
@@ -583,10 +627,10 @@ Result<int> serve(const Options& opt) {
 
   std::printf(
       "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
-      "(open %.3f ms, verify %.3f ms, bind %.3f ms)\n",
+      "(open %.3f ms, verify %.3f ms, bind %.3f ms, warm-up %.3f ms)\n",
       plans.size(), cache.size(), opt.cache.c_str(), plans.size() - skipped.size(), opt.threads,
-      ms_between(t0, t_bind), ms_between(t0, t_open), ms_between(t_open, t_verify),
-      ms_between(t_verify, t_bind));
+      ms_between(t0, t_warm), ms_between(t0, t_open), ms_between(t_open, t_verify),
+      ms_between(t_verify, t_bind), ms_between(t_bind, t_warm));
   int listen_fd = -1;
   if (opt.port >= 0) {
     auto [fd, port] = MESHPLAN_TRY(listen_loopback(opt.port));
@@ -595,7 +639,7 @@ Result<int> serve(const Options& opt) {
   }
   std::fflush(stdout);
 
-  Server server(listed, std::move(damaged), opt.timeouts);
+  Server server(listed, std::move(damaged), opt.timeouts, opt.max_line_bytes);
   std::vector<std::thread> pool;
   for (auto& w : workers) pool.emplace_back([&server, &w] { server.work(*w); });
   Connections connections(opt.max_connections, opt.remote_quit);
@@ -648,11 +692,13 @@ Result<int> serve(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto opt = parse_args(argc, argv);
-  if (!opt) {
-    std::fprintf(stderr, "meshplan-server: error: %s\n%s", opt.error().to_string().c_str(), kUsage);
-    return 1;
-  }
+  tools::Cli cli("meshplan-server", kSynopsis);
+  Options parsed;
+  TextOptions text;
+  add_options(cli, parsed, text);
+  if (auto exit = cli.parse(argc, argv)) return *exit;
+  auto opt = finish_options(std::move(parsed), text);
+  if (!opt) return cli.usage_error(opt.error().message);
   if (::pipe2(g_wake, O_CLOEXEC) != 0) {
     std::perror("meshplan-server: pipe");
     return 1;

@@ -68,15 +68,18 @@ class Session {
   int notify_fd() const { return notify_[0]; }
   bool admin() const { return admin_; }
 
-  /// Queues one reply line (escaped: it stays one line). A session whose queue would pass
-  /// kMaxQueuedReplyBytes is marked dropped and its replies are discarded from then on.
+  /// Queues one reply line (escaped: it stays one line). A session whose non-empty queue would
+  /// pass kMaxQueuedReplyBytes is marked dropped and its replies are discarded from then on.
   void send(std::string_view line) {
     std::string text = escape_line(line);
     text += '\n';
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (dropped_) return;
-      if (out_buf_.size() - out_at_ + text.size() > kMaxQueuedReplyBytes) {
+      size_t queued = out_buf_.size() - out_at_;
+      // One reply into an empty queue is always taken (a tensor reply may be long; the plan's
+      // output sizes bound it); past that, unread replies are limited.
+      if (queued > 0 && queued + text.size() > kMaxQueuedReplyBytes) {
         dropped_ = overflowed_ = true;
         out_buf_.clear();
         out_at_ = 0;

@@ -1,12 +1,15 @@
 // The server's worker: parses a run request, runs the bound plan, summarises the outputs.
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
+#include "base64.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "protocol.hpp"
@@ -27,7 +30,7 @@ std::string shape_text(std::span<const int64_t> shape) {
 Status check_input_shape(std::string_view text, size_t i, const Served& exe) {
   size_t eq = text.find('=');
   std::string_view spec = text.substr(0, eq);
-  std::string want = shape_text(exe.input_shape(i)) + "xf32";
+  std::string want = exe.input_shape(i).empty() ? "f32" : shape_text(exe.input_shape(i)) + "xf32";
   if (eq == std::string_view::npos || spec != want)
     return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i), "'): shape [",
                 spec.substr(0, spec.rfind('x')), "] does not match the plan's [",
@@ -41,6 +44,85 @@ std::string echo(std::string_view text) {
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
   return text.size() > 80 ? out + "..." : out;
+}
+
+/// The --input values of a request in plan input order: all positional or all named
+/// (INPUT=SHAPExf32=...), each plan input exactly once.
+Result<std::vector<std::string>> inputs_in_order(std::string_view plan,
+                                                 const std::vector<std::string>& given,
+                                                 const Served& exe) {
+  size_t n = exe.input_count(), named = 0;
+  std::vector<std::pair<std::string, std::string>> split;
+  for (const std::string& text : given) {
+    split.push_back(tools::split_input_name(text));
+    named += !split.back().first.empty();
+  }
+  if (named == 0) {
+    if (given.size() != n)
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "' takes ", n, " inputs, ",
+                  given.size(), " --input given");
+    return given;
+  }
+  if (named != given.size())
+    return fail(ErrorCode::invalid_argument, "plan '", plan,
+                "': give every --input by name (INPUT=SHAPExf32=...) or none");
+  std::vector<std::string> values(n);
+  std::vector<bool> seen(n, false);
+  for (auto& [input, value] : split) {
+    size_t i = 0;
+    while (i < n && exe.input_name(i) != input) ++i;
+    if (i == n)
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "' has no input named '",
+                  echo(input), "'");
+    if (seen[i])
+      return fail(ErrorCode::invalid_argument, "input '", echo(input), "' is given twice");
+    seen[i] = true;
+    values[i] = std::move(value);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!seen[i])
+      return fail(ErrorCode::invalid_argument, "plan '", plan, "': no --input for input '",
+                  exe.input_name(i), "'");
+  return values;
+}
+
+/// "SHAPExf32=base64:DATA" (the shape already checked against input i) or IREE text.
+Result<runtime::Tensor> parse_value(const std::string& text, size_t i, const Served& exe) {
+  static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
+  size_t eq = text.find('=');
+  std::string_view data = std::string_view(text).substr(eq + 1);
+  if (!data.starts_with("base64:")) return tools::parse_input(text);
+  std::span<const int64_t> shape = exe.input_shape(i);
+  runtime::Tensor t(std::vector<int64_t>(shape.begin(), shape.end()));
+  size_t want = t.data.size() * sizeof(float);
+  // Checked before decoding: the line limit bounds the text, the plan's shape the tensor.
+  data.remove_prefix(7);
+  if (data.size() != (want + 2) / 3 * 4)
+    return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i),
+                "'): ", data.size(), " base64 characters, expected ", (want + 2) / 3 * 4, " for ",
+                want, " bytes of f32");
+  auto bytes = base64_decode(data);
+  if (!bytes)
+    return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i),
+                "'): the data after base64: is not base64");
+  std::memcpy(t.data.data(), bytes->data(), want);
+  return t;
+}
+
+/// A name as one protocol field: space, '%' and '=' percent-encoded.
+std::string field_text(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == ' ')
+      out += "%20";
+    else if (c == '%')
+      out += "%25";
+    else if (c == '=')
+      out += "%3D";
+    else
+      out += c;
+  }
+  return out;
 }
 
 }  // namespace
@@ -112,17 +194,19 @@ Result<std::string> Worker::run(const std::string& line) {
   }
   Served& exe = it->second;
   uint64_t seed = 1;
-  bool check = false, seeded = false;
+  bool check = false, seeded = false, tensors = false;
   std::vector<std::string> given;
   for (std::string word; in >> word;) {
     if (word.rfind("--input=", 0) == 0) {
       std::string text = word.substr(8);
-      if (!text.empty() && text[0] == '@')
+      if (text.find('@') != std::string::npos)
         return fail(ErrorCode::invalid_argument, "file inputs ('", echo(text),
                     "') are not accepted over the protocol; send SHAPExf32=VALUES");
       given.push_back(text);
     } else if (word == "check") {
       check = true;
+    } else if (word == "tensors") {
+      tensors = true;
     } else if ((word == "random" && in >> word) ||
                (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])))) {
       char* end = nullptr;
@@ -141,12 +225,10 @@ Result<std::string> Worker::run(const std::string& line) {
   if (given.empty()) {
     inputs = runtime::random_inputs(exe.plan(), seed);
   } else {
-    if (given.size() != exe.input_count())
-      return fail(ErrorCode::invalid_argument, "plan '", name, "' takes ", exe.input_count(),
-                  " inputs, ", given.size(), " --input given");
-    for (size_t i = 0; i < given.size(); ++i) {
-      MESHPLAN_TRY(check_input_shape(given[i], i, exe));
-      inputs.push_back(MESHPLAN_TRY(tools::parse_input(given[i])));
+    std::vector<std::string> values = MESHPLAN_TRY(inputs_in_order(name, given, exe));
+    for (size_t i = 0; i < values.size(); ++i) {
+      MESHPLAN_TRY(check_input_shape(values[i], i, exe));
+      inputs.push_back(MESHPLAN_TRY(parse_value(values[i], i, exe)));
     }
   }
   auto views = runtime::views_of(inputs);
@@ -190,7 +272,30 @@ Result<std::string> Worker::run(const std::string& line) {
     std::snprintf(buf, sizeof buf, " rel_err=%.6g", c.relative_error);
     out += buf;
   }
+  if (tensors) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const runtime::Tensor& t = outputs[i];
+      out += str(" name", i, "=", field_text(exe.output_name(i)), " tensor", i, "=",
+                 shape_text(t.shape), t.shape.empty() ? "" : "x",
+                 "f32=base64:", base64_encode(t.data.data(), t.data.size() * sizeof(float)));
+    }
+  }
   return out;
+}
+
+Status Worker::warm_up() {
+  for (auto& [name, exe] : bound_) {
+    std::vector<runtime::Tensor> inputs = runtime::random_inputs(exe.plan(), 1);
+    auto views = runtime::views_of(inputs);
+    if (exe.chip) {
+      auto r = exe.chip->run(views);
+      if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
+    } else {
+      auto r = exe.mesh->run(views);
+      if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
+    }
+  }
+  return {};
 }
 
 }  // namespace meshplan::server

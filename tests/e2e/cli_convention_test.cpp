@@ -66,12 +66,14 @@ TEST_CASE("the same option is spelled the same in every tool") {
   // --device and --mesh as meshplan-compile spells them; -o/--output, --input, --name.
   Output compile = sh(kBin + "/planner/meshplan-compile --help");
   Output run = sh(kBin + "/runtime/meshplan-run --help");
+  Output server = sh(kBin + "/examples/meshplan-server --help");
   for (const Output* o : {&compile, &run})
     for (const char* opt : {"--device", "--mesh", "--name", "--output"}) {
       CAPTURE(opt);
       CHECK(has(*o, opt));
     }
   CHECK(has(run, "--input"));
+  CHECK(has(server, "--device"));
   CHECK(has(compile, "-o,--output"));
 }
 

@@ -248,10 +248,41 @@ TEST_CASE("meshplan-server on stdin: start-up report, requests from several thre
   CHECK(out.text.find("done: 31 served, 3 failed") != std::string::npos);
 }
 
+TEST_CASE("meshplan-server takes and returns tensors as base64 of little-endian f32") {
+  test::TempDir dir;
+  std::string cache = make_cache(dir);
+  // [[1,-2,3],[-4,5,-6]] and its relu [[1,0,3],[0,5,0]] as little-endian f32, in base64
+  // (worked out with Python's base64 and NumPy).
+  const std::string x = "AACAPwAAAMAAAEBAAACAwAAAoEAAAMDA", r = "AACAPwAAAAAAAEBAAAAAAAAAoEAAAAAA";
+  std::string text = "run tiny --input=x=2x3xf32=base64:" + x + " tensors\n";  // by name
+  text += "run tiny --input=2x3xf32=base64:" + x + " tensors\n";               // in order
+  text += "run tiny --input=2x3xf32=base64:" + x.substr(4) + "\n";             // short
+  text += "run tiny --input=2x3xf32=base64:" + std::string(x.size(), '!') + "\n";
+  text += "run tiny --input=y=2x3xf32=base64:" + x + "\n";
+  text += "run tiny --input=x=@/etc/passwd\n";
+  std::string requests = dir.file("requests.txt");
+  test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
+  auto out =
+      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 1 < " + requests);
+  INFO(out.text);
+  CHECK(out.status == 0);
+  CHECK(out.text.find("warm-up") != std::string::npos);
+  CHECK(out.text.find(" sum0=9 absmax0=5 ") != std::string::npos);
+  CHECK(count(out.text, "name0=r tensor0=2x3xf32=base64:" + r + "\n") == 2);
+  CHECK(out.text.find("error #2 invalid_argument: input 0 ('x'): 28 base64 characters, expected "
+                      "32 for 24 bytes of f32") != std::string::npos);
+  CHECK(out.text.find("error #3 invalid_argument: input 0 ('x'): the data after base64: is not "
+                      "base64") != std::string::npos);
+  CHECK(out.text.find("error #4 invalid_argument: plan 'tiny' has no input named 'y'") !=
+        std::string::npos);
+  CHECK(out.text.find("error #5 invalid_argument: file inputs") != std::string::npos);
+}
+
 TEST_CASE("meshplan-server on a loopback port: concurrent clients get the reference's answers") {
   test::TempDir dir;
   std::string cache = make_cache(dir);
-  ServerProcess server({cache, "--port", "0", "--threads", "3", "--remote-quit"});
+  ServerProcess server(
+      {cache, "--port", "0", "--threads", "3", "--remote-quit", "--max-request-bytes", "1048576"});
   INFO(server.log);
   REQUIRE(server.port > 0);
   CHECK(server.log.find("ready: 2 of 2 plans from") != std::string::npos);
