@@ -1,6 +1,7 @@
 // Per-device programs with collectives lowered to the graph IR's collective ops (MESH-SPEC §1)
 // and the mesh boundary (§3): Graph::mesh from sdy.mesh, one MeshShardSpec per argument and
-// output; replica groups that are no whole axis, and meshes of three axes, are named errors.
+// output; replica groups that are no whole axis are named errors; meshes of three axes map
+// onto the physical 2-D system.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "test_util.hpp"
 
@@ -426,7 +428,7 @@ TEST_CASE("collectives on every cluster_axis, run chip by chip, match the host S
   check_close(run_on_mesh(g, *m, inputs, *want), *want);
 }
 
-TEST_CASE("replica groups that are no whole axis, and 3-axis meshes, are named errors") {
+TEST_CASE("replica groups that are no whole axis are named errors") {
   CHECK(
       error_text(on_2x4(
           R"(    %r = "stablehlo.all_gather"(%arg1) <{all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>}> : (tensor<8x8xf32>) -> tensor<8x16xf32>
@@ -441,13 +443,89 @@ TEST_CASE("replica groups that are no whole axis, and 3-axis meshes, are named e
 )",
               "tensor<64x8xf32>"))
           .ends_with("that are neither one mesh axis nor the whole mesh"));
-  CHECK(error_text(R"(sdy.mesh @cube = <["a"=2, "b"=2, "c"=2]>
+}
+
+namespace {
+
+/// A per-device program on the 8-device mesh @cube = a x b x c: the input enters sharded `in`,
+/// the result leaves sharded `out`.
+std::string on_cube(const std::string& in, const std::string& out) {
+  return R"(sdy.mesh @cube = <["a"=2, "b"=2, "c"=2]>
 func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
-  %0 = sdy.manual_computation(%arg0) in_shardings=[<@cube, [{"a"}]>] out_shardings=[<@cube, [{"a"}]>] manual_axes={"a", "b", "c"} (%arg1: tensor<4xf32>) {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@cube, [{)" +
+         in + R"(}]>] out_shardings=[<@cube, [{)" + out +
+         R"(}]>] manual_axes={"a", "b", "c"} (%arg1: tensor<4xf32>) {
     %1 = stablehlo.negate %arg1 : tensor<4xf32>
     sdy.return %1 : tensor<4xf32>
   } : (tensor<8xf32>) -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
-)") == "m.mlir:3:3: unimplemented: mesh @cube has 3 axes (a graph mesh has at most two)");
+)";
+}
+
+}  // namespace
+
+TEST_CASE("a 3-axis mesh maps onto the 2x4 system; one it cannot map onto is a named error") {
+  // 8 devices: the t3k 2x4 system; "a" alone fills the rows, "b" x "c" the columns.
+  planner::Graph g = lowered_text(on_cube("\"a\"", "\"a\""));
+  CHECK(g.mesh.rows == 2);
+  CHECK(g.mesh.cols == 4);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"a", "b=2*c=2"});
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  // "b" and "c" each split a tensor alone: whichever shares the columns with another axis
+  // cannot be cut by a mesh_shard.
+  CHECK(error_text(on_cube("\"b\"", "\"c\"")) ==
+        "m.mlir:3:3: unimplemented: mesh @cube [\"a\"=2, \"b\"=2, \"c\"=2] cannot map onto the "
+        "t3k 2x4 system: under every grouping of its axes some step is no physical collective or "
+        "mesh_shard; under the first, input 0 is sharded <@cube, [{\"b\"}]>, but physical cols "
+        "carry {\"b\", \"c\"} together: no mesh_shard splits dim 0 over part of them");
+}
+
+TEST_CASE("data x fsdp x tensor MLP: tensor on the rows, data x fsdp on the columns of t3k") {
+  Module m = piped("examples/models/mlp_3axis.mlir", 0, 0);
+  auto map = mesh_mapping(m);
+  REQUIRE_MESSAGE(map.has_value(), map.error().message);
+  CHECK(map->str(*m.main_mesh()) == "2x4 rows=tensor cols=data,fsdp");
+  // Logical device (data, fsdp, tensor) = 4*data + 2*fsdp + tensor sits on chip
+  // (row tensor, column 2*data + fsdp) = 4*tensor + 2*data + fsdp.
+  std::vector<int64_t> chips;
+  for (int64_t d = 0; d < 8; ++d) chips.push_back(map->chip(*m.main_mesh(), d));
+  CHECK(chips == std::vector<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+  planner::Graph g = lowered(m);
+  CHECK(g.mesh.rows == 2);
+  CHECK(g.mesh.cols == 4);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"tensor", "data=2*fsdp=2"});
+  // The partial sums over "tensor" are one all_reduce down each column (cluster_axis 0).
+  std::vector<K> colls;
+  for (const auto& op : g.ops)
+    if (device::is_collective(op.kind)) colls.push_back(op.kind);
+  REQUIRE(colls == std::vector<K>{K::all_reduce});
+  for (const auto& op : g.ops)
+    if (op.kind == K::all_reduce) CHECK(int_attr(op, "cluster_axis") == 0);
+  // x rows over data x fsdp = the columns; w1 columns and w2 rows over tensor = the rows.
+  CHECK(g.argument_shards ==
+        std::vector<MeshShardSpec>{devices(-1, 0), devices(1, -1), devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  CHECK(g.values[g.arguments[0]].shape == std::vector<int64_t>{4, 32});
+  // The all_reduce of the local 4x32 f32 partial (512 bytes) over 2 chips: 2 * 1/2 * 512.
+  auto comm = communication(m);
+  REQUIRE(comm.has_value());
+  CHECK(comm->bytes == 512.0);
+}
+
+TEST_CASE("a system the mesh's axes cannot group into is a named error") {
+  auto m = parse_module_file(test::source_path("examples/models/mlp_3axis.mlir"));
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = 1;
+  o.mesh_cols = 8;  // the all_reduce over "tensor" would run over part of the one row
+  auto s = run_pipeline(*m, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().message.find(
+            "unimplemented: mesh @mesh [\"data\"=2, \"fsdp\"=2, \"tensor\"=2] cannot map "
+            "onto the 1x8 system: under every grouping of its axes some step is no physical "
+            "collective or mesh_shard; under the first, the stablehlo.all_reduce at ") !=
+        std::string::npos);
+  CHECK(s.error().message.ends_with("runs over axis \"tensor\", which is no physical dim"));
 }
