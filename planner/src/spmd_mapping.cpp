@@ -45,6 +45,13 @@ std::string system_text(int64_t rows, int64_t cols) {
   return str(rows, "x", cols);
 }
 
+/// True when the mesh states no device_ids or lists them in order.
+bool in_order(const MeshDecl& mesh) {
+  for (size_t p = 0; p < mesh.device_ids.size(); ++p)
+    if (mesh.device_ids[p] != static_cast<int64_t>(p)) return false;
+  return true;
+}
+
 std::vector<size_t> nontrivial(const MeshDecl& mesh) {
   std::vector<size_t> out;
   for (size_t k = 0; k < mesh.axes.size(); ++k)
@@ -279,6 +286,7 @@ Result<MeshMapping> choose_mesh_mapping(const Module& m, int64_t rows, int64_t c
   std::optional<MeshMapping> best;
   double best_cost = std::numeric_limits<double>::infinity();
   std::string first_why;
+  bool ids_fit = false;
   // Masks from "all on cols" down, each dim's axes from the module's order on: the first
   // candidate of a tie keeps the module's order (row-major over its axes when it can).
   for (size_t mask = (size_t{1} << axes.size()); mask-- > 0;) {
@@ -296,6 +304,13 @@ Result<MeshMapping> choose_mesh_mapping(const Module& m, int64_t rows, int64_t c
     do {
       map.dims[1] = cols_first;
       do {
+        // Reordered device_ids fix where each logical device sits: only the grouping that puts
+        // device p on chip device_ids[p] runs it.
+        bool fits = true;
+        for (size_t p = 0; fits && p < mesh->device_ids.size(); ++p)
+          fits = map.chip(*mesh, static_cast<int64_t>(p)) == mesh->device_ids[p];
+        if (!fits) continue;
+        ids_fit = true;
         Verdict v = judge(m, *mesh, map, *mc);
         if (!v.why.empty()) {
           if (first_why.empty()) first_why = v.why;
@@ -306,6 +321,15 @@ Result<MeshMapping> choose_mesh_mapping(const Module& m, int64_t rows, int64_t c
     } while (std::next_permutation(map.dims[0].begin(), map.dims[0].end()));
   }
   if (best) return *best;
+  if (!ids_fit && !in_order(*mesh)) {
+    std::string ids;
+    for (size_t p = 0; p < mesh->device_ids.size(); ++p)
+      ids += str(p ? ", " : "", mesh->device_ids[p]);
+    return fail(ErrorCode::unimplemented, loc, ": unimplemented: ", where, "its device_ids [", ids,
+                "] put ",
+                "its devices on chips in an order no grouping of its axes onto rows and columns "
+                "gives");
+  }
   if (first_why.empty())
     return fail(ErrorCode::incompatible, loc, ": ", where, "no grouping of its axes multiplies to ",
                 rows, " x ", cols);
@@ -352,7 +376,7 @@ Result<MeshMapping> mesh_mapping(const Module& m) {
       if (!seen[k] && mesh->axes[k].second > 1) return bad();
     return map;
   }
-  if (mesh->axes.size() <= 2) {
+  if (mesh->axes.size() <= 2 && in_order(*mesh)) {
     MeshMapping map;
     map.rows = mesh->axes.empty() ? 1 : mesh->axes[0].second;
     map.cols = mesh->axes.size() < 2 ? 1 : mesh->axes[1].second;
@@ -365,7 +389,7 @@ Result<MeshMapping> mesh_mapping(const Module& m) {
 
 Status map_mesh_axes(Module& m, const PipelineOptions& options) {
   const MeshDecl* mesh = m.main_mesh();
-  if (!mesh || mesh->axes.size() <= 2 || !manual_op(m)) return {};
+  if (!mesh || (mesh->axes.size() <= 2 && in_order(*mesh)) || !manual_op(m)) return {};
   MeshMapping map = MESHPLAN_TRY(
       choose_mesh_mapping(m, options.mesh_rows > 0 && options.mesh_cols > 0 ? options.mesh_rows : 0,
                           options.mesh_rows > 0 && options.mesh_cols > 0 ? options.mesh_cols : 0));

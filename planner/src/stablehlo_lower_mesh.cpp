@@ -162,7 +162,9 @@ Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_ar
   g.mesh.rows = static_cast<int>(map.rows);
   g.mesh.cols = static_cast<int>(map.cols);
   g.mesh.axis_names.clear();
-  if (mesh->axes.size() <= 2) {
+  const bool plain = mesh->axes.size() <= 2 && (map.dims[0].empty() || map.dims[0][0] == 0) &&
+                     (map.dims[1].empty() || map.dims[1][0] == 1);
+  if (plain) {
     for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
   } else {
     // One name per physical dim: its logical axes, major first ("data=2*fsdp=2").

@@ -529,3 +529,95 @@ TEST_CASE("a system the mesh's axes cannot group into is a named error") {
         std::string::npos);
   CHECK(s.error().message.ends_with("runs over axis \"tensor\", which is no physical dim"));
 }
+
+TEST_CASE("3-axis mesh: an axis moving between dims is one all_to_all down the columns") {
+  auto m = parse_module(R"(sdy.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>
+func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"tensor"}, {}]>}) -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"tensor"}]>}) {
+  %0 = stablehlo.negate %arg0 : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+)",
+                        "a2a.mlir");
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  // Each chip holds 4x16 f32 (256 bytes) and sends the half the other chip of its pair keeps:
+  // 128 bytes (an all_gather of the 8x16 result then a slice would send 256).
+  auto comm = communication(*m);
+  REQUIRE(comm.has_value());
+  REQUIRE(comm->ops.size() == 1);
+  CHECK(comm->ops[0].kind == "all_to_all");
+  CHECK(comm->ops[0].bytes == 128.0);
+  planner::Graph g = lowered(*m);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"tensor", "data=2*fsdp=2"});
+  REQUIRE(kinds(g) == std::vector<K>{K::neg, K::all_to_all});
+  CHECK(int_attr(g.ops[1], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[1], "split_dim") == 1);
+  CHECK(int_attr(g.ops[1], "concat_dim") == 0);
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(1, -1)});
+  // Run chip by chip on the 2x4 placement: the result is -x, element for element.
+  HostArray x{{8, 16}, {}};
+  for (int i = 0; i < 128; ++i) x.data.push_back(static_cast<float>(i % 13 - 6));
+  HostArray like{{8, 16}, std::vector<float>(128)};
+  auto got = run_on_mesh(g, *m, {x}, {like});
+  REQUIRE(got.size() == 1);
+  int wrong = 0;
+  for (int i = 0; i < 128; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 13 - 6);
+  CHECK(wrong == 0);
+}
+
+namespace {
+
+/// -x on mesh ["x"=2, "y"=2] with `device_ids`, x (8x8) split over "x" on dim 0.
+Module negate_on_ids(const std::string& ids) {
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2, "y"=2], device_ids=[)" + ids + R"(]>
+func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)",
+                        "ids.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  return std::move(*m);
+}
+
+}  // namespace
+
+TEST_CASE("reordered device_ids move the pieces to the chips they name") {
+  // In order: "x" runs down the rows, chip (r, c) holds rows 4r..4r+3.
+  Module plain = negate_on_ids("0, 1, 2, 3");
+  PipelineOptions o;
+  o.mesh_rows = o.mesh_cols = 0;
+  REQUIRE(run_pipeline(plain, o).has_value());
+  planner::Graph g0 = lowered(plain);
+  CHECK(g0.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  // device_ids [0, 2, 1, 3]: logical (x=1, y=0) is device 1 = chip (0, 1), so "x" runs along
+  // the columns and chip (r, c) holds rows 4c..4c+3.
+  Module swapped = negate_on_ids("0, 2, 1, 3");
+  REQUIRE(run_pipeline(swapped, o).has_value());
+  auto map = mesh_mapping(swapped);
+  REQUIRE_MESSAGE(map.has_value(), map.error().message);
+  CHECK(map->str(*swapped.main_mesh()) == "2x2 rows=y cols=x");
+  planner::Graph g = lowered(swapped);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"y", "x"});
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  HostArray x{{8, 8}, {}};
+  for (int i = 0; i < 64; ++i) x.data.push_back(static_cast<float>(i % 7 - 3));
+  auto got = run_on_mesh(g, swapped, {x}, {HostArray{{8, 8}, std::vector<float>(64)}});
+  int wrong = 0;
+  for (int i = 0; i < 64; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 7 - 3);
+  CHECK(wrong == 0);
+  // An order no grouping of the axes gives is refused, naming the mesh and the system.
+  Module odd = negate_on_ids("0, 3, 1, 2");
+  auto s = run_pipeline(odd, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().message ==
+        "ids.mlir:2:11: unimplemented: mesh @mesh [\"x\"=2, \"y\"=2] cannot map onto the 2x2 "
+        "system: its device_ids [0, 3, 1, 2] put its devices on chips in an order no grouping of "
+        "its axes onto "
+        "rows and columns gives");
+}
