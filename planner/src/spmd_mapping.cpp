@@ -390,6 +390,26 @@ Result<MeshMapping> mesh_mapping(const Module& m) {
 Status map_mesh_axes(Module& m, const PipelineOptions& options) {
   const MeshDecl* mesh = m.main_mesh();
   if (!mesh || (mesh->axes.size() <= 2 && in_order(*mesh)) || !manual_op(m)) return {};
+  const bool given = options.mesh_rows > 0 && options.mesh_cols > 0;
+  if (std::any_of(m.module_attrs.begin(), m.module_attrs.end(),
+                  [](const auto& kv) { return kv.first == kAttr; })) {
+    // A mapping the module states is kept when the system and the program agree with it.
+    MeshMapping stated = MESHPLAN_TRY(mesh_mapping(m));
+    const Op& mc = *manual_op(m);
+    if (given && (stated.rows != options.mesh_rows || stated.cols != options.mesh_cols))
+      return fail(ErrorCode::incompatible, mc.loc.str(), ": ", kAttr, " \"", stated.str(*mesh),
+                  "\" is for a ", stated.rows, "x", stated.cols, " system, not --mesh ",
+                  options.mesh_rows, "x", options.mesh_cols);
+    Verdict v = judge(m, *mesh, stated, mc);
+    for (size_t p = 0; v.why.empty() && p < mesh->device_ids.size(); ++p)
+      if (stated.chip(*mesh, static_cast<int64_t>(p)) != mesh->device_ids[p])
+        v.why = str("it puts device ", p, " on chip ", stated.chip(*mesh, static_cast<int64_t>(p)),
+                    ", its device_ids on chip ", mesh->device_ids[p]);
+    if (!v.why.empty())
+      return fail(ErrorCode::invalid_argument, mc.loc.str(), ": ", kAttr, " \"", stated.str(*mesh),
+                  "\" cannot run this program: ", v.why);
+    return {};
+  }
   MeshMapping map = MESHPLAN_TRY(
       choose_mesh_mapping(m, options.mesh_rows > 0 && options.mesh_cols > 0 ? options.mesh_rows : 0,
                           options.mesh_rows > 0 && options.mesh_cols > 0 ? options.mesh_cols : 0));

@@ -621,3 +621,30 @@ TEST_CASE("reordered device_ids move the pieces to the chips they name") {
         "its axes onto "
         "rows and columns gives");
 }
+
+TEST_CASE("a mapping the module states is kept, or refused when the program cannot run on it") {
+  Module m = piped("examples/models/mlp_3axis.mlir", 0, 0);
+  std::string text = print_module(m);
+  const std::string chosen = "meshplan.mesh_mapping = \"2x4 rows=tensor cols=data,fsdp\"";
+  REQUIRE(text.find(chosen) != std::string::npos);
+  auto again = [&](const std::string& t, int64_t rows, int64_t cols) {
+    auto parsed = parse_module(t, "local.mlir");
+    REQUIRE_MESSAGE(parsed.has_value(), parsed.error().message);
+    PipelineOptions o;
+    o.mesh_rows = rows;
+    o.mesh_cols = cols;
+    auto s = run_pipeline(*parsed, o);
+    return s ? std::string() : s.error().message;
+  };
+  CHECK(again(text, 0, 0).empty());
+  std::string edited = text;
+  edited.replace(edited.find(chosen), chosen.size(),
+                 "meshplan.mesh_mapping = \"2x4 rows=data cols=fsdp,tensor\"");
+  std::string e = again(edited, 0, 0);
+  CHECK(e.find(": meshplan.mesh_mapping \"2x4 rows=data cols=fsdp,tensor\" cannot run this "
+               "program: the stablehlo.all_reduce at ") != std::string::npos);
+  CHECK(e.ends_with("runs over axis \"tensor\", which is no physical dim"));
+  CHECK(again(text, 4, 2)
+            .ends_with(": meshplan.mesh_mapping \"2x4 rows=tensor cols=data,fsdp\" "
+                       "is for a 2x4 system, not --mesh 4x2"));
+}
