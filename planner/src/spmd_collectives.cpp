@@ -612,6 +612,23 @@ int CommStats::count(std::string_view kind) const {
   return 0;
 }
 
+double collective_bytes(const Module& m, const Op& op, const CollectiveInfo& c) {
+  double group = c.groups.empty() ? 1 : static_cast<double>(c.groups[0].size());
+  const TensorType& in = m.values[op.operands[0]].type;
+  const TensorType& out = m.values[op.results[0]].type;
+  double in_bytes = static_cast<double>(in.volume() * element_bytes(in.element));
+  double out_bytes = static_cast<double>(out.volume() * element_bytes(out.element));
+  double f = (group - 1) / group;
+  if (c.kind == "all_gather") return f * out_bytes;
+  if (c.kind == "reduce_scatter" || c.kind == "all_to_all") return f * in_bytes;
+  if (c.kind == "all_reduce") return 2 * f * in_bytes;
+  if (c.kind == "collective_permute" &&
+      std::any_of(c.pairs.begin(), c.pairs.end(),
+                  [](const auto& p) { return p.first != p.second; }))
+    return in_bytes;  // each moving device sends its local tensor
+  return 0;           // all_slice: a local slice
+}
+
 Result<CommStats> communication(const Module& m) {
   CommStats s;
   std::map<std::string, int> counts;
@@ -631,22 +648,7 @@ Result<CommStats> communication(const Module& m) {
       CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
       ++counts[c.kind];
       double group = c.groups.empty() ? 1 : static_cast<double>(c.groups[0].size());
-      const TensorType& in = m.values[op.operands[0]].type;
-      const TensorType& out = m.values[op.results[0]].type;
-      double in_bytes = static_cast<double>(in.volume() * element_bytes(in.element));
-      double out_bytes = static_cast<double>(out.volume() * element_bytes(out.element));
-      double f = (group - 1) / group, bytes = 0;
-      if (c.kind == "all_gather")
-        bytes = f * out_bytes;
-      else if (c.kind == "reduce_scatter")
-        bytes = f * in_bytes;
-      else if (c.kind == "all_reduce")
-        bytes = 2 * f * in_bytes;
-      else if (c.kind == "all_to_all")
-        bytes = f * in_bytes;
-      else if (std::any_of(c.pairs.begin(), c.pairs.end(),
-                           [](const auto& p) { return p.first != p.second; }))
-        bytes = in_bytes;  // collective_permute: each moving device sends its local tensor
+      double bytes = collective_bytes(m, op, c);
       s.bytes += bytes;
       s.ops.push_back({c.kind, op.loc, bytes, static_cast<int>(group)});
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "spmd_util.hpp"
 
@@ -496,6 +497,7 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   MESHPLAN_TRY(close_shardings(m));
   // The result must be a well-formed per-device program (a bug here is meshplan's).
   if (m.main_mesh() && has_manual_computation(m, *m.entry())) MESHPLAN_TRY(verify_local_program(m));
+  MESHPLAN_TRY(map_mesh_axes(m, o));
   return {};
 }
 

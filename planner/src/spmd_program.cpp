@@ -1,5 +1,6 @@
 // The per-device program's boundary (mesh_shard specs), its verifier and its text summary.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -86,48 +87,76 @@ Status verify_local_program(const Module& m) {
     return fail(ErrorCode::invalid_argument, mc->loc.str(),
                 ": manual_axes does not list every mesh axis");
   AxisMath math{*mesh};
-  auto local_ok = [&](const TensorType& global, const TensorType& local, const TensorSharding& s) {
-    if (global.shape.size() != local.shape.size()) return false;
-    for (size_t d = 0; d < global.shape.size(); ++d) {
-      int64_t p = d < s.dims.size() ? math.product(s.dims[d].axes) : 1;
-      if (local.shape[d] * p != global.shape[d]) return false;
+  // The per-device shape of `global` under `s`, or nullopt when a dim does not divide.
+  auto local_of = [&](const TensorType& global,
+                      const TensorSharding& s) -> std::optional<TensorType> {
+    TensorType out = global;
+    for (size_t d = 0; d < out.shape.size() && d < s.dims.size(); ++d) {
+      int64_t p = math.product(s.dims[d].axes);
+      if (p <= 0 || out.shape[d] % p != 0) return std::nullopt;
+      out.shape[d] /= p;
     }
-    return true;
+    return out;
+  };
+  auto check = [&](const Location& loc, std::string_view what, const TensorType& global,
+                   const TensorType& local, const TensorSharding& s) -> Status {
+    auto want = local_of(global, s);
+    if (want && want->shape == local.shape) return {};
+    if (!want)
+      return fail(ErrorCode::invalid_argument, loc.str(), ": sdy.manual_computation: ", what,
+                  " is ", type_string(global), " sharded ", sharding_string(s),
+                  ", which does not divide it evenly over mesh @", mesh->name);
+    return fail(ErrorCode::invalid_argument, loc.str(), ": sdy.manual_computation: ", what,
+                " has type ", type_string(local), ", not the local shape of ", type_string(global),
+                " under ", sharding_string(s), ": each device holds ", type_string(*want),
+                " (declare that type, or change the sharding)");
   };
   const Block& body = mc->regions[0];
-  for (size_t i = 0; i < body.args.size(); ++i)
-    if (!local_ok(m.values[mc->operands[i]].type, m.values[body.args[i]].type, mc->in_shardings[i]))
-      return fail(ErrorCode::internal, mc->loc.str(), ": block argument ", i, " has type ",
-                  type_string(m.values[body.args[i]].type), ", not the local shape of ",
-                  type_string(m.values[mc->operands[i]].type), " under ",
-                  sharding_string(mc->in_shardings[i]));
+  if (body.args.size() != mc->operands.size())
+    return fail(ErrorCode::invalid_argument, mc->loc.str(), ": sdy.manual_computation has ",
+                mc->operands.size(), " operands but its body takes ", body.args.size(),
+                " arguments");
+  for (size_t i = 0; i < body.args.size() && i < mc->in_shardings.size(); ++i)
+    MESHPLAN_TRY(check(mc->loc, str("block argument ", i), m.values[mc->operands[i]].type,
+                       m.values[body.args[i]].type, mc->in_shardings[i]));
   const Op& ret = m.ops[body.ops.back()];
   for (size_t i = 0; i < ret.operands.size() && i < mc->results.size(); ++i)
-    if (!local_ok(m.values[mc->results[i]].type, m.values[ret.operands[i]].type,
-                  mc->out_shardings[i]))
-      return fail(ErrorCode::internal, ret.loc.str(), ": returned value ", i, " has type ",
-                  type_string(m.values[ret.operands[i]].type), ", not the local shape of ",
-                  type_string(m.values[mc->results[i]].type), " under ",
-                  sharding_string(mc->out_shardings[i]));
+    MESHPLAN_TRY(check(ret.loc, str("returned value ", i), m.values[mc->results[i]].type,
+                       m.values[ret.operands[i]].type, mc->out_shardings[i]));
   for (OpId o : body.ops) {
     const Op& op = m.ops[o];
     if (op.name == "sdy.reshard" || op.name == "sdy.sharding_constraint" || !op.shardings.empty())
-      return fail(ErrorCode::internal, op.loc.str(), ": ", op.name,
-                  " still carries a global sharding");
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                  " inside sdy.manual_computation over every axis of mesh @", mesh->name,
+                  " carries a global sharding; the body sees per-device values only (move it "
+                  "before or after the manual computation)");
     if (op.name.starts_with("stablehlo.all_") || op.name == "stablehlo.reduce_scatter") {
       CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
       std::set<int64_t> seen;
       size_t size = c.groups.empty() ? 0 : c.groups[0].size();
       for (const auto& g : c.groups) {
         if (g.size() != size)
-          return fail(ErrorCode::internal, op.loc.str(), ": replica groups of unequal size");
-        for (int64_t d : g)
-          if (d < 0 || d >= mesh->devices() || !seen.insert(d).second)
-            return fail(ErrorCode::internal, op.loc.str(), ": device ", d,
-                        " is not in exactly one replica group");
+          return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                      ": replica groups of unequal size (", size, " and ", g.size(),
+                      " devices); every group of one collective has as many devices");
+        for (int64_t d : g) {
+          if (d < 0 || d >= mesh->devices())
+            return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                        ": replica groups name device ", d, ", outside the ", mesh->devices(),
+                        "-device mesh @", mesh->name);
+          if (!seen.insert(d).second)
+            return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": device ", d,
+                        " is not in exactly one replica group (it appears twice)");
+        }
       }
-      if (static_cast<int64_t>(seen.size()) != mesh->devices())
-        return fail(ErrorCode::internal, op.loc.str(), ": replica groups do not cover the mesh");
+      if (static_cast<int64_t>(seen.size()) != mesh->devices()) {
+        int64_t missing = 0;
+        while (seen.count(missing)) ++missing;
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                    ": replica groups cover ", seen.size(), " of the ", mesh->devices(),
+                    " devices of mesh @", mesh->name, " (device ", missing,
+                    " is in none); list every device once");
+      }
     }
   }
   return {};

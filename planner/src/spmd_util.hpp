@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/stablehlo.hpp"
 
 namespace meshplan::planner::shlo {
@@ -12,5 +13,11 @@ bool has_manual_computation(const Module& m, const Func& f);
 /// The sharding a value has now: its producer's (per-value or target sharding), its function
 /// argument annotation, or its manual computation's in_sharding; nullopt when none.
 std::optional<TensorSharding> sharding_of(const Module& m, ValueId v);
+/// `{"x", "y":(1)2}`, for messages.
+std::string axes_text(const std::vector<AxisRef>& axes);
+/// Bytes each device of a group sends over its bottleneck link for one collective of a local
+/// program (see CommStats): (N-1)/N of the group's tensor, twice for all_reduce, the local
+/// tensor for a collective_permute that moves anything.
+double collective_bytes(const Module& m, const Op& op, const CollectiveInfo& c);
 
 }  // namespace meshplan::planner::shlo

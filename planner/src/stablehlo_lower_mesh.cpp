@@ -6,34 +6,21 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/mesh_shard.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
 #include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo::lowering {
 
 namespace {
 
-/// The graph mesh of a module mesh of at most two axes: rows = the first axis, cols = the second.
-std::pair<int, int> grid(const MeshDecl& mesh) {
-  int rows = mesh.axes.empty() ? 1 : static_cast<int>(mesh.axes[0].second);
-  int cols = mesh.axes.size() < 2 ? 1 : static_cast<int>(mesh.axes[1].second);
-  return {rows, cols};
-}
-
-/// cluster_axis whose groups (device::collective_groups, same order within each group) are
-/// `groups`, trying 0, 1, then -1; nullopt when none is.
-std::optional<int64_t> cluster_axis(const MeshDecl& mesh,
-                                    const std::vector<std::vector<int64_t>>& groups) {
-  auto [rows, cols] = grid(mesh);
-  std::vector<std::vector<int64_t>> want = groups;
-  std::sort(want.begin(), want.end());
-  for (int axis : {0, 1, -1}) {
-    std::vector<std::vector<int64_t>> have;
-    for (const auto& g : device::collective_groups(rows, cols, axis))
-      have.emplace_back(g.begin(), g.end());
-    std::sort(have.begin(), have.end());
-    if (have == want) return axis;
-  }
-  return std::nullopt;
+/// The physical cluster_axis whose groups are `groups` (logical device ids) under the mesh's
+/// mapping (mesh_mapping), trying 0, 1, then -1; nullopt when none is.
+Result<std::optional<int64_t>> cluster_axis(const Module& m, const MeshDecl& mesh,
+                                            const std::vector<std::vector<int64_t>>& groups) {
+  MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  auto axis = physical_cluster_axis(mesh, map, groups);
+  if (!axis) return std::optional<int64_t>{};
+  return std::optional<int64_t>{*axis};
 }
 
 Result<OpKind> graph_op(const Lowering& l, const Op& op, std::string_view name) {
@@ -59,9 +46,6 @@ Status lower_collective(Lowering& l, const Op& op) {
   const Module& m = l.module();
   const MeshDecl* mesh = m.main_mesh();
   if (!mesh) return l.unimplemented(op, str(op.name, " in a module without an sdy.mesh"));
-  if (mesh->axes.size() > 2)
-    return l.unimplemented(op, str(op.name, " on mesh @", mesh->name, " with ", mesh->axes.size(),
-                                   " axes (at most two lower)"));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   if (op.name == "sdy.all_slice") {
     // One all_slice per sliced dim; its axes must make one whole mesh axis or the whole mesh.
@@ -76,7 +60,7 @@ Status lower_collective(Lowering& l, const Op& op) {
       auto axes = math.without_trivial(op.dim_axes[d]);
       if (axes.empty()) continue;
       auto groups = replica_groups(*mesh, axes);
-      auto ca = cluster_axis(*mesh, groups);
+      auto ca = MESHPLAN_TRY(cluster_axis(m, *mesh, groups));
       if (!ca)
         return l.unimplemented(op,
                                str("sdy.all_slice of dim ", d, " with groups ", groups_text(groups),
@@ -92,21 +76,28 @@ Status lower_collective(Lowering& l, const Op& op) {
     const Attr* pairs = op.prop("source_target_pairs");
     if (!pairs || pairs->kind != Attr::Kind::dense || !pairs->text.empty())
       return l.unimplemented(op, "stablehlo.collective_permute without source_target_pairs");
+    // Logical device ids -> the chips the mapping puts them on.
+    MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+    CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
     std::vector<int64_t> flat;
-    for (double v : pairs->values) flat.push_back(static_cast<int64_t>(v));
+    for (const auto& [from, to] : c.pairs) {
+      flat.push_back(map.chip(*mesh, from));
+      flat.push_back(map.chip(*mesh, to));
+    }
     OpKind kind = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
     MESHPLAN_TRY(l.emit_for(op, kind, {x}, {{"pairs", flat}}));
     return {};
   }
   CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
-  auto ca = cluster_axis(*mesh, c.groups);
-  if (!ca)
-    return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
-                                   " that are neither one mesh axis nor the whole mesh"));
-  if (!c.groups.empty() && c.groups[0].size() == 1) {  // A group of one chip moves nothing.
+  if (!c.groups.empty() && c.groups[0].size() == 1 &&
+      l.type(op.operands[0]) == l.type(op.results[0])) {  // A group of one chip moves nothing.
     l.bind(op.results[0], x);
     return {};
   }
+  auto ca = MESHPLAN_TRY(cluster_axis(m, *mesh, c.groups));
+  if (!ca)
+    return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
   // The declared types must be what the collective does on groups of this size.
   const auto& in = l.type(op.operands[0]).shape;
   const auto& out = l.type(op.results[0]).shape;
@@ -146,34 +137,19 @@ namespace {
 /// split over both axes minor-first (axis 1 major, as the automatic batch sharding does) is
 /// returned as `devices` on that dim with *minor_first set: the caller decides whether the
 /// program may be relabelled. A dim split over a sub-axis has no MeshShardSpec.
-Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const TensorSharding& s,
-                                         bool identity, bool* minor_first, const Op& mc,
-                                         std::string_view what) {
+Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const MeshMapping& map,
+                                         const TensorSharding& s, bool identity, bool* minor_first,
+                                         const Op& mc, std::string_view what) {
   device::MeshShardSpec spec;
   if (identity) {
     spec.type = device::MeshShardType::identity;
     return spec;
   }
-  AxisMath math{mesh};
-  bool split = false;
-  for (size_t d = 0; d < s.dims.size(); ++d) {
-    auto axes = math.without_trivial(s.dims[d].axes);
-    std::vector<size_t> ks;
-    for (const AxisRef& a : axes) {
-      size_t k = 0;
-      while (k < mesh.axes.size() && mesh.axes[k].first != a.name) ++k;
-      if (k == mesh.axes.size() || math.size(a) != mesh.axes[k].second)
-        return fail(ErrorCode::unimplemented, mc.loc.str(), ": unimplemented: ", what,
-                    " is sharded <", sharding_string(s),
-                    "> over a sub-axis, which no mesh_shard expresses");
-      ks.push_back(k);
-      spec.shard_dims[k] = static_cast<int32_t>(d);
-      split = true;
-    }
-    if (ks.size() == 2 && ks[0] > ks[1]) *minor_first = true;
-  }
+  auto dims = physical_shard_dims(mesh, map, s, minor_first, what);
+  if (!dims) return fail(dims.error().code, mc.loc.str(), ": ", dims.error().message);
+  spec.shard_dims = *dims;
+  bool split = spec.shard_dims[0] >= 0 || spec.shard_dims[1] >= 0;
   spec.type = split ? device::MeshShardType::devices : device::MeshShardType::replicate;
-  if (!split) spec.shard_dims = {-1, -1};
   return spec;
 }
 
@@ -182,12 +158,25 @@ Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const TensorShard
 Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_args) {
   const MeshDecl* mesh = m.main_mesh();
   if (!mesh || !mc) return {};
-  if (mesh->axes.size() > 2)
-    return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: mesh @", mesh->name,
-                " has ", mesh->axes.size(), " axes (a graph mesh has at most two)");
-  std::tie(g.mesh.rows, g.mesh.cols) = grid(*mesh);
+  const MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  g.mesh.rows = static_cast<int>(map.rows);
+  g.mesh.cols = static_cast<int>(map.cols);
   g.mesh.axis_names.clear();
-  for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
+  const bool plain = mesh->axes.size() <= 2 && (map.dims[0].empty() || map.dims[0][0] == 0) &&
+                     (map.dims[1].empty() || map.dims[1][0] == 1);
+  if (plain) {
+    for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
+  } else {
+    // One name per physical dim: its logical axes, major first ("data=2*fsdp=2").
+    for (const auto& dim : map.dims) {
+      std::string name;
+      for (size_t i = 0; i < dim.size(); ++i)
+        name += dim.size() == 1
+                    ? mesh->axes[dim[i]].first
+                    : str(i ? "*" : "", mesh->axes[dim[i]].first, "=", mesh->axes[dim[i]].second);
+      g.mesh.axis_names.push_back(name);
+    }
+  }
   g.argument_shards.clear();
   g.output_shards.clear();
   if (g.mesh.single_chip()) return {};
@@ -198,7 +187,8 @@ Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_ar
     const TensorSharding& s = b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
     std::string what = str(b.to_device ? "input " : "result ", b.index);
     bool minor_first = false;
-    auto spec = MESHPLAN_TRY(shard_spec(*mesh, s, b.type == "identity", &minor_first, *mc, what));
+    auto spec =
+        MESHPLAN_TRY(shard_spec(*mesh, map, s, b.type == "identity", &minor_first, *mc, what));
     if (minor_first && !any_minor_first) first_minor = str(what, " <", sharding_string(s), ">");
     any_minor_first |= minor_first;
     (b.to_device ? g.argument_shards : g.output_shards).push_back(spec);

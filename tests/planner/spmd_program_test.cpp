@@ -63,9 +63,11 @@ TEST_CASE("the verifier rejects a program whose local shapes or groups are wrong
   bad_type.values[mc.regions[0].args[1]].type.shape = {128, 64};
   auto s = verify_local_program(bad_type);
   REQUIRE_FALSE(s.has_value());
-  CHECK(
-      s.error().message.find("block argument 1 has type tensor<128x64xf32>, not the local shape of "
-                             "tensor<128x256xf32>") != std::string::npos);
+  CHECK(s.error().code == ErrorCode::invalid_argument);
+  CHECK(s.error().message.find(
+            "sdy.manual_computation: block argument 1 has type tensor<128x64xf32>, not the local "
+            "shape of tensor<128x256xf32> under <@mesh, [{}, {\"tp\"}]>: each device holds "
+            "tensor<128x32xf32> (declare that type, or change the sharding)") != std::string::npos);
   Module bad_groups = m;
   for (Op& op : bad_groups.ops)
     if (op.name == "stablehlo.all_reduce") {
@@ -75,10 +77,64 @@ TEST_CASE("the verifier rejects a program whose local shapes or groups are wrong
     }
   auto s2 = verify_local_program(bad_groups);
   REQUIRE_FALSE(s2.has_value());
-  CHECK(s2.error().message.find("device 0 is not in exactly one replica group") !=
-        std::string::npos);
+  CHECK(s2.error().code == ErrorCode::invalid_argument);
+  CHECK(s2.error().message.find("stablehlo.all_reduce: device 0 is not in exactly one replica "
+                                "group (it appears twice)") != std::string::npos);
   // A global-view program is not a per-device program.
   auto global = parse_module_file(test::source_path("examples/models/tp_mlp.mlir"));
   REQUIRE(global.has_value());
   CHECK_FALSE(verify_local_program(*global).has_value());
+}
+
+namespace {
+
+/// A user's per-device program on mesh ["x"=2, "y"=2]: `arg_type` is the declared block
+/// argument type of an 8x8 input split [{"x"}, {}]; `groups` the all_reduce's replica groups.
+std::string user_program(const std::string& arg_type, const std::string& groups) {
+  return R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x", "y"} (%arg1: )" +
+         arg_type + R"() {
+    %1 = "stablehlo.all_reduce"(%arg1) <{replica_groups = )" +
+         groups + R"(}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : ()" +
+         arg_type + ") -> " + arg_type + R"(
+    sdy.return %1 : )" +
+         arg_type +
+         R"(
+  } : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+}
+
+std::string pipeline_error(const std::string& text) {
+  auto m = parse_module(text, "u.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  PipelineOptions o;
+  o.mesh_rows = o.mesh_cols = 0;  // the module's own mesh
+  auto s = run_pipeline(*m, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().code == ErrorCode::invalid_argument);
+  return s.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("user errors in a manual computation are located and say what to write") {
+  const std::string ok_groups = "dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>";
+  CHECK(pipeline_error(user_program("tensor<8x8xf32>", ok_groups)) ==
+        "u.mlir:3:3: sdy.manual_computation: block argument 0 has type tensor<8x8xf32>, not the "
+        "local shape of tensor<8x8xf32> under <@mesh, [{\"x\"}, {}]>: each device holds "
+        "tensor<4x8xf32> (declare that type, or change the sharding)");
+  CHECK(pipeline_error(
+            user_program("tensor<4x8xf32>", "dense<[[0, 2], [1, 5]]> : tensor<2x2xi64>")) ==
+        "u.mlir:4:5: stablehlo.all_reduce: replica groups name device 5, outside the 4-device "
+        "mesh @mesh");
+  CHECK(pipeline_error(user_program("tensor<4x8xf32>", "dense<[[0, 2]]> : tensor<1x2xi64>")) ==
+        "u.mlir:4:5: stablehlo.all_reduce: replica groups cover 2 of the 4 devices of mesh "
+        "@mesh (device 1 is in none); list every device once");
 }

@@ -1,6 +1,7 @@
 // Per-device programs with collectives lowered to the graph IR's collective ops (MESH-SPEC §1)
 // and the mesh boundary (§3): Graph::mesh from sdy.mesh, one MeshShardSpec per argument and
-// output; replica groups that are no whole axis, and meshes of three axes, are named errors.
+// output; replica groups that are no whole axis are named errors; meshes of three axes map
+// onto the physical 2-D system.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "test_util.hpp"
 
@@ -426,7 +428,7 @@ TEST_CASE("collectives on every cluster_axis, run chip by chip, match the host S
   check_close(run_on_mesh(g, *m, inputs, *want), *want);
 }
 
-TEST_CASE("replica groups that are no whole axis, and 3-axis meshes, are named errors") {
+TEST_CASE("replica groups that are no whole axis are named errors") {
   CHECK(
       error_text(on_2x4(
           R"(    %r = "stablehlo.all_gather"(%arg1) <{all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>}> : (tensor<8x8xf32>) -> tensor<8x16xf32>
@@ -441,13 +443,208 @@ TEST_CASE("replica groups that are no whole axis, and 3-axis meshes, are named e
 )",
               "tensor<64x8xf32>"))
           .ends_with("that are neither one mesh axis nor the whole mesh"));
-  CHECK(error_text(R"(sdy.mesh @cube = <["a"=2, "b"=2, "c"=2]>
+}
+
+namespace {
+
+/// A per-device program on the 8-device mesh @cube = a x b x c: the input enters sharded `in`,
+/// the result leaves sharded `out`.
+std::string on_cube(const std::string& in, const std::string& out) {
+  return R"(sdy.mesh @cube = <["a"=2, "b"=2, "c"=2]>
 func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
-  %0 = sdy.manual_computation(%arg0) in_shardings=[<@cube, [{"a"}]>] out_shardings=[<@cube, [{"a"}]>] manual_axes={"a", "b", "c"} (%arg1: tensor<4xf32>) {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@cube, [{)" +
+         in + R"(}]>] out_shardings=[<@cube, [{)" + out +
+         R"(}]>] manual_axes={"a", "b", "c"} (%arg1: tensor<4xf32>) {
     %1 = stablehlo.negate %arg1 : tensor<4xf32>
     sdy.return %1 : tensor<4xf32>
   } : (tensor<8xf32>) -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
-)") == "m.mlir:3:3: unimplemented: mesh @cube has 3 axes (a graph mesh has at most two)");
+)";
+}
+
+}  // namespace
+
+TEST_CASE("a 3-axis mesh maps onto the 2x4 system; one it cannot map onto is a named error") {
+  // 8 devices: the t3k 2x4 system; "a" alone fills the rows, "b" x "c" the columns.
+  planner::Graph g = lowered_text(on_cube("\"a\"", "\"a\""));
+  CHECK(g.mesh.rows == 2);
+  CHECK(g.mesh.cols == 4);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"a", "b=2*c=2"});
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  // "b" and "c" each split a tensor alone: whichever shares the columns with another axis
+  // cannot be cut by a mesh_shard.
+  CHECK(error_text(on_cube("\"b\"", "\"c\"")) ==
+        "m.mlir:3:3: unimplemented: mesh @cube [\"a\"=2, \"b\"=2, \"c\"=2] cannot map onto the "
+        "t3k 2x4 system: under every grouping of its axes some step is no physical collective or "
+        "mesh_shard; under the first, input 0 is sharded <@cube, [{\"b\"}]>, but physical cols "
+        "carry {\"b\", \"c\"} together: no mesh_shard splits dim 0 over part of them");
+}
+
+TEST_CASE("data x fsdp x tensor MLP: tensor on the rows, data x fsdp on the columns of t3k") {
+  Module m = piped("examples/models/mlp_3axis.mlir", 0, 0);
+  auto map = mesh_mapping(m);
+  REQUIRE_MESSAGE(map.has_value(), map.error().message);
+  CHECK(map->str(*m.main_mesh()) == "2x4 rows=tensor cols=data,fsdp");
+  // Logical device (data, fsdp, tensor) = 4*data + 2*fsdp + tensor sits on chip
+  // (row tensor, column 2*data + fsdp) = 4*tensor + 2*data + fsdp.
+  std::vector<int64_t> chips;
+  for (int64_t d = 0; d < 8; ++d) chips.push_back(map->chip(*m.main_mesh(), d));
+  CHECK(chips == std::vector<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+  planner::Graph g = lowered(m);
+  CHECK(g.mesh.rows == 2);
+  CHECK(g.mesh.cols == 4);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"tensor", "data=2*fsdp=2"});
+  // The partial sums over "tensor" are one all_reduce down each column (cluster_axis 0).
+  std::vector<K> colls;
+  for (const auto& op : g.ops)
+    if (device::is_collective(op.kind)) colls.push_back(op.kind);
+  REQUIRE(colls == std::vector<K>{K::all_reduce});
+  for (const auto& op : g.ops)
+    if (op.kind == K::all_reduce) CHECK(int_attr(op, "cluster_axis") == 0);
+  // x rows over data x fsdp = the columns; w1 columns and w2 rows over tensor = the rows.
+  CHECK(g.argument_shards ==
+        std::vector<MeshShardSpec>{devices(-1, 0), devices(1, -1), devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  CHECK(g.values[g.arguments[0]].shape == std::vector<int64_t>{4, 32});
+  // The all_reduce of the local 4x32 f32 partial (512 bytes) over 2 chips: 2 * 1/2 * 512.
+  auto comm = communication(m);
+  REQUIRE(comm.has_value());
+  CHECK(comm->bytes == 512.0);
+}
+
+TEST_CASE("a system the mesh's axes cannot group into is a named error") {
+  auto m = parse_module_file(test::source_path("examples/models/mlp_3axis.mlir"));
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = 1;
+  o.mesh_cols = 8;  // the all_reduce over "tensor" would run over part of the one row
+  auto s = run_pipeline(*m, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().message.find(
+            "unimplemented: mesh @mesh [\"data\"=2, \"fsdp\"=2, \"tensor\"=2] cannot map "
+            "onto the 1x8 system: under every grouping of its axes some step is no physical "
+            "collective or mesh_shard; under the first, the stablehlo.all_reduce at ") !=
+        std::string::npos);
+  CHECK(s.error().message.ends_with("runs over axis \"tensor\", which is no physical dim"));
+}
+
+TEST_CASE("3-axis mesh: an axis moving between dims is one all_to_all down the columns") {
+  auto m = parse_module(R"(sdy.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>
+func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"tensor"}, {}]>}) -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"tensor"}]>}) {
+  %0 = stablehlo.negate %arg0 : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+)",
+                        "a2a.mlir");
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  // Each chip holds 4x16 f32 (256 bytes) and sends the half the other chip of its pair keeps:
+  // 128 bytes (an all_gather of the 8x16 result then a slice would send 256).
+  auto comm = communication(*m);
+  REQUIRE(comm.has_value());
+  REQUIRE(comm->ops.size() == 1);
+  CHECK(comm->ops[0].kind == "all_to_all");
+  CHECK(comm->ops[0].bytes == 128.0);
+  planner::Graph g = lowered(*m);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"tensor", "data=2*fsdp=2"});
+  REQUIRE(kinds(g) == std::vector<K>{K::neg, K::all_to_all});
+  CHECK(int_attr(g.ops[1], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[1], "split_dim") == 1);
+  CHECK(int_attr(g.ops[1], "concat_dim") == 0);
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(1, -1)});
+  // Run chip by chip on the 2x4 placement: the result is -x, element for element.
+  HostArray x{{8, 16}, {}};
+  for (int i = 0; i < 128; ++i) x.data.push_back(static_cast<float>(i % 13 - 6));
+  HostArray like{{8, 16}, std::vector<float>(128)};
+  auto got = run_on_mesh(g, *m, {x}, {like});
+  REQUIRE(got.size() == 1);
+  int wrong = 0;
+  for (int i = 0; i < 128; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 13 - 6);
+  CHECK(wrong == 0);
+}
+
+namespace {
+
+/// -x on mesh ["x"=2, "y"=2] with `device_ids`, x (8x8) split over "x" on dim 0.
+Module negate_on_ids(const std::string& ids) {
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2, "y"=2], device_ids=[)" + ids + R"(]>
+func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)",
+                        "ids.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  return std::move(*m);
+}
+
+}  // namespace
+
+TEST_CASE("reordered device_ids move the pieces to the chips they name") {
+  // In order: "x" runs down the rows, chip (r, c) holds rows 4r..4r+3.
+  Module plain = negate_on_ids("0, 1, 2, 3");
+  PipelineOptions o;
+  o.mesh_rows = o.mesh_cols = 0;
+  REQUIRE(run_pipeline(plain, o).has_value());
+  planner::Graph g0 = lowered(plain);
+  CHECK(g0.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
+  // device_ids [0, 2, 1, 3]: logical (x=1, y=0) is device 1 = chip (0, 1), so "x" runs along
+  // the columns and chip (r, c) holds rows 4c..4c+3.
+  Module swapped = negate_on_ids("0, 2, 1, 3");
+  REQUIRE(run_pipeline(swapped, o).has_value());
+  auto map = mesh_mapping(swapped);
+  REQUIRE_MESSAGE(map.has_value(), map.error().message);
+  CHECK(map->str(*swapped.main_mesh()) == "2x2 rows=y cols=x");
+  planner::Graph g = lowered(swapped);
+  CHECK(g.mesh.axis_names == std::vector<std::string>{"y", "x"});
+  CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(-1, 0)});
+  HostArray x{{8, 8}, {}};
+  for (int i = 0; i < 64; ++i) x.data.push_back(static_cast<float>(i % 7 - 3));
+  auto got = run_on_mesh(g, swapped, {x}, {HostArray{{8, 8}, std::vector<float>(64)}});
+  int wrong = 0;
+  for (int i = 0; i < 64; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 7 - 3);
+  CHECK(wrong == 0);
+  // An order no grouping of the axes gives is refused, naming the mesh and the system.
+  Module odd = negate_on_ids("0, 3, 1, 2");
+  auto s = run_pipeline(odd, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().message ==
+        "ids.mlir:2:11: unimplemented: mesh @mesh [\"x\"=2, \"y\"=2] cannot map onto the 2x2 "
+        "system: its device_ids [0, 3, 1, 2] put its devices on chips in an order no grouping of "
+        "its axes onto "
+        "rows and columns gives");
+}
+
+TEST_CASE("a mapping the module states is kept, or refused when the program cannot run on it") {
+  Module m = piped("examples/models/mlp_3axis.mlir", 0, 0);
+  std::string text = print_module(m);
+  const std::string chosen = "meshplan.mesh_mapping = \"2x4 rows=tensor cols=data,fsdp\"";
+  REQUIRE(text.find(chosen) != std::string::npos);
+  auto again = [&](const std::string& t, int64_t rows, int64_t cols) {
+    auto parsed = parse_module(t, "local.mlir");
+    REQUIRE_MESSAGE(parsed.has_value(), parsed.error().message);
+    PipelineOptions o;
+    o.mesh_rows = rows;
+    o.mesh_cols = cols;
+    auto s = run_pipeline(*parsed, o);
+    return s ? std::string() : s.error().message;
+  };
+  CHECK(again(text, 0, 0).empty());
+  std::string edited = text;
+  edited.replace(edited.find(chosen), chosen.size(),
+                 "meshplan.mesh_mapping = \"2x4 rows=data cols=fsdp,tensor\"");
+  std::string e = again(edited, 0, 0);
+  CHECK(e.find(": meshplan.mesh_mapping \"2x4 rows=data cols=fsdp,tensor\" cannot run this "
+               "program: the stablehlo.all_reduce at ") != std::string::npos);
+  CHECK(e.ends_with("runs over axis \"tensor\", which is no physical dim"));
+  CHECK(again(text, 4, 2)
+            .ends_with(": meshplan.mesh_mapping \"2x4 rows=tensor cols=data,fsdp\" "
+                       "is for a 2x4 system, not --mesh 4x2"));
 }
