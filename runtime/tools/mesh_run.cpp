@@ -111,7 +111,9 @@ Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& de
     return 0;
   }
   std::vector<runtime::Tensor> inputs;
-  if (o.inputs.empty()) {
+  if (!is_root_rank()) {
+    // Under MPI rank 0 reads or makes the host inputs (share_inputs).
+  } else if (o.inputs.empty()) {
     inputs = runtime::random_inputs(plan, o.seed);
   } else {
     if (o.inputs.size() != exe->input_count())
@@ -119,8 +121,8 @@ Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& de
                   exe->input_count(), " inputs, ", o.inputs.size(), " --input given");
     for (const std::string& text : o.inputs) inputs.push_back(MESHPLAN_TRY(parse_input(text)));
   }
-  MESHPLAN_TRY(share_inputs(inputs));
-  auto views = runtime::views_of(inputs);
+  auto shared = MESHPLAN_TRY(share_inputs(inputs));
+  const std::vector<runtime::TensorView>& views = shared->views;
   auto t_run = Clock::now();
   runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));
   double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();

@@ -4,7 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
+
+#include <algorithm>
+
+#include "meshplan/runtime/check.hpp"
 
 #ifdef MESHPLAN_HAVE_MPI
 #include "meshplan/device/mpi_mesh.hpp"
@@ -77,26 +82,49 @@ bool is_root_rank() {
   return g_rank == 0;
 }
 
-Status share_inputs(std::vector<runtime::Tensor>& inputs) {
-  if (!g_mpi) return {};
-  std::string what = str("rank ", g_rank, ": receiving the host inputs from rank 0");
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs) {
+  auto r = std::make_unique<RankInputs>();
+  if (!g_mpi) {
+    r->views = runtime::views_of(inputs);
+    return r;
+  }
+  std::string what = str("rank ", g_rank, ": receiving the host input shapes from rank 0");
   uint64_t count = inputs.size();
   MESHPLAN_TRY(bcast(&count, 1, MPI_UINT64_T, what));
-  inputs.resize(static_cast<size_t>(count));
-  for (runtime::Tensor& t : inputs) {
-    uint64_t rank = t.shape.size();
+  r->shapes_.resize(static_cast<size_t>(count));
+  for (size_t i = 0; i < r->shapes_.size(); ++i) {
+    std::vector<int64_t>& shape = r->shapes_[i];
+    if (g_rank == 0) shape = inputs[i].shape;
+    uint64_t rank = shape.size();
     MESHPLAN_TRY(bcast(&rank, 1, MPI_UINT64_T, what));
-    t.shape.resize(static_cast<size_t>(rank));
-    MESHPLAN_TRY(bcast(t.shape.data(), static_cast<int>(rank), MPI_INT64_T, what));
-    uint64_t n = t.data.size();
-    MESHPLAN_TRY(bcast(&n, 1, MPI_UINT64_T, what));
-    t.data.resize(static_cast<size_t>(n));
-    constexpr uint64_t kPiece = uint64_t{1} << 28;
-    for (uint64_t done = 0; done < n; done += kPiece)
-      MESHPLAN_TRY(bcast(t.data.data() + done, static_cast<int>(std::min(kPiece, n - done)),
-                         MPI_FLOAT, what));
+    shape.resize(static_cast<size_t>(rank));
+    MESHPLAN_TRY(bcast(shape.data(), static_cast<int>(rank), MPI_INT64_T, what));
   }
-  return {};
+  if (g_rank == 0) {
+    r->views = runtime::views_of(inputs);
+    return r;
+  }
+  size_t total = 0;
+  for (const auto& shape : r->shapes_) total += static_cast<size_t>(device::volume(shape));
+  r->bytes_ = std::max<size_t>(total * sizeof(float), 1);
+  r->zeros_ =
+      mmap(nullptr, r->bytes_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r->zeros_ == MAP_FAILED) {
+    r->zeros_ = nullptr;
+    return fail(ErrorCode::io, "rank ", g_rank, ": cannot map ", r->bytes_,
+                " bytes for the host input shapes");
+  }
+  const float* at = static_cast<const float*>(r->zeros_);
+  for (const auto& shape : r->shapes_) {
+    size_t n = static_cast<size_t>(device::volume(shape));
+    r->views.push_back({shape, std::span<const float>(at, n)});
+    at += n;
+  }
+  return r;
+}
+
+RankInputs::~RankInputs() {
+  if (zeros_) munmap(zeros_, bytes_);
 }
 
 void report_rank(device::Mesh& mesh, double run_ms) {
@@ -136,9 +164,12 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
 bool is_root_rank() {
   return true;
 }
-Status share_inputs(std::vector<runtime::Tensor>&) {
-  return {};
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs) {
+  auto r = std::make_unique<RankInputs>();
+  r->views = runtime::views_of(inputs);
+  return r;
 }
+RankInputs::~RankInputs() = default;
 void report_rank(device::Mesh&, double) {}
 Result<int> finish_mpi(Result<int> code) {
   return code;

@@ -18,8 +18,24 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
                                                     const runtime::PlanRef& plan);
 /// Whether this process prints results, writes files and checks (rank 0, or no MPI).
 bool is_root_rank();
-/// Under MPI: rank 0's host inputs replace every rank's (shapes and values broadcast).
-Status share_inputs(std::vector<runtime::Tensor>& inputs);
+/// The host inputs a rank passes to the run. Under MPI, ranks other than 0 get rank 0's shapes
+/// over untouched zero pages (MpiMesh::full_to_shard reads only rank 0's values, so these cost
+/// no memory); otherwise views of `inputs`.
+class RankInputs {
+ public:
+  RankInputs() = default;
+  RankInputs(const RankInputs&) = delete;
+  RankInputs& operator=(const RankInputs&) = delete;
+  ~RankInputs();
+  std::vector<runtime::TensorView> views;
+
+ private:
+  friend Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>&);
+  std::vector<std::vector<int64_t>> shapes_;
+  void* zeros_ = nullptr;
+  size_t bytes_ = 0;
+};
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs);
 /// Under MPI, each rank prints its chips, the emulated memory it backs and its peak RSS to stderr
 /// (after a run of `run_ms` host milliseconds).
 void report_rank(device::Mesh& mesh, double run_ms);

@@ -24,7 +24,10 @@ class LocalChip final : public Device {
   Status deallocate(const TensorPlacement& t) override { return dev_->deallocate(t); }
   void reset() override { dev_->reset(); }
   Status write(const TensorPlacement& t, std::span<const float> host) override {
-    return dev_->write(t, host);
+    if (!mesh_.scattering() || mesh_.rank() == 0) return dev_->write(t, host);
+    std::vector<float> values(host.size());
+    MESHPLAN_TRY(mesh_.scatter(index_, values));
+    return dev_->write(t, values);
   }
   Status read(const TensorPlacement& t, std::span<float> host) override {
     Status ok = dev_->read(t, host);
@@ -51,7 +54,11 @@ class RemoteChip final : public Device {
   Status allocate(const TensorPlacement&) override { return {}; }
   Status deallocate(const TensorPlacement&) override { return {}; }
   void reset() override { clock_ns_ = 0; }
-  Status write(const TensorPlacement&, std::span<const float>) override { return {}; }
+  Status write(const TensorPlacement&, std::span<const float> host) override {
+    if (!mesh_.scattering() || mesh_.rank() != 0) return {};
+    // Rank 0 holds the host tensor: the values go to the chip's owner.
+    return mesh_.scatter(index_, std::span<float>(const_cast<float*>(host.data()), host.size()));
+  }
   Status read(const TensorPlacement& t, std::span<float> host) override {
     if (!mesh_.exchanging())
       return fail(ErrorCode::invalid_argument, "read of '", t.name, "' on chip ",
@@ -209,6 +216,26 @@ Status MpiMesh::exchange(int index, std::span<float> values, Status ok) {
               " failed to read on its rank ", root);
 }
 
+Status MpiMesh::scatter(int index, std::span<float> values) {
+  int to = owner(index);
+  if (to == 0 || (rank_ != 0 && rank_ != to)) return {};
+  std::string what = str(what_, ": rank ", rank_, rank_ == 0 ? " sending" : " receiving", " chip ",
+                         coord_name(desc_.coord(index)), "'s shard",
+                         rank_ == 0 ? str(" to rank ", to) : std::string(" from rank 0"));
+  constexpr size_t kPiece = size_t{1} << 28;
+  constexpr int kTag = 20;
+  for (size_t begin = 0; begin < values.size(); begin += kPiece) {
+    int count = static_cast<int>(std::min(kPiece, values.size() - begin));
+    MPI_Request r;
+    MESHPLAN_TRY(mpi_check(
+        rank_ == 0 ? MPI_Isend(values.data() + begin, count, MPI_FLOAT, to, kTag, comm_, &r)
+                   : MPI_Irecv(values.data() + begin, count, MPI_FLOAT, 0, kTag, comm_, &r),
+        what));
+    MESHPLAN_TRY(mpi_wait(r, timeout_s_, what));
+  }
+  return {};
+}
+
 Status MpiMesh::agree(Status local, std::string_view what) {
   int mine = local ? ranks_ : rank_, first = ranks_;
   std::string label = str(what, ": rank ", rank_, " agreeing on the outcome");
@@ -287,10 +314,13 @@ Result<CollectiveRun> MpiMesh::all_slice(PerChip in, PerChip out, int dim, int c
 
 Status MpiMesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
                               const MeshShardSpec& spec, PerChip out) {
-  // Every rank holds the host tensor; each writes its own chips' shards.
-  return exchanged("FullToShard", [&] {
+  // Rank 0's host tensor is sliced in chip order; each shard goes to its chip's owner.
+  scattering_ = true;
+  auto ok = exchanged("FullToShard", [&] {
     return mesh_detail::full_to_shard_on(*this, host, full_shape, spec, out);
   });
+  scattering_ = false;
+  return ok;
 }
 
 Status MpiMesh::shard_to_full(PerChip in, const MeshShardSpec& spec,

@@ -14,6 +14,10 @@
 // model (the modelled ethernet, not MPI). After each collective the ranks agree on its status,
 // so a chip's error reaches every rank.
 //
+// full_to_shard scatters: only rank 0's host tensor is read (other ranks may pass any buffer of
+// the right size, e.g. untouched zero pages), and each chip's shard travels from rank 0 to its
+// owner, so no rank but 0 ever holds a whole host input.
+//
 // Faults: the communicator returns errors (MPI_ERRORS_RETURN) and every wait polls with a
 // deadline (timeout_s): a rank that died or stopped calling makes the others fail with an error
 // naming the call, the chip and the rank they waited for, never hang. Callers should then end
@@ -74,6 +78,12 @@ class MpiMesh final : public Mesh {
   /// `ok` carries the owner's read status. Used by the chips while an exchange runs.
   Status exchange(int index, std::span<float> values, Status ok);
   bool exchanging() const { return !what_.empty(); }
+  /// Whether writes are scattered from rank 0 (during full_to_shard): only rank 0's host values
+  /// count; each chip's values travel from rank 0 to the chip's owner.
+  bool scattering() const { return scattering_; }
+  /// The write of a scatter on chip `index`: rank 0 sends `values` to the owner; the owner
+  /// receives them into `values`. Other ranks do nothing.
+  Status scatter(int index, std::span<float> values);
   /// Every rank learns whether any rank failed `local`; the error names the first failing rank.
   Status agree(Status local, std::string_view what);
 
@@ -92,6 +102,7 @@ class MpiMesh final : public Mesh {
   std::vector<EmulatedDevice*> local_;  ///< Per chip: the owned device, or nullptr.
   std::vector<uint64_t> waited_ns_;
   std::string what_;  ///< The call an exchange runs for (empty: no exchange).
+  bool scattering_ = false;
 };
 
 /// Waits for `request` until `timeout_s` passes, polling; the error names `what`.
