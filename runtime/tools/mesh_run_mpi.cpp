@@ -23,11 +23,12 @@ namespace {
 bool g_mpi = false;  ///< MPI was initialised by make_run_mesh.
 int g_rank = 0;
 
-/// Seconds a rank waits for another before it gives up (MESHPLAN_MPI_TIMEOUT, default 60).
+/// Seconds a rank waits for another before it gives up (MESHPLAN_MPI_TIMEOUT, default 300: a
+/// peer may legitimately spend minutes emulating a full-size op before the next collective).
 double timeout_s() {
   const char* t = std::getenv("MESHPLAN_MPI_TIMEOUT");
   double v = t ? std::atof(t) : 0.0;
-  return v > 0 ? v : 60.0;
+  return v > 0 ? v : 300.0;
 }
 
 /// Started by an MPI launcher (Open MPI, or a PMI-based one).

@@ -89,9 +89,8 @@ Status bcast(void* data, size_t n, size_t elem, MPI_Datatype type, int root, MPI
              double timeout_s, const std::string& what) {
   constexpr size_t kPiece = size_t{1} << 28;
   auto* bytes = static_cast<char*>(data);
-  for (size_t done = 0; done < n || (n == 0 && done == 0); done += kPiece) {
+  for (size_t done = 0; done < n; done += kPiece) {
     size_t count = std::min(kPiece, n - done);
-    if (count == 0) break;
     MPI_Request r;
     MESHPLAN_TRY(mpi_check(
         MPI_Ibcast(bytes + done * elem, static_cast<int>(count), type, root, comm, &r), what));
