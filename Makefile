@@ -8,6 +8,9 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config libflatbuffers-dev 
                 libxxhash-dev libmimalloc-dev libcli11-dev doctest-dev libbenchmark-dev \
                 python3-dev pybind11-dev python3-numpy python3-pytest
 
+# The MPI mesh backend (docs/mpi.md): built and tested when CMake finds MPI.
+DEB_PACKAGES += libopenmpi-dev openmpi-bin
+
 # `make test` also needs a browser: the plan report is opened in headless Chromium.
 TEST_PACKAGES := chromium
 

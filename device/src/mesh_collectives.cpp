@@ -136,19 +136,24 @@ struct AxisCollective {
   }
 };
 
-Result<CollectiveRun> EmulatedMesh::all_gather(PerChip in, PerChip out, int dim, int cluster_axis) {
+Result<CollectiveRun> mesh_detail::all_gather_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                                 PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_gather(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
-  AxisCollective c{*this, in, out, label, CollectiveKind::all_gather, groups(cluster_axis)};
+  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  AxisCollective c{m,
+                   in,
+                   out,
+                   label,
+                   CollectiveKind::all_gather,
+                   collective_groups(m.rows(), m.cols(), cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
-    int d =
-        MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(*this, g[0]), "dim"));
+    int d = MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(m, g[0]), "dim"));
     std::vector<int64_t> want(first.shape.begin(), first.shape.end());
     want[static_cast<size_t>(d)] *= static_cast<int64_t>(g.size());
     for (int i : g) {
-      MESHPLAN_TRY(check_like(*this, in, g[0], i, label));
-      MESHPLAN_TRY(check_output(*this, out[static_cast<size_t>(i)], want, first.dtype, i, label));
+      MESHPLAN_TRY(check_like(m, in, g[0], i, label));
+      MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(i)], want, first.dtype, i, label));
     }
   }
   return c.run(
@@ -167,26 +172,31 @@ Result<CollectiveRun> EmulatedMesh::all_gather(PerChip in, PerChip out, int dim,
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int dim,
-                                                   int cluster_axis, ReduceOp op) {
+Result<CollectiveRun> mesh_detail::reduce_scatter_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                                     PerChip out, int dim, int cluster_axis,
+                                                     ReduceOp op) {
   std::string label =
       str("reduce_scatter(dim=", dim, ", cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
-  AxisCollective c{*this, in, out, label, CollectiveKind::reduce_scatter, groups(cluster_axis)};
+  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  AxisCollective c{m,
+                   in,
+                   out,
+                   label,
+                   CollectiveKind::reduce_scatter,
+                   collective_groups(m.rows(), m.cols(), cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
-    int d =
-        MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(*this, g[0]), "dim"));
+    int d = MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(m, g[0]), "dim"));
     int64_t n = static_cast<int64_t>(g.size());
     if (first.shape[static_cast<size_t>(d)] % n != 0)
-      return fail(ErrorCode::invalid_argument, label, ": ", at(*this, g[0]), ": input '",
-                  first.name, "' ", shape_name(first.shape), ": dim ", d, " of size ",
+      return fail(ErrorCode::invalid_argument, label, ": ", at(m, g[0]), ": input '", first.name,
+                  "' ", shape_name(first.shape), ": dim ", d, " of size ",
                   first.shape[static_cast<size_t>(d)], " does not split evenly over ", n, " chips");
     std::vector<int64_t> want(first.shape.begin(), first.shape.end());
     want[static_cast<size_t>(d)] /= n;
     for (int i : g) {
-      MESHPLAN_TRY(check_like(*this, in, g[0], i, label));
-      MESHPLAN_TRY(check_output(*this, out[static_cast<size_t>(i)], want, first.dtype, i, label));
+      MESHPLAN_TRY(check_like(m, in, g[0], i, label));
+      MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(i)], want, first.dtype, i, label));
     }
   }
   return c.run(
@@ -206,17 +216,22 @@ Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int 
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> EmulatedMesh::all_reduce(PerChip in, PerChip out, int cluster_axis,
-                                               ReduceOp op) {
+Result<CollectiveRun> mesh_detail::all_reduce_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                                 PerChip out, int cluster_axis, ReduceOp op) {
   std::string label = str("all_reduce(cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
-  AxisCollective c{*this, in, out, label, CollectiveKind::all_reduce, groups(cluster_axis)};
+  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  AxisCollective c{m,
+                   in,
+                   out,
+                   label,
+                   CollectiveKind::all_reduce,
+                   collective_groups(m.rows(), m.cols(), cluster_axis)};
   for (const auto& g : c.groups)
     for (int i : g) {
-      MESHPLAN_TRY(check_like(*this, in, g[0], i, label));
+      MESHPLAN_TRY(check_like(m, in, g[0], i, label));
       const TensorPlacement& first = in[static_cast<size_t>(g[0])];
       MESHPLAN_TRY(
-          check_output(*this, out[static_cast<size_t>(i)], first.shape, first.dtype, i, label));
+          check_output(m, out[static_cast<size_t>(i)], first.shape, first.dtype, i, label));
     }
   return c.run(
       [&](const std::vector<int>& chips, auto& ins, auto& outs) {
@@ -232,15 +247,21 @@ Result<CollectiveRun> EmulatedMesh::all_reduce(PerChip in, PerChip out, int clus
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int split_dim,
-                                               int concat_dim, int cluster_axis) {
+Result<CollectiveRun> mesh_detail::all_to_all_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                                 PerChip out, int split_dim, int concat_dim,
+                                                 int cluster_axis) {
   std::string label = str("all_to_all(split_dim=", split_dim, ", concat_dim=", concat_dim,
                           ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
-  AxisCollective c{*this, in, out, label, CollectiveKind::all_to_all, groups(cluster_axis)};
+  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  AxisCollective c{m,
+                   in,
+                   out,
+                   label,
+                   CollectiveKind::all_to_all,
+                   collective_groups(m.rows(), m.cols(), cluster_axis)};
   for (const auto& g : c.groups) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
-    std::string where = label + ": " + at(*this, g[0]);
+    std::string where = label + ": " + at(m, g[0]);
     int sd = MESHPLAN_TRY(normalize_dim(split_dim, first.shape.size(), where, "split_dim"));
     int cd = MESHPLAN_TRY(normalize_dim(concat_dim, first.shape.size(), where, "concat_dim"));
     int64_t n = static_cast<int64_t>(g.size());
@@ -253,8 +274,8 @@ Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int spli
     want[static_cast<size_t>(sd)] /= n;
     want[static_cast<size_t>(cd)] *= n;
     for (int i : g) {
-      MESHPLAN_TRY(check_like(*this, in, g[0], i, label));
-      MESHPLAN_TRY(check_output(*this, out[static_cast<size_t>(i)], want, first.dtype, i, label));
+      MESHPLAN_TRY(check_like(m, in, g[0], i, label));
+      MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(i)], want, first.dtype, i, label));
     }
   }
   return c.run(
@@ -285,20 +306,21 @@ Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int spli
       [&](std::span<const int> chips, uint64_t ns) { advance(chips, ns); });
 }
 
-Result<CollectiveRun> EmulatedMesh::collective_permute(
-    PerChip in, PerChip out, std::span<const std::pair<MeshCoord, MeshCoord>> pairs) {
+Result<CollectiveRun> mesh_detail::collective_permute_on(
+    Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+    std::span<const std::pair<MeshCoord, MeshCoord>> pairs) {
   std::string label = str("collective_permute(", pairs.size(), " pairs)");
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  std::vector<int> source_of(static_cast<size_t>(size()), -1);
-  std::vector<bool> is_source(static_cast<size_t>(size()), false);
+  MESHPLAN_TRY(check_count(m, in, "input", label));
+  MESHPLAN_TRY(check_count(m, out, "output", label));
+  std::vector<int> source_of(static_cast<size_t>(m.size()), -1);
+  std::vector<bool> is_source(static_cast<size_t>(m.size()), false);
   for (const auto& [s, t] : pairs) {
     for (MeshCoord c : {s, t})
-      if (!desc_.contains(c))
+      if (!m.descriptor().contains(c))
         return fail(ErrorCode::invalid_argument, label, ": pair ", coord_name(s), " -> ",
-                    coord_name(t), ": chip ", coord_name(c), " is outside the ", rows(), "x",
-                    cols(), " mesh");
-    int si = desc_.index(s), ti = desc_.index(t);
+                    coord_name(t), ": chip ", coord_name(c), " is outside the ", m.rows(), "x",
+                    m.cols(), " mesh");
+    int si = m.descriptor().index(s), ti = m.descriptor().index(t);
     if (is_source[static_cast<size_t>(si)])
       return fail(ErrorCode::invalid_argument, label, ": chip ", coord_name(s),
                   " is the source of two pairs");
@@ -310,67 +332,64 @@ Result<CollectiveRun> EmulatedMesh::collective_permute(
   }
   // Every chip's output has the shape of the inputs; sources must agree with each other.
   int first = -1;
-  for (int i = 0; i < size(); ++i)
+  for (int i = 0; i < m.size(); ++i)
     if (is_source[static_cast<size_t>(i)]) {
       if (first < 0) first = i;
-      MESHPLAN_TRY(check_like(*this, in, first, i, label));
+      MESHPLAN_TRY(check_like(m, in, first, i, label));
     }
   const TensorPlacement& model = in[static_cast<size_t>(first < 0 ? 0 : first)];
-  for (int i = 0; i < size(); ++i)
-    MESHPLAN_TRY(
-        check_output(*this, out[static_cast<size_t>(i)], model.shape, model.dtype, i, label));
-  std::vector<std::vector<float>> values(static_cast<size_t>(size()));
-  for (int i = 0; i < size(); ++i)
+  for (int i = 0; i < m.size(); ++i)
+    MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(i)], model.shape, model.dtype, i, label));
+  std::vector<std::vector<float>> values(static_cast<size_t>(m.size()));
+  for (int i = 0; i < m.size(); ++i)
     if (is_source[static_cast<size_t>(i)])
       values[static_cast<size_t>(i)] =
-          MESHPLAN_TRY(read_chip(*this, i, in[static_cast<size_t>(i)], label));
+          MESHPLAN_TRY(read_chip(m, i, in[static_cast<size_t>(i)], label));
   std::vector<float> zeros;
   CollectiveRun run;
   run.groups = 1;
   std::vector<int> involved;
-  for (int i = 0; i < size(); ++i) {
+  for (int i = 0; i < m.size(); ++i) {
     int s = source_of[static_cast<size_t>(i)];
     if (s < 0 && zeros.empty()) zeros.assign(static_cast<size_t>(volume(model.shape)), 0.0f);
-    MESHPLAN_TRY(write_chip(*this, i, out[static_cast<size_t>(i)],
+    MESHPLAN_TRY(write_chip(m, i, out[static_cast<size_t>(i)],
                             s < 0 ? zeros : values[static_cast<size_t>(s)], label));
     if (s >= 0 && s != i) run.bytes_moved += tensor_bytes(model);
     if (s >= 0 || is_source[static_cast<size_t>(i)]) involved.push_back(i);
   }
-  run.timing = estimate_permute(desc_, pairs, tensor_bytes(model));
+  run.timing = estimate_permute(m.descriptor(), pairs, tensor_bytes(model));
   run.end_ns = advance(involved, run.timing.duration_ns);
   return run;
 }
 
-Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, int cluster_axis) {
+Result<CollectiveRun> mesh_detail::all_slice_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                                PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_slice(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(*this, in, out, cluster_axis, label));
-  auto all = groups(cluster_axis);
-  std::vector<int> position(static_cast<size_t>(size()));
+  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  auto all = collective_groups(m.rows(), m.cols(), cluster_axis);
+  std::vector<int> position(static_cast<size_t>(m.size()));
   for (const auto& g : all) {
     const TensorPlacement& first = in[static_cast<size_t>(g[0])];
-    int d =
-        MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(*this, g[0]), "dim"));
+    int d = MESHPLAN_TRY(normalize_dim(dim, first.shape.size(), label + ": " + at(m, g[0]), "dim"));
     int64_t n = static_cast<int64_t>(g.size());
     if (first.shape[static_cast<size_t>(d)] % n != 0)
-      return fail(ErrorCode::invalid_argument, label, ": ", at(*this, g[0]), ": input '",
-                  first.name, "' ", shape_name(first.shape), " dim ", d, " does not split into ", n,
-                  " pieces");
+      return fail(ErrorCode::invalid_argument, label, ": ", at(m, g[0]), ": input '", first.name,
+                  "' ", shape_name(first.shape), " dim ", d, " does not split into ", n, " pieces");
     std::vector<int64_t> want(first.shape.begin(), first.shape.end());
     want[static_cast<size_t>(d)] /= n;
     for (size_t p = 0; p < g.size(); ++p) {
-      MESHPLAN_TRY(check_like(*this, in, g[0], g[p], label));
-      MESHPLAN_TRY(
-          check_output(*this, out[static_cast<size_t>(g[p])], want, first.dtype, g[p], label));
+      MESHPLAN_TRY(check_like(m, in, g[0], g[p], label));
+      MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(g[p])], want, first.dtype, g[p], label));
       position[static_cast<size_t>(g[p])] = static_cast<int>(p);
     }
   }
   // Read everything, then write: a failing chip leaves every input untouched.
   std::vector<std::vector<float>> inputs;
-  for (int i = 0; i < size(); ++i)
-    inputs.push_back(MESHPLAN_TRY(read_chip(*this, i, in[static_cast<size_t>(i)], label)));
+  for (int i = 0; i < m.size(); ++i)
+    inputs.push_back(MESHPLAN_TRY(read_chip(m, i, in[static_cast<size_t>(i)], label)));
   CollectiveRun run;
   run.groups = static_cast<uint32_t>(all.size());
-  for (int i = 0; i < size(); ++i) {
+  for (int i = 0; i < m.size(); ++i) {
     const TensorPlacement& t = in[static_cast<size_t>(i)];
     int d = dim < 0 ? dim + static_cast<int>(t.shape.size()) : dim;
     DimSplit s = split_at(t.shape, d);
@@ -379,12 +398,12 @@ Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, 
     std::vector<float> slice(static_cast<size_t>(volume(o.shape)));
     copy_block(inputs[static_cast<size_t>(i)].data(), s, position[static_cast<size_t>(i)] * len,
                slice.data(), len, 0, len);
-    MESHPLAN_TRY(write_chip(*this, i, o, slice, label));
+    MESHPLAN_TRY(write_chip(m, i, o, slice, label));
     // A local copy of the kept slice, timed by the chip's data-movement model.
     const TensorPlacement* operands[] = {&o};
     const TensorPlacement* results[] = {&o};
     OpLaunch copy{OpKind::to_memory_config, "all_slice", operands, results, OpConfig{}};
-    uint64_t ns = estimate(desc_.chip, copy).duration_ns;
+    uint64_t ns = estimate(m.descriptor().chip, copy).duration_ns;
     int chip_index[] = {i};
     advance(chip_index, ns);
     if (ns >= run.timing.duration_ns) {
@@ -392,9 +411,44 @@ Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, 
       run.timing.duration_ns = run.timing.transfer_ns = ns;
       run.timing.chips = 1;
     }
-    run.end_ns = std::max(run.end_ns, now_ns(desc_.coord(i)));
+    run.end_ns = std::max(run.end_ns, m.now_ns(m.descriptor().coord(i)));
   }
   return run;
+}
+
+Result<CollectiveRun> EmulatedMesh::all_gather(PerChip in, PerChip out, int dim, int cluster_axis) {
+  return all_gather_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out, dim,
+      cluster_axis);
+}
+Result<CollectiveRun> EmulatedMesh::reduce_scatter(PerChip in, PerChip out, int dim,
+                                                   int cluster_axis, ReduceOp op) {
+  return reduce_scatter_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out, dim,
+      cluster_axis, op);
+}
+Result<CollectiveRun> EmulatedMesh::all_reduce(PerChip in, PerChip out, int cluster_axis,
+                                               ReduceOp op) {
+  return all_reduce_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out,
+      cluster_axis, op);
+}
+Result<CollectiveRun> EmulatedMesh::all_to_all(PerChip in, PerChip out, int split_dim,
+                                               int concat_dim, int cluster_axis) {
+  return all_to_all_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out,
+      split_dim, concat_dim, cluster_axis);
+}
+Result<CollectiveRun> EmulatedMesh::collective_permute(
+    PerChip in, PerChip out, std::span<const std::pair<MeshCoord, MeshCoord>> pairs) {
+  return collective_permute_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out,
+      pairs);
+}
+Result<CollectiveRun> EmulatedMesh::all_slice(PerChip in, PerChip out, int dim, int cluster_axis) {
+  return all_slice_on(
+      *this, [this](std::span<const int> c, uint64_t ns) { return advance(c, ns); }, in, out, dim,
+      cluster_axis);
 }
 
 NullMesh::NullMesh(MeshDesc desc) : desc_(std::move(desc)) {

@@ -2,6 +2,7 @@
 // per-chip reads and writes with chip coordinates in errors.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,29 @@ Status write_chip(Mesh& mesh, int index, const TensorPlacement& t, std::span<con
 
 /// Checks that `p` has one placement per chip.
 Status check_count(const Mesh& mesh, PerChip p, std::string_view role, const std::string& label);
+
+/// Moves the given chips' clocks to (latest of their clocks) + duration; returns that end.
+using AdvanceFn = std::function<uint64_t(std::span<const int> chips, uint64_t duration_ns)>;
+
+// The collectives and host transfers of every Mesh backend, written against the Mesh interface:
+// chips are read and written through Mesh::chip (in the same order on every call, so a
+// distributed backend can exchange bytes as the reads happen) and clocks move through `advance`.
+Result<CollectiveRun> all_gather_on(Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+                                    int dim, int cluster_axis);
+Result<CollectiveRun> reduce_scatter_on(Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+                                        int dim, int cluster_axis, ReduceOp op);
+Result<CollectiveRun> all_reduce_on(Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+                                    int cluster_axis, ReduceOp op);
+Result<CollectiveRun> all_to_all_on(Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+                                    int split_dim, int concat_dim, int cluster_axis);
+Result<CollectiveRun> collective_permute_on(Mesh& m, const AdvanceFn& advance, PerChip in,
+                                            PerChip out,
+                                            std::span<const std::pair<MeshCoord, MeshCoord>> pairs);
+Result<CollectiveRun> all_slice_on(Mesh& m, const AdvanceFn& advance, PerChip in, PerChip out,
+                                   int dim, int cluster_axis);
+Status full_to_shard_on(Mesh& m, std::span<const float> host, std::span<const int64_t> full_shape,
+                        const MeshShardSpec& spec, PerChip out);
+Status shard_to_full_on(Mesh& m, PerChip in, const MeshShardSpec& spec,
+                        std::span<const int64_t> full_shape, std::span<float> host);
 
 }  // namespace meshplan::device::mesh_detail

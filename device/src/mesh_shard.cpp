@@ -178,53 +178,55 @@ Result<std::vector<int64_t>> mesh_shard_local_shape(int rows, int cols,
   return local;
 }
 
-Status EmulatedMesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
-                                   const MeshShardSpec& spec, PerChip out) {
+Status mesh_detail::full_to_shard_on(Mesh& m, std::span<const float> host,
+                                     std::span<const int64_t> full_shape, const MeshShardSpec& spec,
+                                     PerChip out) {
   std::string label = label_of("FullToShard", spec);
-  MESHPLAN_TRY(check_count(*this, out, "output", label));
-  auto local = mesh_shard_local_shape(desc_, full_shape, spec);
+  MESHPLAN_TRY(check_count(m, out, "output", label));
+  auto local = mesh_shard_local_shape(m.descriptor(), full_shape, spec);
   if (!local) return std::unexpected(with_context(local.error(), "FullToShard"));
-  MESHPLAN_TRY(check_shapes(*this, out, *local, "output", label));
+  MESHPLAN_TRY(check_shapes(m, out, *local, "output", label));
   int64_t per_chip = volume(*local);
   if (spec.type == MeshShardType::identity) {
-    MESHPLAN_TRY(check_host(full_shape, host.size(), size(), label));
-    for (int i = 0; i < size(); ++i)
+    MESHPLAN_TRY(check_host(full_shape, host.size(), m.size(), label));
+    for (int i = 0; i < m.size(); ++i)
       MESHPLAN_TRY(write_chip(
-          *this, i, out[static_cast<size_t>(i)],
+          m, i, out[static_cast<size_t>(i)],
           host.subspan(static_cast<size_t>(i * per_chip), static_cast<size_t>(per_chip)), label));
     return {};
   }
   MESHPLAN_TRY(check_host(full_shape, host.size(), 1, label));
   if (spec.type == MeshShardType::replicate) {
-    for (int i = 0; i < size(); ++i)
-      MESHPLAN_TRY(write_chip(*this, i, out[static_cast<size_t>(i)], host, label));
+    for (int i = 0; i < m.size(); ++i)
+      MESHPLAN_TRY(write_chip(m, i, out[static_cast<size_t>(i)], host, label));
     return {};
   }
   std::vector<float> shard(static_cast<size_t>(per_chip));
   std::vector<int64_t> offset(full_shape.size());
-  for (int i = 0; i < size(); ++i) {
+  for (int i = 0; i < m.size(); ++i) {
     for (size_t d = 0; d < offset.size(); ++d)
-      offset[d] = piece_index(desc_, spec, desc_.coord(i), static_cast<int>(d)) * (*local)[d];
+      offset[d] = piece_index(m.descriptor(), spec, m.descriptor().coord(i), static_cast<int>(d)) *
+                  (*local)[d];
     copy_nd(const_cast<float*>(host.data()), full_shape, shard.data(), *local, offset, true);
-    MESHPLAN_TRY(write_chip(*this, i, out[static_cast<size_t>(i)], shard, label));
+    MESHPLAN_TRY(write_chip(m, i, out[static_cast<size_t>(i)], shard, label));
   }
   return {};
 }
 
-Status EmulatedMesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
-                                   std::span<const int64_t> full_shape, std::span<float> host) {
+Status mesh_detail::shard_to_full_on(Mesh& m, PerChip in, const MeshShardSpec& spec,
+                                     std::span<const int64_t> full_shape, std::span<float> host) {
   std::string label = label_of("ShardToFull", spec);
-  MESHPLAN_TRY(check_count(*this, in, "input", label));
-  auto local = mesh_shard_local_shape(desc_, full_shape, spec);
+  MESHPLAN_TRY(check_count(m, in, "input", label));
+  auto local = mesh_shard_local_shape(m.descriptor(), full_shape, spec);
   if (!local) return std::unexpected(with_context(local.error(), "ShardToFull"));
-  MESHPLAN_TRY(check_shapes(*this, in, *local, "input", label));
+  MESHPLAN_TRY(check_shapes(m, in, *local, "input", label));
   size_t per_chip = static_cast<size_t>(volume(*local));
   if (spec.type == MeshShardType::identity) {
-    MESHPLAN_TRY(check_host(full_shape, host.size(), size(), label));
+    MESHPLAN_TRY(check_host(full_shape, host.size(), m.size(), label));
     // Read everything first, so a failing chip leaves the host buffer untouched.
     std::vector<std::vector<float>> parts;
-    for (int i = 0; i < size(); ++i)
-      parts.push_back(MESHPLAN_TRY(read_chip(*this, i, in[static_cast<size_t>(i)], label)));
+    for (int i = 0; i < m.size(); ++i)
+      parts.push_back(MESHPLAN_TRY(read_chip(m, i, in[static_cast<size_t>(i)], label)));
     for (size_t i = 0; i < parts.size(); ++i)
       std::copy(parts[i].begin(), parts[i].end(),
                 host.begin() + static_cast<ptrdiff_t>(i * per_chip));
@@ -232,24 +234,35 @@ Status EmulatedMesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
   }
   MESHPLAN_TRY(check_host(full_shape, host.size(), 1, label));
   if (spec.type == MeshShardType::replicate) {
-    std::vector<float> v = MESHPLAN_TRY(read_chip(*this, 0, in[0], label));
+    std::vector<float> v = MESHPLAN_TRY(read_chip(m, 0, in[0], label));
     std::copy(v.begin(), v.end(), host.begin());
     return {};
   }
   std::vector<std::pair<int, std::vector<float>>> parts;
-  for (int i = 0; i < size(); ++i) {
-    MeshCoord c = desc_.coord(i);
+  for (int i = 0; i < m.size(); ++i) {
+    MeshCoord c = m.descriptor().coord(i);
     // Along an axis that splits nothing the chips hold copies: take coordinate 0's.
     if ((spec.shard_dims[0] < 0 && c.row != 0) || (spec.shard_dims[1] < 0 && c.col != 0)) continue;
-    parts.emplace_back(i, MESHPLAN_TRY(read_chip(*this, i, in[static_cast<size_t>(i)], label)));
+    parts.emplace_back(i, MESHPLAN_TRY(read_chip(m, i, in[static_cast<size_t>(i)], label)));
   }
   std::vector<int64_t> offset(full_shape.size());
   for (auto& [i, values] : parts) {
     for (size_t d = 0; d < offset.size(); ++d)
-      offset[d] = piece_index(desc_, spec, desc_.coord(i), static_cast<int>(d)) * (*local)[d];
+      offset[d] = piece_index(m.descriptor(), spec, m.descriptor().coord(i), static_cast<int>(d)) *
+                  (*local)[d];
     copy_nd(host.data(), full_shape, values.data(), *local, offset, false);
   }
   return {};
+}
+
+Status EmulatedMesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
+                                   const MeshShardSpec& spec, PerChip out) {
+  return full_to_shard_on(*this, host, full_shape, spec, out);
+}
+
+Status EmulatedMesh::shard_to_full(PerChip in, const MeshShardSpec& spec,
+                                   std::span<const int64_t> full_shape, std::span<float> host) {
+  return shard_to_full_on(*this, in, spec, full_shape, host);
 }
 
 }  // namespace meshplan::device

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "inspect_trace.hpp"
+#include "mesh_run_mpi.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
@@ -92,10 +93,12 @@ std::string inspect_mesh(const runtime::PlanRef& plan) {
   return out.str();
 }
 
-Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& desc,
-                          const MeshRunOptions& o) {
+namespace {
+
+Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& desc,
+                        const MeshRunOptions& o) {
   const device::ChipDesc& chip = desc.chip;
-  auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  auto mesh = MESHPLAN_TRY(make_run_mesh(desc, plan));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
   double bind_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_bind).count();
@@ -108,17 +111,21 @@ Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& 
     return 0;
   }
   std::vector<runtime::Tensor> inputs;
-  if (o.inputs.empty()) {
+  if (!is_root_rank()) {
+    // Under MPI rank 0 reads or makes the host inputs (share_inputs).
+  } else if (o.inputs.empty()) {
     inputs = runtime::random_inputs(plan, o.seed);
   } else {
     std::vector<std::string> names;
     for (size_t i = 0; i < exe->input_count(); ++i) names.emplace_back(exe->input_name(i));
     inputs = MESHPLAN_TRY(parse_inputs(plan.name(), o.inputs, names));
   }
-  auto views = runtime::views_of(inputs);
+  auto shared = MESHPLAN_TRY(share_inputs(inputs));
+  const std::vector<runtime::TensorView>& views = shared->views;
   auto t_run = Clock::now();
   runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));
   double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
+  report_rank(*mesh, run_ms);
   std::printf("plan '%.*s' (%s, %u ops) on mesh %s %dx%d of %s (%s, %u links)\n",
               static_cast<int>(plan.name().size()), plan.name().data(), plan.key().hex().c_str(),
               plan.plan().ops()->size(), desc.name.c_str(), desc.rows, desc.cols, chip.name.c_str(),
@@ -136,6 +143,7 @@ Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& 
     for (size_t i = 0; i < result.outputs.size(); ++i)
       std::printf("  %.*s = %s\n", static_cast<int>(exe->output_name(i).size()),
                   exe->output_name(i).data(), format_tensor(result.outputs[i]).c_str());
+  if (!is_root_rank()) return 0;  // Rank 0 writes the outputs and checks them.
   if (o.outputs.size() > result.outputs.size())
     return fail(ErrorCode::invalid_argument, o.outputs.size(), " --output given, the plan has ",
                 result.outputs.size(), " outputs");
@@ -165,6 +173,13 @@ Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& 
     return rep.ok ? 0 : 2;
   }
   return 0;
+}
+
+}  // namespace
+
+Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& desc,
+                          const MeshRunOptions& o) {
+  return finish_mpi(run_on_mesh(plan, desc, o));
 }
 
 }  // namespace meshplan::tools

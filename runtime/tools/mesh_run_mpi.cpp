@@ -1,0 +1,181 @@
+// meshplan-run under mpirun (see mesh_run_mpi.hpp).
+#include "mesh_run_mpi.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+
+#include "meshplan/runtime/check.hpp"
+
+#ifdef MESHPLAN_HAVE_MPI
+#include "meshplan/device/mpi_mesh.hpp"
+#endif
+
+namespace meshplan::tools {
+
+#ifdef MESHPLAN_HAVE_MPI
+namespace {
+
+bool g_mpi = false;  ///< MPI was initialised by make_run_mesh.
+int g_rank = 0;
+
+/// Seconds a rank waits for another before it gives up (MESHPLAN_MPI_TIMEOUT, default 300: a
+/// peer may legitimately spend minutes emulating a full-size op before the next collective).
+double timeout_s() {
+  const char* t = std::getenv("MESHPLAN_MPI_TIMEOUT");
+  double v = t ? std::atof(t) : 0.0;
+  return v > 0 ? v : 300.0;
+}
+
+/// Started by an MPI launcher (Open MPI, or a PMI-based one).
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+Status bcast(void* data, int count, MPI_Datatype type, const std::string& what) {
+  MPI_Request r;
+  MESHPLAN_TRY(device::mpi_check(MPI_Ibcast(data, count, type, 0, MPI_COMM_WORLD, &r), what));
+  return device::mpi_wait(r, timeout_s(), what);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
+                                                    const runtime::PlanRef& plan) {
+  if (!launched_by_mpi()) return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    return fail(ErrorCode::io, "MPI_Init failed");
+  g_mpi = true;
+  std::atexit([] { MPI_Finalize(); });
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // Every rank must run the same plan: compare the keys before anything runs.
+  Hash128 key = plan.key();
+  uint64_t mine[2] = {key.lo, key.hi};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(ranks));
+  std::string what = str("rank ", g_rank, ": comparing plan keys");
+  MPI_Request r;
+  MESHPLAN_TRY(device::mpi_check(
+      MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &r),
+      what));
+  MESHPLAN_TRY(device::mpi_wait(r, timeout_s(), what));
+  for (int k = 0; k < ranks; ++k) {
+    Hash128 theirs{all[2 * static_cast<size_t>(k)], all[2 * static_cast<size_t>(k) + 1]};
+    if (theirs != key)
+      return fail(ErrorCode::incompatible, "plan '", plan.name(), "': rank ", g_rank, " has key ",
+                  key.hex(), ", rank ", k, " has key ", theirs.hex(),
+                  " (every rank must map the same plan cache)");
+  }
+  auto mesh = MESHPLAN_TRY(device::MpiMesh::create(desc, MPI_COMM_WORLD, timeout_s()));
+  if (g_rank != 0 && !std::freopen("/dev/null", "w", stdout))
+    return fail(ErrorCode::io, "rank ", g_rank, ": cannot silence stdout");
+  return std::unique_ptr<device::Mesh>(std::move(mesh));
+}
+
+bool is_root_rank() {
+  return g_rank == 0;
+}
+
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs) {
+  auto r = std::make_unique<RankInputs>();
+  if (!g_mpi) {
+    r->views = runtime::views_of(inputs);
+    return r;
+  }
+  std::string what = str("rank ", g_rank, ": receiving the host input shapes from rank 0");
+  uint64_t count = inputs.size();
+  MESHPLAN_TRY(bcast(&count, 1, MPI_UINT64_T, what));
+  r->shapes_.resize(static_cast<size_t>(count));
+  for (size_t i = 0; i < r->shapes_.size(); ++i) {
+    std::vector<int64_t>& shape = r->shapes_[i];
+    if (g_rank == 0) shape = inputs[i].shape;
+    uint64_t rank = shape.size();
+    MESHPLAN_TRY(bcast(&rank, 1, MPI_UINT64_T, what));
+    shape.resize(static_cast<size_t>(rank));
+    MESHPLAN_TRY(bcast(shape.data(), static_cast<int>(rank), MPI_INT64_T, what));
+  }
+  if (g_rank == 0) {
+    r->views = runtime::views_of(inputs);
+    return r;
+  }
+  size_t total = 0;
+  for (const auto& shape : r->shapes_) total += static_cast<size_t>(device::volume(shape));
+  r->bytes_ = std::max<size_t>(total * sizeof(float), 1);
+  r->zeros_ =
+      mmap(nullptr, r->bytes_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r->zeros_ == MAP_FAILED) {
+    r->zeros_ = nullptr;
+    return fail(ErrorCode::io, "rank ", g_rank, ": cannot map ", r->bytes_,
+                " bytes for the host input shapes");
+  }
+  const float* at = static_cast<const float*>(r->zeros_);
+  for (const auto& shape : r->shapes_) {
+    size_t n = static_cast<size_t>(device::volume(shape));
+    r->views.push_back({shape, std::span<const float>(at, n)});
+    at += n;
+  }
+  return r;
+}
+
+RankInputs::~RankInputs() {
+  if (zeros_) munmap(zeros_, bytes_);
+}
+
+void report_rank(device::Mesh& mesh, double run_ms) {
+  auto* m = dynamic_cast<device::MpiMesh*>(&mesh);
+  if (!m) return;
+  int first = -1, last = -1;
+  for (int i = 0; i < m->size(); ++i)
+    if (m->owns(i)) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  std::fprintf(stderr,
+               "rank %d of %d: chips %d-%d, emulated memory %.1f MiB, peak RSS %.1f MiB, run "
+               "%.1f ms\n",
+               m->rank(), m->ranks(), first, last,
+               static_cast<double>(m->resident_bytes()) / (1 << 20),
+               static_cast<double>(u.ru_maxrss) / 1024.0, run_ms);
+}
+
+Result<int> finish_mpi(Result<int> code) {
+  if (!g_mpi || code) return code;
+  std::fprintf(stderr, "meshplan-run: rank %d: error: %s\n", g_rank,
+               code.error().to_string().c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return code;
+}
+
+#else  // !MESHPLAN_HAVE_MPI
+
+Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
+                                                    const runtime::PlanRef&) {
+  return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+}
+bool is_root_rank() {
+  return true;
+}
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs) {
+  auto r = std::make_unique<RankInputs>();
+  r->views = runtime::views_of(inputs);
+  return r;
+}
+RankInputs::~RankInputs() = default;
+void report_rank(device::Mesh&, double) {}
+Result<int> finish_mpi(Result<int> code) {
+  return code;
+}
+
+#endif
+
+}  // namespace meshplan::tools

@@ -1,0 +1,46 @@
+// meshplan-run under mpirun: the mesh plan runs SPMD on an MpiMesh (one block of chips per rank).
+// Without MPI support built in, or outside mpirun, these fall back to the in-process EmulatedMesh.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "meshplan/device/mesh.hpp"
+#include "meshplan/runtime/plan.hpp"
+#include "meshplan/runtime/tensor.hpp"
+
+namespace meshplan::tools {
+
+/// The mesh to run `plan` on: under mpirun (built with MPI), initialises MPI, checks that every
+/// rank bound the same plan (same key) and returns an MpiMesh over MPI_COMM_WORLD; ranks other
+/// than 0 then print nothing to stdout. Otherwise an EmulatedMesh.
+Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
+                                                    const runtime::PlanRef& plan);
+/// Whether this process prints results, writes files and checks (rank 0, or no MPI).
+bool is_root_rank();
+/// The host inputs a rank passes to the run. Under MPI, ranks other than 0 get rank 0's shapes
+/// over untouched zero pages (MpiMesh::full_to_shard reads only rank 0's values, so these cost
+/// no memory); otherwise views of `inputs`.
+class RankInputs {
+ public:
+  RankInputs() = default;
+  RankInputs(const RankInputs&) = delete;
+  RankInputs& operator=(const RankInputs&) = delete;
+  ~RankInputs();
+  std::vector<runtime::TensorView> views;
+
+ private:
+  friend Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>&);
+  std::vector<std::vector<int64_t>> shapes_;
+  void* zeros_ = nullptr;
+  size_t bytes_ = 0;
+};
+Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>& inputs);
+/// Under MPI, each rank prints its chips, the emulated memory it backs and its peak RSS to stderr
+/// (after a run of `run_ms` host milliseconds).
+void report_rank(device::Mesh& mesh, double run_ms);
+/// Under MPI, an error ends the whole job (MPI_Abort) after printing it with the rank: the other
+/// ranks would otherwise wait for this one. Returns `code` when there is no MPI job.
+Result<int> finish_mpi(Result<int> code);
+
+}  // namespace meshplan::tools
