@@ -171,7 +171,7 @@ Status run_conv(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, ui
             ++count;
             std::array<int64_t, 4> xi = g.input_index(n, iy, ix, oc);
             if (kind == OpKind::max_pool2d)
-              acc = std::max(acc, in[0].at(xi.data()));
+              acc = scalar::maximum{}(acc, in[0].at(xi.data()));  // NaN propagates.
             else
               acc += in[0].at(xi.data());
           }

@@ -8,6 +8,7 @@
 
 #include "kernel_blocks.hpp"
 #include "op_semantics_ext.hpp"
+#include "scalar_ops.hpp"
 
 namespace meshplan::device {
 
@@ -45,9 +46,11 @@ Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
             rem /= in.shape[reduced[k]];
           }
           float v = in.at(idx);
-          best = std::max(best, v);
+          // max / min propagate NaN (StableHLO's maximum / minimum).
+          best = scalar::maximum{}(best, v);
           sum += v;
-          least = std::min(least, double(v));
+          least =
+              std::isnan(v) || std::isnan(least) ? double(v) + least : std::min(least, double(v));
           prod *= v;
         }
         if (is_min) return static_cast<float>(least);

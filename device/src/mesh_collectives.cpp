@@ -8,6 +8,7 @@
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/timing.hpp"
+#include "scalar_ops.hpp"
 
 namespace meshplan::device {
 
@@ -72,11 +73,11 @@ void reduce_into(ReduceOp op, std::vector<float>& acc, const std::vector<float>&
       case ReduceOp::sum:
         acc[k] += x[k];
         break;
-      case ReduceOp::max:
-        acc[k] = std::max(acc[k], x[k]);
+      case ReduceOp::max:  // max / min propagate NaN (StableHLO's maximum / minimum).
+        acc[k] = scalar::maximum{}(acc[k], x[k]);
         break;
       case ReduceOp::min:
-        acc[k] = std::min(acc[k], x[k]);
+        acc[k] = scalar::minimum{}(acc[k], x[k]);
         break;
     }
   }

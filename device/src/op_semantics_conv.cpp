@@ -1,6 +1,7 @@
 // Shape rules and host references of the window families (conv, pool): conv2d and the pools,
 // in the NHWC and the flattened form (WindowGeom), accumulated in double.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "op_semantics_ext.hpp"
@@ -35,7 +36,8 @@ Status windowed(OpKind kind, std::span<const HostView> in, const OpConfig& c,
                 for (int64_t ci = 0; ci < g.cin_per_group; ++ci)
                   acc += double(px[grp * g.cin_per_group + ci]) * pw[g.weight.index(o, ky, kx, ci)];
               } else if (kind == OpKind::max_pool2d) {
-                acc = std::max<double>(acc, px[o]);
+                acc = std::isnan(acc) || std::isnan(px[o]) ? acc + px[o]  // NaN propagates.
+                                                           : std::max<double>(acc, px[o]);
               } else {
                 acc += px[o];
               }

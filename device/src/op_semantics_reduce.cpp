@@ -65,7 +65,7 @@ Status reference_reduce(OpKind kind, std::span<const HostView> in, const OpConfi
     case OpFamily::reduction: {
       auto mask = MESHPLAN_TRY(reduce_mask(c, in[0].shape.size()));
       if (kind == OpKind::reduce_min || kind == OpKind::reduce_prod) {
-        // Plain loops: min in f32 (NaN-free inputs give the exact minimum), product in double.
+        // Plain loops: min (exact; NaN propagates), product in double.
         bool is_min = kind == OpKind::reduce_min;
         std::vector<double> acc(out.size(), is_min ? std::numeric_limits<double>::infinity() : 1.0);
         for (int64_t i = 0; i < volume(in[0].shape); ++i) {
@@ -74,7 +74,9 @@ Status reference_reduce(OpKind kind, std::span<const HostView> in, const OpConfi
           for (size_t d = 0; d < in[0].shape.size(); ++d)
             if (!mask[d]) o = o * in[0].shape[d] + idx[d];
           double v = in[0].data[i];
-          acc[o] = is_min ? std::min(acc[o], v) : acc[o] * v;
+          acc[o] = !is_min                               ? acc[o] * v
+                   : std::isnan(v) || std::isnan(acc[o]) ? v + acc[o]  // min propagates NaN.
+                                                         : std::min(acc[o], v);
         }
         for (size_t o = 0; o < out.size(); ++o) out[o] = static_cast<float>(acc[o]);
         return {};
@@ -90,8 +92,10 @@ Status reference_reduce(OpKind kind, std::span<const HostView> in, const OpConfi
         int64_t o = 0;
         for (size_t d = 0; d < in[0].shape.size(); ++d)
           if (!mask[d]) o = o * in[0].shape[d] + idx[d];
-        if (is_max)
-          out[o] = std::max(out[o], in[0].data[i]);
+        if (is_max)  // NaN propagates, as StableHLO's maximum.
+          out[o] = std::isnan(out[o]) || std::isnan(in[0].data[i])
+                       ? out[o] + in[0].data[i]
+                       : std::max(out[o], in[0].data[i]);
         else
           acc[o] += in[0].data[i];
       }

@@ -278,6 +278,40 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
     b.r.results = {out};
     return b.r;
   }
+  if (n == "reduce_window" || n == "select_and_scatter") {
+    // As Shardy's rule: a dim the window does not touch (size 1, stride 1, no padding or
+    // dilation) is one factor of operand, source and result; a windowed dim has its own factor
+    // per tensor, each needing replication. The init scalar has no dims.
+    const auto& in_shape = shape_of(m, op.operands[0]);
+    auto entry = [&](const char* name, size_t d, int64_t dflt) -> int64_t {
+      const Attr* a = op.prop(name) ? op.prop(name) : op.attr(name);
+      if (!a) return dflt;
+      if (std::string_view(name) == "padding") {
+        if (a->values.size() == 1) return static_cast<int64_t>(a->values[0]);
+        return 2 * d + 1 < a->values.size()
+                   ? static_cast<int64_t>(a->values[2 * d] != 0 || a->values[2 * d + 1] != 0)
+                   : 1;
+      }
+      return d < a->ints.size() ? a->ints[d] : -1;
+    };
+    const size_t tensors = n == "reduce_window" ? 1 : 2;  // operand (and source), no init.
+    std::vector<std::vector<std::vector<int>>> dims(tensors + 1);
+    for (size_t d = 0; d < in_shape.size(); ++d) {
+      bool plain = entry("window_dimensions", d, -1) == 1 && entry("window_strides", d, 1) == 1 &&
+                   entry("base_dilations", d, 1) == 1 && entry("window_dilations", d, 1) == 1 &&
+                   entry("padding", d, 0) == 0;
+      int shared = plain ? b.factor(in_shape[d]) : -1;
+      for (size_t t = 0; t <= tensors; ++t) {
+        ValueId v = t < tensors ? op.operands[t] : op.results[0];
+        const auto& sh = shape_of(m, v);
+        dims[t].push_back({plain ? shared : b.factor(d < sh.size() ? sh[d] : 1, true)});
+      }
+    }
+    for (size_t t = 0; t < tensors; ++t) b.r.operands.push_back(dims[t]);
+    b.r.operands.push_back({});  // init
+    b.r.results.push_back(dims[tensors]);
+    return b.r;
+  }
   // jnp.argmax's two-input reduce and edge padding: replicated (no factor is shared).
   if ((n == "reduce" && op.operands.size() > 2) || n == "pad") return opaque(m, op, true);
   if (n == "reduce") {
@@ -318,9 +352,8 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": convolution without dim_numbers");
     const Attr* groups = op.attr("feature_group_count");
     const Attr* bgroups = op.attr("batch_group_count");
-    if ((groups && groups->i != 1) || (bgroups && bgroups->i != 1))
-      return fail(ErrorCode::unimplemented, op.loc.str(),
-                  ": grouped convolution has no sharding rule yet");
+    // Grouped (feature or batch groups): every dim replicated, with the reshards that needs.
+    if ((groups && groups->i != 1) || (bgroups && bgroups->i != 1)) return opaque(m, op, true);
     std::vector<std::vector<std::string>> parts(3);
     size_t k = 0;
     std::string cur;

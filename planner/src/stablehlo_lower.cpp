@@ -450,6 +450,8 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.dot_general") return lowering::lower_dot_general(l, op);
   if (n == "stablehlo.reduce") return lowering::lower_reduce(l, op);
   if (n == "stablehlo.convolution") return lowering::lower_convolution(l, op);
+  if (n == "stablehlo.reduce_window") return lowering::lower_reduce_window(l, op);
+  if (n == "stablehlo.select_and_scatter") return lowering::lower_select_and_scatter(l, op);
   if (n == "stablehlo.custom_call") return lowering::lower_custom_call(l, op);
   if (n == "stablehlo.all_gather" || n == "stablehlo.all_reduce" ||
       n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" ||
@@ -475,7 +477,8 @@ Status lower_op(Lowering& l, const Op& op) {
       str(n,
           " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
           "broadcast_in_dim, reshape, transpose, concatenate, slice, pad (edge), dot/dot_general, "
-          "reduce (add/max/min/mul, argmax/argmin), convolution, compare/select/clamp, "
+          "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
+          "convolution, compare/select/clamp, "
           "optimization_barrier, the collectives and @meshplan.* custom calls)"));
 }
 

@@ -83,9 +83,17 @@ struct ConvSpec {
   std::vector<int64_t> in_perm, w_perm, out_perm;
   std::vector<int64_t> stride = {1, 1}, pad = {0, 0, 0, 0}, dilation = {1, 1};
   int64_t groups = 1;
+  std::vector<int64_t> lhs_dilation = {1, 1};  ///< Only with allow_lhs_dilation.
+  int64_t batch_groups = 1;                    ///< Only with allow_batch_groups.
 };
-/// Errors (unimplemented, at op's location) for forms conv2d cannot express.
-Result<ConvSpec> conv_spec(const Op& op);
+/// Errors (unimplemented, at op's location) for forms conv2d cannot express; lhs dilation
+/// (transposed convolution) and batch_group_count > 1 only when the caller handles them.
+Result<ConvSpec> conv_spec(const Op& op, bool allow_lhs_dilation = false,
+                           bool allow_batch_groups = false);
+/// Interior padding of dim `d` of `x` (shape `shape`, updated): f - 1 copies of `fill`
+/// between neighbours, n -> (n - 1) f + 1 (stablehlo_lower_window.cpp).
+Result<GValue> interior_pad(Lowering& l, GValue x, std::vector<int64_t>& shape, size_t d, int64_t f,
+                            float fill);
 
 // Op lowerings (stablehlo_lower_ops.cpp). Each lowers one module op, binding its results.
 Status lower_dot_general(Lowering& l, const Op& op);
@@ -93,6 +101,9 @@ Status lower_reduce(Lowering& l, const Op& op);
 /// jnp.argmax / argmin's variadic reduce (stablehlo_lower_argreduce.cpp).
 Status lower_arg_reduce(Lowering& l, const Op& op);
 Status lower_convolution(Lowering& l, const Op& op);
+/// reduce_window and select_and_scatter (stablehlo_lower_window.cpp).
+Status lower_reduce_window(Lowering& l, const Op& op);
+Status lower_select_and_scatter(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
 // Masks and bounds (stablehlo_lower_select.cpp).
 /// Folds a compare of two folded values; otherwise does nothing: use() lowers the compare

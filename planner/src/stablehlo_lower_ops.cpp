@@ -3,10 +3,12 @@
 // conv2d, and stablehlo.custom_call @meshplan.* -> the meshplan op of that name with its
 // attributes.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan_custom_call.hpp"
@@ -263,7 +265,7 @@ int64_t position(const std::vector<std::string>& layout, std::string_view tok) {
 
 }  // namespace
 
-Result<ConvSpec> conv_spec(const Op& op) {
+Result<ConvSpec> conv_spec(const Op& op, bool allow_lhs_dilation, bool allow_batch_groups) {
   auto bad = [&](std::string_view what) {
     return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", what);
   };
@@ -274,7 +276,8 @@ Result<ConvSpec> conv_spec(const Op& op) {
     return bad("stablehlo.convolution without readable dim_numbers");
   const auto& [lin, ker, lout] = *layout;
   if (lin.size() != 4 || ker.size() != 4 || lout.size() != 4)
-    return bad("stablehlo.convolution that is not 2-D (conv2d only)");
+    return bad(
+        "stablehlo.convolution that is not 1-D, 2-D or 3-D (4-D and more are not supported)");
   ConvSpec c;
   c.in_perm = {position(lin, "b"), position(lin, "0"), position(lin, "1"), position(lin, "f")};
   c.w_perm = {position(ker, "o"), position(ker, "0"), position(ker, "1"), position(ker, "i")};
@@ -300,36 +303,294 @@ Result<ConvSpec> conv_spec(const Op& op) {
   }
   if (c.stride.size() != 2 || c.pad.size() != 4 || c.dilation.size() != 2 || lhs_dil.size() != 2)
     return bad("stablehlo.convolution window that is not 2-D");
-  if (lhs_dil != std::vector<int64_t>{1, 1})
+  if (lhs_dil != std::vector<int64_t>{1, 1} && !allow_lhs_dilation)
     return bad("stablehlo.convolution with lhs_dilate (a transposed convolution)");
+  if (std::any_of(lhs_dil.begin(), lhs_dil.end(), [](int64_t x) { return x < 1; }))
+    return bad("stablehlo.convolution with lhs_dilate < 1");
+  c.lhs_dilation = lhs_dil;
   if (std::any_of(reverse.begin(), reverse.end(), [](int64_t x) { return x != 0; }))
     return bad("stablehlo.convolution with a reversed window");
   if (std::any_of(c.pad.begin(), c.pad.end(), [](int64_t x) { return x < 0; }))
     return bad("stablehlo.convolution with negative padding");
   if (const Attr* a = any_attr(op, "feature_group_count")) c.groups = a->i;
-  if (const Attr* a = any_attr(op, "batch_group_count"); a && a->i != 1)
-    return bad("stablehlo.convolution with batch_group_count > 1");
+  if (const Attr* a = any_attr(op, "batch_group_count"); a && a->i != 1) {
+    if (!allow_batch_groups || a->i < 1)
+      return bad("stablehlo.convolution with batch_group_count > 1");
+    c.batch_groups = a->i;
+  }
   if (c.groups < 1) return bad("stablehlo.convolution with feature_group_count < 1");
+  if (c.groups != 1 && c.batch_groups != 1)
+    return bad("stablehlo.convolution with both feature_group_count and batch_group_count > 1");
   return c;
 }
 
-Status lower_convolution(Lowering& l, const Op& op) {
-  ConvSpec c = MESHPLAN_TRY(conv_spec(op));
-  if (l.type(op.operands[0]).shape.size() != 4 || l.type(op.operands[1]).shape.size() != 4 ||
-      l.type(op.results[0]).shape.size() != 4)
+namespace {
+
+/// A 1-D convolution as the 2-D one with a unit spatial dim `1` right after `0` in every
+/// list (whose position in input, kernel and output `unit` gives) and the window extended by
+/// stride 1, no padding, no dilation. nullopt when the convolution is not 1-D.
+std::optional<Op> lift_conv_1d(const Op& op, std::array<size_t, 3>& unit) {
+  const Attr* dn = op.prop("dim_numbers");
+  if (!dn) dn = any_attr(op, "dimension_numbers");
+  auto layout = dn ? conv_layout(dn->text) : std::nullopt;
+  if (!layout) return std::nullopt;
+  for (const auto& list : *layout)
+    if (list.size() != 3) return std::nullopt;
+  std::string text;
+  for (size_t k = 0; k < 3; ++k) {
+    text += k == 0 ? "[" : k == 1 ? "]x[" : "]->[";
+    for (size_t i = 0; i < 3; ++i) {
+      const std::string& t = (*layout)[k][i];
+      text += (i ? ", " : "") + t;
+      if (t == "0") {
+        text += ", 1";
+        unit[k] = i + 1;
+      }
+    }
+  }
+  text += "]";
+  Op lifted = op;
+  Attr d;
+  d.kind = Attr::Kind::opaque;
+  d.text = text;
+  lifted.set_prop("dim_numbers", d);
+  auto join = [](const std::vector<int64_t>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  };
+  if (const Attr* w = op.prop("window")) {
+    std::string t;
+    auto field = [&](const char* key, int64_t extra) {
+      if (auto v = window_field(w->text, key)) {
+        v->push_back(extra);
+        t += (t.empty() ? "" : ", ") + std::string(key) + " = [" + join(*v) + "]";
+      }
+    };
+    field("stride", 1);
+    field("lhs_dilate", 1);
+    field("rhs_dilate", 1);
+    field("reverse", 0);
+    if (auto v = window_field(w->text, "pad"); v && v->size() == 2)
+      t += (t.empty() ? "" : ", ") + std::string("pad = [[") + join(*v) + "], [0, 0]]";
+    Attr nw;
+    nw.kind = Attr::Kind::opaque;
+    nw.text = "{" + t + "}";
+    lifted.set_prop("window", nw);
+  } else {
+    for (const char* k : {"window_strides", "rhs_dilation", "lhs_dilation"})
+      if (const Attr* a = any_attr(op, k)) {
+        std::vector<int64_t> v = a->ints;
+        v.push_back(1);
+        lifted.set_prop(k, Attr::ints_array(v));
+      }
+    if (const Attr* a = any_attr(op, "padding")) {
+      Attr p = *a;
+      p.values.push_back(0);
+      p.values.push_back(0);
+      lifted.set_prop("padding", p);
+    }
+  }
+  return lifted;
+}
+
+}  // namespace
+
+namespace {
+
+/// A 3-D convolution as a sum over the kernel's depth taps of 2-D convolutions: tap kd takes
+/// the input depth slices od * stride + kd * dilation (zero-padded, lhs-dilated) as a batch of
+/// N * OD images and the kernel's kd-th [KH, KW] window; the KD results are added.
+Status lower_convolution_3d(Lowering& l, const Op& op,
+                            const std::array<std::vector<std::string>, 3>& layout) {
+  auto bad = [&](std::string_view what) {
+    return l.unimplemented(op, str("stablehlo.convolution (3-D) ", what));
+  };
+  const auto& [lin, ker, lout] = layout;
+  std::vector<int64_t> in_perm, w_perm, out_perm;
+  for (const char* t : {"b", "0", "1", "2", "f"}) in_perm.push_back(position(lin, t));
+  for (const char* t : {"o", "0", "1", "2", "i"}) w_perm.push_back(position(ker, t));
+  for (const std::string& t : lout) out_perm.push_back(position({"b", "0", "1", "2", "f"}, t));
+  for (auto* p : {&in_perm, &w_perm, &out_perm})
+    if (contains(*p, -1)) return bad("with unreadable dim_numbers");
+  std::vector<int64_t> stride = {1, 1, 1}, pad = {0, 0, 0, 0, 0, 0}, dil = {1, 1, 1},
+                       lhs = {1, 1, 1}, reverse;
+  if (const Attr* w = op.prop("window")) {
+    if (auto v = window_field(w->text, "stride")) stride = *v;
+    if (auto v = window_field(w->text, "pad")) pad = *v;
+    if (auto v = window_field(w->text, "rhs_dilate")) dil = *v;
+    if (auto v = window_field(w->text, "lhs_dilate")) lhs = *v;
+    if (auto v = window_field(w->text, "reverse")) reverse = *v;
+  } else {
+    if (const Attr* a = any_attr(op, "window_strides")) stride = a->ints;
+    if (const Attr* a = any_attr(op, "rhs_dilation")) dil = a->ints;
+    if (const Attr* a = any_attr(op, "lhs_dilation")) lhs = a->ints;
+    if (const Attr* a = any_attr(op, "padding")) {
+      pad.clear();
+      for (double x : a->values) pad.push_back(static_cast<int64_t>(x));
+    }
+  }
+  if (stride.size() != 3 || pad.size() != 6 || dil.size() != 3 || lhs.size() != 3)
+    return bad("whose window is not 3-D");
+  if (std::any_of(reverse.begin(), reverse.end(), [](int64_t x) { return x != 0; }))
+    return bad("with a reversed window");
+  for (int64_t v : pad)
+    if (v < 0) return bad("with negative padding");
+  for (const auto* v : {&stride, &dil, &lhs})
+    for (int64_t x : *v)
+      if (x < 1) return bad("with a stride or dilation < 1");
+  int64_t groups = 1;
+  if (const Attr* a = any_attr(op, "feature_group_count")) groups = a->i;
+  if (const Attr* a = any_attr(op, "batch_group_count"); a && a->i != 1)
+    return bad("with batch_group_count > 1");
+  if (groups < 1) return bad("with feature_group_count < 1");
+  const std::vector<int64_t>& out = l.type(op.results[0]).shape;
+  if (device::volume(out) == 0) return bad("with an empty result");
+  DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
+  GValue x = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[0], op)), in_perm));
+  GValue w = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[1], op)), w_perm));
+  std::vector<int64_t> xs = l.graph().values[x].shape;
+  const std::vector<int64_t> ws = l.graph().values[w].shape;
+  for (size_t d = 0; d < 3; ++d) x = MESHPLAN_TRY(interior_pad(l, x, xs, d + 1, lhs[d], 0.0f));
+  // Depth padding: zero blocks before and after (H and W padding is conv2d's).
+  if (pad[0] > 0 || pad[1] > 0) {
+    std::vector<GValue> parts;
+    for (int64_t width : {pad[0], int64_t{-1}, pad[1]}) {
+      if (width == 0) continue;
+      if (width < 0) {
+        parts.push_back(x);
+        continue;
+      }
+      Folded z;
+      z.shape = xs;
+      z.shape[1] = width;
+      z.data.assign(static_cast<size_t>(device::volume(z.shape)), 0.0f);
+      parts.push_back(MESHPLAN_TRY(l.constant(z, l.graph().values[x].dtype)));
+    }
+    xs[1] += pad[0] + pad[1];
+    x = MESHPLAN_TRY(
+        l.emit(OpKind::concat, parts, {{"axis", int64_t{1}}}, xs, l.graph().values[x].dtype));
+  }
+  std::vector<int64_t> o5(5);
+  for (size_t d = 0; d < 5; ++d) o5[static_cast<size_t>(out_perm[d])] = out[d];
+  const int64_t n = xs[0], od = o5[1];
+  if (od < 1 || (od - 1) * stride[0] + (ws[1] - 1) * dil[0] + 1 > xs[1])
     return fail(ErrorCode::invalid_argument, op.loc.str(),
-                ": stablehlo.convolution: 2-D dim_numbers on operands that are not rank 4");
-  GValue x = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[0], op)), c.in_perm));
-  GValue w = MESHPLAN_TRY(l.permute(MESHPLAN_TRY(l.use(op.operands[1], op)), c.w_perm));
-  const auto& out = l.type(op.results[0]).shape;
+                ": stablehlo.convolution: the result's depth ", od,
+                " does not fit the padded input's ", xs[1]);
+  std::vector<Attribute> attrs = {{"stride", std::vector<int64_t>{stride[1], stride[2]}},
+                                  {"padding", std::vector<int64_t>{pad[2], pad[3], pad[4], pad[5]}},
+                                  {"dilation", std::vector<int64_t>{dil[1], dil[2]}}};
+  if (groups != 1) attrs.push_back({"groups", groups});
+  const std::vector<int64_t> img = {n * od, xs[2], xs[3], xs[4]};
+  const std::vector<int64_t> r2 = {n * od, o5[2], o5[3], o5[4]};
+  GValue acc = kNone;
+  for (int64_t kd = 0; kd < ws[1]; ++kd) {
+    std::vector<int64_t> begin = {0, kd * dil[0], 0, 0, 0}, end = xs,
+                         steps = {1, stride[0], 1, 1, 1}, sl = xs;
+    end[1] = begin[1] + (od - 1) * stride[0] + 1;
+    sl[1] = od;
+    GValue xk = MESHPLAN_TRY(l.emit(OpKind::slice, {x},
+                                    {{"begins", begin}, {"ends", end}, {"steps", steps}}, sl,
+                                    l.graph().values[x].dtype));
+    xk = MESHPLAN_TRY(l.reshape(xk, img));
+    std::vector<int64_t> wb = {0, kd, 0, 0, 0}, we = ws, wsl = ws;
+    we[1] = kd + 1;
+    wsl[1] = 1;
+    GValue wk = MESHPLAN_TRY(
+        l.emit(OpKind::slice, {w},
+               {{"begins", wb}, {"ends", we}, {"steps", std::vector<int64_t>{1, 1, 1, 1, 1}}}, wsl,
+               l.graph().values[w].dtype));
+    wk = MESHPLAN_TRY(l.reshape(wk, {ws[0], ws[2], ws[3], ws[4]}));
+    GValue r = MESHPLAN_TRY(l.emit(OpKind::conv2d, {xk, wk}, attrs, r2, dt));
+    acc = acc == kNone ? r : MESHPLAN_TRY(l.emit(OpKind::add, {acc, r}, {}, r2, dt));
+  }
+  acc = MESHPLAN_TRY(l.reshape(acc, o5));
+  l.bind(op.results[0], MESHPLAN_TRY(l.permute(acc, out_perm)));
+  return {};
+}
+
+}  // namespace
+
+Status lower_convolution(Lowering& l, const Op& op) {
+  {
+    const Attr* dn = op.prop("dim_numbers");
+    if (!dn) dn = any_attr(op, "dimension_numbers");
+    auto layout = dn ? conv_layout(dn->text) : std::nullopt;
+    if (layout && (*layout)[0].size() == 5 && (*layout)[1].size() == 5 &&
+        (*layout)[2].size() == 5 && l.type(op.operands[0]).shape.size() == 5)
+      return lower_convolution_3d(l, op, *layout);
+  }
+  // 1-D: the 2-D convolution over a unit second spatial dim (reshapes only, exact).
+  std::array<size_t, 3> unit{};
+  std::optional<Op> lifted = lift_conv_1d(op, unit);
+  ConvSpec c = MESHPLAN_TRY(conv_spec(lifted ? *lifted : op, true, true));
+  std::vector<int64_t> xs = l.type(op.operands[0]).shape, ws = l.type(op.operands[1]).shape;
+  std::vector<int64_t> out = l.type(op.results[0]).shape;
+  if (lifted && xs.size() == 3 && ws.size() == 3 && out.size() == 3) {
+    xs.insert(xs.begin() + static_cast<std::ptrdiff_t>(unit[0]), 1);
+    ws.insert(ws.begin() + static_cast<std::ptrdiff_t>(unit[1]), 1);
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(unit[2]), 1);
+  }
+  if (xs.size() != 4 || ws.size() != 4 || out.size() != 4)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.convolution: dim_numbers do not match the operand ranks");
+  if (device::volume(xs) == 0 || device::volume(ws) == 0 || device::volume(out) == 0)
+    return l.unimplemented(op,
+                           "stablehlo.convolution with an empty operand or result (zero-size "
+                           "tensors are not supported)");
+  DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
+  GValue x = MESHPLAN_TRY(l.reshape(MESHPLAN_TRY(l.use(op.operands[0], op)), xs));
+  GValue w = MESHPLAN_TRY(l.reshape(MESHPLAN_TRY(l.use(op.operands[1], op)), ws));
+  x = MESHPLAN_TRY(l.permute(x, c.in_perm));
+  w = MESHPLAN_TRY(l.permute(w, c.w_perm));
+  // lhs dilation (transposed convolution): zeros between the input's pixels, then a plain
+  // convolution (the spec's definition: the input interior-padded with 0).
+  std::vector<int64_t> x_nhwc = l.graph().values[x].shape;
+  for (size_t d = 0; d < 2; ++d)
+    x = MESHPLAN_TRY(interior_pad(l, x, x_nhwc, d + 1, c.lhs_dilation[d], 0.0f));
   std::vector<int64_t> nhwc(4);
   for (size_t d = 0; d < 4; ++d) nhwc[static_cast<size_t>(c.out_perm[d])] = out[d];
-  DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
   std::vector<Attribute> attrs = {
       {"stride", c.stride}, {"padding", c.pad}, {"dilation", c.dilation}};
   if (c.groups != 1) attrs.push_back({"groups", c.groups});
-  GValue r = MESHPLAN_TRY(l.emit(OpKind::conv2d, {x, w}, attrs, nhwc, dt));
-  l.bind(op.results[0], MESHPLAN_TRY(l.permute(r, c.out_perm)));
+  GValue r;
+  if (c.batch_groups == 1) {
+    r = MESHPLAN_TRY(l.emit(OpKind::conv2d, {x, w}, attrs, nhwc, dt));
+  } else {
+    // batch_group_count G (the spec): the batch and the kernel's output features split in G
+    // contiguous groups, group g convolved with group g, results joined along the features.
+    const int64_t g = c.batch_groups, n = x_nhwc[0], o = l.graph().values[w].shape[0];
+    if (n % g != 0 || o % g != 0 || nhwc[0] * g != n || g > device::kMaxOperands)
+      return l.unimplemented(
+          op, str("stablehlo.convolution with batch_group_count ", g, " (supported: up to ",
+                  device::kMaxOperands, " groups dividing the batch and the output features)"));
+    std::vector<GValue> parts;
+    for (int64_t k = 0; k < g; ++k) {
+      std::vector<int64_t> xb = {k * (n / g), 0, 0, 0}, xe = x_nhwc;
+      xe[0] = (k + 1) * (n / g);
+      std::vector<int64_t> xsh = x_nhwc;
+      xsh[0] = n / g;
+      GValue xk = MESHPLAN_TRY(
+          l.emit(OpKind::slice, {x},
+                 {{"begins", xb}, {"ends", xe}, {"steps", std::vector<int64_t>{1, 1, 1, 1}}}, xsh,
+                 l.graph().values[x].dtype));
+      std::vector<int64_t> wshape = l.graph().values[w].shape, wb = {k * (o / g), 0, 0, 0};
+      std::vector<int64_t> we = wshape;
+      we[0] = (k + 1) * (o / g);
+      wshape[0] = o / g;
+      GValue wk = MESHPLAN_TRY(
+          l.emit(OpKind::slice, {w},
+                 {{"begins", wb}, {"ends", we}, {"steps", std::vector<int64_t>{1, 1, 1, 1}}},
+                 wshape, l.graph().values[w].dtype));
+      std::vector<int64_t> part = nhwc;
+      part[3] = o / g;
+      parts.push_back(MESHPLAN_TRY(l.emit(OpKind::conv2d, {xk, wk}, attrs, part, dt)));
+    }
+    r = MESHPLAN_TRY(l.emit(OpKind::concat, parts, {{"axis", int64_t{3}}}, nhwc, dt));
+  }
+  r = MESHPLAN_TRY(l.permute(r, c.out_perm));
+  l.bind(op.results[0], MESHPLAN_TRY(l.reshape(r, l.type(op.results[0]).shape)));
   return {};
 }
 

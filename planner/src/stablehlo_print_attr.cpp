@@ -30,11 +30,23 @@ bool is_float_type(std::string_view t) {
   return !t.empty() && (t[0] == 'f' || t.starts_with("bf"));
 }
 
-std::string float_text(double v) {
+/// A float literal; NaN and infinities as the hex bits of `element` (the parser reads hex
+/// literals by their width: 4 digits bf16 / f16, 8 f32, 16 f64).
+std::string float_text(double v, std::string_view element = "f32") {
   if (std::isnan(v) || std::isinf(v)) {
-    float f = static_cast<float>(v);
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0x%08X", std::bit_cast<uint32_t>(f));
+    char buf[24];
+    uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(v));
+    if (element == "bf16") {
+      std::snprintf(buf, sizeof buf, "0x%04X", bits >> 16);
+    } else if (element == "f16") {
+      unsigned h = (bits >> 16 & 0x8000u) | 0x7C00u | (std::isnan(v) ? 0x0200u : 0u);
+      std::snprintf(buf, sizeof buf, "0x%04X", h);
+    } else if (element == "f64") {
+      std::snprintf(buf, sizeof buf, "0x%016llX",
+                    static_cast<unsigned long long>(std::bit_cast<uint64_t>(v)));
+    } else {
+      std::snprintf(buf, sizeof buf, "0x%08X", bits);
+    }
     return buf;
   }
   char buf[64];
@@ -52,7 +64,7 @@ void dense_values(std::ostringstream& out, const Attr& a, size_t dim, size_t& at
     if (a.type.element == "i1")
       out << (v != 0 ? "true" : "false");
     else if (is_float_type(a.type.element))
-      out << float_text(v);
+      out << float_text(v, a.type.element);
     else
       out << static_cast<int64_t>(v);
     return;

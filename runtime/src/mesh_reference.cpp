@@ -1,6 +1,7 @@
 // Host f32 SPMD simulation of a mesh plan (run_mesh_reference): written independently of the
 // emulated Mesh so that each checks the other.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "meshplan/device/collective_ops.hpp"
@@ -55,9 +56,11 @@ Values reduce(const std::vector<const Values*>& xs, device::ReduceOp op) {
   for (size_t i = 1; i < xs.size(); ++i)
     for (size_t k = 0; k < acc.size(); ++k) {
       float v = (*xs[i])[k];
-      acc[k] = op == device::ReduceOp::sum   ? acc[k] + v
-               : op == device::ReduceOp::max ? std::max(acc[k], v)
-                                             : std::min(acc[k], v);
+      // max / min propagate NaN (StableHLO's maximum / minimum).
+      acc[k] = op == device::ReduceOp::sum           ? acc[k] + v
+               : std::isnan(acc[k]) || std::isnan(v) ? acc[k] + v
+               : op == device::ReduceOp::max         ? std::max(acc[k], v)
+                                                     : std::min(acc[k], v);
     }
   return acc;
 }

@@ -282,12 +282,12 @@ TEST_CASE("unsupported forms name file:line:col and what") {
           .has_value());
   CHECK(
       lower_error(module(
-          "%x: tensor<1x5x5x2xf32>, %w: tensor<3x3x2x2xf32>) -> (tensor<1x9x9x2xf32>",
-          R"(  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {lhs_dilate = [2, 2], pad = [[2, 2], [2, 2]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x5x5x2xf32>, tensor<3x3x2x2xf32>) -> tensor<1x9x9x2xf32>
-  return %0 : tensor<1x9x9x2xf32>
+          "%x: tensor<1x2x2x2x2x2xf32>, %w: tensor<1x1x1x1x2x2xf32>) -> (tensor<1x2x2x2x2x2xf32>",
+          R"(  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, 2, 3, f]x[0, 1, 2, 3, i, o]->[b, 0, 1, 2, 3, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x2x2x2x2x2xf32>, tensor<1x1x1x1x2x2xf32>) -> tensor<1x2x2x2x2x2xf32>
+  return %0 : tensor<1x2x2x2x2x2xf32>
 )")) ==
-      "t.mlir:2:3: unimplemented: stablehlo.convolution with lhs_dilate (a transposed "
-      "convolution)");
+      "t.mlir:2:3: unimplemented: stablehlo.convolution that is not 1-D, 2-D or 3-D (4-D and "
+      "more are not supported)");
   // A compare whose direction is none of EQ .. GE is named where it is written.
   Module m = parsed(module(
       "%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xi1>",

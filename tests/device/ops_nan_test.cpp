@@ -1,0 +1,90 @@
+// NaN in max / min reductions, max_pool2d and the max / min collectives: StableHLO's maximum
+// and minimum propagate NaN, so a window, reduced line or group holding a NaN gives NaN (and
+// -inf / +inf behave as ordinary values). Literal expectations; kernel and reference both.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "device/op_test_util.hpp"
+#include "mesh_fixture.hpp"
+#include "meshplan/device/mesh.hpp"
+
+using namespace meshplan;
+using namespace meshplan::test;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+bool same(float got, float want) {
+  return std::isnan(want) ? std::isnan(got) : got == want;
+}
+
+void check_both(const OpRun& r, const std::vector<float>& want) {
+  REQUIRE(r.got.size() == want.size());
+  REQUIRE(r.want.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK_MESSAGE(same(r.got[i], want[i]), "kernel ", r.got[i], " != ", want[i]);
+    CHECK_MESSAGE(same(r.want[i], want[i]), "reference ", r.want[i], " != ", want[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reduce_max / reduce_min over a line holding NaN give NaN, wherever the NaN is") {
+  // Rows: NaN first, NaN last, NaN between infinities, no NaN (with -inf / +inf).
+  OpInput x{"x",
+            {4, 4},
+            {kNaN, 1, 2, 3, 1, 2, 3, kNaN, -kInf, kNaN, kInf, 0, -kInf, -1, 5, kInf},
+            DType::f32};
+  OpConfig c = grid_config(2, 2);
+  c.num_dims = 1;
+  c.dims[0] = 1;
+  check_both(run_op(OpKind::reduce_max, {x}, c), {kNaN, kNaN, kNaN, kInf});
+  check_both(run_op(OpKind::reduce_min, {x}, c), {kNaN, kNaN, kNaN, -kInf});
+  // bf16 storage: NaN survives the round trip.
+  check_both(run_op(OpKind::reduce_max, {with_dtype(x, DType::bf16)}, c), {kNaN, kNaN, kNaN, kInf});
+}
+
+TEST_CASE("max_pool2d: a window holding NaN gives NaN; an all -inf window gives -inf") {
+  // 1x4x4x1, 2x2 windows, stride 2: {1,2,5,6}->6, {NaN,3,7,8}->NaN, {-inf x4}->-inf,
+  // {9,-1,NaN,0}->NaN.
+  OpInput x{"x",
+            {1, 4, 4, 1},
+            {1, 2, kNaN, 3, 5, 6, 7, 8, -kInf, -kInf, 9, -1, -kInf, -kInf, kNaN, 0},
+            DType::f32};
+  OpConfig c = grid_config(1, 1);
+  c.kernel[0] = c.kernel[1] = 2;
+  c.stride[0] = c.stride[1] = 2;
+  check_both(run_op(OpKind::max_pool2d, {x}, c), {6, kNaN, -kInf, kNaN});
+}
+
+TEST_CASE("all_reduce max / min on a 1x2 mesh propagate NaN from either chip") {
+  auto desc = device::builtin_mesh("n300");
+  REQUIRE(desc);
+  auto mesh = device::EmulatedMesh::create(*desc);
+  REQUIRE(mesh);
+  std::vector<int64_t> shape{1, 4};
+  ChipTensors in(**mesh, "x", same_shape(**mesh, shape), DType::f32, 0);
+  ChipTensors out(**mesh, "y", same_shape(**mesh, shape), DType::f32, 64ull << 20);
+  std::vector<float> a{kNaN, 1, -kInf, 2}, b{1, kNaN, 3, -5};
+  REQUIRE((*mesh)->chip(0).write(in[0], a));
+  REQUIRE((*mesh)->chip(1).write(in[1], b));
+  for (auto op : {device::ReduceOp::max, device::ReduceOp::min}) {
+    REQUIRE((*mesh)->all_reduce(in.all(), out.all(), 1, op));
+    std::vector<float> want = op == device::ReduceOp::max
+                                  ? std::vector<float>{kNaN, kNaN, 3, 2}
+                                  : std::vector<float>{kNaN, kNaN, -kInf, -5};
+    for (int i = 0; i < 2; ++i) {
+      std::vector<float> got(4);
+      REQUIRE((*mesh)->chip(i).read(out[static_cast<size_t>(i)], got));
+      for (size_t k = 0; k < 4; ++k) {
+        CAPTURE(k);
+        CHECK(same(got[k], want[k]));
+      }
+    }
+  }
+}
