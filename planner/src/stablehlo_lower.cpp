@@ -456,6 +456,9 @@ Status lower_op(Lowering& l, const Op& op) {
       n == "stablehlo.collective_permute" || n == "sdy.all_slice")
     return lowering::lower_collective(l, op);
   if (n == "stablehlo.pad") return lower_pad(l, op);
+  if (n == "stablehlo.gather") return lowering::lower_gather(l, op);
+  if (n == "stablehlo.dynamic_slice") return lowering::lower_dynamic_slice(l, op);
+  if (n == "stablehlo.dynamic_update_slice") return lowering::lower_dynamic_update_slice(l, op);
   if (n == "stablehlo.while")
     return l.unimplemented(
         op,
@@ -476,7 +479,8 @@ Status lower_op(Lowering& l, const Op& op) {
           " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
           "broadcast_in_dim, reshape, transpose, concatenate, slice, pad (edge), dot/dot_general, "
           "reduce (add/max/min/mul, argmax/argmin), convolution, compare/select/clamp, "
-          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
+          "gather, dynamic_slice, dynamic_update_slice, optimization_barrier, the collectives and "
+          "@meshplan.* custom calls)"));
 }
 
 }  // namespace

@@ -87,17 +87,11 @@ TEST_CASE("ops read in pretty form that meshplan cannot lower are located errors
                           "tensor<4x4xf32>\n  return %0 : tensor<4x4xf32>\n}\n")
             .starts_with("p.mlir:2:3: unimplemented: stablehlo.reverse has no meshplan op "
                          "(meshplan lowers the elementwise ops"));
-  CHECK(lower_error(sig + "tensor<2x2xf32> {\n  %0 = stablehlo.dynamic_slice %arg0, %arg1, %arg1, "
-                          "sizes = [2, 2] : (tensor<4x4xf32>, tensor<i32>, tensor<i32>) -> "
-                          "tensor<2x2xf32>\n  return %0 : tensor<2x2xf32>\n}\n")
-            .starts_with("p.mlir:2:3: unimplemented: stablehlo.dynamic_slice has no meshplan op"));
-  CHECK(lower_error(sig + "tensor<4x4xf32> {\n  %0 = stablehlo.slice %arg0 [0:2, 0:4] : "
-                          "(tensor<4x4xf32>) -> tensor<2x4xf32>\n"
-                          "  %1 = stablehlo.dynamic_update_slice %arg0, %0, %arg1, %arg1 : "
-                          "(tensor<4x4xf32>, tensor<2x4xf32>, tensor<i32>, tensor<i32>) -> "
-                          "tensor<4x4xf32>\n  return %1 : tensor<4x4xf32>\n}\n")
-            .starts_with("p.mlir:3:3: unimplemented: stablehlo.dynamic_update_slice has no "
-                         "meshplan op"));
+  CHECK(lower_error(sig + "tensor<5x2xf32> {\n  %0 = stablehlo.dynamic_slice %arg0, %arg1, %arg1, "
+                          "sizes = [5, 2] : (tensor<4x4xf32>, tensor<i32>, tensor<i32>) -> "
+                          "tensor<5x2xf32>\n  return %0 : tensor<5x2xf32>\n}\n")
+            .starts_with("p.mlir:2:3: stablehlo.dynamic_slice: slice_sizes[0] = 5 is outside "
+                         "[0, 4]"));
   CHECK(lower_error(sig +
                     "tensor<4x4xi32> {\n  %0 = stablehlo.bitcast_convert %arg0 : "
                     "(tensor<4x4xf32>) -> tensor<4x4xi32>\n  return %0 : tensor<4x4xi32>\n}\n")
