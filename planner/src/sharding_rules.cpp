@@ -407,6 +407,16 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   if (in(n, {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"}))
     return opaque(m, op, false);
   if (n == "gather") return gather_rule(m, op);
+  if (n == "reverse") {
+    // Reversed dims need replication (their elements change devices); the others pass through.
+    FactorRule r = elementwise(m, op);
+    auto dims = MESHPLAN_TRY(ints_prop(op, "dimensions"));
+    for (int64_t d : dims)
+      if (d >= 0 && static_cast<size_t>(d) < r.results[0].size())
+        r.need_replication[static_cast<size_t>(r.results[0][static_cast<size_t>(d)][0])] = true;
+    r.pass_through = false;
+    return r;
+  }
   // Start indices known only at run time address the whole operand: replicated.
   if (in(n, {"dynamic_slice", "dynamic_update_slice"})) return opaque(m, op, true);
   return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");

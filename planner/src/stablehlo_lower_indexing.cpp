@@ -610,3 +610,145 @@ Status lower_dynamic_update_slice(Lowering& l, const Op& op) {
 }
 
 }  // namespace meshplan::planner::shlo::lowering
+
+namespace meshplan::planner::shlo::lowering {
+
+namespace {
+
+/// Rows of `x` (seen as [in_rows, width]) placed by a map known at lowering time: result row r
+/// is row src[r] of x, or `fill` (a one-element value) where src[r] < 0; reshaped to `shape`.
+Result<GValue> place_rows(Lowering& l, const Op& op, GValue x, int64_t in_rows, int64_t width,
+                          const std::vector<int64_t>& src, std::optional<GValue> fill,
+                          const std::vector<int64_t>& shape) {
+  const int64_t out_rows = static_cast<int64_t>(src.size());
+  if (std::max(in_rows, out_rows) >= kExactRows)
+    return l.unimplemented(op, str(op.name, " over ", std::max(in_rows, out_rows),
+                                   " rows (row indices are exact on the device below 2^24)"));
+  DType dt = l.graph().values[x].dtype;
+  Folded idx{{out_rows}, {}}, mask{{out_rows, 1}, {}};
+  bool holes = false;
+  for (int64_t s : src) {
+    idx.data.push_back(static_cast<float>(std::max<int64_t>(s, 0)));
+    mask.data.push_back(s >= 0 ? 1.0f : 0.0f);
+    holes |= s < 0;
+  }
+  GValue table = MESHPLAN_TRY(l.reshape(x, {in_rows, width}));
+  GValue rows =
+      MESHPLAN_TRY(l.emit(OpKind::embedding, {MESHPLAN_TRY(l.constant(idx, DType::i32)), table}, {},
+                          {out_rows, width}, dt));
+  if (holes) {
+    if (!fill) return fail(ErrorCode::internal, op.loc.str(), ": ", op.name, ": no fill value");
+    rows = MESHPLAN_TRY(l.emit(OpKind::where,
+                               {MESHPLAN_TRY(l.constant(mask, DType::i32)), rows, *fill}, {},
+                               {out_rows, width}, dt));
+  }
+  return l.reshape(rows, shape);
+}
+
+/// Row-major multi-index of `r` over `shape`.
+std::vector<int64_t> unflatten(int64_t r, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = r % shape[d];
+    r /= shape[d];
+  }
+  return idx;
+}
+
+}  // namespace
+
+Status lower_reverse(Lowering& l, const Op& op) {
+  const Attr* a = inherent(op, "dimensions");
+  auto dims = a ? int_list(*a) : std::nullopt;
+  const auto& shape = l.type(op.operands[0]).shape;
+  if (!dims || !dims_ok(*dims, shape.size()))
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.reverse: dimensions must be distinct dims of the operand");
+  MESHPLAN_TRY(check_result(l, op, shape));
+  MESHPLAN_TRY(no_empty(l, op));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  size_t lead = 0;
+  for (int64_t d : *dims)
+    if (shape[static_cast<size_t>(d)] > 1) lead = std::max(lead, static_cast<size_t>(d) + 1);
+  if (lead == 0) {  // Only dims of size 1 (or none) reversed: the identity.
+    l.bind(op.results[0], x);
+    return {};
+  }
+  std::vector<int64_t> grid(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(lead));
+  int64_t rows = device::volume(grid), width = device::volume(shape) / rows;
+  std::vector<int64_t> src;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> idx = unflatten(r, grid);
+    for (int64_t d : *dims)
+      if (static_cast<size_t>(d) < lead)
+        idx[static_cast<size_t>(d)] =
+            grid[static_cast<size_t>(d)] - 1 - idx[static_cast<size_t>(d)];
+    int64_t s = 0;
+    for (size_t d = 0; d < lead; ++d) s = s * grid[d] + idx[d];
+    src.push_back(s);
+  }
+  l.bind(op.results[0], MESHPLAN_TRY(place_rows(l, op, x, rows, width, src, std::nullopt, shape)));
+  return {};
+}
+
+Status lower_pad_general(Lowering& l, const Op& op) {
+  const auto& in = l.type(op.operands[0]).shape;
+  const size_t rank = in.size();
+  std::vector<int64_t> lo, hi, interior;
+  for (auto [name, dst] : {std::pair{"edge_padding_low", &lo}, std::pair{"edge_padding_high", &hi},
+                           std::pair{"interior_padding", &interior}}) {
+    const Attr* a = inherent(op, name);
+    auto v = a ? int_list(*a) : std::nullopt;
+    if (!v && std::string_view(name) == "interior_padding") v = std::vector<int64_t>(rank, 0);
+    if (!v || v->size() != rank)
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: ", name,
+                  " must have one entry per operand dim");
+    *dst = *v;
+  }
+  std::vector<int64_t> out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (interior[d] < 0)
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: interior_padding[",
+                  d, "] = ", interior[d], " is negative");
+    out[d] = lo[d] + hi[d] + (in[d] == 0 ? 0 : in[d] + (in[d] - 1) * interior[d]);
+    if (out[d] < 0)
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: dim ", d,
+                  " would have size ", out[d]);
+  }
+  MESHPLAN_TRY(check_result(l, op, out));
+  MESHPLAN_TRY(no_empty(l, op));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  DType dt = l.graph().values[x].dtype;
+  size_t lead = rank;
+  while (lead > 0 && lo[lead - 1] == 0 && hi[lead - 1] == 0 && interior[lead - 1] == 0) --lead;
+  if (lead == 0) {
+    l.bind(op.results[0], x);
+    return {};
+  }
+  GValue fill;
+  if (const Folded* f = l.folded(op.operands[1]); f && f->data.size() == 1)
+    fill = MESHPLAN_TRY(l.constant(Folded{{1}, f->data}, dt));
+  else
+    fill = MESHPLAN_TRY(l.reshape(MESHPLAN_TRY(l.use(op.operands[1], op)), {1}));
+  std::vector<int64_t> grid(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(lead));
+  std::vector<int64_t> in_grid(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(lead));
+  int64_t rows = device::volume(grid), in_rows = device::volume(in_grid);
+  int64_t width = device::volume(in) / in_rows;
+  std::vector<int64_t> src;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> p = unflatten(r, grid);
+    int64_t s = 0;
+    for (size_t d = 0; d < lead && s >= 0; ++d) {
+      int64_t q = p[d] - lo[d], step = interior[d] + 1;
+      if (q < 0 || q % step != 0 || q / step >= in[d])
+        s = -1;
+      else
+        s = s * in[d] + q / step;
+    }
+    src.push_back(s);
+  }
+  l.bind(op.results[0], MESHPLAN_TRY(place_rows(l, op, x, in_rows, width, src, fill, out)));
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo::lowering

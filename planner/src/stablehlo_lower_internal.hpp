@@ -117,6 +117,11 @@ Status lower_gather(Lowering& l, const Op& op);
 Status lower_dynamic_slice(Lowering& l, const Op& op);
 /// dynamic_update_slice: the update gathered onto the operand's grid, selected by a mask.
 Status lower_dynamic_update_slice(Lowering& l, const Op& op);
+/// reverse: rows of the operand read in reversed order (constant indices).
+Status lower_reverse(Lowering& l, const Op& op);
+/// pad with interior or negative padding: operand rows placed on the padded grid (constant
+/// indices), the padding value elsewhere.
+Status lower_pad_general(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a

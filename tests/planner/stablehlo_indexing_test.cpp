@@ -8,6 +8,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -67,8 +70,15 @@ void check(const std::string& text, const std::vector<Input>& inputs,
     REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
     REQUIRE(got->outputs.size() == 1);
     CHECK(got->outputs[0].shape == want_shape);
-    std::vector<float> out(got->outputs[0].data.begin(), got->outputs[0].data.end());
-    CHECK(out == want);
+    // Bit for bit (moved values keep -0.0, NaN and infinities), NaN matching any NaN.
+    const auto& out = got->outputs[0].data;
+    REQUIRE(out.size() == want.size());
+    size_t bad = out.size();
+    for (size_t i = 0; i < out.size() && bad == out.size(); ++i)
+      if (!(std::isnan(out[i]) && std::isnan(want[i])) &&
+          std::bit_cast<uint32_t>(out[i]) != std::bit_cast<uint32_t>(want[i]))
+        bad = i;
+    if (bad < out.size()) FAIL_CHECK("element ", bad, " is ", out[bad], ", expected ", want[bad]);
   }
 }
 
@@ -212,6 +222,59 @@ TEST_CASE("dynamic_update_slice: pretty and generic forms, start indices clamped
   for (int b = 0; b < 2; ++b)
     for (int c = 0; c < 3; ++c) want[static_cast<size_t>(b * 12 + 2 * 3 + c)] = 100.0f + b * 3 + c;
   check(cache, {{{2, 4, 3}, iota(24)}, {{2, 1, 3}, iota(6, 100)}}, {2, 4, 3}, want);
+}
+
+TEST_CASE("reverse: rows and elements, -0.0 / NaN / inf moved unchanged; iota in dim 1") {
+  // x[a][b][c] = 12a + 4b + c reversed in dims 0 and 2: 12(1 - a) + 4b + (3 - c).
+  std::string text = R"(func.func public @main(%arg0: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = stablehlo.reverse %arg0, dims = [0, 2] : tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+)";
+  check(text, {{{2, 3, 4}, iota(24)}}, {2, 3, 4},
+        {15, 14, 13, 12, 19, 18, 17, 16, 23, 22, 21, 20, 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::string rows = R"(func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = "stablehlo.reverse"(%arg0) <{dimensions = array<i64: 0>}> : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+)";
+  check(rows, {{{3, 4}, {-0.0f, nan, inf, -inf, 4, 5, 6, 7, 8, 9, 10, 11}}}, {3, 4},
+        {8, 9, 10, 11, 4, 5, 6, 7, -0.0f, nan, inf, -inf});
+  // iota along dim 1 of a rank-3 tensor (folded), added to x = 10.
+  std::string io = R"(func.func public @main(%arg0: tensor<2x3x2xf32>) -> tensor<2x3x2xf32> {
+  %0 = stablehlo.iota dim = 1 : tensor<2x3x2xf32>
+  %1 = stablehlo.add %arg0, %0 : tensor<2x3x2xf32>
+  return %1 : tensor<2x3x2xf32>
+}
+)";
+  check(io, {{{2, 3, 2}, std::vector<float>(12, 10.0f)}}, {2, 3, 2},
+        {10, 10, 11, 11, 12, 12, 10, 10, 11, 11, 12, 12});
+}
+
+TEST_CASE("pad: interior padding (the spec's example) and negative edges") {
+  // The spec's example with padding value 9 instead of 0 (so that padding shows).
+  std::string text = R"(func.func public @main(%arg0: tensor<2x3xf32>) -> tensor<5x9xf32> {
+  %cst = stablehlo.constant dense<9.000000e+00> : tensor<f32>
+  %0 = stablehlo.pad %arg0, %cst, low = [0, 1], high = [2, 1], interior = [1, 2] : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x9xf32>
+  return %0 : tensor<5x9xf32>
+}
+)";
+  std::vector<float> want(45, 9.0f);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) want[static_cast<size_t>(2 * r * 9 + 1 + 3 * c)] = 1.0f + 3 * r + c;
+  check(text, {{{2, 3}, iota(6, 1)}}, {5, 9}, want);
+  // [x0, p, x1, p, x2, p, x3, p, x4] without its first and last two: [p, x1, p, x2, p, x3],
+  // the padding value an argument.
+  std::string neg =
+      R"(func.func public @main(%arg0: tensor<2x5xf32>, %arg1: tensor<f32>) -> tensor<2x6xf32> {
+  %0 = "stablehlo.pad"(%arg0, %arg1) <{edge_padding_high = array<i64: 0, -2>, edge_padding_low = array<i64: 0, -1>, interior_padding = array<i64: 0, 1>}> : (tensor<2x5xf32>, tensor<f32>) -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+)";
+  check(neg, {{{2, 5}, iota(10)}, {{}, {0.5f}}}, {2, 6},
+        {0.5f, 1, 0.5f, 2, 0.5f, 3, 0.5f, 6, 0.5f, 7, 0.5f, 8});
 }
 
 TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
