@@ -418,7 +418,7 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
     return r;
   }
   // Start indices known only at run time address the whole operand: replicated.
-  if (in(n, {"dynamic_slice", "dynamic_update_slice"})) return opaque(m, op, true);
+  if (in(n, {"dynamic_slice", "dynamic_update_slice", "scatter"})) return opaque(m, op, true);
   return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
 }
 

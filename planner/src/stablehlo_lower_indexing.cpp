@@ -7,6 +7,8 @@
 // larger row spaces are refused.
 #include <algorithm>
 #include <charconv>
+#include <limits>
+#include <map>
 #include <numeric>
 
 #include "meshplan/device/op_semantics.hpp"
@@ -748,6 +750,348 @@ Status lower_pad_general(Lowering& l, const Op& op) {
     src.push_back(s);
   }
   l.bind(op.results[0], MESHPLAN_TRY(place_rows(l, op, x, in_rows, width, src, fill, out)));
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo::lowering
+
+namespace meshplan::planner::shlo::lowering {
+
+namespace {
+
+/// `#stablehlo.scatter<update_window_dims = [..], ..., index_vector_dim = N>` read field by
+/// field (the same syntax as the gather dimension numbers).
+Result<std::map<std::string, std::vector<int64_t>>> scatter_dims(const Op& op) {
+  const Attr* dn = inherent(op, "scatter_dimension_numbers");
+  if (!dn || dn->kind != Attr::Kind::opaque || !dn->text.starts_with("#stablehlo.scatter<"))
+    return fail(ErrorCode::unimplemented, op.loc.str(),
+                ": unimplemented: stablehlo.scatter without scatter_dimension_numbers = "
+                "#stablehlo.scatter<...>");
+  std::map<std::string, std::vector<int64_t>> out;
+  std::string_view t = dn->text;
+  t.remove_prefix(std::string_view("#stablehlo.scatter<").size());
+  if (t.ends_with('>')) t.remove_suffix(1);
+  auto bad = [&](std::string_view what) {
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.scatter: ", what,
+                " in scatter_dimension_numbers ", dn->text);
+  };
+  auto trim = [&] {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == ','))
+      t.remove_prefix(1);
+  };
+  auto number = [&]() -> std::optional<int64_t> {
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+    if (ec != std::errc()) return std::nullopt;
+    t.remove_prefix(static_cast<size_t>(end - t.data()));
+    return x;
+  };
+  static constexpr std::string_view kKeys[] = {
+      "update_window_dims",           "inserted_window_dims",
+      "input_batching_dims",          "scatter_indices_batching_dims",
+      "scatter_dims_to_operand_dims", "index_vector_dim"};
+  for (trim(); !t.empty(); trim()) {
+    size_t eq = t.find('=');
+    if (eq == std::string_view::npos) return bad("expected 'name = value'");
+    std::string_view key = t.substr(0, eq);
+    while (key.ends_with(' ')) key.remove_suffix(1);
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+      return bad(str("unknown field '", key,
+                     "' (known: update_window_dims, inserted_window_dims, input_batching_dims, "
+                     "scatter_indices_batching_dims, scatter_dims_to_operand_dims, "
+                     "index_vector_dim)"));
+    t.remove_prefix(eq + 1);
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    std::vector<int64_t>& dst = out[std::string(key)];
+    if (key == "index_vector_dim") {
+      auto x = number();
+      if (!x) return bad("index_vector_dim is not an integer");
+      dst = {*x};
+      continue;
+    }
+    if (t.empty() || t.front() != '[') return bad(str(key, " is not a list [...]"));
+    t.remove_prefix(1);
+    while (true) {
+      while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+      if (t.empty()) return bad(str(key, " is not closed"));
+      if (t.front() == ']') break;
+      auto x = number();
+      if (!x) return bad(str(key, " has an entry that is not an integer"));
+      dst.push_back(*x);
+      while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+      if (!t.empty() && t.front() == ',') t.remove_prefix(1);
+    }
+    t.remove_prefix(1);
+  }
+  if (out["index_vector_dim"].size() != 1) return bad("index_vector_dim is missing");
+  return out;
+}
+
+enum class Combine { replace, add, max, min };
+
+/// The update region: returns the update (replace) or add / maximum / minimum of its two
+/// arguments.
+Result<Combine> scatter_combine(const Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  auto refuse = [&](std::string_view what) {
+    return l.unimplemented(op, str("stablehlo.scatter whose update region ", what,
+                                   " (supported: add, maximum, minimum of the two arguments, or "
+                                   "returning the update: replace)"));
+  };
+  if (op.regions.size() != 1 || op.regions[0].args.size() != 2)
+    return refuse("is not one block of two arguments");
+  const Block& b = op.regions[0];
+  if (b.ops.empty()) return refuse("is empty");
+  const Op& ret = m.ops[b.ops.back()];
+  if (ret.operands.size() != 1) return refuse("returns more than one value");
+  if (b.ops.size() == 1 && ret.operands[0] == b.args[1]) return Combine::replace;
+  if (b.ops.size() != 2) return refuse(str("has ", b.ops.size() - 1, " ops"));
+  const Op& body = m.ops[b.ops[0]];
+  bool args = body.operands.size() == 2 && body.results.size() == 1 &&
+              ret.operands[0] == body.results[0] &&
+              ((body.operands[0] == b.args[0] && body.operands[1] == b.args[1]) ||
+               (body.operands[0] == b.args[1] && body.operands[1] == b.args[0]));
+  if (!args) return refuse(str("computes ", body.name, " of something other than its arguments"));
+  if (body.name == "stablehlo.add") return Combine::add;
+  if (body.name == "stablehlo.maximum") return Combine::max;
+  if (body.name == "stablehlo.minimum") return Combine::min;
+  return refuse(str("computes ", body.name));
+}
+
+constexpr int64_t kScatterElements = int64_t{1} << 22;
+
+}  // namespace
+
+Status lower_scatter(Lowering& l, const Op& op) {
+  if (op.operands.size() != 3 || op.results.size() != 1)
+    return l.unimplemented(op, str("stablehlo.scatter of ", op.operands.size(),
+                                   " operands (supported: one operand, indices and updates)"));
+  auto dims = MESHPLAN_TRY(scatter_dims(op));
+  const Combine combine = MESHPLAN_TRY(scatter_combine(l, op));
+  const auto& os = l.type(op.operands[0]).shape;
+  const auto& is = l.type(op.operands[1]).shape;
+  const auto& us = l.type(op.operands[2]).shape;
+  const int64_t rank = static_cast<int64_t>(os.size()), irank = static_cast<int64_t>(is.size());
+  const auto& uwd = dims["update_window_dims"];
+  const auto& iwd = dims["inserted_window_dims"];
+  const auto& ibd = dims["input_batching_dims"];
+  const auto& sibd = dims["scatter_indices_batching_dims"];
+  const auto& sdod = dims["scatter_dims_to_operand_dims"];
+  const int64_t ivd = dims["index_vector_dim"][0];
+  auto bad = [&](std::string_view what) {
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.scatter: ", what);
+  };
+  if (ivd < 0 || ivd > irank)
+    return bad(str("index_vector_dim ", ivd, " is outside [0, ", irank, "]"));
+  if (!sorted_unique(uwd) || !dims_ok(uwd, us.size()) || !sorted_unique(iwd) ||
+      !dims_ok(iwd, os.size()) || !sorted_unique(ibd) || !dims_ok(ibd, os.size()) ||
+      !dims_ok(sibd, is.size()) || contains(sibd, ivd) || sibd.size() != ibd.size())
+    return bad(
+        "update_window_dims, inserted_window_dims, input_batching_dims and "
+        "scatter_indices_batching_dims must be sorted, distinct dims of their tensors");
+  for (int64_t d : iwd)
+    if (contains(ibd, d)) return bad(str("operand dim ", d, " is both inserted and batching"));
+  if (static_cast<int64_t>(uwd.size() + iwd.size() + ibd.size()) != rank)
+    return bad(
+        "update_window_dims, inserted_window_dims and input_batching_dims must together "
+        "have one entry per operand dim");
+  const int64_t k = ivd < irank ? is[static_cast<size_t>(ivd)] : 1;
+  if (static_cast<int64_t>(sdod.size()) != k || !dims_ok(sdod, os.size()))
+    return bad(str("scatter_dims_to_operand_dims must name ", k, " distinct operand dims"));
+  for (int64_t d : sdod)
+    if (contains(ibd, d)) return bad(str("operand dim ", d, " is a scatter and a batching dim"));
+  GatherPlan p;
+  p.operand_shape = os;
+  p.slice_sizes.assign(os.size(), 1);
+  for (size_t d = 0, j = 0; d < os.size(); ++d)
+    if (!contains(iwd, static_cast<int64_t>(d)) && !contains(ibd, static_cast<int64_t>(d))) {
+      int64_t s = us[static_cast<size_t>(uwd[j++])];
+      if (s > os[d])
+        return bad(str("the update window is ", s, " wide in operand dim ", d, " of size ", os[d]));
+      p.slice_sizes[d] = s;
+      p.kept_dims.push_back(static_cast<int64_t>(d));
+    }
+  std::vector<int64_t> scatter_dims_of_update;
+  for (size_t d = 0; d < us.size(); ++d)
+    if (!contains(uwd, static_cast<int64_t>(d)))
+      scatter_dims_of_update.push_back(static_cast<int64_t>(d));
+  for (int64_t d = 0, j = 0; d < irank; ++d) {
+    if (d == ivd) continue;
+    if (j >= static_cast<int64_t>(scatter_dims_of_update.size()) ||
+        us[static_cast<size_t>(scatter_dims_of_update[static_cast<size_t>(j)])] !=
+            is[static_cast<size_t>(d)])
+      return bad("the updates' scatter dims do not match the indices' batch dims");
+    p.batch_shape.push_back(is[static_cast<size_t>(d)]);
+    ++j;
+  }
+  if (p.batch_shape.size() != scatter_dims_of_update.size())
+    return bad("the updates' scatter dims do not match the indices' batch dims");
+  for (size_t i = 0; i < ibd.size(); ++i) {
+    if (os[static_cast<size_t>(ibd[i])] != is[static_cast<size_t>(sibd[i])])
+      return bad(str("operand batching dim ", ibd[i], " and indices batching dim ", sibd[i],
+                     " differ in size"));
+    p.batching.emplace_back(ibd[i], sibd[i] - (sibd[i] < ivd ? 0 : 1));
+  }
+  p.start_index_map = sdod;
+  MESHPLAN_TRY(check_result(l, op, os));
+  MESHPLAN_TRY(no_empty(l, op));
+  // The operand as [rows, C] (C: trailing dims every window covers whole).
+  const size_t r = os.size();
+  size_t lead = r;
+  while (lead > 0 && p.slice_sizes[lead - 1] == os[lead - 1]) --lead;
+  int64_t width = 1, rows = 1;
+  for (size_t d = lead; d < r; ++d) width *= os[d];
+  std::vector<int64_t> stride(r, 0);
+  for (size_t d = lead; d-- > 0;) {
+    stride[d] = rows;
+    rows *= os[d];
+  }
+  const int64_t n = std::max<int64_t>(1, device::volume(p.batch_shape));
+  std::vector<int64_t> wshape(p.slice_sizes.begin(),
+                              p.slice_sizes.begin() + static_cast<std::ptrdiff_t>(lead));
+  const int64_t wn = device::volume(wshape), nu = n * wn;
+  if (rows >= kExactRows || nu >= kExactRows || nu * rows > kScatterElements ||
+      (combine != Combine::replace && nu * rows * width > kScatterElements))
+    return l.unimplemented(
+        op, str("stablehlo.scatter of ", nu, " update rows into ", rows, " rows of ", width,
+                " (meshplan's scatter compares every update row with "
+                "every operand row: at most ",
+                kScatterElements, " pairs)"));
+  const DType idx_dt = index_dtype(l.type(op.operands[1]));
+  Val starts = MESHPLAN_TRY(start_rows(l, op, op.operands[1], ivd, n, k));
+  // Target row of each update row (n, w): start row + window offset, or -1 when the window
+  // does not fit (XLA skips such updates; the spec leaves them to the implementation).
+  Folded hi{{1, k}, {}}, mul{{1, k}, {}}, woff{{1, wn}, {}};
+  for (int64_t m : sdod) {
+    hi.data.push_back(
+        static_cast<float>(os[static_cast<size_t>(m)] - p.slice_sizes[static_cast<size_t>(m)]));
+    mul.data.push_back(static_cast<float>(stride[static_cast<size_t>(m)]));
+  }
+  for (int64_t w = 0; w < wn; ++w) {
+    int64_t rem = w, off = 0;
+    for (size_t d = lead; d-- > 0;) {
+      off += (rem % p.slice_sizes[d]) * stride[d];
+      rem /= p.slice_sizes[d];
+    }
+    woff.data.push_back(static_cast<float>(off));
+  }
+  Folded base{{n, 1}, std::vector<float>(static_cast<size_t>(n), 0.0f)};
+  for (int64_t row = 0; row < n; ++row) {
+    std::vector<int64_t> bi = unflatten(row, p.batch_shape);
+    for (auto [od, bd] : p.batching)
+      base.data[static_cast<size_t>(row)] +=
+          static_cast<float>(bi[static_cast<size_t>(bd)] * stride[static_cast<size_t>(od)]);
+  }
+  GValue target;
+  if (!starts.g) {
+    Folded t{{nu, 1}, {}};
+    for (int64_t row = 0; row < n; ++row) {
+      float start = base.data[static_cast<size_t>(row)];
+      bool fits = true;
+      for (int64_t c = 0; c < k; ++c) {
+        float x = starts.f.data[static_cast<size_t>(row * k + c)];
+        fits &= x >= 0 && x <= hi.data[static_cast<size_t>(c)];
+        start += x * mul.data[static_cast<size_t>(c)];
+      }
+      for (float w : woff.data) t.data.push_back(fits ? start + w : -1.0f);
+    }
+    target = MESHPLAN_TRY(l.constant(t, DType::i32));
+  } else {
+    GValue x = *starts.g;
+    if (idx_dt != DType::i32) {  // Unsigned: cap first so that the i32 cast is exact.
+      x = MESHPLAN_TRY(
+          l.emit(OpKind::minimum,
+                 {x, MESHPLAN_TRY(l.constant(Folded{{1, 1}, {float(kExactRows)}}, idx_dt))}, {},
+                 {n, k}, idx_dt));
+      x = MESHPLAN_TRY(
+          l.emit(OpKind::typecast, {x}, {{"dtype", std::string("i32")}}, {n, k}, DType::i32));
+    }
+    const DType dt = DType::i32;
+    GValue cx = MESHPLAN_TRY(l.emit(OpKind::maximum,
+                                    {x, MESHPLAN_TRY(l.constant(Folded{{1, 1}, {0.0f}}, dt))}, {},
+                                    {n, k}, dt));
+    cx = MESHPLAN_TRY(
+        l.emit(OpKind::minimum, {cx, MESHPLAN_TRY(l.constant(hi, dt))}, {}, {n, k}, dt));
+    GValue ok = MESHPLAN_TRY(l.emit(OpKind::eq, {cx, x}, {}, {n, k}, dt));
+    GValue start = MESHPLAN_TRY(
+        l.emit(OpKind::multiply, {cx, MESHPLAN_TRY(l.constant(mul, dt))}, {}, {n, k}, dt));
+    if (k > 1) {
+      ok = MESHPLAN_TRY(l.emit(OpKind::reduce_min, {ok},
+                               {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, {n, 1}, dt));
+      start =
+          MESHPLAN_TRY(l.emit(OpKind::reduce_sum, {start},
+                              {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, {n, 1}, dt));
+    }
+    start = MESHPLAN_TRY(
+        l.emit(OpKind::add, {start, MESHPLAN_TRY(l.constant(base, dt))}, {}, {n, 1}, dt));
+    GValue t = MESHPLAN_TRY(
+        l.emit(OpKind::add, {start, MESHPLAN_TRY(l.constant(woff, dt))}, {}, {n, wn}, dt));
+    t = MESHPLAN_TRY(l.emit(OpKind::where,
+                            {ok, t, MESHPLAN_TRY(l.constant(Folded{{1}, {-1.0f}}, dt))}, {},
+                            {n, wn}, dt));
+    target = MESHPLAN_TRY(l.reshape(t, {nu, 1}));
+  }
+  // hit[u, row]: update row u lands on operand row `row`.
+  Folded row_ids{{1, rows}, {}};
+  for (int64_t i = 0; i < rows; ++i) row_ids.data.push_back(static_cast<float>(i));
+  GValue hit =
+      MESHPLAN_TRY(l.emit(OpKind::eq, {target, MESHPLAN_TRY(l.constant(row_ids, DType::i32))}, {},
+                          {nu, rows}, DType::i32));
+  // Updates as [nu, C] rows: scatter dims first, then the window dims.
+  GValue upd = MESHPLAN_TRY(l.use(op.operands[2], op));
+  std::vector<int64_t> uperm = scatter_dims_of_update;
+  uperm.insert(uperm.end(), uwd.begin(), uwd.end());
+  upd = MESHPLAN_TRY(l.permute(upd, uperm));
+  GValue operand = MESHPLAN_TRY(l.use(op.operands[0], op));
+  const DType dt = l.graph().values[operand].dtype;
+  if (l.graph().values[upd].dtype != dt)
+    return bad("the updates' element type differs from the operand's");
+  GValue table = MESHPLAN_TRY(l.reshape(operand, {rows, width}));
+  GValue any = MESHPLAN_TRY(l.emit(OpKind::reduce_max, {hit},
+                                   {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}, {rows},
+                                   DType::i32));
+  any = MESHPLAN_TRY(l.reshape(any, {rows, 1}));
+  GValue out;
+  if (combine == Combine::replace) {
+    // The last update row that lands on each operand row (duplicates: the last wins).
+    Folded ids{{nu, 1}, {}};
+    for (int64_t u = 0; u < nu; ++u) ids.data.push_back(static_cast<float>(u));
+    GValue which = MESHPLAN_TRY(l.emit(OpKind::where,
+                                       {hit, MESHPLAN_TRY(l.constant(ids, DType::i32)),
+                                        MESHPLAN_TRY(l.constant(Folded{{1}, {0.0f}}, DType::i32))},
+                                       {}, {nu, rows}, DType::i32));
+    which = MESHPLAN_TRY(l.emit(OpKind::reduce_max, {which},
+                                {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}, {rows},
+                                DType::i32));
+    GValue urows = MESHPLAN_TRY(l.reshape(upd, {nu, width}));
+    GValue got = MESHPLAN_TRY(l.emit(OpKind::embedding, {which, urows}, {}, {rows, width}, dt));
+    out = MESHPLAN_TRY(l.emit(OpKind::where, {any, got, table}, {}, {rows, width}, dt));
+  } else {
+    const float none = combine == Combine::add ? 0.0f
+                       : dt == DType::i32
+                           ? (combine == Combine::max ? -2147483648.0f : 2147483647.0f)
+                       : dt == DType::u32        ? (combine == Combine::max ? 0.0f : 4294967295.0f)
+                       : combine == Combine::max ? -std::numeric_limits<float>::infinity()
+                                                 : std::numeric_limits<float>::infinity();
+    GValue h3 = MESHPLAN_TRY(l.reshape(hit, {nu, rows, 1}));
+    GValue u3 = MESHPLAN_TRY(l.reshape(upd, {nu, 1, width}));
+    GValue each = MESHPLAN_TRY(l.emit(OpKind::where,
+                                      {h3, u3, MESHPLAN_TRY(l.constant(Folded{{1}, {none}}, dt))},
+                                      {}, {nu, rows, width}, dt));
+    OpKind red = combine == Combine::add   ? OpKind::reduce_sum
+                 : combine == Combine::max ? OpKind::reduce_max
+                                           : OpKind::reduce_min;
+    OpKind join = combine == Combine::add   ? OpKind::add
+                  : combine == Combine::max ? OpKind::maximum
+                                            : OpKind::minimum;
+    GValue folded = MESHPLAN_TRY(l.emit(
+        red, {each}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}, {rows, width}, dt));
+    GValue joined = MESHPLAN_TRY(l.emit(join, {table, folded}, {}, {rows, width}, dt));
+    // Rows no update lands on keep their values exactly (x + 0 would turn -0.0 into +0.0).
+    out = MESHPLAN_TRY(l.emit(OpKind::where, {any, joined, table}, {}, {rows, width}, dt));
+  }
+  l.bind(op.results[0], MESHPLAN_TRY(l.reshape(out, os)));
   return {};
 }
 

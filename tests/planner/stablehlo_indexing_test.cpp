@@ -277,6 +277,82 @@ TEST_CASE("pad: interior padding (the spec's example) and negative edges") {
         {0.5f, 1, 0.5f, 2, 0.5f, 3, 0.5f, 6, 0.5f, 7, 0.5f, 8});
 }
 
+namespace {
+
+/// A scatter module (generic form, as JAX prints it) whose region applies `body` ("" returns
+/// the update: replace).
+std::string scatter_text(const std::string& types, const std::string& dn, const std::string& body,
+                         const std::string& el = "f32", bool constant_indices = false,
+                         const std::string& indices = "") {
+  std::string region = body.empty() ? "    stablehlo.return %b : tensor<" + el + ">\n"
+                                    : "    %s = " + body + " %a, %b : tensor<" + el +
+                                          ">\n    stablehlo.return %s : tensor<" + el + ">\n";
+  // types: "operand, indices, updates -> result" pieces.
+  size_t c1 = types.find(';'), c2 = types.find(';', c1 + 1);
+  std::string o = types.substr(0, c1), i = types.substr(c1 + 1, c2 - c1 - 1),
+              u = types.substr(c2 + 1);
+  std::string args = "%arg0: " + o + (constant_indices ? "" : ", %arg1: " + i) + ", %arg2: " + u;
+  std::string s = "func.func public @main(" + args + ") -> " + o + " {\n";
+  if (constant_indices) s += "  %arg1 = stablehlo.constant " + indices + " : " + i + "\n";
+  s += "  %0 = \"stablehlo.scatter\"(%arg0, %arg1, %arg2) <{indices_are_sorted = false, "
+       "scatter_dimension_numbers = #stablehlo.scatter<" +
+       dn + ">, unique_indices = false}> ({\n  ^bb0(%a: tensor<" + el + ">, %b: tensor<" + el +
+       ">):\n" + region + "  }) : (" + o + ", " + i + ", " + u + ") -> " + o +
+       "\n  return %0 : " + o + "\n}\n";
+  return s;
+}
+
+const char* const kRowsDn =
+    "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+    "index_vector_dim = 1";
+
+}  // namespace
+
+TEST_CASE("scatter: add with duplicate and out-of-range indices (x.at[idx].add)") {
+  // Rows 1, 3, 1, 7, -1 of a 5x4 operand: row 1 gets updates 0 and 2, row 3 update 1; the
+  // windows at 7 and -1 do not fit and are dropped (as XLA does).
+  std::string text =
+      scatter_text("tensor<5x4xf32>;tensor<5x1xi32>;tensor<5x4xf32>", kRowsDn, "stablehlo.add");
+  std::vector<float> want = iota(20);
+  for (int c = 0; c < 4; ++c) {
+    want[static_cast<size_t>(4 + c)] = static_cast<float>(4 + c + 100 + c + 108 + c);
+    want[static_cast<size_t>(12 + c)] = static_cast<float>(12 + c + 104 + c);
+  }
+  check(text, {{{5, 4}, iota(20)}, {{5, 1}, {1, 3, 1, 7, -1}}, {{5, 4}, iota(20, 100)}}, {5, 4},
+        want);
+}
+
+TEST_CASE("scatter: replace keeps untouched rows bit for bit; max and min combine duplicates") {
+  std::vector<float> operand = iota(20);
+  for (int c = 0; c < 4; ++c) operand[static_cast<size_t>(8 + c)] = -0.0f;
+  std::vector<float> want = operand;
+  for (int c = 0; c < 4; ++c) {
+    want[static_cast<size_t>(16 + c)] = static_cast<float>(1 + c);
+    want[static_cast<size_t>(c)] = static_cast<float>(5 + c);
+  }
+  check(scatter_text("tensor<5x4xf32>;tensor<2x1xi32>;tensor<2x4xf32>", kRowsDn, ""),
+        {{{5, 4}, operand}, {{2, 1}, {4, 0}}, {{2, 4}, iota(8, 1)}}, {5, 4}, want);
+  // Row 0 twice: max(0, 5, 1), max(1, -1, 7), max(2, 2, -3); row 1 unchanged.
+  const std::string types = "tensor<2x3xf32>;tensor<2x1xi32>;tensor<2x3xf32>";
+  const std::vector<float> upd = {5, -1, 2, 1, 7, -3};
+  check(scatter_text(types, kRowsDn, "stablehlo.maximum"),
+        {{{2, 3}, iota(6)}, {{2, 1}, {0, 0}}, {{2, 3}, upd}}, {2, 3}, {5, 7, 2, 3, 4, 5});
+  // min, with the indices a constant (folded).
+  check(scatter_text(types, kRowsDn, "stablehlo.minimum", "f32", true, "dense<0>"),
+        {{{2, 3}, iota(6)}, {{2, 3}, upd}}, {2, 3}, {0, -1, -3, 3, 4, 5});
+}
+
+TEST_CASE("scatter: single elements by (row, column) pairs (x.at[i, j].add)") {
+  std::string text = scatter_text(
+      "tensor<3x3xf32>;tensor<2x2xi32>;tensor<2xf32>",
+      "inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 1",
+      "stablehlo.add");
+  std::vector<float> want = iota(9);
+  want[2] += 10;
+  want[7] += 20;
+  check(text, {{{3, 3}, iota(9)}, {{2, 2}, {0, 2, 2, 1}}, {{2}, {10, 20}}}, {3, 3}, want);
+}
+
 TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
   const std::string sig =
       "func.func @main(%arg0: tensor<5x4xf32>, %arg1: tensor<3x1xi32>) -> tensor<3x4xf32> {\n";
@@ -310,6 +386,11 @@ TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
                     "  return %0 : tensor<2x2xf32>\n}\n")
             .starts_with("bad.mlir:3:3: stablehlo.dynamic_slice of a rank-2 operand takes 2 start "
                          "indices, got 1"));
+  CHECK(lower_error(scatter_text("tensor<5x4xf32>;tensor<2x1xi32>;tensor<2x4xf32>", kRowsDn,
+                                 "stablehlo.multiply"))
+            .starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
+                         "computes stablehlo.multiply (supported: add, maximum, minimum of the two "
+                         "arguments, or returning the update: replace)"));
 }
 
 TEST_CASE("gather and dynamic_update_slice on a 2-device mesh: sharded indices pass through") {
