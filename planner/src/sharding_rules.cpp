@@ -407,6 +407,17 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   if (in(n, {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"}))
     return opaque(m, op, false);
   if (n == "gather") return gather_rule(m, op);
+  if (n == "sort") {
+    // The sort dim needs replication (elements move along it); the others pass through.
+    FactorRule r = elementwise(m, op);
+    const Attr* d = op.prop("dimension");
+    int64_t dim = d ? d->i : 0;
+    if (dim < 0) dim += static_cast<int64_t>(r.results[0].size());
+    if (dim >= 0 && static_cast<size_t>(dim) < r.results[0].size())
+      r.need_replication[static_cast<size_t>(r.results[0][static_cast<size_t>(dim)][0])] = true;
+    r.pass_through = false;
+    return r;
+  }
   if (n == "reverse") {
     // Reversed dims need replication (their elements change devices); the others pass through.
     FactorRule r = elementwise(m, op);

@@ -458,6 +458,7 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.gather") return lowering::lower_gather(l, op);
   if (n == "stablehlo.reverse") return lowering::lower_reverse(l, op);
   if (n == "stablehlo.scatter") return lowering::lower_scatter(l, op);
+  if (n == "stablehlo.sort") return lowering::lower_sort(l, op);
   if (n == "stablehlo.dynamic_slice") return lowering::lower_dynamic_slice(l, op);
   if (n == "stablehlo.dynamic_update_slice") return lowering::lower_dynamic_update_slice(l, op);
   if (n == "stablehlo.while")
@@ -479,7 +480,7 @@ Status lower_op(Lowering& l, const Op& op) {
               " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
               "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
               "reduce (add/max/min/mul, argmax/argmin), convolution, compare/select/clamp, "
-              "gather, scatter, dynamic_slice, dynamic_update_slice, reverse, "
+              "gather, scatter, sort, dynamic_slice, dynamic_update_slice, reverse, "
               "optimization_barrier, the "
               "collectives and "
               "@meshplan.* custom calls)"));

@@ -125,6 +125,8 @@ Status lower_pad_general(Lowering& l, const Op& op);
 /// scatter with an add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
+/// sort ascending on operand 0 (stablehlo_lower_sort.cpp): pairwise ranks, then embedding reads.
+Status lower_sort(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a

@@ -353,6 +353,65 @@ TEST_CASE("scatter: single elements by (row, column) pairs (x.at[i, j].add)") {
   check(text, {{{3, 3}, iota(9)}, {{2, 2}, {0, 2, 2, 1}}, {{2}, {10, 20}}}, {3, 3}, want);
 }
 
+namespace {
+
+/// JAX's float sort comparator: both keys canonicalised (-0 -> +0, NaN -> one NaN), then LT in
+/// total order.
+const char* const kJaxFloatLess = R"(  ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %cst_0 = stablehlo.constant dense<0x7FC00000> : tensor<f32>
+    %1 = stablehlo.compare  EQ, %arg1, %cst,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.select %1, %cst, %arg1 : tensor<i1>, tensor<f32>
+    %3 = stablehlo.compare  NE, %arg1, %arg1,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %4 = stablehlo.select %3, %cst_0, %2 : tensor<i1>, tensor<f32>
+    %5 = stablehlo.compare  EQ, %arg2, %cst,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %6 = stablehlo.select %5, %cst, %arg2 : tensor<i1>, tensor<f32>
+    %7 = stablehlo.compare  NE, %arg2, %arg2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %8 = stablehlo.select %7, %cst_0, %6 : tensor<i1>, tensor<f32>
+    %9 = stablehlo.compare  LT, %4, %8,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %9 : tensor<i1>
+)";
+
+}  // namespace
+
+TEST_CASE("sort: jnp.sort's comparator, NaN last, -0.0 equal to +0.0 and stable") {
+  std::string text = std::string(
+                         R"(func.func public @main(%arg0: tensor<2x6xf32>) -> tensor<2x6xf32> {
+  %0 = "stablehlo.sort"(%arg0) <{dimension = 1 : i64, is_stable = true}> ({
+)") + kJaxFloatLess + R"(  }) : (tensor<2x6xf32>) -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+)";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  check(text, {{{2, 6}, {3, -0.0f, nan, -inf, 0.0f, 3, 5, 4, 1, 2, inf, -1}}}, {2, 6},
+        {-inf, -0.0f, 0.0f, 3, 3, nan, -1, 1, 2, 4, 5, inf});
+}
+
+TEST_CASE("sort: jnp.argsort (keys and an iota, stable) and a plain LT along dim 0") {
+  std::string text = R"(func.func public @main(%arg0: tensor<5xi32>) -> tensor<5xi32> {
+  %0 = stablehlo.iota dim = 0 : tensor<5xi32>
+  %1:2 = "stablehlo.sort"(%arg0, %0) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%arg1: tensor<i32>, %arg2: tensor<i32>, %arg3: tensor<i32>, %arg4: tensor<i32>):
+    %2 = stablehlo.compare  LT, %arg1, %arg2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  }) : (tensor<5xi32>, tensor<5xi32>) -> (tensor<5xi32>, tensor<5xi32>)
+  return %1#1 : tensor<5xi32>
+}
+)";
+  check(text, {{{5}, {3, 1, 3, 0, 1}}}, {5}, {3, 1, 4, 0, 2});
+  std::string cols = R"(func.func public @main(%arg0: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
+  ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+    %1 = stablehlo.compare  LT, %arg1, %arg2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }) : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+)";
+  check(cols, {{{3, 2}, {3, -1, 1, 5, 2, 0}}}, {3, 2}, {1, -1, 2, 0, 3, 5});
+}
+
 TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
   const std::string sig =
       "func.func @main(%arg0: tensor<5x4xf32>, %arg1: tensor<3x1xi32>) -> tensor<3x4xf32> {\n";
@@ -391,6 +450,17 @@ TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
             .starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
                          "computes stablehlo.multiply (supported: add, maximum, minimum of the two "
                          "arguments, or returning the update: replace)"));
+  CHECK(lower_error(R"(func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
+  ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+    %1 = stablehlo.compare  GT, %arg1, %arg2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)")
+            .starts_with("bad.mlir:2:3: unimplemented: stablehlo.sort whose comparator is not an "
+                         "ascending order on operand 0"));
 }
 
 TEST_CASE("gather and dynamic_update_slice on a 2-device mesh: sharded indices pass through") {
