@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/planner/key.hpp"
@@ -532,4 +533,54 @@ func.func public @main(%arg0: tensor<6x32xf32> {sdy.sharding = #sdy.sharding<@me
     CHECK(std::vector<float>(run->outputs[0].data.begin(), run->outputs[0].data.end()) == want);
     CHECK(std::vector<float>(run->outputs[1].data.begin(), run->outputs[1].data.end()) == want2);
   }
+}
+
+TEST_CASE("sort on a 2-device mesh: rows split over the mesh sort on their own chip") {
+  // Row r holds (3j + r) mod 8 for j < 8 (a permutation): each sorted row is 0..7; the argsort
+  // is the j with 3j + r = k (mod 8), i.e. j = 3 (k - r) mod 8.
+  const std::string text = R"(sdy.mesh @mesh = <["y"=1, "x"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x8xf32>, tensor<4x8xi32>) {
+  %0 = stablehlo.iota dim = 1 : tensor<4x8xi32>
+  %1:2 = "stablehlo.sort"(%arg0, %0) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>, %arg3: tensor<i32>, %arg4: tensor<i32>):
+    %2 = stablehlo.compare  LT, %arg1, %arg2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  }) : (tensor<4x8xf32>, tensor<4x8xi32>) -> (tensor<4x8xf32>, tensor<4x8xi32>)
+  return %1#0, %1#1 : tensor<4x8xf32>, tensor<4x8xi32>
+}
+)";
+  auto m = parse_module(text, "mesh_sort.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  planner::shlo::PipelineOptions options;
+  options.mesh_rows = 0;
+  options.mesh_cols = 0;
+  auto st = run_pipeline(*m, options);
+  REQUIRE_MESSAGE(st, (st ? "" : st.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  for (const auto& op : g->ops) CHECK_FALSE(device::is_collective(op.kind));
+  std::vector<float> x(32), sorted(32), order(32);
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 8; ++j) {
+      x[static_cast<size_t>(r * 8 + j)] = static_cast<float>((3 * j + r) % 8);
+      sorted[static_cast<size_t>(r * 8 + j)] = static_cast<float>(j);
+      order[static_cast<size_t>(r * 8 + j)] = static_cast<float>(((3 * (j - r)) % 8 + 8) % 8);
+    }
+  auto desc = device::builtin_mesh("n300");
+  REQUIRE(desc);
+  auto mesh = device::EmulatedMesh::create(*desc);
+  REQUIRE(mesh);
+  auto plan = planner::compile(*g, (*mesh)->descriptor().chip, planner::PlannerOptions{});
+  REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
+  auto ref = runtime::verify_plan(plan->bytes, "mesh_sort");
+  REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
+  auto exe = runtime::MeshExecutable::bind(*ref, **mesh);
+  REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
+  const std::vector<int64_t> shape = {4, 8};
+  runtime::TensorView views[] = {{shape, x}};
+  auto run = (*exe)->run(views);
+  REQUIRE_MESSAGE(run, (run ? "" : run.error().message));
+  REQUIRE(run->outputs.size() == 2);
+  CHECK(std::vector<float>(run->outputs[0].data.begin(), run->outputs[0].data.end()) == sorted);
+  CHECK(std::vector<float>(run->outputs[1].data.begin(), run->outputs[1].data.end()) == order);
 }
