@@ -678,6 +678,9 @@ Status lower_reverse(Lowering& l, const Op& op) {
   }
   std::vector<int64_t> grid(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(lead));
   int64_t rows = device::volume(grid), width = device::volume(shape) / rows;
+  if (rows >= kExactRows)
+    return l.unimplemented(
+        op, str(op.name, " over ", rows, " rows (row indices are exact on the device below 2^24)"));
   std::vector<int64_t> src;
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<int64_t> idx = unflatten(r, grid);
@@ -712,7 +715,14 @@ Status lower_pad_general(Lowering& l, const Op& op) {
     if (interior[d] < 0)
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: interior_padding[",
                   d, "] = ", interior[d], " is negative");
-    out[d] = lo[d] + hi[d] + (in[d] == 0 ? 0 : in[d] + (in[d] - 1) * interior[d]);
+    int64_t body = 0;
+    bool overflow = __builtin_mul_overflow(in[d] - 1, interior[d], &body) ||
+                    __builtin_add_overflow(body, in[d], &body) ||
+                    __builtin_add_overflow(body, lo[d], &body) ||
+                    __builtin_add_overflow(body, hi[d], &out[d]);
+    if (overflow)
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: dim ", d,
+                  " would overflow 64 bits");
     if (out[d] < 0)
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.pad: dim ", d,
                   " would have size ", out[d]);
@@ -736,6 +746,9 @@ Status lower_pad_general(Lowering& l, const Op& op) {
   std::vector<int64_t> in_grid(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(lead));
   int64_t rows = device::volume(grid), in_rows = device::volume(in_grid);
   int64_t width = device::volume(in) / in_rows;
+  if (std::max(rows, in_rows) >= kExactRows)
+    return l.unimplemented(op, str(op.name, " over ", std::max(rows, in_rows),
+                                   " rows (row indices are exact on the device below 2^24)"));
   std::vector<int64_t> src;
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<int64_t> p = unflatten(r, grid);
@@ -950,7 +963,9 @@ Status lower_scatter(Lowering& l, const Op& op) {
   const int64_t n = std::max<int64_t>(1, device::volume(p.batch_shape));
   std::vector<int64_t> wshape(p.slice_sizes.begin(),
                               p.slice_sizes.begin() + static_cast<std::ptrdiff_t>(lead));
-  const int64_t wn = device::volume(wshape), nu = n * wn;
+  const int64_t wn = device::volume(wshape);
+  int64_t nu = 0;
+  if (__builtin_mul_overflow(n, wn, &nu)) nu = std::numeric_limits<int64_t>::max();
   if (rows >= kExactRows || nu >= kExactRows || nu * rows > kScatterElements ||
       (combine != Combine::replace && nu * rows * width > kScatterElements))
     return l.unimplemented(

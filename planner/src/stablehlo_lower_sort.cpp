@@ -160,7 +160,7 @@ Status lower_sort(Lowering& l, const Op& op) {
     if (s == 0) return refuse("of a zero-size tensor");
   const int64_t n = shape[static_cast<size_t>(dim)];
   const int64_t rows = device::volume(shape) / n;
-  if (rows * n * n > kSortPairs)
+  if (rows * n > kSortPairs || n > kSortPairs / (rows * n))
     return refuse(str("of ", rows, " rows of ", n,
                       " (meshplan compares every pair along the sort "
                       "dim: at most ",
