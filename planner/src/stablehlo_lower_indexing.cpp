@@ -189,6 +189,9 @@ Result<GValue> gather_core(Lowering& l, const Op& op, GValue operand, const Val&
   // Window offsets, row-major over the leading slice dims.
   std::vector<int64_t> wshape(ss.begin(), ss.begin() + static_cast<std::ptrdiff_t>(lead));
   const int64_t wn = device::volume(wshape);
+  if (n >= kExactRows || wn >= kExactRows || n * wn >= kExactRows)
+    return l.unimplemented(op, str(op.name, " reading ", n, " x ", wn,
+                                   " rows (row indices are exact on the device below 2^24)"));
   Folded woff{{1, wn}, {}};
   for (int64_t w = 0; w < wn; ++w) {
     int64_t rem = w, off = 0;
