@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "meshplan_custom_call.hpp"
+#include "stablehlo_gather.hpp"
 #include "stablehlo_ops.hpp"
 
 namespace meshplan::planner::shlo {
@@ -66,6 +67,44 @@ FactorRule opaque(const Module& m, const Op& op, bool need_replication) {
     for (int64_t d : shape_of(m, v)) dims.push_back({b.factor(d, need_replication)});
     b.r.results.push_back(dims);
   }
+  return b.r;
+}
+
+/// gather: the batch dims of the start indices pass through to the result's batch dims (each
+/// device gathers for its own rows); the operand, the index vector, batching and offset dims
+/// need replication (the lowered program addresses the whole operand).
+Result<FactorRule> gather_rule(const Module& m, const Op& op) {
+  GatherDims g = MESHPLAN_TRY(read_gather_dims(op));
+  RuleBuilder b;
+  const auto& os = shape_of(m, op.operands[0]);
+  const auto& is = shape_of(m, op.operands[1]);
+  const auto& out = shape_of(m, op.results[0]);
+  auto has = [](const std::vector<int64_t>& v, size_t d) {
+    return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
+  };
+  std::vector<std::vector<int>> o(os.size()), i(is.size()), r(out.size());
+  for (size_t d = 0; d < os.size(); ++d) o[d] = {b.factor(os[d], true)};
+  std::vector<size_t> batch_dims;  // result dims not in offset_dims, in order
+  for (size_t d = 0; d < out.size(); ++d)
+    if (!has(g.offset_dims, d)) batch_dims.push_back(d);
+  size_t k = 0;
+  for (size_t d = 0; d < is.size(); ++d) {
+    if (static_cast<int64_t>(d) == g.index_vector_dim) {
+      i[d] = {b.factor(is[d], true)};
+      continue;
+    }
+    size_t rd = k < batch_dims.size() ? batch_dims[k] : out.size();
+    ++k;
+    if (has(g.start_indices_batching_dims, d) || rd >= out.size() || out[rd] != is[d]) {
+      i[d] = {b.factor(is[d], true)};
+      continue;
+    }
+    i[d] = r[rd] = {b.factor(is[d])};
+  }
+  for (size_t d = 0; d < out.size(); ++d)
+    if (r[d].empty()) r[d] = {b.factor(out[d], true)};
+  b.r.operands = {o, i};
+  b.r.results = {r};
   return b.r;
 }
 
@@ -400,6 +439,30 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   }
   if (in(n, {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"}))
     return opaque(m, op, false);
+  if (n == "gather") return gather_rule(m, op);
+  if (n == "sort") {
+    // The sort dim needs replication (elements move along it); the others pass through.
+    FactorRule r = elementwise(m, op);
+    const Attr* d = op.prop("dimension");
+    int64_t dim = d ? d->i : 0;
+    if (dim < 0) dim += static_cast<int64_t>(r.results[0].size());
+    if (dim >= 0 && static_cast<size_t>(dim) < r.results[0].size())
+      r.need_replication[static_cast<size_t>(r.results[0][static_cast<size_t>(dim)][0])] = true;
+    r.pass_through = false;
+    return r;
+  }
+  if (n == "reverse") {
+    // Reversed dims need replication (their elements change devices); the others pass through.
+    FactorRule r = elementwise(m, op);
+    auto dims = MESHPLAN_TRY(ints_prop(op, "dimensions"));
+    for (int64_t d : dims)
+      if (d >= 0 && static_cast<size_t>(d) < r.results[0].size())
+        r.need_replication[static_cast<size_t>(r.results[0][static_cast<size_t>(d)][0])] = true;
+    r.pass_through = false;
+    return r;
+  }
+  // Start indices known only at run time address the whole operand: replicated.
+  if (in(n, {"dynamic_slice", "dynamic_update_slice", "scatter"})) return opaque(m, op, true);
   return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
 }
 

@@ -328,9 +328,11 @@ Status lower_convert(Lowering& l, const Op& op) {
 
 /// Non-negative edge padding: concatenations with constant blocks of the padding value.
 Status lower_pad(Lowering& l, const Op& op) {
-  const Folded* value = op.operands.size() == 2 ? l.folded(op.operands[1]) : nullptr;
-  if (!value || value->data.size() != 1)
-    return l.unimplemented(op, "stablehlo.pad whose padding value is not a constant");
+  if (op.operands.size() != 2)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.pad takes an operand and a padding value");
+  const Folded* value = l.folded(op.operands[1]);
+  if (!value || value->data.size() != 1) return lowering::lower_pad_general(l, op);
   const auto& lo = ints(op, "edge_padding_low");
   const auto& hi = ints(op, "edge_padding_high");
   const auto& in = ints(op, "interior_padding");
@@ -339,10 +341,7 @@ Status lower_pad(Lowering& l, const Op& op) {
             (in.empty() || in.size() == shape.size());
   for (size_t d = 0; ok && d < shape.size(); ++d)
     ok = lo[d] >= 0 && hi[d] >= 0 && (in.empty() || in[d] == 0);
-  if (!ok)
-    return l.unimplemented(op,
-                           "stablehlo.pad with interior or negative padding (supported: "
-                           "non-negative edge padding)");
+  if (!ok) return lowering::lower_pad_general(l, op);
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   DType dt = l.graph().values[x].dtype;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -458,6 +457,12 @@ Status lower_op(Lowering& l, const Op& op) {
       n == "stablehlo.collective_permute" || n == "sdy.all_slice")
     return lowering::lower_collective(l, op);
   if (n == "stablehlo.pad") return lower_pad(l, op);
+  if (n == "stablehlo.gather") return lowering::lower_gather(l, op);
+  if (n == "stablehlo.reverse") return lowering::lower_reverse(l, op);
+  if (n == "stablehlo.scatter") return lowering::lower_scatter(l, op);
+  if (n == "stablehlo.sort") return lowering::lower_sort(l, op);
+  if (n == "stablehlo.dynamic_slice") return lowering::lower_dynamic_slice(l, op);
+  if (n == "stablehlo.dynamic_update_slice") return lowering::lower_dynamic_update_slice(l, op);
   if (n == "stablehlo.while")
     return l.unimplemented(
         op,
@@ -476,10 +481,11 @@ Status lower_op(Lowering& l, const Op& op) {
       op,
       str(n,
           " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
-          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad (edge), dot/dot_general, "
+          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
           "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-          "convolution, compare/select/clamp, "
-          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
+          "convolution, compare/select/clamp, gather, scatter, sort, dynamic_slice, "
+          "dynamic_update_slice, reverse, optimization_barrier, the collectives and "
+          "@meshplan.* custom calls)"));
 }
 
 }  // namespace

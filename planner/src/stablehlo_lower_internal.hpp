@@ -121,6 +121,23 @@ Status lower_clamp(Lowering& l, const Op& op);
 Status lower_logical(Lowering& l, const Op& op);
 /// convert to or from i1: `x != 0`, or a typecast of a 0/1 value.
 Status lower_convert_bool(Lowering& l, const Op& op);
+// Indexing (stablehlo_lower_indexing.cpp): onto embedding with index arithmetic.
+/// gather in its general form (offset, collapsed and batching dims, clamped start indices).
+Status lower_gather(Lowering& l, const Op& op);
+/// dynamic_slice: a gather of one slice whose start indices are rank-0 operands.
+Status lower_dynamic_slice(Lowering& l, const Op& op);
+/// dynamic_update_slice: the update gathered onto the operand's grid, selected by a mask.
+Status lower_dynamic_update_slice(Lowering& l, const Op& op);
+/// reverse: rows of the operand read in reversed order (constant indices).
+Status lower_reverse(Lowering& l, const Op& op);
+/// pad with interior or negative padding: operand rows placed on the padded grid (constant
+/// indices), the padding value elsewhere.
+Status lower_pad_general(Lowering& l, const Op& op);
+/// scatter with an add / maximum / minimum / replace region: every update row compared with
+/// every operand row (bounded), combined by reductions and selected by where.
+Status lower_scatter(Lowering& l, const Op& op);
+/// sort ascending on operand 0 (stablehlo_lower_sort.cpp): pairwise ranks, then embedding reads.
+Status lower_sort(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a
