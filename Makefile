@@ -16,17 +16,19 @@ TEST_PACKAGES := chromium
 
 DEMO_DIR := $(BUILD_DIR)/demo
 
-# Reliability builds, each in its own folder: ASan+UBSan (whole suite), TSan (the concurrency
-# test), libFuzzer (clang; bounded runs). `make ci` runs all of them after `make test`.
+# Reliability builds: one clang ASan+UBSan build serves the whole suite (`make test-asan`) and
+# the libFuzzer targets (`make fuzz`); a TSan build of the concurrency test (`make test-tsan`).
+# Sanitizer builds compile at -O1 with line tables (MESHPLAN_SANITIZER_LIGHT). `make ci` runs
+# all of them after `make test`.
 ASAN_DIR     ?= build-asan
 TSAN_DIR     ?= build-tsan
-FUZZ_DIR     ?= build-fuzz
+FUZZ_DIR     ?= $(ASAN_DIR)
 FUZZ_SECONDS ?= 60
 # clang >= 16: older clang cannot compile libstdc++ 12's std::expected (no P0848).
 FUZZ_PACKAGES := clang-16 libclang-rt-16-dev
 NINJA_OR_MAKE = $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')
 
-.PHONY: all deps test-deps configure build test demo bench format clean test-asan test-tsan fuzz ci
+.PHONY: all deps test-deps configure build test demo bench format clean sanitize-configure test-asan test-tsan fuzz ci
 
 all: build
 
@@ -66,8 +68,13 @@ bench: build
 	cmake -DBENCH=$(BENCH_DIR) -P cmake/BenchReport.cmake
 	@cat $(BENCH_DIR)/results.md
 
-test-asan: deps
-	cmake -S . -B $(ASAN_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_SANITIZE=ON -DMESHPLAN_BUILD_BENCH=OFF
+# Installs clang-16 if missing (as root).
+sanitize-configure:
+	@./cmake/install-deps.sh $(DEB_PACKAGES) $(FUZZ_PACKAGES)
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(ASAN_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DMESHPLAN_SANITIZE=ON -DMESHPLAN_LIBFUZZER=ON -DMESHPLAN_BUILD_BENCH=OFF
+
+test-asan: sanitize-configure
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
@@ -75,15 +82,14 @@ test-asan: deps
 # ThreadSanitizer: 8 threads looking up and running plans while a writer replaces the cache.
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_TSAN=ON -DMESHPLAN_BUILD_BENCH=OFF
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target runtime_tests
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_DIR)/tests/runtime_tests --test-case='8 threads*'
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target concurrency_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_DIR)/tests/concurrency_tests --test-case='8 threads*'
 
-# libFuzzer runs of FUZZ_SECONDS per target from the seed corpus, with ASan+UBSan. Installs
-# clang-16 if missing (as root); the GCC build's fuzz_smoke_* tests cover the targets without it.
+# libFuzzer runs of FUZZ_SECONDS per target from the seed corpus, with ASan+UBSan, in the
+# test-asan build (built here if `make test-asan` has not run); the GCC build's fuzz_smoke_*
+# tests cover the targets without clang.
 fuzz:
-	@./cmake/install-deps.sh $(DEB_PACKAGES) $(FUZZ_PACKAGES)
-	CC=clang-16 CXX=clang++-16 cmake -S . -B $(FUZZ_DIR) -G "$(NINJA_OR_MAKE)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DMESHPLAN_SANITIZE=ON -DMESHPLAN_LIBFUZZER=ON -DMESHPLAN_BUILD_BENCH=OFF
+	$(MAKE) --no-print-directory sanitize-configure ASAN_DIR=$(FUZZ_DIR)
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target plan_cache_fuzz graph_json_fuzz stablehlo_fuzz meshplan_fuzz_corpus
 	rm -rf $(FUZZ_DIR)/run && mkdir -p $(FUZZ_DIR)/run/cache $(FUZZ_DIR)/run/graph $(FUZZ_DIR)/run/stablehlo
 	cp $(FUZZ_DIR)/tests/fuzz/corpus/cache/*.mpc $(FUZZ_DIR)/run/cache/
@@ -99,4 +105,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR) build-fuzz

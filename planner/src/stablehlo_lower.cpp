@@ -2,8 +2,10 @@
 // constants, elementwise ops, broadcasts and the shape ops. dot_general, reduce, convolution
 // and meshplan.* custom calls are in stablehlo_lower_ops.cpp.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -488,6 +490,57 @@ Status lower_op(Lowering& l, const Op& op) {
           "@meshplan.* custom calls)"));
 }
 
+/// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result
+/// 'v7' ..."), which the module's author never wrote. Give the message the source op's
+/// file:line:col and name instead, and drop the internal names.
+Error locate_validation_error(Error e, const std::map<std::string, const Op*>& source) {
+  const std::string& msg = e.message;
+  size_t at = msg.find("op 'op");
+  if (at == std::string::npos) return e;
+  size_t end = msg.find('\'', at + 4);
+  if (end == std::string::npos) return e;
+  auto it = source.find(msg.substr(at + 4, end - at - 4));
+  if (it == source.end()) return e;
+  std::string rest = msg;
+  std::string kind;
+  if (at == 0) {  // "op 'opN' (kind)..." leads: replace the label by the source op
+    size_t open = msg.find(" (", end);
+    size_t close = open == end + 1 ? msg.find(')', open) : std::string::npos;
+    if (close != std::string::npos) {
+      kind = msg.substr(open + 2, close - open - 2);
+      rest = msg.substr(close + 1);
+    }
+  }
+  // Internal value and op names ('v12', 'op3') mean nothing in the module: drop them.
+  std::string clean;
+  for (size_t i = 0; i < rest.size();) {
+    size_t q = rest.find(" '", i);
+    if (q == std::string::npos) {
+      clean += rest.substr(i);
+      break;
+    }
+    size_t j = q + 2, digits = j;
+    if (rest.compare(j, 2, "op") == 0)
+      digits = j + 2;
+    else if (j < rest.size() && rest[j] == 'v')
+      digits = j + 1;
+    size_t k = digits;
+    while (k < rest.size() && std::isdigit(static_cast<unsigned char>(rest[k]))) ++k;
+    bool internal = digits > j && k > digits && k < rest.size() && rest[k] == '\'';
+    clean += rest.substr(i, q - i);
+    if (internal) {
+      i = k + 1;
+    } else {
+      clean += " '";
+      i = q + 2;
+    }
+  }
+  const Op& op = *it->second;
+  e.message = str(op.loc.str(), ": ", op.name, kind.empty() ? "" : str(" (lowered to ", kind, ")"),
+                  at == 0 ? "" : ": ", clean);
+  return e;
+}
+
 }  // namespace
 
 Result<Graph> lower_to_graph(const Module& m) {
@@ -528,16 +581,20 @@ Result<Graph> lower_to_graph(const Module& m) {
     g.arguments.push_back(pv);
     l.bind(args[i], pv);
   }
+  std::map<std::string, const Op*> source;  // lowered op name -> the module op it came from
   for (OpId o : body->ops) {
     const Op& op = m.ops[o];
+    size_t first = g.ops.size();
     if (op.name == "func.return" || op.name == "sdy.return") {
       for (ValueId v : op.operands) g.outputs.push_back(MESHPLAN_TRY(l.use(v, op)));
-      continue;
+    } else {
+      MESHPLAN_TRY(lower_op(l, op));
     }
-    MESHPLAN_TRY(lower_op(l, op));
+    for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }
   MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, args.size()));
-  MESHPLAN_TRY(validate(g));
+  if (auto valid = validate(g); !valid)
+    return std::unexpected(locate_validation_error(valid.error(), source));
   return std::move(g);
 }
 

@@ -243,7 +243,7 @@ PYBIND11_MODULE(_meshplan, m) {
           },
           py::arg("cache_path"), py::arg("name") = py::none(),
           "Adds the plan to the cache file at cache_path (created if missing), replacing an "
-          "entry with the same name or key.")
+          "entry with the same name; another name of the same plan (same key) stays as an alias.")
       .def("bind", &bind, py::arg("device") = py::none(),
            "Binds the plan to a new emulated device: a built-in chip name or a device JSON file "
            "(default: the chip the plan was made for). Mesh plans bind to the mesh they name.")

@@ -8,7 +8,8 @@ namespace meshplan::runtime {
 Result<CacheEditReport> add_all_to_cache(const std::string& path,
                                          std::vector<CacheEntryData> entries) {
   CacheEditReport report;
-  // Later entries win over earlier ones with the same name or key.
+  // Later entries win over earlier ones with the same name. Entries with the same key under
+  // other names stay, as aliases of one plan: all of them get the last such entry's bytes.
   std::vector<Hash128> keys;
   for (const CacheEntryData& e : entries) {
     MESHPLAN_TRY(check_plan_name(e.name));
@@ -19,12 +20,21 @@ Result<CacheEditReport> add_all_to_cache(const std::string& path,
   std::vector<bool> replaced(entries.size(), false);
   for (size_t i = 0; i < entries.size(); ++i)
     for (size_t j = i + 1; j < entries.size() && !replaced[i]; ++j)
-      if (entries[j].name == entries[i].name || keys[j] == keys[i]) {
+      if (entries[j].name == entries[i].name) {
         replaced[i] = true;
         report.dropped.push_back(
-            {entries[i].name, str("replaced by '", entries[j].name, "' (same ",
-                                  entries[j].name == entries[i].name ? "name" : "key", ")")});
+            {entries[i].name, str("replaced by '", entries[j].name, "' (same name)")});
       }
+  // The bytes each key is stored with: its last entry's.
+  auto latest_bytes = [&](const Hash128& key) -> const std::vector<uint8_t>* {
+    for (size_t j = entries.size(); j-- > 0;)
+      if (!replaced[j] && keys[j] == key) return &entries[j].plan;
+    return nullptr;
+  };
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (!replaced[i])
+      if (const std::vector<uint8_t>* bytes = latest_bytes(keys[i]); bytes != &entries[i].plan)
+        entries[i].plan = *bytes;
 
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
   remove_dead_temp_files(path);  // left by killed writers
@@ -35,8 +45,13 @@ Result<CacheEditReport> add_all_to_cache(const std::string& path,
       CacheEntryInfo info = existing->entry(i);
       bool superseded = false;
       for (size_t j = 0; j < entries.size() && !superseded; ++j)
-        superseded = !replaced[j] && (info.name == entries[j].name || info.key == keys[j]);
+        superseded = !replaced[j] && info.name == entries[j].name;
       if (superseded) continue;
+      if (const std::vector<uint8_t>* bytes = latest_bytes(info.key)) {  // an alias of a new plan
+        out.push_back(CacheEntryData{std::string(info.name), *bytes});
+        report.kept.push_back(std::string(info.name));
+        continue;
+      }
       auto ref = existing->load(i);
       if (!ref)
         return std::unexpected(with_context(

@@ -158,7 +158,8 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
     if (e->offset() > impl->size || e->size() > impl->size - e->offset())
       return fail(ErrorCode::corrupt, "plan cache '", path, "': entry ", i, " [", e->offset(),
                   ", +", e->size(), ") lies outside the file's ", impl->size, " bytes");
-    if (i > 0 && !key_less(key_of(entries->Get(i - 1)), key_of(e)))
+    // Equal keys are aliases: names of one plan (written once, at one offset).
+    if (i > 0 && key_less(key_of(e), key_of(entries->Get(i - 1))))
       return fail(ErrorCode::corrupt, "plan cache '", path, "': index is not sorted by key");
     if (by_name->Get(i) >= n)
       return fail(ErrorCode::corrupt, "plan cache '", path, "': name index out of range");
@@ -272,12 +273,14 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
         Item{ref->key(), &e, h->device()->name() ? h->device()->name()->str() : "",
              h->options() && h->options()->policy() ? h->options()->policy()->str() : ""});
   }
-  std::sort(items.begin(), items.end(),
-            [](const Item& a, const Item& b) { return key_less(a.key, b.key); });
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return key_less(a.key, b.key); });
+  // Entries with one key are aliases of one plan: their bytes must agree, and are stored once.
   for (size_t i = 1; i < items.size(); ++i)
-    if (items[i].key == items[i - 1].key)
+    if (items[i].key == items[i - 1].key && items[i].data->plan != items[i - 1].data->plan)
       return fail(ErrorCode::invalid_argument, "plans '", items[i - 1].data->name, "' and '",
-                  items[i].data->name, "' have the same key ", items[i].key.hex());
+                  items[i].data->name, "' have the same key ", items[i].key.hex(),
+                  " but different bytes; store one plan under both names");
   std::vector<uint32_t> by_name(items.size());
   for (uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
   std::sort(by_name.begin(), by_name.end(),
@@ -295,15 +298,19 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
     // Offsets of 0 (the first pass) must still be stored, or the two passes differ in size.
     b.ForceDefaults(true);
     std::vector<flatbuffers::Offset<fb::CacheEntry>> fe;
-    uint64_t offset = first_plan;
-    for (const Item& it : items) {
+    uint64_t offset = first_plan, next = first_plan;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Item& it = items[i];
+      if (i == 0 || it.key != items[i - 1].key) {  // an alias shares the previous entry's bytes
+        offset = next;
+        next = align64(offset + it.data->plan.size());
+      }
       fb::Hash128 key(it.key.lo, it.key.hi);
       Hash128 sum = xxh3_128(it.data->plan.data(), it.data->plan.size());
       fb::Hash128 checksum(sum.lo, sum.hi);
       fe.push_back(fb::CreateCacheEntryDirect(b, &key, it.data->name.c_str(), offset,
                                               it.data->plan.size(), &checksum, it.device.c_str(),
                                               it.policy.c_str()));
-      offset = align64(offset + it.data->plan.size());
     }
     b.FinishSizePrefixed(fb::CreateCacheIndexDirect(b, &fe, &by_name), fb::CacheIndexIdentifier());
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
@@ -315,9 +322,10 @@ Status write_cache(const std::string& path, std::vector<CacheEntryData> entries)
     return fail(ErrorCode::internal, "cache index size changed between passes");
 
   std::vector<uint8_t> file(first_plan, 0);
-  for (const Item& it : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0 && items[i].key == items[i - 1].key) continue;  // alias: stored once
     file.resize(align64(file.size()), 0);
-    file.insert(file.end(), it.data->plan.begin(), it.data->plan.end());
+    file.insert(file.end(), items[i].data->plan.begin(), items[i].data->plan.end());
   }
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
@@ -401,7 +409,11 @@ Status add_to_cache(const std::string& path, CacheEntryData entry) {
   if (existing) {
     for (size_t i = 0; i < existing->size(); ++i) {
       CacheEntryInfo info = existing->entry(i);
-      if (info.name == entry.name || info.key == new_key) continue;
+      if (info.name == entry.name) continue;
+      if (info.key == new_key) {  // another name of the same plan: an alias of the new bytes
+        entries.push_back(CacheEntryData{std::string(info.name), entry.plan});
+        continue;
+      }
       auto ref = existing->load(i);
       if (!ref)
         return std::unexpected(with_context(

@@ -133,3 +133,92 @@ TEST_CASE("the C example runs a plan") {
   CHECK(out.find("ran 'mlp'") != std::string::npos);
   CHECK(out.find("with a wrong shape: invalid_argument: plan 'mlp': input 0") != std::string::npos);
 }
+
+namespace {
+
+/// A cache at `path` holding the example MLP as "mlp", planned for `chip`.
+void write_mlp_cache(const std::string& path, const device::ChipDesc& chip) {
+  auto graph = planner::load_graph_file(test::source_path("examples/models/mlp.json"));
+  REQUIRE(graph);
+  auto plan = planner::compile(*graph, chip, planner::PlannerOptions{});
+  REQUIRE(plan);
+  REQUIRE(runtime::add_to_cache(path, runtime::CacheEntryData{"mlp", plan->bytes}));
+}
+
+bool last_error_has(const std::string& text) {
+  return std::string(mp_last_error()).find(text) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("C API: every status meshplan.h documents is returned where it says") {
+  test::TempDir dir;
+  std::string path = dir.file("plans.mpc");
+  write_mlp_cache(path, device::wormhole_b0());
+  const std::vector<uint8_t> good = test::read_bytes(path);
+  mp_cache* cache = nullptr;
+
+  SUBCASE("MP_INVALID_ARGUMENT: NULL pointers and a folder for a cache") {
+    CHECK(mp_cache_open(nullptr, &cache) == MP_INVALID_ARGUMENT);
+    CHECK(mp_cache_open(path.c_str(), nullptr) == MP_INVALID_ARGUMENT);
+    CHECK(mp_cache_open(dir.path().c_str(), &cache) == MP_INVALID_ARGUMENT);
+    CHECK(last_error_has("is a directory"));
+    CHECK(cache == nullptr);
+  }
+  SUBCASE("MP_NOT_FOUND: no file, no plan of that name") {
+    CHECK(mp_cache_open(dir.file("none.mpc").c_str(), &cache) == MP_NOT_FOUND);
+    REQUIRE(mp_cache_open(path.c_str(), &cache) == MP_OK);
+    mp_executable* exe = nullptr;
+    CHECK(mp_executable_create(cache, "mlp2", &exe) == MP_NOT_FOUND);
+    CHECK(last_error_has("'mlp2'"));
+    CHECK(exe == nullptr);
+    mp_cache_close(cache);
+  }
+  SUBCASE("MP_INCOMPATIBLE: another cache format major") {
+    std::vector<uint8_t> bytes = good;
+    bytes[8] = 9;  // the header's major version (uint16 after the 8-byte magic); this is 1
+    bytes[9] = 0;
+    test::write_bytes(path, bytes);
+    CHECK(mp_cache_open(path.c_str(), &cache) == MP_INCOMPATIBLE);
+    CHECK(last_error_has("has format 9."));
+  }
+  SUBCASE("MP_INCOMPATIBLE: a plan for another descriptor of the chip it names") {
+    device::ChipDesc other = device::wormhole_b0();
+    other.dispatch_ns += 1;  // same name, another timing: another descriptor hash
+    std::string other_path = dir.file("other.mpc");
+    write_mlp_cache(other_path, other);
+    REQUIRE(mp_cache_open(other_path.c_str(), &cache) == MP_OK);
+    mp_executable* exe = nullptr;
+    CHECK(mp_executable_create(cache, "mlp", &exe) == MP_INCOMPATIBLE);
+    CHECK(last_error_has("was made for device wormhole_b0"));
+    CHECK(exe == nullptr);
+    mp_cache_close(cache);
+  }
+  SUBCASE("MP_CORRUPT: bad magic, and a damaged plan") {
+    std::vector<uint8_t> bytes = good;
+    bytes[0] = 'X';
+    test::write_bytes(path, bytes);
+    CHECK(mp_cache_open(path.c_str(), &cache) == MP_CORRUPT);
+    CHECK(last_error_has("bad magic"));
+    bytes = good;
+    bytes[bytes.size() - 8] ^= 0x20;  // inside the (only, last) plan: its checksum fails
+    test::write_bytes(path, bytes);
+    REQUIRE(mp_cache_open(path.c_str(), &cache) == MP_OK);  // header and index are intact
+    mp_executable* exe = nullptr;
+    CHECK(mp_executable_create(cache, "mlp", &exe) == MP_CORRUPT);
+    CHECK(last_error_has("'mlp'"));
+    CHECK(exe == nullptr);
+    mp_cache_close(cache);
+  }
+  SUBCASE("MP_IO: the system refuses the path") {
+    // A path through a regular file: stat fails with ENOTDIR, not ENOENT.
+    CHECK(mp_cache_open((path + "/inner.mpc").c_str(), &cache) == MP_IO);
+    CHECK(last_error_has("inner.mpc"));
+    CHECK(cache == nullptr);
+  }
+  // MP_RESOURCE_EXHAUSTED needs the host to run out of memory (not provoked here);
+  // MP_UNIMPLEMENTED and MP_INTERNAL are not returned by these calls (meshplan.h).
+  CHECK(std::string(mp_status_name(MP_RESOURCE_EXHAUSTED)) == "resource_exhausted");
+  CHECK(std::string(mp_status_name(MP_UNIMPLEMENTED)) == "unimplemented");
+  CHECK(std::string(mp_status_name(MP_INTERNAL)) == "internal");
+}

@@ -33,23 +33,32 @@ TEST_CASE("meshplan-run cache ls, verify, gc and meshplan-compile --remove") {
   std::string model = test::source_path("examples/models/mlp.json");
   REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp --policy dram").status == 0);
   REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name mlp2 --device n150 --policy dram")
-              .status == 0);  // same key: replaces
+              .status == 0);  // same key: an alias
   auto c = runtime::PlanCache::open(cache);
   REQUIRE(c);
-  CHECK(c->size() == 1);  // same graph, device and options: one key, so mlp2 replaced mlp
+  // Same graph, device and options: one key, so mlp2 is a second name of mlp's plan.
+  REQUIRE(c->size() == 2);
+  CHECK(c->entry(0).offset == c->entry(1).offset);
+  CHECK(c->find("mlp")->key() == c->find("mlp2")->key());
 
   Output ls = sh(kRun + " cache ls " + cache);
   INFO(ls.text);
   CHECK(ls.status == 0);
+  CHECK(has(ls, "mlp "));
   CHECK(has(ls, "mlp2"));
   CHECK(has(ls, "wormhole_b0"));
   CHECK(has(ls, "dram"));
   CHECK(has(ls, " ok"));
-  CHECK(has(ls, "1 entries"));
+  CHECK(has(ls, "2 entries"));
 
   Output ok = sh(kRun + " cache verify " + cache);
   CHECK(ok.status == 0);
-  CHECK(has(ok, "1 of 1 entries verified"));
+  CHECK(has(ok, "2 of 2 entries verified"));
+  for (const char* name : {"mlp", "mlp2"}) {
+    Output run = sh(kRun + " " + cache + " --name " + name);
+    INFO(run.text);
+    CHECK(run.status == 0);
+  }
 
   // Damage the plan: verify reports it and fails; gc drops it; the cache is usable again.
   std::vector<uint8_t> bytes = test::read_bytes(cache);
@@ -60,6 +69,7 @@ TEST_CASE("meshplan-run cache ls, verify, gc and meshplan-compile --remove") {
   INFO(bad.text);
   CHECK(bad.status == 2);
   CHECK(has(bad, "FAILED  mlp2: corrupt"));
+  CHECK(has(bad, "FAILED  mlp: corrupt"));
   Output dry = sh(kRun + " cache gc " + cache + " --dry-run");
   CHECK(has(dry, "would drop mlp2"));
   CHECK(test::read_bytes(cache) == bytes);
@@ -67,6 +77,7 @@ TEST_CASE("meshplan-run cache ls, verify, gc and meshplan-compile --remove") {
   INFO(gc.text);
   CHECK(gc.status == 0);
   CHECK(has(gc, "dropped mlp2"));
+  CHECK(has(gc, "dropped mlp:"));
   CHECK(runtime::PlanCache::open(cache)->size() == 0);
 
   REQUIRE(sh(kCompile + " " + model + " -o " + cache + " --name a").status == 0);

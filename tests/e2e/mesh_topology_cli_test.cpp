@@ -16,8 +16,8 @@ const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshpl
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
 const std::string kModel = test::source_path("examples/models/tp_mlp_t3k.json");
 
-/// Compiles the T3000 MLP with `flags` into the cache `dir`/NAME.mpc (a cache holds one plan per
-/// key: equal keys would replace each other); returns the plan key printed.
+/// Compiles the T3000 MLP with `flags` into the cache `dir`/NAME.mpc (one cache per variant, so
+/// that each holds exactly one plan); returns the plan key printed.
 std::string compile(const test::TempDir& dir, const std::string& name, const std::string& flags,
                     std::string* out = nullptr) {
   auto r =

@@ -2,8 +2,8 @@
 # meshplan-compile, then builds tests/package/consumer against the prefix twice — with
 # find_package(meshplan) and with pkg-config — and runs the plan from each (C++ and C API).
 # Inputs: BUILD (meshplan build folder), SRC (this folder), WORK (scratch folder), GENERATOR,
-# CXX, CC, LAUNCHER (may be empty), LINK_FLAGS (sanitizer flags, may be empty), SHARED (ON/OFF),
-# NM, PKG_CONFIG.
+# CXX, CC, LAUNCHER (may be empty), LINK_FLAGS (sanitizer flags, may be empty), CXX_FLAGS (may
+# be empty; clang needs libstdc++'s std::expected enabled), SHARED (ON/OFF), NM, PKG_CONFIG.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -53,7 +53,7 @@ if(LAUNCHER)
 endif()
 run(${CMAKE_COMMAND} -S ${SRC}/consumer -B ${WORK}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_C_COMPILER=${CC} ${launch}
-    "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
+    "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK}/build)
 run(${WORK}/build/consumer ${cache} affine)
 if(NOT run_out MATCHES "max abs error 0\\.0000")

@@ -244,6 +244,39 @@ TEST_CASE("stablehlo.custom_call @meshplan.* lowers to that op with its attribut
   CHECK(print_module(m).find("meshplan.w = array<f64: 0.5, 1.25>") != std::string::npos);
 }
 
+TEST_CASE("graph errors of lowered ops name the module op's file:line:col, not internal ids") {
+  // Each reaches the lowered graph's validation; its message speaks of the source op.
+  auto invalid = [](const std::string& text) {
+    auto g = lower_to_graph(parsed(text));
+    REQUIRE_FALSE(g.has_value());
+    CHECK(g.error().code == ErrorCode::invalid_argument);
+    return g.error().message;
+  };
+  CHECK(
+      invalid(module(
+          "%a: tensor<4x8xf32>) -> (tensor<4x8xf32>",
+          R"(  %0 = "stablehlo.custom_call"(%a) {call_target_name = "meshplan.permute", meshplan.perm = array<i64: 0, 0>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+)")) ==
+      "t.mlir:2:3: stablehlo.custom_call (lowered to permute): shape mismatch: perm lists "
+      "dim 0 twice (operands 'arg0' [4x8])");
+  CHECK(invalid(module("%a: tensor<4x8xf32>) -> (tensor<4x8xf32>",
+                       R"(  %t = stablehlo.exponential %a : tensor<4x8xf32>
+  %0 = "stablehlo.custom_call"(%t, %a) {call_target_name = "meshplan.gelu"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+)")) == "t.mlir:3:3: stablehlo.custom_call (lowered to gelu) takes 1 operand(s), got 2");
+  std::string declared = invalid(module(
+      "%a: tensor<4x8xf32>) -> (tensor<4x4xf32>",
+      R"(  %0 = "stablehlo.custom_call"(%a) {call_target_name = "meshplan.gelu"} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+)"));
+  CHECK(declared ==
+        "t.mlir:2:3: stablehlo.custom_call (lowered to gelu): result is declared [4x4] but the "
+        "operands give [4x8]");
+  CHECK(declared.find("'v") == std::string::npos);
+  CHECK(declared.find("'op") == std::string::npos);
+}
+
 TEST_CASE("unsupported forms name file:line:col and what") {
   CHECK(
       lower_error(module(

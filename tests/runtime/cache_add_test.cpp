@@ -1,5 +1,5 @@
-// add_all_to_cache: many plans in one atomic write; replacement by name or key, among the new
-// entries and against the cache's; invalid plans and damaged caches write nothing.
+// add_all_to_cache: many plans in one atomic write; replacement by name and aliases by key, among
+// the new entries and against the cache's; invalid plans and damaged caches write nothing.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ std::vector<std::string> names_in(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("add_all_to_cache writes every plan once and replaces by name or key") {
+TEST_CASE("add_all_to_cache writes every plan once, replaces by name and aliases by key") {
   test::TempDir dir;
   std::string path = dir.file("c.mpc");
   auto first = add_all_to_cache(path, {{"a", relu_plan(32)}, {"b", relu_plan(64)}});
@@ -36,16 +36,33 @@ TEST_CASE("add_all_to_cache writes every plan once and replaces by name or key")
   CHECK(first->dropped.empty());
   CHECK(names_in(path) == std::vector<std::string>{"a", "b"});
 
-  // Against the cache: "a" replaced by name, "b" by key (same plan under another name).
+  // Against the cache: "a" replaced by name; "b2" is the same plan as "b" (same key), so both
+  // names stay, aliases of one stored plan.
   auto second =
       add_all_to_cache(path, {{"a", relu_plan(96)}, {"b2", relu_plan(64)}, {"c", relu_plan(128)}});
   REQUIRE(second);
-  CHECK(names_in(path) == std::vector<std::string>{"a", "b2", "c"});
+  CHECK(second->dropped.empty());
+  CHECK(names_in(path) == std::vector<std::string>{"a", "b", "b2", "c"});
   auto c = PlanCache::open(path);
   REQUIRE(c);
   auto a = c->find("a");
   REQUIRE(a);
   CHECK(a->key() == verify_plan(relu_plan(96), "a")->key());
+  auto b = c->find("b");
+  auto b2 = c->find("b2");
+  REQUIRE(b);
+  REQUIRE(b2);
+  CHECK(b->key() == verify_plan(relu_plan(64), "b")->key());
+  CHECK(b->bytes().data() == b2->bytes().data());  // one copy of the plan in the file
+
+  // Among the new entries: two names of one plan are both kept.
+  auto both = add_all_to_cache(path, {{"e1", relu_plan(224)}, {"e2", relu_plan(224)}});
+  REQUIRE(both);
+  CHECK(both->dropped.empty());
+  auto e = PlanCache::open(path);
+  REQUIRE(e);
+  CHECK(e->find("e1"));
+  CHECK(e->find("e2"));
 
   // Among the new entries: the later one wins and the earlier is reported.
   auto third = add_all_to_cache(path, {{"d", relu_plan(160)}, {"d", relu_plan(192)}});

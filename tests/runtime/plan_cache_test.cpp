@@ -6,9 +6,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/runtime/cache_edit.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -83,20 +85,45 @@ TEST_CASE("an empty cache opens") {
   CHECK_FALSE(cache->find("x"));
 }
 
-TEST_CASE("add_to_cache adds, replaces by name or key, and keeps the others") {
+TEST_CASE("add_to_cache adds, replaces by name, keeps another name of one key as an alias") {
   test::TempDir dir;
   std::string path = dir.file("plans.mpc");
   REQUIRE(add_to_cache(path, CacheEntryData{"a", plan_bytes(8)}));
   REQUIRE(add_to_cache(path, CacheEntryData{"b", plan_bytes(16)}));
   REQUIRE(add_to_cache(path, CacheEntryData{"a", plan_bytes(24)}));  // same name: replaced
-  REQUIRE(add_to_cache(path, CacheEntryData{"c", plan_bytes(16)}));  // same key as b: replaced
+  REQUIRE(add_to_cache(path, CacheEntryData{"c", plan_bytes(16)}));  // same key as b: alias
   auto cache = PlanCache::open(path);
   REQUIRE(cache);
-  CHECK(cache->size() == 2);
+  CHECK(cache->size() == 3);
   CHECK(cache->find("a")->key() == key_of(plan_bytes(24)));
-  CHECK(cache->find("c"));
-  CHECK_FALSE(cache->find("b"));
+  auto b = cache->find("b");
+  auto c = cache->find("c");
+  REQUIRE(b);
+  REQUIRE(c);
+  CHECK(b->key() == key_of(plan_bytes(16)));
+  CHECK(b->bytes().data() == c->bytes().data());  // stored once
+  auto by_key = cache->find(key_of(plan_bytes(16)));
+  REQUIRE(by_key);
+  CHECK(by_key->bytes().data() == b->bytes().data());
+  // Two entries share the plan's offset; the file holds two plans, not three.
+  std::set<uint64_t> offsets;
+  for (size_t i = 0; i < cache->size(); ++i) offsets.insert(cache->entry(i).offset);
+  CHECK(offsets.size() == 2);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
+
+  // Removing one name keeps the other; replacing one name by another plan leaves the alias.
+  REQUIRE(remove_from_cache(path, {"b"}));
+  auto after = PlanCache::open(path);
+  REQUIRE(after);
+  CHECK(after->size() == 2);
+  CHECK_FALSE(after->find("b"));
+  CHECK(after->find("c")->key() == key_of(plan_bytes(16)));
+  REQUIRE(add_to_cache(path, CacheEntryData{"d", plan_bytes(16)}));
+  REQUIRE(add_to_cache(path, CacheEntryData{"d", plan_bytes(32)}));
+  auto last = PlanCache::open(path);
+  REQUIRE(last);
+  CHECK(last->find("c")->key() == key_of(plan_bytes(16)));
+  CHECK(last->find("d")->key() == key_of(plan_bytes(32)));
 }
 
 TEST_CASE("readers that mapped the old file keep working after a rewrite") {

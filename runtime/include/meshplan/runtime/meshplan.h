@@ -22,13 +22,27 @@ extern "C" {
 
 typedef enum mp_status {
   MP_OK = 0,
-  MP_INVALID_ARGUMENT = 1, /* bad input: wrong shape, unknown input name, null pointer */
-  MP_NOT_FOUND = 2,        /* no such file or plan */
-  MP_INCOMPATIBLE = 3,     /* made for another device, planner or format major */
+  /* A bad argument of the call: NULL pointer, unknown input name, wrong input/output count,
+   * shape, dtype or byte size; a path that names a folder or another non-regular file. */
+  MP_INVALID_ARGUMENT = 1,
+  /* mp_cache_open: no such file; mp_executable_create: no plan of that name in the cache. */
+  MP_NOT_FOUND = 2,
+  /* The cache's format major version is not this library's; the plan's format major, planner
+   * or device descriptor is not one this library runs. */
+  MP_INCOMPATIBLE = 3,
+  /* Memory ran out: the host's (opening a cache, running a plan), or a plan tensor does not fit
+   * the emulated device it binds to. */
   MP_RESOURCE_EXHAUSTED = 4,
-  MP_CORRUPT = 5, /* truncated file, bad identifier, checksum mismatch */
+  /* Damaged file or plan: truncated, bad magic or identifier, checksum mismatch, a plan that
+   * fails verification. mp_cache_open checks the header and index; mp_executable_create the
+   * plan. */
+  MP_CORRUPT = 5,
+  /* The operating system refused the file: stat, open or mmap failed other than "no such
+   * file" (e.g. a path through a regular file, a name too long, no permission). */
   MP_IO = 6,
+  /* Not returned by these calls today (reserved: a plan feature this library lacks). */
   MP_UNIMPLEMENTED = 7,
+  /* A bug in meshplan (an invariant broke); the message says which. Never expected. */
   MP_INTERNAL = 8
 } mp_status;
 
