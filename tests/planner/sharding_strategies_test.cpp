@@ -1,0 +1,254 @@
+// The `sdy-propagation` stage against Shardy's documentation: each strategy of the conflict
+// resolution hierarchy (propagation.md), the pipeline's printed form (closed shardings, no
+// priorities, constraints as reshards, sdy_export_passes.md) and the sdy constructs of
+// sdy_dialect.md. Expected texts are worked out from those documents, in Shardy's syntax.
+#include <doctest/doctest.h>
+
+#include "meshplan/planner/sharding_strategies.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+
+namespace {
+
+std::string propagated(const std::string& text, PropagationStrategy strategy) {
+  auto m = parse_module(text, "doc.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  auto s = run_sdy_propagation(*m, strategy);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  return print_module(*m);
+}
+
+std::string parse_error(const std::string& text) {
+  auto m = parse_module(text, "bad.mlir");
+  return m.has_value() ? "parsed" : m.error().message;
+}
+
+// A dot whose two non-contracting factors both want axis "a": %arg0 (8x4, 32 elements) has
+// i = ["a", "b"], %arg1 (4x16, 64 elements) has j = ["a", "c"].
+const std::string kCrossFactor = R"(sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", "b"}, {?}]>}, %arg1: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", "c"}]>}) -> tensor<8x16xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+)";
+
+}  // namespace
+
+TEST_CASE("strategy names") {
+  for (auto s : {PropagationStrategy::basic, PropagationStrategy::aggressive,
+                 PropagationStrategy::op_priority, PropagationStrategy::user_priority,
+                 PropagationStrategy::pipeline})
+    CHECK(strategy_from_name(strategy_name(s)) == s);
+  CHECK(!strategy_from_name("fast"));
+}
+
+TEST_CASE("propagation.md, basic propagation: an axis two factors want goes to neither") {
+  // Basic "propagates axes that are compatible between all operands and results": "a" is
+  // wanted by i and j, so only the axes before it could go, and there are none. Nothing
+  // reaches the result: it prints no sharding (Shardy leaves unreached values alone).
+  CHECK(propagated(kCrossFactor, PropagationStrategy::basic) == kCrossFactor);
+}
+
+TEST_CASE("propagation.md, aggressive propagation: the larger source tensor wins a conflict") {
+  // Aggressive "resolves conflicts": j's axes come from the larger %arg1 (64 > 32 elements),
+  // so the result takes ["a", "c"] on j and i keeps nothing (its first axis is taken).
+  CHECK(propagated(kCrossFactor, PropagationStrategy::aggressive) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", "b"}, {?}]>}, %arg1: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", "c"}]>}) -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", "c", ?}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", "c", ?}]>]>} : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+)");
+}
+
+TEST_CASE("propagation.md, aggressive: a conflict between factors of different tensors is none") {
+  // i ("a" from %arg0) and j ("a" on the dot's result) never meet in one operand: %arg1 holds
+  // j and k only, so it takes j = "a"; the result already holds "a" and takes nothing for i.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::aggressive) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)");
+}
+
+TEST_CASE("propagation.md, operation based priorities: element-wise ops before a dot") {
+  // The adds (pass-through) carry the result's j = "a" back to the dot first; only then does
+  // the dot run, and its result already holds "a" on dim 1.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32>) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = stablehlo.add %0, %0 : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::op_priority) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = stablehlo.add %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+)");
+}
+
+TEST_CASE("propagation.md, user defined priorities: p0 first; the pipeline closes and drops") {
+  // sharding_representation.md "Priorities": the divide's p0 dim 0 = "c" reaches every value
+  // before the argument's p1 "a" is looked at (the argument keeps its own "a"); dim 1 = "b"
+  // (p1) has no rival. The pipeline then closes every dim and drops the priorities
+  // (sdy_export_passes.md, close shardings).
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}p1, {"b"}p1]>}, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  %1 = stablehlo.divide %0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"c"}p0, {?}]>]>} : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+)";
+  const std::string body = R"(
+  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"c"}, {"b"}]>]>} : tensor<8x8xf32>
+  %1 = stablehlo.divide %0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"c"}, {"b"}]>]>} : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::pipeline) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"c"}, {"b"}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"c"}, {"b"}]>}) {)" +
+            body);
+  // User-priority propagation alone drops the priorities but leaves the dims open.
+  CHECK(
+      propagated(in, PropagationStrategy::user_priority)
+          .find("%1 = stablehlo.divide %0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                "[{\"c\"}, {\"b\", ?}]>]>}") != std::string::npos);
+}
+
+TEST_CASE("sdy_export_passes.md: a constraint becomes a reshard; unreached values stay bare") {
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = sdy.sharding_constraint %arg0 <@mesh, [{"a"}, {"b"}]> : tensor<8x8xf32>
+  %1 = stablehlo.negate %arg1 : tensor<8x8xf32>
+  return %arg0, %1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+)";
+  // The constraint's sharding propagates like any value's (back to %arg0 and on to the first
+  // result), then is printed as the reshard it becomes; nothing reaches the negate.
+  CHECK(propagated(in, PropagationStrategy::pipeline) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32>) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, tensor<8x8xf32>) {
+  %0 = sdy.reshard %arg0 <@mesh, [{"a"}, {"b"}]> : tensor<8x8xf32>
+  %1 = stablehlo.negate %arg1 : tensor<8x8xf32>
+  return %arg0, %1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+)");
+}
+
+TEST_CASE("sdy_dialect.md sdy.propagation_barrier: only the allowed direction passes") {
+  // FORWARD: the operand's sharding reaches the result; nothing flows back to the operand.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = sdy.propagation_barrier %arg0 allowed_direction=FORWARD : tensor<8x8xf32>
+  %1 = sdy.propagation_barrier %arg1 allowed_direction=FORWARD : tensor<8x8xf32>
+  %2 = stablehlo.negate %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"b", ?}]>]>} : tensor<8x8xf32>
+  return %0, %2 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::basic) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, %arg1: tensor<8x8xf32>) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>}, tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"b", ?}]>}) {
+  %0 = sdy.propagation_barrier %arg0 allowed_direction=FORWARD {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {?}]>]>} : tensor<8x8xf32>
+  %1 = sdy.propagation_barrier %arg1 allowed_direction=FORWARD {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"b", ?}]>]>} : tensor<8x8xf32>
+  %2 = stablehlo.negate %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"b", ?}]>]>} : tensor<8x8xf32>
+  return %0, %2 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+)");
+}
+
+TEST_CASE("sdy_dialect.md sdy.sharding_group: members share one sharding; the pipeline drops it") {
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}, %arg1: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %0 = stablehlo.abs %arg0 : tensor<16x16xf32>
+  %1 = stablehlo.exponential %arg1 : tensor<16x16xf32>
+  sdy.sharding_group %0 group_id=7 : tensor<16x16xf32>
+  sdy.sharding_group %1 group_id=7 : tensor<16x16xf32>
+  return %0, %1 : tensor<16x16xf32>, tensor<16x16xf32>
+}
+)";
+  const std::string basic = propagated(in, PropagationStrategy::basic);
+  CHECK(basic.find("sdy.sharding_group %1 group_id=7 : tensor<16x16xf32>") != std::string::npos);
+  CHECK(basic.find("%1 = stablehlo.exponential %arg1 {sdy.sharding = "
+                   "#sdy.sharding_per_value<[<@mesh, [{?}, {\"a\", ?}]>]>}") != std::string::npos);
+  CHECK(propagated(in, PropagationStrategy::pipeline) ==
+        R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}, %arg1: tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}) -> (tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}, tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}) {
+  %0 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"a"}]>]>} : tensor<16x16xf32>
+  %1 = stablehlo.exponential %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"a"}]>]>} : tensor<16x16xf32>
+  return %0, %1 : tensor<16x16xf32>, tensor<16x16xf32>
+}
+)");
+}
+
+TEST_CASE("sharding_representation.md: an inlined mesh becomes the module's @mesh") {
+  const std::string in =
+      R"(func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["a"=2, "b"=2]>, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::pipeline) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}) {
+  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {"b"}]>]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)");
+}
+
+TEST_CASE("propagation.md constant splitting: every use of a constant gets its own sdy.constant") {
+  // The dot's operands take "a" (lhs rows) and "b" (rhs rows) from the result's sharding; the
+  // returned copy is reached by nothing and keeps no sharding.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}) -> (tensor<8x16xi32>, tensor<8x8xi32>) {
+  %0 = stablehlo.constant dense<1> : tensor<8x16xi32>
+  %1 = stablehlo.dot_general %0, %0, contracting_dims = [1] x [1] : (tensor<8x16xi32>, tensor<8x16xi32>) -> tensor<8x8xi32>
+  %2 = stablehlo.add %1, %arg0 : tensor<8x8xi32>
+  return %0, %2 : tensor<8x16xi32>, tensor<8x8xi32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::pipeline) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}) -> (tensor<8x16xi32>, tensor<8x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}) {
+  %0 = sdy.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {}]>]>} dense<1> : tensor<8x16xi32>
+  %1 = sdy.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"b"}, {}]>]>} dense<1> : tensor<8x16xi32>
+  %2 = sdy.constant dense<1> : tensor<8x16xi32>
+  %3 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {"b"}]>]>} : (tensor<8x16xi32>, tensor<8x16xi32>) -> tensor<8x8xi32>
+  %4 = stablehlo.add %3, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {"b"}]>]>} : tensor<8x8xi32>
+  return %2, %4 : tensor<8x16xi32>, tensor<8x8xi32>
+}
+)");
+}
+
+TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
+  CHECK(parse_error(R"(sdy.mesh @mesh = <["a"=2, "a"=4]>
+)") == "bad.mlir:1:26: axis \"a\" appears twice in mesh @mesh");
+  std::string e = parse_error(R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"z"}]>}) -> tensor<8xf32> {
+  return %arg0 : tensor<8xf32>
+}
+)");
+  CHECK(e.find("axis \"z\" is not in mesh @mesh") != std::string::npos);
+  e = parse_error(R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = sdy.propagation_barrier %arg0 allowed_direction=SIDEWAYS : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+)");
+  CHECK(e.find("allowed_direction 'SIDEWAYS' is none of NONE, FORWARD, BACKWARD, BOTH") !=
+        std::string::npos);
+}
