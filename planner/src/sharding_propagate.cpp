@@ -31,6 +31,61 @@ bool is_prefix(const std::vector<AxisRef>& p, const std::vector<AxisRef>& of) {
   return p.size() <= of.size() && std::equal(p.begin(), p.end(), of.begin());
 }
 
+/// `project` as Shardy's default (non-conservative) propagation sees it: size-1 axes stay, and
+/// the minor-most factor of a dim takes the rest of an axis that does not divide it (an uneven
+/// split) instead of stopping.
+std::vector<std::vector<AxisRef>> project_uneven(const AxisMath& math, const FactorRule& rule,
+                                                 const std::vector<std::vector<int>>& dims,
+                                                 const TensorSharding& s) {
+  std::vector<std::vector<AxisRef>> out(rule.factor_sizes.size());
+  for (size_t d = 0; d < dims.size() && d < s.dims.size(); ++d) {
+    const auto& factors = dims[d];
+    if (factors.empty()) continue;
+    size_t fi = 0;
+    int64_t cap = rule.factor_sizes[static_cast<size_t>(factors[0])];
+    bool stop = false;
+    for (AxisRef a : s.dims[d].axes) {
+      int64_t rs = math.size(a);
+      auto& into = [&]() -> std::vector<AxisRef>& {
+        return out[static_cast<size_t>(factors[std::min(fi, factors.size() - 1)])];
+      }();
+      if (rs == 1) {
+        into.push_back(a);
+        continue;
+      }
+      if (a.size == 0) a.size = rs;
+      while (rs > 1 && !stop) {
+        const bool last = fi + 1 >= factors.size();
+        auto& cur = out[static_cast<size_t>(factors[std::min(fi, factors.size() - 1)])];
+        if (fi >= factors.size()) {
+          stop = true;
+        } else if (cap == 1 && !last) {
+          cap = rule.factor_sizes[static_cast<size_t>(factors[++fi])];
+        } else if (cap % rs == 0) {
+          cur.push_back(a);
+          cap /= rs;
+          rs = 1;
+        } else if (last) {
+          cur.push_back(a);  // uneven (or overflowing) minor-most factor
+          cap = 1;
+          rs = 1;
+          stop = true;
+        } else if (int64_t g = std::gcd(cap, rs); g > 1) {
+          cur.push_back(AxisRef{a.name, a.pre_size, g});
+          a = AxisRef{a.name, a.pre_size * g, rs / g};
+          rs /= g;
+          cap /= g;
+        } else {
+          stop = true;
+        }
+      }
+      if (stop) break;
+    }
+  }
+  for (auto& f : out) f = math.normalize(f);
+  return out;
+}
+
 class Propagator {
  public:
   Propagator(Module& m, const MeshDecl& mesh, PropagationStrategy strategy, bool fill_all)
@@ -56,7 +111,8 @@ class Propagator {
       if (!s.sharding->has_value()) continue;
       const TensorSharding& sh = **s.sharding;
       if (sh.dims.size() != s.rank) continue;
-      auto proj = project(math_, rule, *s.dims, sh);
+      auto proj =
+          fill_all_ ? project(math_, rule, *s.dims, sh) : project_uneven(math_, rule, *s.dims, sh);
       for (size_t d = 0; d < s.dims->size(); ++d)
         for (int f : (*s.dims)[d])
           if (!proj[static_cast<size_t>(f)].empty() && priority(sh.dims[d]) <= level_)
@@ -213,7 +269,7 @@ class Propagator {
         for (const auto& dfs : *s.dims)
           for (int f : dfs) in_result[static_cast<size_t>(f)] = true;
         if (!s.sharding->has_value() || (**s.sharding).dims.size() != s.rank) continue;
-        auto proj = project(math_, rule, *s.dims, **s.sharding);
+        auto proj = project_uneven(math_, rule, *s.dims, **s.sharding);
         for (size_t f = 0; f < nf; ++f)
           if (proj[f].size() > held[f].size()) held[f] = proj[f];
       }
@@ -262,6 +318,16 @@ class Propagator {
     }
     result_shard_.clear();
     for (const ResultInfo& r : f.results) result_shard_.push_back(r.sharding);
+    // A sharding on an empty mesh says only which dims are open or closed: it takes the
+    // function's mesh (Shardy replaces it when propagating into it).
+    if (!fill_all_) {
+      auto adopt = [&](std::optional<TensorSharding>& sh) {
+        const MeshDecl* d = sh ? m_.mesh(sh->mesh) : nullptr;
+        if (d && d->axes.empty()) sh->mesh = mesh_.name;
+      };
+      for (auto& sh : shard_) adopt(sh);
+      for (auto& sh : result_shard_) adopt(sh);
+    }
 
     // Rules and users.
     const std::vector<OpId>& body = flat;
@@ -530,7 +596,7 @@ class Propagator {
     // keeps constraints as written.
     if (!fill_all_ && op.name == "sdy.sharding_constraint") return false;
     // Constants stay replicated: their literal is the whole tensor on every device.
-    return op.sharding.has_value() || op.name == "stablehlo.constant";
+    return op.sharding.has_value() || (fill_all_ && op.name == "stablehlo.constant");
   }
 
   int64_t elements(ValueId v) const {
@@ -562,8 +628,12 @@ Result<PropagationStats> propagate(Module& m) {
 
 /// The mesh the entry function's shardings name first (a module may declare several).
 const MeshDecl* function_mesh(const Module& m, const Func& f) {
+  auto real = [&](const std::string& name) -> const MeshDecl* {
+    const MeshDecl* d = m.mesh(name);
+    return d && !d->axes.empty() ? d : nullptr;
+  };
   auto named = [&](const std::optional<TensorSharding>& s) -> const MeshDecl* {
-    return s ? m.mesh(s->mesh) : nullptr;
+    return s ? real(s->mesh) : nullptr;
   };
   for (const ArgInfo& a : f.args)
     if (const MeshDecl* d = named(m.values[a.value].sharding)) return d;
@@ -571,7 +641,7 @@ const MeshDecl* function_mesh(const Module& m, const Func& f) {
     const Op& op = m.ops[o];
     if (const MeshDecl* d = named(op.sharding)) return d;
     for (const TensorSharding& s : op.shardings)
-      if (const MeshDecl* d = m.mesh(s.mesh)) return d;
+      if (const MeshDecl* d = real(s.mesh)) return d;
   }
   for (const ResultInfo& r : f.results)
     if (const MeshDecl* d = named(r.sharding)) return d;

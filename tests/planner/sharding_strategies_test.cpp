@@ -4,6 +4,10 @@
 // sdy_dialect.md. Expected texts are worked out from those documents, in Shardy's syntax.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "meshplan/planner/sharding_strategies.hpp"
 
 using namespace meshplan;
@@ -17,6 +21,23 @@ std::string propagated(const std::string& text, PropagationStrategy strategy) {
   auto s = run_sdy_propagation(*m, strategy);
   REQUIRE_MESSAGE(s.has_value(), s.error().message);
   return print_module(*m);
+}
+
+/// meshplan-compile's stdout and stderr for a module written to a temporary file.
+std::string run_tool(const std::string& module, const std::string& args) {
+  std::string tool = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
+  REQUIRE_MESSAGE(std::filesystem::exists(tool), "build meshplan-compile first: ", tool);
+  auto path = std::filesystem::temp_directory_path() / "meshplan_sdy_propagation_test.mlir";
+  std::ofstream(path) << module;
+  std::string cmd = tool + " " + path.string() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  std::filesystem::remove(path);
+  return out;
 }
 
 std::string parse_error(const std::string& text) {
@@ -232,6 +253,70 @@ func.func @main(%arg0: tensor<8x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
   return %2, %4 : tensor<8x16xi32>, tensor<8x8xi32>
 }
 )");
+}
+
+TEST_CASE("sharding_representation.md: uneven splits, size-one axes and an empty-mesh template") {
+  // "a"=3 does not divide 4: Shardy's default propagation still propagates it (the minor-most
+  // factor may be split unevenly, with padding); the size-one axis "b" is kept. The sharding on
+  // the empty mesh only says dim 0 is closed and dim 1 open: it takes @mesh.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=3, "b"=1]>
+sdy.mesh @empty = <[]>
+func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {"a"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {?}]>}) -> tensor<2x4xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::basic) ==
+        R"(sdy.mesh @mesh = <["a"=3, "b"=1]>
+sdy.mesh @empty = <[]>
+func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {"a"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a", ?}]>}) -> (tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b", ?}, {"a", ?}]>}) {
+  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"b", ?}, {"a", ?}]>]>} : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)");
+}
+
+TEST_CASE("sdy_dialect.md sdy.data_flow_edge: a case's branches meet in the edge's sharding") {
+  // The edge owns the case result's sharding (printed on the edge, not on the case); both
+  // branch values and the result share it, so %arg2 takes "a" from %arg1.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<i32>, %arg1: tensor<4xi64> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}]>}, %arg2: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = "stablehlo.case"(%arg0) ({
+    stablehlo.return %arg1 : tensor<4xi64>
+  }, {
+    stablehlo.return %arg2 : tensor<4xi64>
+  }) : (tensor<i32>) -> tensor<4xi64>
+  %1 = sdy.data_flow_edge %0 : tensor<4xi64>
+  return %1 : tensor<4xi64>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::basic) ==
+        R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<i32>, %arg1: tensor<4xi64> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}]>}, %arg2: tensor<4xi64> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}]>}) -> (tensor<4xi64> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}]>}) {
+  %0 = "stablehlo.case"(%arg0) ({
+    stablehlo.return %arg1 : tensor<4xi64>
+  }, {
+    stablehlo.return %arg2 : tensor<4xi64>
+  }) : (tensor<i32>) -> tensor<4xi64>
+  %1 = sdy.data_flow_edge %0 sharding=<@mesh, [{"a", ?}]> : tensor<4xi64>
+  return %1 : tensor<4xi64>
+}
+)");
+}
+
+TEST_CASE("meshplan-compile --stop-after=sdy-propagation [--propagation=NAME]") {
+  // The default is the pipeline (closed shardings); each strategy is selectable by name.
+  CHECK(run_tool(kCrossFactor, "--emit=sdy --stop-after=sdy-propagation --propagation=basic") ==
+        kCrossFactor);
+  CHECK(run_tool(kCrossFactor, "--emit=sdy --stop-after=sdy-propagation")
+            .find("-> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"a\", "
+                  "\"c\"}]>})") != std::string::npos);
+  CHECK(run_tool(kCrossFactor, "--emit=sdy --stop-after=sdy-propagation --propagation=fast") ==
+        "meshplan-compile: error: invalid_argument: --propagation: unknown strategy 'fast' "
+        "(basic, aggressive, op-priority, user-priority, pipeline)\n");
+  CHECK(run_tool(kCrossFactor, "--emit=sdy --propagation=basic") ==
+        "meshplan-compile: error: invalid_argument: --propagation selects the strategy of "
+        "--stop-after=sdy-propagation\n");
 }
 
 TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
