@@ -105,6 +105,7 @@ class Propagator {
       std::vector<AxisRef> axes;
       int64_t priority;
       int64_t elements;  ///< Size of the tensor the axes come from.
+      bool closed = false;
     };
     std::vector<std::vector<Cand>> cands(nf);
     for (const Slot& s : slots) {
@@ -114,10 +115,14 @@ class Propagator {
       auto proj =
           fill_all_ ? project(math_, rule, *s.dims, sh) : project_uneven(math_, rule, *s.dims, sh);
       for (size_t d = 0; d < s.dims->size(); ++d)
-        for (int f : (*s.dims)[d])
-          if (!proj[static_cast<size_t>(f)].empty() && priority(sh.dims[d]) <= level_)
+        for (int f : (*s.dims)[d]) {
+          if (priority(sh.dims[d]) > level_) continue;
+          // Basic propagation also needs agreement with closed dims, empty ones included.
+          bool closed = strategy_ == PropagationStrategy::basic && !sh.dims[d].open;
+          if (!proj[static_cast<size_t>(f)].empty() || closed)
             cands[static_cast<size_t>(f)].push_back(
-                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements});
+                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed});
+        }
     }
     // Per factor: the longest compatible major axes among the candidates of the best priority
     // (a candidate that is not a prefix of the longest cuts it to their common prefix).
@@ -133,6 +138,10 @@ class Propagator {
       std::vector<AxisRef> pick = *longest;
       for (const Cand& c : cands[f]) {
         if (c.priority != best) continue;
+        if (c.closed && pick.size() > c.axes.size() && is_prefix(c.axes, pick)) {
+          pick.resize(c.axes.size());  // a closed dim holds no more than its axes
+          continue;
+        }
         if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick)) {
           source[f] = std::max(source[f], c.elements);
           continue;

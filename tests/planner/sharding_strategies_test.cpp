@@ -257,8 +257,9 @@ func.func @main(%arg0: tensor<8x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
 
 TEST_CASE("sharding_representation.md: uneven splits, size-one axes and an empty-mesh template") {
   // "a"=3 does not divide 4: Shardy's default propagation still propagates it (the minor-most
-  // factor may be split unevenly, with padding); the size-one axis "b" is kept. The sharding on
-  // the empty mesh only says dim 0 is closed and dim 1 open: it takes @mesh.
+  // factor may be split unevenly, with padding). The sharding on the empty mesh only says dim 0
+  // is closed and dim 1 open: it takes @mesh, and its closed empty dim 0 is one basic
+  // propagation must agree with, so "b" goes nowhere.
   const std::string in = R"(sdy.mesh @mesh = <["a"=3, "b"=1]>
 sdy.mesh @empty = <[]>
 func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {"a"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {?}]>}) -> tensor<2x4xf32> {
@@ -269,8 +270,8 @@ func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b
   CHECK(propagated(in, PropagationStrategy::basic) ==
         R"(sdy.mesh @mesh = <["a"=3, "b"=1]>
 sdy.mesh @empty = <[]>
-func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {"a"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a", ?}]>}) -> (tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b", ?}, {"a", ?}]>}) {
-  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"b", ?}, {"a", ?}]>]>} : tensor<2x4xf32>
+func.func @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {"a"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a", ?}]>}) -> (tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"a", ?}]>}) {
+  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {"a", ?}]>]>} : tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
 )");
@@ -317,6 +318,25 @@ TEST_CASE("meshplan-compile --stop-after=sdy-propagation [--propagation=NAME]") 
   CHECK(run_tool(kCrossFactor, "--emit=sdy --propagation=basic") ==
         "meshplan-compile: error: invalid_argument: --propagation selects the strategy of "
         "--stop-after=sdy-propagation\n");
+}
+
+TEST_CASE("propagation.md basic vs aggressive: a closed dim binds basic propagation only") {
+  // %arg0's closed dim 1 holds "b", %arg1's open one "b", "c": basic keeps the compatible "b";
+  // aggressive takes the larger "b", "c" for the result (the closed dim stays as it is).
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {"b"}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"b", "c", ?}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  const std::string basic = propagated(in, PropagationStrategy::basic);
+  CHECK(
+      basic.find("%0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{?}, {\"b\", ?}]>]>}") != std::string::npos);
+  const std::string aggressive = propagated(in, PropagationStrategy::aggressive);
+  CHECK(aggressive.find("%0 = stablehlo.add %arg0, %arg1 {sdy.sharding = "
+                        "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", \"c\", ?}]>]>}") !=
+        std::string::npos);
 }
 
 TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
