@@ -502,6 +502,22 @@ class Propagator {
     std::sort(levels.begin(), levels.end());
     levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
     if (!by_user) levels = {INT64_MAX};
+    // Op priorities (Shardy's heuristics): a pass-through op reading a value that has several
+    // uses waits for the second round in both directions, so that one use does not decide the
+    // sharding of the others.
+    std::vector<bool> deferred(body.size(), false);
+    if (!fill_all_) {
+      std::vector<int> uses(m_.values.size(), 0);  // distinct user ops
+      for (OpId o : body) {
+        const auto& ops = m_.ops[o].operands;
+        for (size_t k = 0; k < ops.size(); ++k)
+          if (std::find(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(k), ops[k]) ==
+              ops.begin() + static_cast<std::ptrdiff_t>(k))
+            ++uses[ops[k]];
+      }
+      for (size_t i = 0; i < body.size(); ++i)
+        for (ValueId v : m_.ops[body[i]].operands) deferred[i] = deferred[i] || uses[v] > 1;
+    }
     for (int64_t level : levels)
       for (int round = by_op ? 0 : 1; round < 2; ++round) {
         level_ = level;
@@ -510,7 +526,7 @@ class Propagator {
         std::vector<bool> queued(items, false);
         auto eligible = [&](size_t i) {
           return round == 1 || i >= body.size() || m_.ops[body[i]].name == "func.return" ||
-                 rules[i].pass_through;
+                 (rules[i].pass_through && !deferred[i]);
         };
         for (size_t i = 0; i < items; ++i)
           if (eligible(i)) {

@@ -339,6 +339,28 @@ func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
         std::string::npos);
 }
 
+TEST_CASE("sdy_propagation_passes.md op-priority heuristics: a multi-use value waits") {
+  // %0 feeds two ops, so neither propagates in the first (pass-through) round; the results'
+  // closed [{}, {"a"}] comes back through the negates first, and the exponentials keep it when
+  // %0's "a" on dim 0 arrives in the second round.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}, tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"a"}]>}) {
+  %0 = stablehlo.abs %arg0 : tensor<8x8xf32>
+  %1 = stablehlo.exponential %0 : tensor<8x8xf32>
+  %2 = stablehlo.exponential %0 : tensor<8x8xf32>
+  %3 = stablehlo.negate %1 : tensor<8x8xf32>
+  %4 = stablehlo.negate %2 : tensor<8x8xf32>
+  return %3, %4 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+)";
+  const std::string out = propagated(in, PropagationStrategy::op_priority);
+  CHECK(out.find("%0 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{\"a\", ?}, {?}]>]>}") != std::string::npos);
+  for (const char* op : {"%1 = stablehlo.exponential %0", "%2 = stablehlo.exponential %0"})
+    CHECK(out.find(std::string(op) + " {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, "
+                                     "{\"a\", ?}]>]>}") != std::string::npos);
+}
+
 TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
   CHECK(parse_error(R"(sdy.mesh @mesh = <["a"=2, "a"=4]>
 )") == "bad.mlir:1:26: axis \"a\" appears twice in mesh @mesh");
