@@ -386,7 +386,7 @@ class Propagator {
     for (size_t i = 0; i < body.size(); ++i) {
       const Op& op = m_.ops[body[i]];
       if (op.name == "func.return" || op.name == "sdy.sharding_group") continue;
-      auto rule = sharding_rule(m_, op);
+      auto rule = fill_all_ ? sharding_rule(m_, op) : variadic_reduce_rule(op);
       if (!rule && !fill_all_ && rule.error().code == ErrorCode::unimplemented) {
         // Shardy propagates nothing through an op without a sharding rule: one factor of its
         // own per tensor dim.
@@ -622,6 +622,34 @@ class Propagator {
     if (!fill_all_ && op.name == "sdy.sharding_constraint") return false;
     // Constants stay replicated: their literal is the whole tensor on every device.
     return op.sharding.has_value() || (fill_all_ && op.name == "stablehlo.constant");
+  }
+
+  /// Shardy's rule for a reduce of N inputs (argmax-like): every input shares one factor
+  /// per dim, reduced dims are reduction factors, the N results keep the others. The mesh
+  /// pipeline, which must lower it, keeps such a reduce replicated instead. Other ops: their
+  /// sharding_rule.
+  Result<FactorRule> variadic_reduce_rule(const Op& op) const {
+    const Attr* dims = op.prop("dimensions");
+    const size_t n = op.results.size();
+    if (op.name != "stablehlo.reduce" || n < 2 || op.operands.size() != 2 * n || !dims ||
+        dims->ints.empty())
+      return sharding_rule(m_, op);
+    FactorRule r;
+    const auto& shape = m_.values[op.operands[0]].type.shape;
+    std::vector<std::vector<int>> in(shape.size()), out;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      bool reduced = std::find(dims->ints.begin(), dims->ints.end(), static_cast<int64_t>(d)) !=
+                     dims->ints.end();
+      in[d] = {static_cast<int>(r.factor_sizes.size())};
+      r.factor_sizes.push_back(shape[d]);
+      r.reduction.push_back(reduced);
+      r.need_replication.push_back(false);
+      if (!reduced) out.push_back(in[d]);
+    }
+    for (size_t k = 0; k < n; ++k) r.operands.push_back(in);
+    for (size_t k = 0; k < n; ++k) r.operands.push_back({});
+    for (size_t k = 0; k < n; ++k) r.results.push_back(out);
+    return r;
   }
 
   int64_t elements(ValueId v) const {

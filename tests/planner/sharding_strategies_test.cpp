@@ -361,6 +361,28 @@ func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
                                      "{\"a\", ?}]>]>}") != std::string::npos);
 }
 
+TEST_CASE("propagation.md operation sharding rule: a two-input reduce shares its factors") {
+  // Both inputs and both results of a variadic reduce share the kept dims' factors, so %arg0's
+  // "a" on dim 2 reaches %arg1 and both results (dim 1 of each).
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<4x64x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"a"}]>}, %arg1: tensor<4x64x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %1:2 = stablehlo.reduce(%arg0 init: %0), (%arg1 init: %0) across dimensions = [1] : (tensor<4x64x8xf32>, tensor<4x64x8xf32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<f32>, %d: tensor<f32>) {
+      %2 = stablehlo.add %a, %c : tensor<f32>
+      %3 = stablehlo.add %b, %d : tensor<f32>
+      stablehlo.return %2, %3 : tensor<f32>, tensor<f32>
+    }
+  return %1#0, %1#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+)";
+  const std::string out = propagated(in, PropagationStrategy::basic);
+  CHECK(out.find("%arg1: tensor<4x64x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {?}, "
+                 "{\"a\", ?}]>}") != std::string::npos);
+  CHECK(out.find("{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{?}, {\"a\", ?}]>, <@mesh, "
+                 "[{?}, {\"a\", ?}]>]>}") != std::string::npos);
+}
+
 TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
   CHECK(parse_error(R"(sdy.mesh @mesh = <["a"=2, "a"=4]>
 )") == "bad.mlir:1:26: axis \"a\" appears twice in mesh @mesh");
