@@ -148,7 +148,11 @@ class Propagator {
         }
         size_t k = 0;
         while (k < pick.size() && k < c.axes.size() && pick[k] == c.axes[k]) ++k;
-        pick.resize(k);
+        // Where they part, one may hold a major sub-axis of the other's axis: that much agrees.
+        std::optional<AxisRef> part =
+            k < pick.size() && k < c.axes.size() ? major_part(pick[k], c.axes[k]) : std::nullopt;
+        if (part) pick[k] = *part;
+        pick.resize(k + (part ? 1 : 0));
       }
       // An axis a tensor of this factor explicitly replicates is incompatible.
       for (const Slot& sl : slots) {
@@ -286,7 +290,12 @@ class Propagator {
         if (!in_result[f]) continue;
         size_t k = 0;
         while (k < sideways[f].size() && k < held[f].size() && sideways[f][k] == held[f][k]) ++k;
-        sideways[f].resize(k);
+        // The results hold a major part (sub-axis) of the next axis: that part may go.
+        std::optional<AxisRef> part = k < sideways[f].size() && k < held[f].size()
+                                          ? major_part(sideways[f][k], held[f][k])
+                                          : std::nullopt;
+        if (part) sideways[f][k] = *part;
+        sideways[f].resize(k + (part ? 1 : 0));
       }
     }
     for (Slot& s : slots)
@@ -650,6 +659,16 @@ class Propagator {
     for (size_t k = 0; k < n; ++k) r.operands.push_back({});
     for (size_t k = 0; k < n; ++k) r.results.push_back(out);
     return r;
+  }
+
+  /// When one of `a`, `b` is a major sub-axis of the other (same axis, same start, sizes that
+  /// divide), the smaller one: the part both agree on.
+  std::optional<AxisRef> major_part(const AxisRef& a, const AxisRef& b) const {
+    if (a.name != b.name) return std::nullopt;
+    int64_t sa = math_.size(a), sb = math_.size(b);
+    int64_t pa = a.size > 0 ? a.pre_size : 1, pb = b.size > 0 ? b.pre_size : 1;
+    if (pa != pb || sa == sb || std::max(sa, sb) % std::min(sa, sb) != 0) return std::nullopt;
+    return AxisRef{a.name, pa, std::min(sa, sb)};
   }
 
   int64_t elements(ValueId v) const {

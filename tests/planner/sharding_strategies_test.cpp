@@ -383,6 +383,26 @@ func.func @main(%arg0: tensor<4x64x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [
                  "[{?}, {\"a\", ?}]>]>}") != std::string::npos);
 }
 
+TEST_CASE("propagation.md aggressive: operands take sideways only what the result holds") {
+  // The add's closed result holds "a":(1)2 of %arg0's "a" (size 4): %arg1 receives that part,
+  // not the whole axis; with an open empty result it would take all of "a".
+  const std::string in = R"(sdy.mesh @mesh = <["a"=4]>
+func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}]>}, %arg1: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}]>}) -> tensor<8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a":(1)2}]>]>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+)";
+  CHECK(
+      propagated(in, PropagationStrategy::aggressive)
+          .find("%arg1: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\":(1)2, ?}]>}") !=
+      std::string::npos);
+  std::string open = in;
+  open.replace(open.find("[{\"a\":(1)2}]"), 12, "[{?}]");
+  CHECK(propagated(open, PropagationStrategy::aggressive)
+            .find("%arg1: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\", ?}]>}") !=
+        std::string::npos);
+}
+
 TEST_CASE("bad sdy input: located errors naming the value, the axis and the mesh") {
   CHECK(parse_error(R"(sdy.mesh @mesh = <["a"=2, "a"=4]>
 )") == "bad.mlir:1:26: axis \"a\" appears twice in mesh @mesh");
