@@ -2,6 +2,7 @@
 #include "meshplan/planner/sharding.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <sstream>
 
@@ -36,6 +37,123 @@ std::string_view short_name(const Op& op) {
 
 const std::vector<int64_t>& shape_of(const Module& m, ValueId v) {
   return m.values[v].type.shape;
+}
+
+/// A factor name of an `#sdy.op_sharding_rule`: one letter, maybe `_N` (`z_1`).
+std::string factor_name(std::string_view t, size_t& i) {
+  std::string name(1, t[i++]);
+  if (i < t.size() && t[i] == '_') {
+    name += t[i++];
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) name += t[i++];
+  }
+  return name;
+}
+
+/// The rule an op states in `sdy.sharding_rule = #sdy.op_sharding_rule<([i, j], [j])->([i])
+/// {i=8, j=4}, reduction={j}, ...>` (sdy_dialect.md, OpShardingRuleAttr): factors are named by
+/// letters in the order of their sizes; need_replication, permutation and blocked factors are
+/// never sharded here.
+Result<FactorRule> stated_rule(const Op& op, const Attr& a) {
+  std::string t =
+      a.kind == Attr::Kind::opaque || a.kind == Attr::Kind::string ? a.text : attr_string(a);
+  auto bad = [&](std::string_view why) {
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": sdy.sharding_rule of '", op.name,
+                "': ", why);
+  };
+  size_t i = t.find('(');
+  if (i == std::string::npos) return bad("no '(' opening the operand factors");
+  std::vector<std::vector<std::vector<std::string>>> sides[2];
+  for (int side = 0; side < 2; ++side) {
+    if (side == 1) {
+      i = t.find("->", i);
+      if (i == std::string::npos || (i = t.find('(', i)) == std::string::npos)
+        return bad("no '->(' before the result factors");
+    }
+    ++i;  // past '('
+    std::vector<std::vector<std::vector<std::string>>> tensors;
+    while (i < t.size() && t[i] != ')') {
+      if (t[i] == '[') {
+        std::vector<std::vector<std::string>> dims;
+        ++i;
+        std::vector<std::string> dim;
+        bool any = false;
+        while (i < t.size() && t[i] != ']') {
+          if (t[i] == ',') {
+            dims.push_back(std::move(dim));
+            dim.clear();
+            ++i;
+          } else if (std::isalpha(static_cast<unsigned char>(t[i]))) {
+            dim.push_back(factor_name(t, i));
+            any = true;
+          } else {
+            ++i;
+          }
+        }
+        if (any || !dims.empty()) dims.push_back(std::move(dim));
+        tensors.push_back(std::move(dims));
+      }
+      ++i;
+    }
+    sides[side] = std::move(tensors);
+  }
+  size_t brace = t.find('{', i);
+  if (brace == std::string::npos) return bad("no '{' listing the factor sizes");
+  size_t close = t.find('}', brace);
+  std::vector<std::string> names;
+  RuleBuilder b;
+  for (size_t k = brace + 1; k < close;) {
+    if (!std::isalpha(static_cast<unsigned char>(t[k]))) {
+      ++k;
+      continue;
+    }
+    std::string name = factor_name(t, k);
+    size_t eq = t.find('=', k);
+    if (eq == std::string::npos || eq > close) return bad("a factor size without '='");
+    k = eq + 1;
+    int64_t size = 0;
+    while (k < close && std::isdigit(static_cast<unsigned char>(t[k])))
+      size = size * 10 + (t[k++] - '0');
+    names.push_back(name);
+    b.factor(size);
+  }
+  auto index = [&](const std::string& n) -> int {
+    auto it = std::find(names.begin(), names.end(), n);
+    return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+  };
+  for (std::string_view kind : {"reduction", "need_replication", "permutation", "blocked"}) {
+    size_t at = t.find(std::string(kind), close);
+    if (at == std::string::npos) continue;
+    size_t ob = t.find('{', at), cb = t.find('}', at);
+    for (size_t k = ob + 1; ob != std::string::npos && k < cb;) {
+      if (!std::isalpha(static_cast<unsigned char>(t[k]))) {
+        ++k;
+        continue;
+      }
+      int f = index(factor_name(t, k));
+      if (f < 0) return bad("an unknown factor in " + std::string(kind));
+      if (kind == "reduction")
+        b.r.reduction[static_cast<size_t>(f)] = true;
+      else
+        b.r.need_replication[static_cast<size_t>(f)] = true;
+    }
+  }
+  for (int side = 0; side < 2; ++side)
+    for (const auto& tensor : sides[side]) {
+      std::vector<std::vector<int>> dims;
+      for (const auto& dim : tensor) {
+        std::vector<int> fs;
+        for (const std::string& n : dim) {
+          int f = index(n);
+          if (f < 0) return bad("factor '" + n + "' has no size");
+          fs.push_back(f);
+        }
+        dims.push_back(std::move(fs));
+      }
+      (side == 0 ? b.r.operands : b.r.results).push_back(std::move(dims));
+    }
+  if (b.r.operands.size() != op.operands.size() || b.r.results.size() != op.results.size())
+    return bad("it lists a different number of operands or results than the op has");
+  return b.r;
 }
 
 /// Every tensor gets one factor per dim shared with all others (same shapes).
@@ -202,6 +320,7 @@ std::string FactorRule::print() const {
 Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   std::string_view n = short_name(op);
   const bool stablehlo = std::string_view(op.name).starts_with("stablehlo.");
+  if (const Attr* stated = op.attr("sdy.sharding_rule")) return stated_rule(op, *stated);
   // Elementwise: the parser's and printer's op lists (one truth), plus convert/compare/select/
   // clamp (whose scalar bounds take no factors).
   // Also every op ops.def lowers one-to-one to a pointwise device op (chlo.erf, ...).
@@ -209,8 +328,23 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   if ((stablehlo && (is_elementwise_unary(n) || is_elementwise_binary(n) ||
                      in(n, {"convert", "compare", "select", "clamp"}))) ||
       (direct && device::is_pointwise(*direct)) || op.name == "sdy.sharding_constraint" ||
-      op.name == "sdy.reshard")
+      op.name == "sdy.reshard" || op.name == "sdy.propagation_barrier" ||
+      op.name == "sdy.data_flow_edge")
     return elementwise(m, op);
+  // An optimization barrier passes each operand through to its result.
+  if (op.name == "stablehlo.optimization_barrier" && op.operands.size() == op.results.size()) {
+    RuleBuilder b;
+    for (ValueId v : op.operands) {
+      std::vector<std::vector<int>> dims;
+      for (int64_t d : shape_of(m, v)) dims.push_back({b.factor(d)});
+      b.r.operands.push_back(dims);
+      b.r.results.push_back(dims);
+    }
+    b.r.pass_through = true;
+    return b.r;
+  }
+  // sdy.constant (Shardy's shardable constant): its result's dims are free factors.
+  if (op.name == "sdy.constant") return elementwise(m, op);
   if (!stablehlo)
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
   if (n == "custom_call" && meshplan_call_kind(op)) return meshplan_call_rule(m, op);

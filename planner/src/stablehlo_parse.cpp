@@ -94,15 +94,22 @@ Status Parser::mesh_decl() {
   if (m_.mesh(mesh.name)) return error_at(at, str("mesh @", mesh.name, " declared twice"));
   MESHPLAN_TRY(expect("=", "'=' after the mesh name"));
   MESHPLAN_TRY(expect("<", "'<' opening the mesh"));
-  if (accept("mesh<")) {
-  }  // `#sdy.mesh<...>` inline spelling is not used by exporters
+  MESHPLAN_TRY(mesh_body(mesh));
+  m_.meshes.push_back(std::move(mesh));
+  return {};
+}
+
+Status Parser::mesh_body(MeshDecl& mesh) {
   MESHPLAN_TRY(expect("[", "'[' opening the mesh axes"));
   if (!accept("]")) {
     do {
+      size_t at = pos_;
       std::string axis = MESHPLAN_TRY(string_lit());
       MESHPLAN_TRY(expect("=", "'=' and the axis size"));
       int64_t size = MESHPLAN_TRY(integer("an axis size"));
       if (size < 1) return error_at(pos_, "axis sizes must be positive");
+      if (mesh.axis_size(axis) != 0)
+        return error_at(at, str("axis \"", axis, "\" appears twice in mesh @", mesh.name));
       mesh.axes.emplace_back(axis, size);
     } while (accept(","));
     MESHPLAN_TRY(expect("]", "']' closing the mesh axes"));
@@ -116,7 +123,6 @@ Status Parser::mesh_decl() {
     MESHPLAN_TRY(expect("]", "']'"));
   }
   MESHPLAN_TRY(expect(">", "'>' closing the mesh"));
-  m_.meshes.push_back(std::move(mesh));
   return {};
 }
 

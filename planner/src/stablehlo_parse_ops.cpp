@@ -226,6 +226,38 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
+  if (n == "sdy.sharding_group") {  // `sdy.sharding_group %v group_id=N : T` (no result)
+    op.operands = {MESHPLAN_TRY(use())};
+    if (!accept_word("group_id")) return error("'group_id='");
+    MESHPLAN_TRY(expect("=", "'=' after group_id"));
+    op.props.emplace_back("group_id", Attr::integer(MESHPLAN_TRY(integer("a group id")), ""));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the grouped value's type"));
+    std::vector<TensorType> ts{MESHPLAN_TRY(type())};
+    return check_operand_types(op, ts);
+  }
+  if (n == "sdy.data_flow_edge") {  // `%r = sdy.data_flow_edge %v [sharding=<...>] : T`
+    op.operands = {MESHPLAN_TRY(use())};
+    if (accept_word("sharding")) {
+      MESHPLAN_TRY(expect("=", "'=' after sharding"));
+      op.shardings = {MESHPLAN_TRY(sharding())};
+    }
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
+  if (n == "sdy.propagation_barrier") {  // `... %v allowed_direction=BACKWARD : T`
+    op.operands = {MESHPLAN_TRY(use())};
+    if (!accept_word("allowed_direction")) return error("'allowed_direction='");
+    MESHPLAN_TRY(expect("=", "'=' after allowed_direction"));
+    size_t at = pos_;
+    std::string dir = MESHPLAN_TRY(ident("a direction"));
+    if (dir != "NONE" && dir != "FORWARD" && dir != "BACKWARD" && dir != "BOTH")
+      return error_at(at, str("sdy.propagation_barrier: allowed_direction '", dir,
+                              "' is none of NONE, FORWARD, BACKWARD, BOTH"));
+    op.props.emplace_back("allowed_direction", Attr::keyword(dir));
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
   if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.all_reduce" ||
       n == "sdy.all_to_all" || n == "sdy.collective_permute" || n == "sdy.reduce_scatter") {
     if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.reduce_scatter") {
@@ -295,6 +327,14 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
           name_pos,
           "sdy.manual_computation: in_shardings/out_shardings do not match operands/results");
     results = outs;
+    return {};
+  }
+  if (n == "sdy.constant") {  // as stablehlo.constant: `sdy.constant {attrs} dense<...>`
+    MESHPLAN_TRY(op_attr_dict(op));
+    if (!accept("dense<")) return error("a dense<...> literal");
+    Attr v = MESHPLAN_TRY(dense());
+    results = {v.type};
+    op.set_prop("value", std::move(v));
     return {};
   }
   if (n == "call" || n == "func.call") {

@@ -2,6 +2,8 @@
 // `#sdy.sharding<...>` (checked against the mesh) and dictionaries carrying them.
 #include "stablehlo_parser.hpp"
 
+#include <algorithm>
+
 namespace meshplan::planner::shlo::parse {
 
 Result<AxisRef> Parser::axis_ref() {
@@ -46,7 +48,25 @@ Result<TensorSharding> Parser::sharding() {
   TensorSharding s;
   MESHPLAN_TRY(expect("<", "'<' opening a sharding"));
   size_t mp = pos_;
-  s.mesh = MESHPLAN_TRY(symbol());
+  if (accept("mesh<")) {
+    // An inlined mesh: the module's mesh of the same axes, or a new one named as Shardy's
+    // import names it (@mesh, then @mesh_0, @mesh_1, ...).
+    MeshDecl inl;
+    MESHPLAN_TRY(mesh_body(inl));
+    auto same = std::find_if(m_.meshes.begin(), m_.meshes.end(), [&](const MeshDecl& d) {
+      return d.axes == inl.axes && d.device_ids == inl.device_ids;
+    });
+    if (same != m_.meshes.end()) {
+      s.mesh = same->name;
+    } else {
+      inl.name = "mesh";
+      for (int k = 0; m_.mesh(inl.name); ++k) inl.name = str("mesh_", k);
+      s.mesh = inl.name;
+      m_.meshes.push_back(std::move(inl));
+    }
+  } else {
+    s.mesh = MESHPLAN_TRY(symbol());
+  }
   if (!m_.mesh(s.mesh))
     return error_at(mp, str("unknown mesh @", s.mesh, " (declare it with sdy.mesh first)"));
   MESHPLAN_TRY(expect(",", "',' after the mesh name"));

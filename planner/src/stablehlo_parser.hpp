@@ -109,6 +109,8 @@ class Parser {
   // ---- Shardy attributes ----
   Result<AxisRef> axis_ref();
   Result<std::vector<AxisRef>> axis_set();
+  /// `[...axes...] [, device_ids=[...]]>` of a mesh, after its `<`.
+  Status mesh_body(MeshDecl& mesh);
   Result<DimSharding> dim_sharding();
   /// `<@mesh, [{...}, ...], replicated={...}>`.
   Result<TensorSharding> sharding();

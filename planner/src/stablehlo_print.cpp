@@ -264,6 +264,30 @@ bool Printer::pretty(const Op& op, int indent) {
       out_ << " : " << type(op.results[0]);
       return true;
     }
+    if (s == "constant") {
+      const Attr* v = op.prop("value");
+      if (!v || v->kind != Attr::Kind::dense || op.props.size() != 1 || !op.operands.empty())
+        return false;
+      out_ << n;
+      op_attrs(op);
+      out_ << " " << attr_string(*v);
+      return true;
+    }
+    if (s == "data_flow_edge" && op.operands.size() == 1 && op.results.size() == 1 &&
+        op.attrs.empty() && op.props.empty() && op.shardings.size() <= 1) {
+      out_ << n << " " << name(op.operands[0]);
+      if (!op.shardings.empty()) out_ << " sharding=" << sharding_string(op.shardings[0]);
+      out_ << " : " << type(op.results[0]);
+      return true;
+    }
+    if ((s == "sharding_group" || s == "propagation_barrier") && op.operands.size() == 1 &&
+        op.props.size() == 1) {
+      out_ << n << " " << name(op.operands[0]) << " " << op.props[0].first << "="
+           << attr_string(op.props[0].second);
+      op_attrs(op);
+      out_ << " : " << type(op.operands[0]);
+      return true;
+    }
     if (s == "all_gather" || s == "all_slice" || s == "all_reduce" || s == "all_to_all" ||
         s == "collective_permute" || s == "reduce_scatter") {
       if (!op.sharding || op.operands.size() != 1) return false;

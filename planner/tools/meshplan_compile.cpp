@@ -9,6 +9,8 @@
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
+//   meshplan-compile MODEL.mlir --emit=sdy --stop-after=sdy-propagation
+//                    [--propagation=basic|aggressive|op-priority|user-priority|pipeline]
 //   meshplan-compile MODEL.json --mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json
 //                    [--emit=sdy|stablehlo ...] [-o ...]
 //   meshplan-compile -o CACHE.mpc --remove NAME [--remove NAME...]
@@ -36,6 +38,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/report.hpp"
+#include "meshplan/planner/sharding_strategies.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -95,6 +98,9 @@ constexpr const char* kFooter =
     "argument-sharding,\n"
     "  propagation, constraint-to-reshard, explicit-reshards, wrap, collectives, local-shapes, "
     "close.\n"
+    "  --stop-after=sdy-propagation prints the module as Shardy's propagation prints it (no\n"
+    "  manual computation, no reshards added); --propagation=basic|aggressive|op-priority|\n"
+    "  user-priority|pipeline picks the strategy (default pipeline: shardings closed).\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
     "  A MODEL.json with sharding annotations (mesh_axes, Argument.sharding) or a --mesh larger\n"
     "  than 1x1 takes the same path: the graph is exported to StableHLO/Shardy first. --mesh also\n"
@@ -112,6 +118,7 @@ struct Args {
   std::string model, output, name, policy = "greedy", device = "wormhole_b0", emit;
   bool device_given = false;  // --device was written (a mesh JSON file's chip must agree)
   std::string mesh, stop_after, arg_types;  // mesh "" = not given (1x1)
+  std::string propagation;                  // --propagation=STRATEGY (sdy-propagation stage)
   std::string report;                       // --report=FILE.html
   std::vector<std::string>
       compare;  // --compare=POLICY,POLICY: also plan with these, for the report
@@ -182,6 +189,9 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
       ->type_name("POLICY,...");
   app.add_option("--stop-after", a.stop_after, "--emit=sdy: the last pipeline stage")
       ->type_name("STAGE");
+  app.add_option("--propagation", a.propagation,
+                 "--stop-after=sdy-propagation: the propagation strategy (default pipeline)")
+      ->type_name("basic|aggressive|op-priority|user-priority|pipeline");
   app.add_option("--arg-types", a.arg_types, "Argument kinds of a StableHLO module")
       ->type_name("input,parameter,...");
   app.add_flag("--presharded", a.presharded, "Sharded arguments arrive split, one per chip");
@@ -277,6 +287,29 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
   std::string stage = !args.stop_after.empty()   ? args.stop_after
                       : args.emit == "stablehlo" ? "import"
                                                  : "close";
+  if (!args.propagation.empty() && stage != "sdy-propagation")
+    return fail(ErrorCode::invalid_argument,
+                "--propagation selects the strategy of --stop-after=sdy-propagation");
+  if (stage == "sdy-propagation") {
+    // Shardy's own propagation, printed as Shardy prints it: the module's mesh, no pipeline.
+    std::string name = args.propagation.empty() ? "pipeline" : args.propagation;
+    auto strategy = planner::shlo::strategy_from_name(name);
+    if (!strategy)
+      return fail(ErrorCode::invalid_argument, "--propagation: unknown strategy '", name,
+                  "' (basic, aggressive, op-priority, user-priority, pipeline)");
+    if (args.emit != "sdy" && args.emit != "stablehlo")
+      return fail(ErrorCode::invalid_argument, "--stop-after=sdy-propagation needs --emit=sdy");
+    MESHPLAN_TRY(planner::shlo::run_sdy_propagation(module, *strategy));
+    std::string text = planner::shlo::print_module(module);
+    if (args.output.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+      out << text;
+      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
+    }
+    return std::nullopt;
+  }
   auto stop = planner::shlo::stage_from_name(stage);
   if (!stop) return fail(ErrorCode::invalid_argument, "--stop-after: unknown stage '", stage, "'");
   options.stop_after = *stop;

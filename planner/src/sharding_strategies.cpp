@@ -1,0 +1,137 @@
+// The `sdy-propagation` stage: Shardy's propagation strategies selectable by name, and the
+// export that Shardy's propagation pipeline applies before printing (sdy_export_passes.md:
+// sharding constraints become reshards, sharding groups go, shardings are closed).
+#include "meshplan/planner/sharding_strategies.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace meshplan::planner::shlo {
+
+namespace {
+
+constexpr std::array<std::pair<PropagationStrategy, std::string_view>, 5> kStrategies = {{
+    {PropagationStrategy::basic, "basic"},
+    {PropagationStrategy::aggressive, "aggressive"},
+    {PropagationStrategy::op_priority, "op-priority"},
+    {PropagationStrategy::user_priority, "user-priority"},
+    {PropagationStrategy::pipeline, "pipeline"},
+}};
+
+/// Closed dims, no priorities: what Shardy's close-shardings export prints.
+void close(TensorSharding& s) {
+  for (DimSharding& d : s.dims) {
+    d.open = false;
+    d.priority = -1;
+  }
+}
+
+/// Shardy's import applies a sharding constraint to its input when that input has no
+/// sharding and the constraint is its only use (so propagation starts from it).
+void apply_sharding_constraints(Module& m, Func& f) {
+  std::vector<int> uses(m.values.size(), 0);
+  for (OpId o : f.body.ops)
+    for (ValueId v : m.ops[o].operands) ++uses[v];
+  for (OpId o : f.body.ops) {
+    const Op& op = m.ops[o];
+    if (op.name != "sdy.sharding_constraint" || !op.sharding || op.operands.empty()) continue;
+    ValueId in = op.operands[0];
+    if (uses[in] != 1) continue;
+    Value& v = m.values[in];
+    if (v.def == kNone) {
+      if (!v.sharding) v.sharding = op.sharding;
+      continue;
+    }
+    Op& def = m.ops[v.def];
+    if (def.sharding || def.results.size() != 1 || !def.shardings.empty()) continue;
+    if (def.name.starts_with("sdy.")) continue;
+    def.shardings = {*op.sharding};
+  }
+}
+
+/// Shardy's import turns constants into sdy.constant and gives every use its own copy
+/// (propagation.md, constant splitting), so that each use can take its own sharding. Copies
+/// follow the original, one per use in program order.
+void split_constants(Module& m, Func& f) {
+  std::vector<OpId> body;
+  for (OpId o : f.body.ops) body.push_back(o);
+  std::vector<OpId> out;
+  for (size_t i = 0; i < body.size(); ++i) {
+    OpId o = body[i];
+    out.push_back(o);
+    if (m.ops[o].name != "stablehlo.constant" || m.ops[o].results.size() != 1) continue;
+    m.ops[o].name = "sdy.constant";
+    ValueId v = m.ops[o].results[0];
+    bool first = true;
+    for (size_t j = i + 1; j < body.size(); ++j)
+      for (size_t k = 0; k < m.ops[body[j]].operands.size(); ++k) {
+        if (m.ops[body[j]].operands[k] != v) continue;
+        if (first) {
+          first = false;
+          continue;
+        }
+        OpId copy = m.add_op("sdy.constant", {}, {m.values[v].type}, m.ops[o].loc);
+        m.ops[copy].props = m.ops[o].props;
+        m.ops[copy].attrs = m.ops[o].attrs;
+        out.push_back(copy);
+        m.ops[body[j]].operands[k] = m.ops[copy].results[0];
+      }
+  }
+  f.body.ops = std::move(out);
+}
+
+}  // namespace
+
+std::optional<PropagationStrategy> strategy_from_name(std::string_view name) {
+  for (const auto& [s, n] : kStrategies)
+    if (n == name) return s;
+  return std::nullopt;
+}
+
+std::string_view strategy_name(PropagationStrategy strategy) {
+  for (const auto& [s, n] : kStrategies)
+    if (s == strategy) return n;
+  return "?";
+}
+
+Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
+  Func* f = m.entry();
+  if (!f) return fail(ErrorCode::invalid_argument, m.file, ": no function to propagate");
+  const bool pipeline = strategy == PropagationStrategy::pipeline;
+  if (pipeline) {
+    split_constants(m, *f);
+    apply_sharding_constraints(m, *f);
+  }
+  MESHPLAN_TRY(propagate(m, strategy));
+  if (strategy == PropagationStrategy::user_priority) {
+    // User-priority propagation consumes the priorities: they leave, dims stay open.
+    auto drop = [](TensorSharding& s) {
+      for (DimSharding& d : s.dims) d.priority = -1;
+    };
+    for (OpId o : f->body.ops) {
+      for (TensorSharding& s : m.ops[o].shardings) drop(s);
+      if (m.ops[o].sharding) drop(*m.ops[o].sharding);
+    }
+    for (const ArgInfo& a : f->args)
+      if (m.values[a.value].sharding) drop(*m.values[a.value].sharding);
+    for (ResultInfo& r : f->results)
+      if (r.sharding) drop(*r.sharding);
+  }
+  if (!pipeline) return {};
+  // Export: constraints become reshards, sharding groups leave, every sharding is closed.
+  std::erase_if(f->body.ops, [&](OpId o) { return m.ops[o].name == "sdy.sharding_group"; });
+  for (OpId o : f->body.ops) {
+    Op& op = m.ops[o];
+    if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+    for (TensorSharding& s : op.shardings) close(s);
+    if (op.sharding) close(*op.sharding);
+  }
+  for (const ArgInfo& a : f->args)
+    if (m.values[a.value].sharding) close(*m.values[a.value].sharding);
+  for (ResultInfo& r : f->results)
+    if (r.sharding) close(*r.sharding);
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo
