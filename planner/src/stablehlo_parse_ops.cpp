@@ -442,6 +442,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     }
     MESHPLAN_TRY(check_operand_types(op, ts));
     results = ts;
+    if (accept_word("attributes")) MESHPLAN_TRY(op_attr_dict(op));  // as MLIR prints them
     for (const char* part : {"cond", "do"}) {
       if (!accept_word(part)) return error(str("'", part, " {...}'"));
       Block b;
