@@ -421,3 +421,33 @@ func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
   CHECK(e.find("allowed_direction 'SIDEWAYS' is none of NONE, FORWARD, BACKWARD, BOTH") !=
         std::string::npos);
 }
+
+TEST_CASE("sdy_export_passes.md: the pipeline closes shardings inside loop bodies too") {
+  // The while's body holds an open sharding; close-shardings applies to every op of the
+  // module, nested regions included, so it prints closed like the top-level ones.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<i32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.constant dense<0> : tensor<i32>
+  %1:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, tensor<i32>
+   cond {
+    %2 = stablehlo.compare  LT, %iterArg_0, %arg1 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  } do {
+    %2 = stablehlo.add %iterArg, %iterArg {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>]>} : tensor<8x8xf32>
+    stablehlo.return %2, %iterArg_0 : tensor<8x8xf32>, tensor<i32>
+  }
+  return %1#0 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::pipeline);
+  INFO(out);
+  CHECK(
+      out.find("stablehlo.add %iterArg, %iterArg {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+               "[{\"a\"}, {\"b\"}]>]>} : tensor<8x8xf32>") != std::string::npos);
+  CHECK(out.find('?') == std::string::npos);
+  // Basic propagation alone leaves the body's dims open.
+  CHECK(propagated(in, PropagationStrategy::basic)
+            .find("stablehlo.add %iterArg, %iterArg {sdy.sharding = "
+                  "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>}") !=
+        std::string::npos);
+}
