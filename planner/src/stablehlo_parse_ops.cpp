@@ -374,9 +374,10 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(same_or_func_type(op, results));
     return dot_as_dot_general(op, name_pos);
   }
-  if (s == "optimization_barrier") {  // `%0:2 = stablehlo.optimization_barrier %a, %b : T, U`
+  if (s == "optimization_barrier") {  // `%0:2 = stablehlo.optimization_barrier {..} %a, %b : T, U`
+    MESHPLAN_TRY(op_attr_dict(op));   // StableHLO prints the attributes before the operands
     op.operands = MESHPLAN_TRY(uses_until(':'));
-    MESHPLAN_TRY(op_attr_dict(op));
+    if (op.attrs.empty() && op.shardings.empty()) MESHPLAN_TRY(op_attr_dict(op));
     MESHPLAN_TRY(expect(":", "':' and the operand types"));
     std::vector<TensorType> ts;
     if (!op.operands.empty()) {

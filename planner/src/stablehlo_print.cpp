@@ -402,6 +402,17 @@ bool Printer::pretty(const Op& op, int indent) {
     region(op.regions[1], indent, false);
     return true;
   }
+  if (n == "stablehlo.optimization_barrier" && !op.operands.empty() && op.props.empty() &&
+      op.regions.empty() && op.results.size() == op.operands.size()) {
+    // `stablehlo.optimization_barrier {attributes} %a, %b : T, U` (attributes first).
+    out_ << n;
+    op_attrs(op);
+    out_ << " ";
+    operands(op);
+    out_ << " : ";
+    for (size_t i = 0; i < op.operands.size(); ++i) out_ << (i ? ", " : "") << type(op.operands[i]);
+    return true;
+  }
   if (n == "stablehlo.custom_call" && op.regions.empty()) {
     // `stablehlo.custom_call @target(%x, ...) {inherent and other attributes} : (T...) -> ...`
     const Attr* target = op.prop("call_target_name");

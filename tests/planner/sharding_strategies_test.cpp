@@ -451,3 +451,51 @@ func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
                   "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>}") !=
         std::string::npos);
 }
+
+TEST_CASE("sdy-propagation import keeps constant-trip loops and barriers as written") {
+  // A fori_loop-shaped while (0 to 4 by 1) and an optimization_barrier: the mesh passes get
+  // the loop unrolled and the barrier dropped; Shardy's propagation sees both as written and
+  // carries the argument's sharding through the loop into its body (sdy_dialect.md,
+  // data-flow ops).
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {"b", ?}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.constant dense<0> : tensor<i32>
+  %1 = stablehlo.constant dense<4> : tensor<i32>
+  %2 = stablehlo.constant dense<1> : tensor<i32>
+  %3:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, tensor<i32>
+   cond {
+    %5 = stablehlo.compare  LT, %iterArg_0, %1 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %5 : tensor<i1>
+  } do {
+    %5 = stablehlo.add %iterArg_0, %2 : tensor<i32>
+    %6 = stablehlo.add %iterArg, %iterArg : tensor<8x8xf32>
+    stablehlo.return %6, %5 : tensor<8x8xf32>, tensor<i32>
+  }
+  %4 = stablehlo.optimization_barrier %3#0 : tensor<8x8xf32>
+  return %4 : tensor<8x8xf32>
+}
+)";
+  auto flat = parse_module(in, "loop.mlir");
+  REQUIRE_MESSAGE(flat.has_value(), flat.error().message);
+  std::string flat_text = print_module(*flat);
+  CHECK(flat_text.find("stablehlo.while") == std::string::npos);
+  CHECK(flat_text.find("optimization_barrier") == std::string::npos);
+
+  auto kept = parse_module_for_propagation(in, "loop.mlir");
+  REQUIRE_MESSAGE(kept.has_value(), kept.error().message);
+  REQUIRE(run_sdy_propagation(*kept, PropagationStrategy::basic).has_value());
+  std::string out = print_module(*kept);
+  INFO(out);
+  CHECK(out.find("stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, "
+                 "tensor<i32>") != std::string::npos);
+  CHECK(out.find("= stablehlo.add %iterArg, %iterArg {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>} : "
+                 "tensor<8x8xf32>") != std::string::npos);
+  // The barrier passes the sharding on; StableHLO prints its attributes before the operands.
+  CHECK(out.find("%4 = stablehlo.optimization_barrier {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>} %3#0 : "
+                 "tensor<8x8xf32>\n") != std::string::npos);
+  auto again = parse_module_for_propagation(out, "printed.mlir");
+  REQUIRE_MESSAGE(again.has_value(), again.error().message);
+  CHECK(print_module(*again) == out);
+}
