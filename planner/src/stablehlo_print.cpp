@@ -431,6 +431,32 @@ bool Printer::pretty(const Op& op, int indent) {
     func_type(op);
     return true;
   }
+  if (n == "stablehlo.reduce" && op.results.size() > 1 && op.regions.size() == 1 &&
+      op.operands.size() == 2 * op.results.size() &&
+      op.regions[0].args.size() == op.operands.size() && op.props.size() == 1 &&
+      op.prop("dimensions") && op.prop("dimensions")->kind == Attr::Kind::dense_array) {
+    // A variadic reduce: `(%x init: %i), (%y init: %j) across dimensions = [..] {attrs} : F`,
+    // then `reducer(%lhs0: T, %rhs0: T) (%lhs1: T, %rhs1: T) {...}` (the block takes every
+    // lhs, then every rhs).
+    const size_t k = op.results.size();
+    const Block& b = op.regions[0];
+    out_ << n;
+    for (size_t i = 0; i < k; ++i)
+      out_ << (i ? ", (" : "(") << name(op.operands[i]) << " init: " << name(op.operands[k + i])
+           << ")";
+    out_ << " across dimensions = " << ints(op.prop("dimensions"));
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    out_ << "\n";
+    pad(indent + 1);
+    out_ << "reducer";
+    for (size_t i = 0; i < k; ++i)
+      out_ << "(" << name(b.args[i]) << ": " << type(b.args[i]) << ", " << name(b.args[k + i])
+           << ": " << type(b.args[k + i]) << ") ";
+    region(b, indent + 1, false);
+    return true;
+  }
   if (!n.starts_with("stablehlo.") || op.results.size() != 1) return false;
   std::string_view s = n.substr(10);
   if (is_unary(s) && op.operands.size() == 1 && op.props.empty()) {

@@ -129,3 +129,33 @@ func.func @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {
   CHECK(call.attrs.empty());
   CHECK(call.shardings.size() == 2);
 }
+
+TEST_CASE("a variadic reduce prints in its pretty form, lhs and rhs paired per input") {
+  // StableHLO's pretty reduce: one `(%x init: %i)` per input, and one `(%lhs: T, %rhs: T)`
+  // group per input in the reducer, whose block takes every lhs, then every rhs.
+  std::string text =
+      R"(func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %0 = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.constant dense<0> : tensor<i32>
+  %2:2 = "stablehlo.reduce"(%arg0, %arg1, %0, %1) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
+    %3 = stablehlo.add %a, %c : tensor<f32>
+    %4 = stablehlo.add %b, %d : tensor<i32>
+    stablehlo.return %3, %4 : tensor<f32>, tensor<i32>
+  }) : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+  return %2#0, %2#1 : tensor<4xf32>, tensor<4xi32>
+}
+)";
+  std::string printed = print_module(parsed(text));
+  CHECK(has(printed,
+            "%2:2 = stablehlo.reduce(%arg0 init: %0), (%arg1 init: %1) across dimensions = [1] : "
+            "(tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, "
+            "tensor<4xi32>)\n"));
+  CHECK(has(printed,
+            "reducer(%arg2: tensor<f32>, %arg4: tensor<f32>) (%arg3: tensor<i32>, %arg5: "
+            "tensor<i32>) {\n"));
+  CHECK(has(printed, "stablehlo.add %arg2, %arg4 : tensor<f32>"));
+  CHECK(has(printed, "stablehlo.add %arg3, %arg5 : tensor<i32>"));
+  Module again = parsed(printed, "printed.mlir");
+  CHECK(print_module(again) == printed);
+}
