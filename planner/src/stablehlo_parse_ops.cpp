@@ -71,7 +71,12 @@ Result<OpId> Parser::operation() {
         MESHPLAN_TRY(define(ref.name + "#" + std::to_string(k), op.results[r + k], ref.pos));
     r += count;
   }
-  if (!op.shardings.empty() && op.shardings.size() != op.results.size())
+  // An op without results may carry one rank-0 sharding (maximal or replicated, as Shardy
+  // allows on a side-effecting op such as a host callback); more, or one with dims, is an
+  // error.
+  bool resultless_maximal =
+      op.results.empty() && op.shardings.size() == 1 && op.shardings[0].dims.empty();
+  if (!op.shardings.empty() && op.shardings.size() != op.results.size() && !resultless_maximal)
     return error_at(name_pos, str(op.name, ": sdy.sharding lists ", op.shardings.size(),
                                   " shardings for ", op.results.size(), " results"));
   m_.ops.push_back(std::move(op));

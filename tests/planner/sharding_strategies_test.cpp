@@ -499,3 +499,21 @@ func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
   REQUIRE_MESSAGE(again.has_value(), again.error().message);
   CHECK(print_module(*again) == out);
 }
+
+TEST_CASE("sdy_dialect.md: an op without results may carry one rank-0 sharding") {
+  // A side-effecting host callback placed on a maximal mesh (one device, no axes): its
+  // sharding_per_value has one rank-0 sharding and no results; propagation leaves it alone.
+  const std::string in = R"(sdy.mesh @maximal_mesh = <[], device_ids=[0]>
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  stablehlo.custom_call @callback(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : (tensor<8x8xf32>) -> ()
+  return %arg0 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::pipeline) == in);
+  // A sharding with dims on an op without results is still refused, located.
+  std::string bad = in;
+  bad.replace(bad.find("<@maximal_mesh, []>]>"), 21, "<@maximal_mesh, [{}]>]>");
+  std::string err = parse_error(bad);
+  CHECK(err.find("sdy.sharding lists 1 shardings for 0 results") != std::string::npos);
+  CHECK(err.find("bad.mlir:3:") != std::string::npos);
+}
