@@ -338,13 +338,18 @@ class Propagator {
     for (const ResultInfo& r : f.results) result_shard_.push_back(r.sharding);
     // A sharding on an empty mesh says only which dims are open or closed: it takes the
     // function's mesh (Shardy replaces it when propagating into it).
+    // One that nothing propagates into keeps its empty mesh.
+    std::vector<std::string> empty_mesh(shard_.size()), empty_result_mesh(result_shard_.size());
     if (!fill_all_) {
-      auto adopt = [&](std::optional<TensorSharding>& sh) {
+      auto adopt = [&](std::optional<TensorSharding>& sh, std::string& was) {
         const MeshDecl* d = sh ? m_.mesh(sh->mesh) : nullptr;
-        if (d && d->axes.empty()) sh->mesh = mesh_.name;
+        if (!d || !d->axes.empty()) return;
+        was = sh->mesh;
+        sh->mesh = mesh_.name;
       };
-      for (auto& sh : shard_) adopt(sh);
-      for (auto& sh : result_shard_) adopt(sh);
+      for (size_t i = 0; i < shard_.size(); ++i) adopt(shard_[i], empty_mesh[i]);
+      for (size_t i = 0; i < result_shard_.size(); ++i)
+        adopt(result_shard_[i], empty_result_mesh[i]);
     }
 
     // Rules and users.
@@ -566,6 +571,17 @@ class Propagator {
           for (ValueId v : op.results) wake(v);
         }
       }
+
+    // Empty-mesh shardings that received no axis go back to their own mesh.
+    auto restore = [](std::optional<TensorSharding>& sh, const std::string& was) {
+      if (was.empty() || !sh || !sh->replicated.empty() || !sh->unreduced.empty()) return;
+      if (std::all_of(sh->dims.begin(), sh->dims.end(),
+                      [](const DimSharding& d) { return d.axes.empty(); }))
+        sh->mesh = was;
+    };
+    for (size_t i = 0; i < shard_.size(); ++i) restore(shard_[i], empty_mesh[i]);
+    for (size_t i = 0; i < result_shard_.size(); ++i)
+      restore(result_shard_[i], empty_result_mesh[i]);
 
     // Write back: every op result and function result carries a sharding.
     for (const ArgInfo& a : f.args) {

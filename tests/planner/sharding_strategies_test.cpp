@@ -517,3 +517,26 @@ func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
   CHECK(err.find("sdy.sharding lists 1 shardings for 0 results") != std::string::npos);
   CHECK(err.find("bad.mlir:3:") != std::string::npos);
 }
+
+TEST_CASE("sharding_representation.md: an empty-mesh sharding nothing propagates into stays") {
+  // Closed replicated dims on the empty mesh admit no axis: nothing is propagated into the
+  // sharding, so it keeps its own (empty) mesh, on an argument and on an op alike; the add's
+  // operands disagree (%arg0 "a"/"b", %arg1 closed {}), so basic propagation gives it nothing.
+  const std::string in = R"(sdy.mesh @empty = <[]>
+sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  %1 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@empty, [{}, {}]>]>} : tensor<8x8xf32>
+  %2 = stablehlo.add %0, %1 : tensor<8x8xf32>
+  return %2 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::basic);
+  INFO(out);
+  CHECK(out.find("%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {}]>})") !=
+        std::string::npos);
+  CHECK(out.find("%1 = stablehlo.negate %arg0 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@empty, [{}, {}]>]>} : tensor<8x8xf32>") !=
+        std::string::npos);
+  CHECK(out.find("%0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>") != std::string::npos);
+}
