@@ -100,6 +100,23 @@ class Propagator {
 
   /// One application of `rule` to the tensors; true when a tensor's sharding grew.
   bool step(const FactorRule& rule, std::vector<Slot>& slots) {
+    // Shardy propagates only between shardings of one mesh: an op (or a return edge) whose
+    // tensors' shardings name two different meshes (other axes or device order; two names for
+    // one mesh are the same mesh) is left as it is.
+    std::string mesh;  // the first sharding's: a value without one gets its sharding there
+    if (!fill_all_) {
+      for (const Slot& s : slots) {
+        if (!*s.sharding) continue;
+        const std::string& name = (*s.sharding)->mesh;
+        if (mesh.empty()) {
+          mesh = name;
+        } else if (mesh != name) {
+          const MeshDecl* a = m_.mesh(mesh);
+          const MeshDecl* b = m_.mesh(name);
+          if (!a || !b || a->axes != b->axes || a->device_ids != b->device_ids) return false;
+        }
+      }
+    }
     const size_t nf = rule.factor_sizes.size();
     struct Cand {
       std::vector<AxisRef> axes;
@@ -217,8 +234,10 @@ class Propagator {
     auto grow = [&](Slot& s, const std::vector<std::vector<AxisRef>>& chosen) {
       if (!s.updatable) return;
       // A value without a sharding gets one only when some dim gains an axis.
-      TensorSharding fresh =
-          s.sharding->has_value() ? **s.sharding : open_sharding(mesh_.name, s.rank);
+      // (On the mesh of the op's other shardings.)
+      TensorSharding fresh = s.sharding->has_value()
+                                 ? **s.sharding
+                                 : open_sharding(mesh.empty() ? mesh_.name : mesh, s.rank);
       TensorSharding& sh = fresh;
       if (sh.dims.size() != s.rank) return;
       bool grew = false;

@@ -540,3 +540,24 @@ func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a
         std::string::npos);
   CHECK(out.find("%0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>") != std::string::npos);
 }
+
+TEST_CASE("sharding_representation.md meshes: propagation stays within one mesh") {
+  // "a"=3 and "a"=6 are different meshes: the add reading one tensor of each is left alone
+  // (nothing reaches it or the function result). Two names for the same axes are one mesh.
+  const std::string in = R"(sdy.mesh @m3 = <["a"=3]>
+sdy.mesh @m6 = <["a"=6]>
+sdy.mesh @m6b = <["a"=6]>
+func.func @main(%arg0: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m3, [{"a"}, {?}]>}, %arg1: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6, [{?}, {?}]>}, %arg2: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6b, [{"a"}, {?}]>}) -> (tensor<12x8xf32>, tensor<12x8xf32>) {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<12x8xf32>
+  %1 = stablehlo.subtract %arg1, %arg2 : tensor<12x8xf32>
+  return %0, %1 : tensor<12x8xf32>, tensor<12x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::basic);
+  INFO(out);
+  CHECK(out.find("%0 = stablehlo.add %arg0, %arg1 : tensor<12x8xf32>") != std::string::npos);
+  CHECK(out.find("%1 = stablehlo.subtract %arg1, %arg2 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@m6, [{\"a\", ?}, {?}]>]>}") != std::string::npos);
+  CHECK(out.find("%arg1: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6, [{\"a\", ?}, "
+                 "{?}]>}") != std::string::npos);
+}
