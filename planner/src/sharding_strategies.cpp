@@ -19,8 +19,10 @@ constexpr std::array<std::pair<PropagationStrategy, std::string_view>, 5> kStrat
     {PropagationStrategy::pipeline, "pipeline"},
 }};
 
-/// Closed dims, no priorities: what Shardy's close-shardings export prints.
+/// Closed dims, no priorities, no explicitly replicated axes (closed dims already say
+/// replicated): what Shardy's close-shardings export prints.
 void close(TensorSharding& s) {
+  s.replicated.clear();
   for (DimSharding& d : s.dims) {
     d.open = false;
     d.priority = -1;

@@ -561,3 +561,20 @@ func.func @main(%arg0: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m3, [{"a"
   CHECK(out.find("%arg1: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6, [{\"a\", ?}, "
                  "{?}]>}") != std::string::npos);
 }
+
+TEST_CASE("sdy_export_passes.md close-shardings: the pipeline drops replicated axes") {
+  // Closing a sharding makes every dim closed, which already says the axes not named are
+  // replicated: the explicit replicated={...} list goes; basic propagation keeps it.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b", ?}, {?}], replicated={"a"}>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::pipeline);
+  INFO(out);
+  CHECK(out.find("%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"b\"}, {}]>})") !=
+        std::string::npos);
+  CHECK(out.find("replicated") == std::string::npos);
+  CHECK(propagated(in, PropagationStrategy::basic).find("replicated={\"a\"}") != std::string::npos);
+}
