@@ -459,6 +459,15 @@ bool Printer::pretty(const Op& op, int indent) {
   }
   if (!n.starts_with("stablehlo.") || op.results.size() != 1) return false;
   std::string_view s = n.substr(10);
+  if (s == "dynamic_slice" && op.operands.size() >= 1 && op.props.size() == 1 &&
+      op.prop("slice_sizes") && op.prop("slice_sizes")->kind == Attr::Kind::dense_array &&
+      op.regions.empty()) {
+    // `stablehlo.dynamic_slice %x, %i, %j, sizes = [..] {attrs} : (T, I, I) -> R`
+    out_ << n << " ";
+    operands(op);
+    out_ << ", sizes = " << ints(op.prop("slice_sizes"));
+    return attrs_and_type(op);
+  }
   if (is_unary(s) && op.operands.size() == 1 && op.props.empty()) {
     out_ << n << " " << name(op.operands[0]);
     op_attrs(op);

@@ -159,3 +159,24 @@ TEST_CASE("a variadic reduce prints in its pretty form, lhs and rhs paired per i
   Module again = parsed(printed, "printed.mlir");
   CHECK(print_module(again) == printed);
 }
+
+TEST_CASE("dynamic_slice prints in its pretty form and reads back to the same graph") {
+  std::string text =
+      R"(func.func @main(%arg0: tensor<8x8xf32>, %arg1: tensor<i32>, %arg2: tensor<i32>) -> tensor<8x2xf32> {
+  %0 = "stablehlo.dynamic_slice"(%arg0, %arg1, %arg2) <{slice_sizes = array<i64: 8, 2>}> : (tensor<8x8xf32>, tensor<i32>, tensor<i32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+)";
+  Module m = parsed(text);
+  std::string printed = print_module(m);
+  CHECK(has(printed,
+            "%0 = stablehlo.dynamic_slice %arg0, %arg1, %arg2, sizes = [8, 2] : (tensor<8x8xf32>, "
+            "tensor<i32>, tensor<i32>) -> tensor<8x2xf32>\n"));
+  Module again = parsed(printed, "printed.mlir");
+  CHECK(print_module(again) == printed);
+  auto g = lower_to_graph(m);
+  REQUIRE_MESSAGE(g.has_value(), g.error().message);
+  auto g2 = lower_to_graph(again);
+  REQUIRE_MESSAGE(g2.has_value(), g2.error().message);
+  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+}
