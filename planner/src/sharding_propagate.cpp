@@ -100,6 +100,23 @@ class Propagator {
 
   /// One application of `rule` to the tensors; true when a tensor's sharding grew.
   bool step(const FactorRule& rule, std::vector<Slot>& slots) {
+    // Shardy propagates only between shardings of one mesh: an op (or a return edge) whose
+    // tensors' shardings name two different meshes (other axes or device order; two names for
+    // one mesh are the same mesh) is left as it is.
+    std::string mesh;  // the first sharding's: a value without one gets its sharding there
+    if (!fill_all_) {
+      for (const Slot& s : slots) {
+        if (!*s.sharding) continue;
+        const std::string& name = (*s.sharding)->mesh;
+        if (mesh.empty()) {
+          mesh = name;
+        } else if (mesh != name) {
+          const MeshDecl* a = m_.mesh(mesh);
+          const MeshDecl* b = m_.mesh(name);
+          if (!a || !b || a->axes != b->axes || a->device_ids != b->device_ids) return false;
+        }
+      }
+    }
     const size_t nf = rule.factor_sizes.size();
     struct Cand {
       std::vector<AxisRef> axes;
@@ -217,8 +234,10 @@ class Propagator {
     auto grow = [&](Slot& s, const std::vector<std::vector<AxisRef>>& chosen) {
       if (!s.updatable) return;
       // A value without a sharding gets one only when some dim gains an axis.
-      TensorSharding fresh =
-          s.sharding->has_value() ? **s.sharding : open_sharding(mesh_.name, s.rank);
+      // (On the mesh of the op's other shardings.)
+      TensorSharding fresh = s.sharding->has_value()
+                                 ? **s.sharding
+                                 : open_sharding(mesh.empty() ? mesh_.name : mesh, s.rank);
       TensorSharding& sh = fresh;
       if (sh.dims.size() != s.rank) return;
       bool grew = false;
@@ -338,13 +357,18 @@ class Propagator {
     for (const ResultInfo& r : f.results) result_shard_.push_back(r.sharding);
     // A sharding on an empty mesh says only which dims are open or closed: it takes the
     // function's mesh (Shardy replaces it when propagating into it).
+    // One that nothing propagates into keeps its empty mesh.
+    std::vector<std::string> empty_mesh(shard_.size()), empty_result_mesh(result_shard_.size());
     if (!fill_all_) {
-      auto adopt = [&](std::optional<TensorSharding>& sh) {
+      auto adopt = [&](std::optional<TensorSharding>& sh, std::string& was) {
         const MeshDecl* d = sh ? m_.mesh(sh->mesh) : nullptr;
-        if (d && d->axes.empty()) sh->mesh = mesh_.name;
+        if (!d || !d->axes.empty()) return;
+        was = sh->mesh;
+        sh->mesh = mesh_.name;
       };
-      for (auto& sh : shard_) adopt(sh);
-      for (auto& sh : result_shard_) adopt(sh);
+      for (size_t i = 0; i < shard_.size(); ++i) adopt(shard_[i], empty_mesh[i]);
+      for (size_t i = 0; i < result_shard_.size(); ++i)
+        adopt(result_shard_[i], empty_result_mesh[i]);
     }
 
     // Rules and users.
@@ -566,6 +590,17 @@ class Propagator {
           for (ValueId v : op.results) wake(v);
         }
       }
+
+    // Empty-mesh shardings that received no axis go back to their own mesh.
+    auto restore = [](std::optional<TensorSharding>& sh, const std::string& was) {
+      if (was.empty() || !sh || !sh->replicated.empty() || !sh->unreduced.empty()) return;
+      if (std::all_of(sh->dims.begin(), sh->dims.end(),
+                      [](const DimSharding& d) { return d.axes.empty(); }))
+        sh->mesh = was;
+    };
+    for (size_t i = 0; i < shard_.size(); ++i) restore(shard_[i], empty_mesh[i]);
+    for (size_t i = 0; i < result_shard_.size(); ++i)
+      restore(result_shard_[i], empty_result_mesh[i]);
 
     // Write back: every op result and function result carries a sharding.
     for (const ArgInfo& a : f.args) {

@@ -19,11 +19,24 @@ constexpr std::array<std::pair<PropagationStrategy, std::string_view>, 5> kStrat
     {PropagationStrategy::pipeline, "pipeline"},
 }};
 
-/// Closed dims, no priorities: what Shardy's close-shardings export prints.
+/// Closed dims, no priorities, no explicitly replicated axes (closed dims already say
+/// replicated): what Shardy's close-shardings export prints.
 void close(TensorSharding& s) {
+  s.replicated.clear();
   for (DimSharding& d : s.dims) {
     d.open = false;
     d.priority = -1;
+  }
+}
+
+/// Calls `fn` on every op of `b` and of the regions nested in it (loop bodies, branches),
+/// after dropping the ops `drop` selects from each block.
+template <class Drop, class Fn>
+void walk(Module& m, Block& b, const Drop& drop, const Fn& fn) {
+  std::erase_if(b.ops, [&](OpId o) { return drop(m.ops[o]); });
+  for (OpId o : b.ops) {
+    fn(m.ops[o]);
+    for (size_t r = 0; r < m.ops[o].regions.size(); ++r) walk(m, m.ops[o].regions[r], drop, fn);
   }
 }
 
@@ -109,24 +122,27 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
     auto drop = [](TensorSharding& s) {
       for (DimSharding& d : s.dims) d.priority = -1;
     };
-    for (OpId o : f->body.ops) {
-      for (TensorSharding& s : m.ops[o].shardings) drop(s);
-      if (m.ops[o].sharding) drop(*m.ops[o].sharding);
-    }
+    walk(
+        m, f->body, [](const Op&) { return false; },
+        [&](Op& op) {
+          for (TensorSharding& s : op.shardings) drop(s);
+          if (op.sharding) drop(*op.sharding);
+        });
     for (const ArgInfo& a : f->args)
       if (m.values[a.value].sharding) drop(*m.values[a.value].sharding);
     for (ResultInfo& r : f->results)
       if (r.sharding) drop(*r.sharding);
   }
   if (!pipeline) return {};
-  // Export: constraints become reshards, sharding groups leave, every sharding is closed.
-  std::erase_if(f->body.ops, [&](OpId o) { return m.ops[o].name == "sdy.sharding_group"; });
-  for (OpId o : f->body.ops) {
-    Op& op = m.ops[o];
-    if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
-    for (TensorSharding& s : op.shardings) close(s);
-    if (op.sharding) close(*op.sharding);
-  }
+  // Export: constraints become reshards, sharding groups leave, every sharding is closed, in
+  // nested regions (loop bodies, branches) too.
+  walk(
+      m, f->body, [](const Op& op) { return op.name == "sdy.sharding_group"; },
+      [](Op& op) {
+        if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+        for (TensorSharding& s : op.shardings) close(s);
+        if (op.sharding) close(*op.sharding);
+      });
   for (const ArgInfo& a : f->args)
     if (m.values[a.value].sharding) close(*m.values[a.value].sharding);
   for (ResultInfo& r : f->results)

@@ -18,7 +18,7 @@ namespace {
 /// explicit state per function to report recursion).
 class Inliner {
  public:
-  explicit Inliner(Module& m) : m_(m) {
+  Inliner(Module& m, ImportOptions options) : m_(m), options_(options) {
     for (size_t i = 0; i < m.funcs.size(); ++i) index_[m.funcs[i].name] = i;
     state_.assign(m.funcs.size(), State::todo);
   }
@@ -67,11 +67,11 @@ class Inliner {
         MESHPLAN_TRY(inline_block(region, called));
         m_.ops[o].regions[r] = std::move(region);
       }
-      if (m_.ops[o].name == "stablehlo.while") {
+      if (m_.ops[o].name == "stablehlo.while" && options_.unroll_loops) {
         MESHPLAN_TRY(unroll(o, out));
         continue;
       }
-      if (m_.ops[o].name == "stablehlo.optimization_barrier" &&
+      if (m_.ops[o].name == "stablehlo.optimization_barrier" && options_.drop_barriers &&
           m_.ops[o].operands.size() == m_.ops[o].results.size()) {
         // Only orders XLA's scheduling: its results are its operands.
         for (size_t i = 0; i < m_.ops[o].results.size(); ++i)
@@ -326,6 +326,7 @@ class Inliner {
   static constexpr int kMaxCallDepth = 1000;
   static constexpr int64_t kMaxUnroll = 256;
   Module& m_;
+  ImportOptions options_;
   std::map<std::string, size_t> index_;
   std::vector<State> state_;
   std::map<ValueId, ValueId> subst_;
@@ -415,13 +416,13 @@ Status drop_gspmd_annotations(Module& m) {
   return {};
 }
 
-Status inline_calls(Module& m) {
+Status inline_calls(Module& m, ImportOptions options) {
   bool any = std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) {
     return op.name == "func.call" || op.name == "stablehlo.while" || op.name == "stablehlo.if" ||
            op.name == "stablehlo.case" || op.name == "stablehlo.optimization_barrier";
   });
   if (!any) return {};
-  return Inliner(m).run();
+  return Inliner(m, options).run();
 }
 
 }  // namespace meshplan::planner::shlo

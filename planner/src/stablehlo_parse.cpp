@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "meshplan/planner/sharding_strategies.hpp"
 #include "stablehlo_parser.hpp"
 #include "stablehlo_verify.hpp"
 
@@ -29,7 +30,7 @@ Result<Module> Parser::run() {
   }
   ws();
   if (pos_ < t_.size()) return error("end of input");
-  MESHPLAN_TRY(inline_calls(m_));
+  MESHPLAN_TRY(inline_calls(m_, import));
   MESHPLAN_TRY(drop_gspmd_annotations(m_));
   return std::move(m_);
 }
@@ -308,6 +309,22 @@ namespace meshplan::planner::shlo {
 
 Result<Module> parse_module(std::string_view text, std::string file) {
   parse::Parser p(text, std::move(file));
+  Module m = MESHPLAN_TRY(p.run());
+  MESHPLAN_TRY(verify_module(m));
+  return m;
+}
+
+Result<Module> parse_module_file_for_propagation(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, "cannot open '", path, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_module_for_propagation(ss.str(), path);
+}
+
+Result<Module> parse_module_for_propagation(std::string_view text, std::string file) {
+  parse::Parser p(text, std::move(file));
+  p.import = {.unroll_loops = false, .drop_barriers = false};
   Module m = MESHPLAN_TRY(p.run());
   MESHPLAN_TRY(verify_module(m));
   return m;

@@ -71,7 +71,12 @@ Result<OpId> Parser::operation() {
         MESHPLAN_TRY(define(ref.name + "#" + std::to_string(k), op.results[r + k], ref.pos));
     r += count;
   }
-  if (!op.shardings.empty() && op.shardings.size() != op.results.size())
+  // An op without results may carry one rank-0 sharding (maximal or replicated, as Shardy
+  // allows on a side-effecting op such as a host callback); more, or one with dims, is an
+  // error.
+  bool resultless_maximal =
+      op.results.empty() && op.shardings.size() == 1 && op.shardings[0].dims.empty();
+  if (!op.shardings.empty() && op.shardings.size() != op.results.size() && !resultless_maximal)
     return error_at(name_pos, str(op.name, ": sdy.sharding lists ", op.shardings.size(),
                                   " shardings for ", op.results.size(), " results"));
   m_.ops.push_back(std::move(op));
@@ -374,9 +379,10 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(same_or_func_type(op, results));
     return dot_as_dot_general(op, name_pos);
   }
-  if (s == "optimization_barrier") {  // `%0:2 = stablehlo.optimization_barrier %a, %b : T, U`
+  if (s == "optimization_barrier") {  // `%0:2 = stablehlo.optimization_barrier {..} %a, %b : T, U`
+    MESHPLAN_TRY(op_attr_dict(op));   // StableHLO prints the attributes before the operands
     op.operands = MESHPLAN_TRY(uses_until(':'));
-    MESHPLAN_TRY(op_attr_dict(op));
+    if (op.attrs.empty() && op.shardings.empty()) MESHPLAN_TRY(op_attr_dict(op));
     MESHPLAN_TRY(expect(":", "':' and the operand types"));
     std::vector<TensorType> ts;
     if (!op.operands.empty()) {
@@ -442,6 +448,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     }
     MESHPLAN_TRY(check_operand_types(op, ts));
     results = ts;
+    if (accept_word("attributes")) MESHPLAN_TRY(op_attr_dict(op));  // as MLIR prints them
     for (const char* part : {"cond", "do"}) {
       if (!accept_word(part)) return error(str("'", part, " {...}'"));
       Block b;

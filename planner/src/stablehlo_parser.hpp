@@ -22,7 +22,13 @@ namespace meshplan::planner::shlo {
 /// count is a compile-time constant (a counter from a constant, compared LT/LE with a constant,
 /// incremented by a positive constant) of at most 256 iterations; more is a located error,
 /// other loops stay (the lowering refuses them).
-Status inline_calls(Module& m);
+/// What the import flattens besides calls: the mesh passes want straight-line code; Shardy's
+/// own propagation (the sdy-propagation stage) keeps loops and barriers as the module has them.
+struct ImportOptions {
+  bool unroll_loops = true;
+  bool drop_barriers = true;
+};
+Status inline_calls(Module& m, ImportOptions options = {});
 inline constexpr size_t kMaxInlinedOps = 1'000'000;
 
 /// GSPMD annotations JAX prints: `mhlo.sharding` on arguments/results and `custom_call
@@ -55,6 +61,7 @@ class Parser {
   Parser(std::string_view text, std::string file) : t_(text) { m_.file = std::move(file); }
 
   Result<Module> run();
+  ImportOptions import;
 
  private:
   // ---- characters ----

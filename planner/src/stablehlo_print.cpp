@@ -13,6 +13,24 @@ namespace meshplan::planner::shlo {
 
 namespace {
 
+/// A `stablehlo.while` StableHLO prints in its pretty form: `cond` and `do` regions whose
+/// arguments are the loop-carried values.
+bool is_pretty_while(const Op& op) {
+  return op.name == "stablehlo.while" && op.regions.size() == 2 && op.props.empty() &&
+         op.results.size() == op.operands.size() &&
+         op.regions[0].args.size() == op.operands.size() &&
+         op.regions[1].args.size() == op.operands.size();
+}
+
+/// The inherent attributes the pretty form of `stablehlo.custom_call` writes in its dictionary
+/// (the parser moves them back).
+bool custom_call_dict_prop(std::string_view k) {
+  for (const char* p : {"has_side_effect", "backend_config", "api_version", "called_computations",
+                        "operand_layouts", "result_layouts", "output_operand_aliases"})
+    if (k == p) return true;
+  return false;
+}
+
 /// Renders one function: names values in pre-order, then prints.
 class Printer {
  public:
@@ -22,6 +40,8 @@ class Printer {
     names_.clear();
     next_arg_ = 0;
     next_result_ = 0;
+    next_conflict_ = 0;
+    used_.clear();
     for (const ArgInfo& a : f.args) names_[a.value] = "%arg" + std::to_string(next_arg_++);
     name_block(f.body);
     pad(indent);
@@ -101,12 +121,28 @@ class Printer {
       }
       // As MLIR's printer: a region continues the numbering, and the ids it used are free
       // again after it.
+      // A while loop's region arguments are named `iterArg` (MLIR's asm name for them), made
+      // unique with `_N` from a counter that, like the names, is scoped to the region.
+      bool loop = is_pretty_while(op);
       for (const Block& r : op.regions) {
-        int saved_arg = next_arg_, saved_result = next_result_;
-        for (ValueId a : r.args) names_[a] = "%arg" + std::to_string(next_arg_++);
+        int saved_arg = next_arg_, saved_result = next_result_, saved_conflict = next_conflict_;
+        size_t saved_used = used_.size();
+        for (ValueId a : r.args) {
+          if (!loop) {
+            names_[a] = "%arg" + std::to_string(next_arg_++);
+            continue;
+          }
+          std::string n = "%iterArg";
+          while (std::find(used_.begin(), used_.end(), n) != used_.end())
+            n = "%iterArg_" + std::to_string(next_conflict_++);
+          used_.push_back(n);
+          names_[a] = n;
+        }
         name_block(r);
         next_arg_ = saved_arg;
         next_result_ = saved_result;
+        next_conflict_ = saved_conflict;
+        used_.resize(saved_used);
       }
     }
   }
@@ -153,7 +189,7 @@ class Printer {
       func_type(op);
     return true;
   }
-  void op_attrs(const Op& op) {
+  std::string shardings_text(const Op& op) {
     std::string extra;
     if (!op.shardings.empty()) {
       extra = "#sdy.sharding_per_value<[";
@@ -161,7 +197,10 @@ class Printer {
         extra += (i ? ", " : "") + sharding_string(op.shardings[i]);
       extra += "]>";
     }
-    dict(op.attrs, extra, "sdy.sharding", " ");
+    return extra;
+  }
+  void op_attrs(const Op& op, const char* lead = " ") {
+    dict(op.attrs, shardings_text(op), "sdy.sharding", lead);
   }
   std::string ints(const Attr* a) {
     std::string s = "[";
@@ -196,6 +235,8 @@ class Printer {
   std::map<ValueId, std::string> names_;
   int next_arg_ = 0;
   int next_result_ = 0;
+  int next_conflict_ = 0;
+  std::vector<std::string> used_;  // the asm names in scope (region arguments named by an op)
 };
 
 bool is_unary(std::string_view n) {
@@ -340,8 +381,93 @@ bool Printer::pretty(const Op& op, int indent) {
     }
     return false;
   }
+  if (is_pretty_while(op)) {
+    // `stablehlo.while(%iterArg = %x, ...) : T, ... attributes {...}` then ` cond {...} do {...}`
+    const Block& cond = op.regions[0];
+    out_ << n << "(";
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      out_ << (i ? ", " : "") << name(cond.args[i]) << " = " << name(op.operands[i]);
+    out_ << ")";
+    if (!op.operands.empty()) {
+      out_ << " : ";
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        out_ << (i ? ", " : "") << type(op.operands[i]);
+    }
+    op_attrs(op, " attributes ");
+    out_ << "\n";
+    pad(indent);
+    out_ << " cond ";
+    region(cond, indent, false);
+    out_ << " do ";
+    region(op.regions[1], indent, false);
+    return true;
+  }
+  if (n == "stablehlo.optimization_barrier" && !op.operands.empty() && op.props.empty() &&
+      op.regions.empty() && op.results.size() == op.operands.size()) {
+    // `stablehlo.optimization_barrier {attributes} %a, %b : T, U` (attributes first).
+    out_ << n;
+    op_attrs(op);
+    out_ << " ";
+    operands(op);
+    out_ << " : ";
+    for (size_t i = 0; i < op.operands.size(); ++i) out_ << (i ? ", " : "") << type(op.operands[i]);
+    return true;
+  }
+  if (n == "stablehlo.custom_call" && op.regions.empty()) {
+    // `stablehlo.custom_call @target(%x, ...) {inherent and other attributes} : (T...) -> ...`
+    const Attr* target = op.prop("call_target_name");
+    if (!target || target->kind != Attr::Kind::string) return false;
+    std::vector<NamedAttr> all = op.attrs;
+    for (const auto& p : op.props) {
+      if (p.first == "call_target_name") continue;
+      if (!custom_call_dict_prop(p.first)) return false;
+      all.push_back(p);
+    }
+    out_ << n << " @" << target->text << "(";
+    operands(op);
+    out_ << ")";
+    dict(all, shardings_text(op), "sdy.sharding", " ");
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
+  if (n == "stablehlo.reduce" && op.results.size() > 1 && op.regions.size() == 1 &&
+      op.operands.size() == 2 * op.results.size() &&
+      op.regions[0].args.size() == op.operands.size() && op.props.size() == 1 &&
+      op.prop("dimensions") && op.prop("dimensions")->kind == Attr::Kind::dense_array) {
+    // A variadic reduce: `(%x init: %i), (%y init: %j) across dimensions = [..] {attrs} : F`,
+    // then `reducer(%lhs0: T, %rhs0: T) (%lhs1: T, %rhs1: T) {...}` (the block takes every
+    // lhs, then every rhs).
+    const size_t k = op.results.size();
+    const Block& b = op.regions[0];
+    out_ << n;
+    for (size_t i = 0; i < k; ++i)
+      out_ << (i ? ", (" : "(") << name(op.operands[i]) << " init: " << name(op.operands[k + i])
+           << ")";
+    out_ << " across dimensions = " << ints(op.prop("dimensions"));
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    out_ << "\n";
+    pad(indent + 1);
+    out_ << "reducer";
+    for (size_t i = 0; i < k; ++i)
+      out_ << "(" << name(b.args[i]) << ": " << type(b.args[i]) << ", " << name(b.args[k + i])
+           << ": " << type(b.args[k + i]) << ") ";
+    region(b, indent + 1, false);
+    return true;
+  }
   if (!n.starts_with("stablehlo.") || op.results.size() != 1) return false;
   std::string_view s = n.substr(10);
+  if (s == "dynamic_slice" && op.operands.size() >= 1 && op.props.size() == 1 &&
+      op.prop("slice_sizes") && op.prop("slice_sizes")->kind == Attr::Kind::dense_array &&
+      op.regions.empty()) {
+    // `stablehlo.dynamic_slice %x, %i, %j, sizes = [..] {attrs} : (T, I, I) -> R`
+    out_ << n << " ";
+    operands(op);
+    out_ << ", sizes = " << ints(op.prop("slice_sizes"));
+    return attrs_and_type(op);
+  }
   if (is_unary(s) && op.operands.size() == 1 && op.props.empty()) {
     out_ << n << " " << name(op.operands[0]);
     op_attrs(op);

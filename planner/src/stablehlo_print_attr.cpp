@@ -3,6 +3,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -49,7 +50,11 @@ std::string float_text(double v, std::string_view element = "f32") {
     }
     return buf;
   }
+  // MLIR's form: scientific with six digits after the point (`1.000000e+00`) when that text
+  // reads back as the same value; otherwise the shortest text that does.
   char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6e", v);
+  if (std::bit_cast<uint64_t>(std::strtod(buf, nullptr)) == std::bit_cast<uint64_t>(v)) return buf;
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   std::string s(buf, end);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";

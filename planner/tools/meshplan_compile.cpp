@@ -280,8 +280,13 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
 Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                                                planner::shlo::PipelineOptions options,
                                                std::optional<planner::shlo::Module> exported = {}) {
+  // Shardy's own propagation sees loops and barriers as written; the mesh passes get them
+  // unrolled and dropped.
+  bool sdy_stage = args.stop_after == "sdy-propagation";
   planner::shlo::Module module =
-      exported ? std::move(*exported) : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
+      exported    ? std::move(*exported)
+      : sdy_stage ? MESHPLAN_TRY(planner::shlo::parse_module_file_for_propagation(args.model))
+                  : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
   for (const std::string& note : module.notes)
     if (!g_quiet) std::fprintf(stderr, "%s\n", note.c_str());
   std::string stage = !args.stop_after.empty()   ? args.stop_after

@@ -133,7 +133,7 @@ std::vector<OpCase> op_cases() {
                                 b.parameter("bias", {8}, DType::f32)},
                                {attr("epsilon", 1e-12)}));
                },
-               "meshplan.epsilon = 1e-12 : f64"});
+               "meshplan.epsilon = 1.000000e-12 : f64"});
   c.push_back({"rms_norm",
                [](GraphBuilder& b) {
                  b.output(
@@ -398,7 +398,7 @@ TEST_CASE("meshplan custom calls: attributes of every kind round-trip through th
   auto again = shlo::parse_module(printed);
   REQUIRE_MESSAGE(again.has_value(), again.error().message);
   CHECK(shlo::print_module(*again) == printed);
-  CHECK(printed.find("array<f64: 0.5, 1e-07>") != std::string::npos);
+  CHECK(printed.find("array<f64: 5.000000e-01, 1.000000e-07>") != std::string::npos);
   const shlo::Op& op = again->ops[again->entry()->body.ops[0]];
   const shlo::Attr* d = op.attr("meshplan.doubles");
   REQUIRE(d);

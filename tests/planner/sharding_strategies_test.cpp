@@ -421,3 +421,160 @@ func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
   CHECK(e.find("allowed_direction 'SIDEWAYS' is none of NONE, FORWARD, BACKWARD, BOTH") !=
         std::string::npos);
 }
+
+TEST_CASE("sdy_export_passes.md: the pipeline closes shardings inside loop bodies too") {
+  // The while's body holds an open sharding; close-shardings applies to every op of the
+  // module, nested regions included, so it prints closed like the top-level ones.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<i32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.constant dense<0> : tensor<i32>
+  %1:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, tensor<i32>
+   cond {
+    %2 = stablehlo.compare  LT, %iterArg_0, %arg1 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  } do {
+    %2 = stablehlo.add %iterArg, %iterArg {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>]>} : tensor<8x8xf32>
+    stablehlo.return %2, %iterArg_0 : tensor<8x8xf32>, tensor<i32>
+  }
+  return %1#0 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::pipeline);
+  INFO(out);
+  CHECK(
+      out.find("stablehlo.add %iterArg, %iterArg {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+               "[{\"a\"}, {\"b\"}]>]>} : tensor<8x8xf32>") != std::string::npos);
+  CHECK(out.find('?') == std::string::npos);
+  // Basic propagation alone leaves the body's dims open.
+  CHECK(propagated(in, PropagationStrategy::basic)
+            .find("stablehlo.add %iterArg, %iterArg {sdy.sharding = "
+                  "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>}") !=
+        std::string::npos);
+}
+
+TEST_CASE("sdy-propagation import keeps constant-trip loops and barriers as written") {
+  // A fori_loop-shaped while (0 to 4 by 1) and an optimization_barrier: the mesh passes get
+  // the loop unrolled and the barrier dropped; Shardy's propagation sees both as written and
+  // carries the argument's sharding through the loop into its body (sdy_dialect.md,
+  // data-flow ops).
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {"b", ?}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.constant dense<0> : tensor<i32>
+  %1 = stablehlo.constant dense<4> : tensor<i32>
+  %2 = stablehlo.constant dense<1> : tensor<i32>
+  %3:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, tensor<i32>
+   cond {
+    %5 = stablehlo.compare  LT, %iterArg_0, %1 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %5 : tensor<i1>
+  } do {
+    %5 = stablehlo.add %iterArg_0, %2 : tensor<i32>
+    %6 = stablehlo.add %iterArg, %iterArg : tensor<8x8xf32>
+    stablehlo.return %6, %5 : tensor<8x8xf32>, tensor<i32>
+  }
+  %4 = stablehlo.optimization_barrier %3#0 : tensor<8x8xf32>
+  return %4 : tensor<8x8xf32>
+}
+)";
+  auto flat = parse_module(in, "loop.mlir");
+  REQUIRE_MESSAGE(flat.has_value(), flat.error().message);
+  std::string flat_text = print_module(*flat);
+  CHECK(flat_text.find("stablehlo.while") == std::string::npos);
+  CHECK(flat_text.find("optimization_barrier") == std::string::npos);
+
+  auto kept = parse_module_for_propagation(in, "loop.mlir");
+  REQUIRE_MESSAGE(kept.has_value(), kept.error().message);
+  REQUIRE(run_sdy_propagation(*kept, PropagationStrategy::basic).has_value());
+  std::string out = print_module(*kept);
+  INFO(out);
+  CHECK(out.find("stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8x8xf32>, "
+                 "tensor<i32>") != std::string::npos);
+  CHECK(out.find("= stablehlo.add %iterArg, %iterArg {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>} : "
+                 "tensor<8x8xf32>") != std::string::npos);
+  // The barrier passes the sharding on; StableHLO prints its attributes before the operands.
+  CHECK(out.find("%4 = stablehlo.optimization_barrier {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {\"b\", ?}]>]>} %3#0 : "
+                 "tensor<8x8xf32>\n") != std::string::npos);
+  auto again = parse_module_for_propagation(out, "printed.mlir");
+  REQUIRE_MESSAGE(again.has_value(), again.error().message);
+  CHECK(print_module(*again) == out);
+}
+
+TEST_CASE("sdy_dialect.md: an op without results may carry one rank-0 sharding") {
+  // A side-effecting host callback placed on a maximal mesh (one device, no axes): its
+  // sharding_per_value has one rank-0 sharding and no results; propagation leaves it alone.
+  const std::string in = R"(sdy.mesh @maximal_mesh = <[], device_ids=[0]>
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  stablehlo.custom_call @callback(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : (tensor<8x8xf32>) -> ()
+  return %arg0 : tensor<8x8xf32>
+}
+)";
+  CHECK(propagated(in, PropagationStrategy::pipeline) == in);
+  // A sharding with dims on an op without results is still refused, located.
+  std::string bad = in;
+  bad.replace(bad.find("<@maximal_mesh, []>]>"), 21, "<@maximal_mesh, [{}]>]>");
+  std::string err = parse_error(bad);
+  CHECK(err.find("sdy.sharding lists 1 shardings for 0 results") != std::string::npos);
+  CHECK(err.find("bad.mlir:3:") != std::string::npos);
+}
+
+TEST_CASE("sharding_representation.md: an empty-mesh sharding nothing propagates into stays") {
+  // Closed replicated dims on the empty mesh admit no axis: nothing is propagated into the
+  // sharding, so it keeps its own (empty) mesh, on an argument and on an op alike; the add's
+  // operands disagree (%arg0 "a"/"b", %arg1 closed {}), so basic propagation gives it nothing.
+  const std::string in = R"(sdy.mesh @empty = <[]>
+sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  %1 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@empty, [{}, {}]>]>} : tensor<8x8xf32>
+  %2 = stablehlo.add %0, %1 : tensor<8x8xf32>
+  return %2 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::basic);
+  INFO(out);
+  CHECK(out.find("%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@empty, [{}, {}]>})") !=
+        std::string::npos);
+  CHECK(out.find("%1 = stablehlo.negate %arg0 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@empty, [{}, {}]>]>} : tensor<8x8xf32>") !=
+        std::string::npos);
+  CHECK(out.find("%0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>") != std::string::npos);
+}
+
+TEST_CASE("sharding_representation.md meshes: propagation stays within one mesh") {
+  // "a"=3 and "a"=6 are different meshes: the add reading one tensor of each is left alone
+  // (nothing reaches it or the function result). Two names for the same axes are one mesh.
+  const std::string in = R"(sdy.mesh @m3 = <["a"=3]>
+sdy.mesh @m6 = <["a"=6]>
+sdy.mesh @m6b = <["a"=6]>
+func.func @main(%arg0: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m3, [{"a"}, {?}]>}, %arg1: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6, [{?}, {?}]>}, %arg2: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6b, [{"a"}, {?}]>}) -> (tensor<12x8xf32>, tensor<12x8xf32>) {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<12x8xf32>
+  %1 = stablehlo.subtract %arg1, %arg2 : tensor<12x8xf32>
+  return %0, %1 : tensor<12x8xf32>, tensor<12x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::basic);
+  INFO(out);
+  CHECK(out.find("%0 = stablehlo.add %arg0, %arg1 : tensor<12x8xf32>") != std::string::npos);
+  CHECK(out.find("%1 = stablehlo.subtract %arg1, %arg2 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@m6, [{\"a\", ?}, {?}]>]>}") != std::string::npos);
+  CHECK(out.find("%arg1: tensor<12x8xf32> {sdy.sharding = #sdy.sharding<@m6, [{\"a\", ?}, "
+                 "{?}]>}") != std::string::npos);
+}
+
+TEST_CASE("sdy_export_passes.md close-shardings: the pipeline drops replicated axes") {
+  // Closing a sharding makes every dim closed, which already says the axes not named are
+  // replicated: the explicit replicated={...} list goes; basic propagation keeps it.
+  const std::string in = R"(sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b", ?}, {?}], replicated={"a"}>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  std::string out = propagated(in, PropagationStrategy::pipeline);
+  INFO(out);
+  CHECK(out.find("%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"b\"}, {}]>})") !=
+        std::string::npos);
+  CHECK(out.find("replicated") == std::string::npos);
+  CHECK(propagated(in, PropagationStrategy::basic).find("replicated={\"a\"}") != std::string::npos);
+}

@@ -124,9 +124,9 @@ TEST_CASE("generic-form ops (older exporters) normalize to the pretty form; hex 
       text.find(
           "stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, "
           "DEFAULT] : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>") != std::string::npos);
-  CHECK(
-      text.find("stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0], [-1.0, -2.0], [-3.0, -4.0]]> : "
-                "tensor<4x2xf32>") != std::string::npos);
+  CHECK(text.find("stablehlo.constant dense<[[1.000000e+00, 2.000000e+00], [3.000000e+00, "
+                  "4.000000e+00], [-1.000000e+00, -2.000000e+00], [-3.000000e+00, -4.000000e+00]]> "
+                  ": tensor<4x2xf32>") != std::string::npos);
   CHECK(text.find("stablehlo.compare  GT, %0, %1,  FLOAT") != std::string::npos);
   CHECK(text.find("stablehlo.broadcast_in_dim %2, dims = [0, 1]") != std::string::npos);
   auto again = parse_module(text, "printed.mlir");

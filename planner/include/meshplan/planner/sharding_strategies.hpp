@@ -27,6 +27,12 @@ enum class PropagationStrategy {
   pipeline,
 };
 
+/// Parses a module for the `sdy-propagation` stage: as parse_module, but `stablehlo.while`
+/// loops and `stablehlo.optimization_barrier`s stay as written (Shardy propagates through
+/// them; the mesh passes get them unrolled and dropped). Calls are still inlined.
+Result<Module> parse_module_for_propagation(std::string_view text, std::string file = "<input>");
+Result<Module> parse_module_file_for_propagation(const std::string& path);
+
 /// "basic", "aggressive", "op-priority", "user-priority", "pipeline", or nullopt.
 std::optional<PropagationStrategy> strategy_from_name(std::string_view name);
 std::string_view strategy_name(PropagationStrategy strategy);
