@@ -15,6 +15,7 @@
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
+#include "plan_run.hpp"
 
 using namespace meshplan;
 using device::OpKind;
@@ -81,20 +82,9 @@ void check(const Case& c) {
     for (const auto& d : data) views.push_back({shape, d});
     for (const char* policy : kPolicies) {
       CAPTURE(policy);
-      planner::PlannerOptions options;
-      options.policy = policy;
-      auto plan = planner::compile(*g, device::wormhole_b0(), options);
-      REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
-      auto ref = runtime::verify_plan(plan->bytes, "conformance");
-      REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-      auto dev = device::EmulatedDevice::create(device::wormhole_b0());
-      REQUIRE(dev);
-      auto exe = runtime::Executable::bind(*ref, **dev);
-      REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
-      auto got = (*exe)->run(views);
-      REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
-      REQUIRE(got->outputs.size() == 1);
-      const auto& out = got->outputs[0].data;
+      auto outputs = test::plan_and_run(*g, policy, "conformance", views);
+      REQUIRE(outputs.size() == 1);
+      const auto& out = outputs[0].data;
       REQUIRE(out.size() == 64u * 64u);
       size_t bad = out.size();
       for (size_t i = 0; i < out.size() && bad == out.size(); ++i)

@@ -14,6 +14,7 @@
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
+#include "plan_run.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -100,25 +101,14 @@ TEST_CASE("masked softmax, ReLU6, min and product reductions: every policy runs 
 
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    planner::PlannerOptions options;
-    options.policy = policy;
-    auto plan = planner::compile(*g, device::wormhole_b0(), options);
-    REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
-    auto ref = runtime::verify_plan(plan->bytes, "masks");
-    REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-    auto dev = device::EmulatedDevice::create(device::wormhole_b0());
-    REQUIRE(dev);
-    auto exe = runtime::Executable::bind(*ref, **dev);
-    REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
-    auto got = (*exe)->run(views);
-    REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
-    REQUIRE(got->outputs.size() == expected.size());
+    auto outputs = test::plan_and_run(*g, policy, "masks", views);
+    REQUIRE(outputs.size() == expected.size());
     // f32 throughout: only summation order separates the device from the host evaluation.
-    runtime::CheckReport rep = runtime::check_outputs(got->outputs, expected, 1e-4);
+    runtime::CheckReport rep = runtime::check_outputs(outputs, expected, 1e-4);
     INFO("relative error ", rep.relative_error);
     CHECK(rep.ok);
     // ReLU6 really bounds: the inputs reach beyond 6 and below 0.
-    const auto& r6 = got->outputs[1].data;
+    const auto& r6 = outputs[1].data;
     CHECK(*std::min_element(r6.begin(), r6.end()) == 0.0f);
     CHECK(*std::max_element(r6.begin(), r6.end()) == 6.0f);
   }

@@ -20,6 +20,7 @@
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
+#include "plan_run.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
@@ -74,20 +75,9 @@ planner::Graph check(const std::string& text, const std::vector<Input>& inputs,
     for (const Input& in : inputs) views.push_back({in.shape, in.data});
     for (const char* policy : kPolicies) {
       CAPTURE(policy);
-      planner::PlannerOptions options;
-      options.policy = policy;
-      auto plan = planner::compile(*g, device::wormhole_b0(), options);
-      REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
-      auto ref = runtime::verify_plan(plan->bytes, "window");
-      REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-      auto dev = device::EmulatedDevice::create(device::wormhole_b0());
-      REQUIRE(dev);
-      auto exe = runtime::Executable::bind(*ref, **dev);
-      REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
-      auto got = (*exe)->run(views);
-      REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
-      REQUIRE(got->outputs.size() == 1);
-      const auto& out = got->outputs[0].data;
+      auto outputs = test::plan_and_run(*g, policy, "window", views);
+      REQUIRE(outputs.size() == 1);
+      const auto& out = outputs[0].data;
       REQUIRE(out.size() == want.size());
       for (size_t i = 0; i < out.size(); ++i) {
         CAPTURE(i);

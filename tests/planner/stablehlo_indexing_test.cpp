@@ -23,6 +23,7 @@
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/plan.hpp"
+#include "plan_run.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -57,22 +58,11 @@ void check(const std::string& text, const std::vector<Input>& inputs,
   for (const auto& [shape, data] : inputs) views.push_back({shape, data});
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    planner::PlannerOptions options;
-    options.policy = policy;
-    auto plan = planner::compile(*g, device::wormhole_b0(), options);
-    REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
-    auto ref = runtime::verify_plan(plan->bytes, "indexing");
-    REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-    auto dev = device::EmulatedDevice::create(device::wormhole_b0());
-    REQUIRE(dev);
-    auto exe = runtime::Executable::bind(*ref, **dev);
-    REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
-    auto got = (*exe)->run(views);
-    REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
-    REQUIRE(got->outputs.size() == 1);
-    CHECK(got->outputs[0].shape == want_shape);
+    auto outputs = test::plan_and_run(*g, policy, "indexing", views);
+    REQUIRE(outputs.size() == 1);
+    CHECK(outputs[0].shape == want_shape);
     // Bit for bit (moved values keep -0.0, NaN and infinities), NaN matching any NaN.
-    const auto& out = got->outputs[0].data;
+    const auto& out = outputs[0].data;
     REQUIRE(out.size() == want.size());
     size_t bad = out.size();
     for (size_t i = 0; i < out.size() && bad == out.size(); ++i)

@@ -1,0 +1,39 @@
+// Plans a graph for one Wormhole chip and runs the plan on the emulator: the path every
+// conformance test takes (compile → verify → bind → run), with each step's error failing the
+// test with its message.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "meshplan/device/emulator.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/plan.hpp"
+
+namespace meshplan::test {
+
+/// Compiles `g` with `policy`, verifies the plan (named `name` in messages), binds it on a fresh
+/// emulated chip and runs it on `inputs`. Returns the outputs, which own their data.
+inline std::vector<runtime::Tensor> plan_and_run(const planner::Graph& g, const char* policy,
+                                                 const char* name,
+                                                 std::span<const runtime::TensorView> inputs) {
+  planner::PlannerOptions options;
+  options.policy = policy;
+  auto plan = planner::compile(g, device::wormhole_b0(), options);
+  REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
+  auto ref = runtime::verify_plan(plan->bytes, name);
+  REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
+  auto dev = device::EmulatedDevice::create(device::wormhole_b0());
+  REQUIRE(dev);
+  auto exe = runtime::Executable::bind(*ref, **dev);
+  REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
+  auto got = (*exe)->run(inputs);
+  REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
+  return std::move(got->outputs);
+}
+
+}  // namespace meshplan::test
