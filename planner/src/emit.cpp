@@ -229,7 +229,11 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     if (t.memory != device::MemLayout::interleaved) {
       fb::CoreRange grid(t.shard.grid.x0, t.shard.grid.y0, t.shard.grid.x1, t.shard.grid.y1);
       std::vector<int64_t> shard_shape{t.shard.shape[0], t.shard.shape[1]};
-      shard = fb::CreateShardSpec(b, b.CreateVectorOfStructs(&grid, 1), b.CreateVector(shard_shape),
+      // Sub-objects are written in a fixed order (never inside one call's argument list, whose
+      // evaluation order differs between compilers), so plan bytes do not depend on the compiler.
+      auto shard_shape_vec = b.CreateVector(shard_shape);
+      auto grid_vec = b.CreateVectorOfStructs(&grid, 1);
+      shard = fb::CreateShardSpec(b, grid_vec, shard_shape_vec,
                                   static_cast<fb::ShardOrientation>(t.shard.orientation));
     }
     fb::TensorPlanBuilder tb(b);
@@ -337,9 +341,11 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     std::vector<flatbuffers::Offset<flatbuffers::String>> axes;
     for (const std::string& a : original.mesh.axis_names) axes.push_back(b.CreateString(a));
     fb::Hash128 mesh_hash = to_fb(mesh.hash());
-    mesh_info = fb::CreateMeshInfo(
-        b, b.CreateString(mesh.name), mesh.rows, mesh.cols, static_cast<uint8_t>(mesh.topology),
-        mesh.links, mesh.hop_latency_ns, axes.empty() ? 0 : b.CreateVector(axes), &mesh_hash);
+    auto axes_vec = axes.empty() ? 0 : b.CreateVector(axes);
+    auto mesh_name = b.CreateString(mesh.name);
+    mesh_info =
+        fb::CreateMeshInfo(b, mesh_name, mesh.rows, mesh.cols, static_cast<uint8_t>(mesh.topology),
+                           mesh.links, mesh.hop_latency_ns, axes_vec, &mesh_hash);
     auto shard = [&](const device::MeshShardSpec& s, std::vector<int64_t> full) {
       std::vector<int32_t> dims(s.shard_dims.begin(), s.shard_dims.end());
       return fb::CreateMeshShardDirect(b, static_cast<fb::MeshShardType>(s.type), &dims,
@@ -358,12 +364,17 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
     in_shards = b.CreateVector(ins);
     out_shards = b.CreateVector(outs);
   }
-  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor,
-                                     b.CreateString(std::string(kPlannerVersion)), &key, &gkey,
-                                     b.CreateString(g.name), device_info, opts, metrics, mesh_info);
-  auto plan = fb::CreatePlan(b, header, b.CreateVector(tensors), b.CreateVector(ops),
-                             b.CreateVector(inputs), b.CreateVector(outputs),
-                             b.CreateVectorOfStructs(segments), in_shards, out_shards, transforms);
+  auto graph_name = b.CreateString(g.name);
+  auto version = b.CreateString(std::string(kPlannerVersion));
+  auto header = fb::CreatePlanHeader(b, kPlanFormatMajor, kPlanFormatMinor, version, &key, &gkey,
+                                     graph_name, device_info, opts, metrics, mesh_info);
+  auto segments_vec = b.CreateVectorOfStructs(segments);
+  auto outputs_vec = b.CreateVector(outputs);
+  auto inputs_vec = b.CreateVector(inputs);
+  auto ops_vec = b.CreateVector(ops);
+  auto tensors_vec = b.CreateVector(tensors);
+  auto plan = fb::CreatePlan(b, header, tensors_vec, ops_vec, inputs_vec, outputs_vec, segments_vec,
+                             in_shards, out_shards, transforms);
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
   uint64_t data_start = align64(b.GetSize());

@@ -32,10 +32,15 @@ planner::Graph transformer(int layers, int64_t seq, int64_t d, int64_t ffn) {
     auto k = b.matmul("k" + s, h, b.param("wk" + s, {d, d}));
     auto v = b.matmul("v" + s, h, b.param("wv" + s, {d, d}));
     auto p = b.relu("softmax" + s, b.matmul("scores" + s, q, k, /*transpose_b=*/true));
-    auto proj = b.matmul("proj" + s, b.matmul("attend" + s, p, v), b.param("wo" + s, {d, d}));
+    // One builder call per statement: the nodes are made in a fixed order on every compiler
+    // (the order of a call's arguments is unspecified), as the recorded digests were.
+    auto wo = b.param("wo" + s, {d, d});
+    auto proj = b.matmul("proj" + s, b.matmul("attend" + s, p, v), wo);
     auto r = b.add("residual1" + s, proj, x);
-    auto f1 = b.matmul("ffn1" + s, b.relu("norm2" + s, r), b.param("w1" + s, {d, ffn}));
-    auto f2 = b.matmul("ffn2" + s, b.relu("gelu" + s, f1), b.param("w2" + s, {ffn, d}));
+    auto w1 = b.param("w1" + s, {d, ffn});
+    auto f1 = b.matmul("ffn1" + s, b.relu("norm2" + s, r), w1);
+    auto w2 = b.param("w2" + s, {ffn, d});
+    auto f2 = b.matmul("ffn2" + s, b.relu("gelu" + s, f1), w2);
     x = b.add("residual2" + s, f2, r);
   }
   b.output(x);
