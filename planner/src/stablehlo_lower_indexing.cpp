@@ -10,6 +10,8 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <span>
+#include <string_view>
 
 #include "meshplan/device/op_semantics.hpp"
 #include "stablehlo_gather.hpp"
@@ -53,19 +55,26 @@ std::optional<std::vector<int64_t>> int_list(const Attr& a) {
 
 namespace meshplan::planner::shlo {
 
-/// `#stablehlo.gather<offset_dims = [1], ..., index_vector_dim = 1>` read field by field.
-Result<GatherDims> read_gather_dims(const Op& op) {
-  using lowering::inherent;
-  using lowering::int_list;
-  const Attr* dn = inherent(op, "dimension_numbers");
-  if (!dn || dn->kind != Attr::Kind::opaque || !dn->text.starts_with("#stablehlo.gather<"))
-    return fail(ErrorCode::unimplemented, op.loc.str(),
-                ": unimplemented: stablehlo.gather without dimension_numbers = "
-                "#stablehlo.gather<...>");
-  GatherDims g;
+/// The fields of `NAME = #stablehlo.KIND<field = [1, 2], ..., index_vector_dim = 1>` (gather's
+/// and scatter's dimension numbers), each known field read as a list of integers
+/// (index_vector_dim as one). Errors name the op's location, the field and the attribute.
+using DimFields = std::map<std::string, std::vector<int64_t>, std::less<>>;
+Result<DimFields> read_dim_fields(const Op& op, std::string_view op_name,
+                                  std::string_view attr_name, std::string_view kind,
+                                  std::span<const std::string_view> keys) {
+  const Attr* dn = lowering::inherent(op, attr_name);
+  std::string prefix = str("#stablehlo.", kind, "<");
+  if (!dn || dn->kind != Attr::Kind::opaque || !dn->text.starts_with(prefix))
+    return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", op_name, " without ",
+                attr_name, " = ", prefix, "...>");
+  DimFields out;
   std::string_view t = dn->text;
-  t.remove_prefix(std::string_view("#stablehlo.gather<").size());
+  t.remove_prefix(prefix.size());
   if (t.ends_with('>')) t.remove_suffix(1);
+  auto bad = [&](std::string_view what) {
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op_name, ": ", what, " in ",
+                attr_name, " ", dn->text);
+  };
   auto skip = [&] {
     while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == ','))
       t.remove_prefix(1);
@@ -78,50 +87,64 @@ Result<GatherDims> read_gather_dims(const Op& op) {
     t.remove_prefix(static_cast<size_t>(end - t.data()));
     return x;
   };
-  auto bad = [&](std::string_view what) {
-    return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.gather: ", what,
-                " in dimension_numbers ", dn->text);
-  };
   for (skip(); !t.empty(); skip()) {
     size_t eq = t.find('=');
     if (eq == std::string_view::npos) return bad("expected 'name = value'");
     std::string_view key = t.substr(0, eq);
     while (key.ends_with(' ')) key.remove_suffix(1);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string known;
+      for (std::string_view k : keys) known += str(known.empty() ? "" : ", ", k);
+      return bad(str("unknown field '", key, "' (known: ", known, ")"));
+    }
     t.remove_prefix(eq + 1);
     while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    std::vector<int64_t>& dst = out[std::string(key)];
     if (key == "index_vector_dim") {
       auto x = number();
       if (!x) return bad("index_vector_dim is not an integer");
-      g.index_vector_dim = *x;
+      dst = {*x};
       continue;
     }
-    std::vector<int64_t>* dst = key == "offset_dims"             ? &g.offset_dims
-                                : key == "collapsed_slice_dims"  ? &g.collapsed_slice_dims
-                                : key == "operand_batching_dims" ? &g.operand_batching_dims
-                                : key == "start_indices_batching_dims"
-                                    ? &g.start_indices_batching_dims
-                                : key == "start_index_map" ? &g.start_index_map
-                                                           : nullptr;
-    if (!dst)
-      return bad(str("unknown field '", key,
-                     "' (known: offset_dims, collapsed_slice_dims, operand_batching_dims, "
-                     "start_indices_batching_dims, start_index_map, index_vector_dim)"));
     if (t.empty() || t.front() != '[') return bad(str(key, " is not a list [...]"));
     t.remove_prefix(1);
     while (true) {
       while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-      if (!t.empty() && t.front() == ']') break;
+      if (t.empty()) return bad(str(key, " is not closed"));
+      if (t.front() == ']') break;
       auto x = number();
       if (!x) return bad(str(key, " has an entry that is not an integer"));
-      dst->push_back(*x);
+      dst.push_back(*x);
       while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
       if (!t.empty() && t.front() == ',') t.remove_prefix(1);
     }
     t.remove_prefix(1);
   }
-  if (g.index_vector_dim < 0) return bad("index_vector_dim is missing");
-  const Attr* ss = inherent(op, "slice_sizes");
-  auto sizes = ss ? int_list(*ss) : std::nullopt;
+  if (!out.contains("index_vector_dim")) return bad("index_vector_dim is missing");
+  return out;
+}
+
+/// `#stablehlo.gather<offset_dims = [1], ..., index_vector_dim = 1>` read field by field.
+Result<GatherDims> read_gather_dims(const Op& op) {
+  static constexpr std::string_view kKeys[] = {
+      "offset_dims",           "collapsed_slice_dims",
+      "operand_batching_dims", "start_indices_batching_dims",
+      "start_index_map",       "index_vector_dim"};
+  DimFields f =
+      MESHPLAN_TRY(read_dim_fields(op, "stablehlo.gather", "dimension_numbers", "gather", kKeys));
+  GatherDims g;
+  g.offset_dims = f["offset_dims"];
+  g.collapsed_slice_dims = f["collapsed_slice_dims"];
+  g.operand_batching_dims = f["operand_batching_dims"];
+  g.start_indices_batching_dims = f["start_indices_batching_dims"];
+  g.start_index_map = f["start_index_map"];
+  g.index_vector_dim = f["index_vector_dim"][0];
+  if (g.index_vector_dim < 0)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.gather: index_vector_dim is missing in dimension_numbers ",
+                lowering::inherent(op, "dimension_numbers")->text);
+  const Attr* ss = lowering::inherent(op, "slice_sizes");
+  auto sizes = ss ? lowering::int_list(*ss) : std::nullopt;
   if (!sizes)
     return fail(ErrorCode::invalid_argument, op.loc.str(),
                 ": stablehlo.gather: slice_sizes = array<i64: ...> is missing");
@@ -777,71 +800,12 @@ namespace {
 
 /// `#stablehlo.scatter<update_window_dims = [..], ..., index_vector_dim = N>` read field by
 /// field (the same syntax as the gather dimension numbers).
-Result<std::map<std::string, std::vector<int64_t>>> scatter_dims(const Op& op) {
-  const Attr* dn = inherent(op, "scatter_dimension_numbers");
-  if (!dn || dn->kind != Attr::Kind::opaque || !dn->text.starts_with("#stablehlo.scatter<"))
-    return fail(ErrorCode::unimplemented, op.loc.str(),
-                ": unimplemented: stablehlo.scatter without scatter_dimension_numbers = "
-                "#stablehlo.scatter<...>");
-  std::map<std::string, std::vector<int64_t>> out;
-  std::string_view t = dn->text;
-  t.remove_prefix(std::string_view("#stablehlo.scatter<").size());
-  if (t.ends_with('>')) t.remove_suffix(1);
-  auto bad = [&](std::string_view what) {
-    return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.scatter: ", what,
-                " in scatter_dimension_numbers ", dn->text);
-  };
-  auto trim = [&] {
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == ','))
-      t.remove_prefix(1);
-  };
-  auto number = [&]() -> std::optional<int64_t> {
-    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-    int64_t x = 0;
-    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
-    if (ec != std::errc()) return std::nullopt;
-    t.remove_prefix(static_cast<size_t>(end - t.data()));
-    return x;
-  };
+Result<DimFields> scatter_dims(const Op& op) {
   static constexpr std::string_view kKeys[] = {
       "update_window_dims",           "inserted_window_dims",
       "input_batching_dims",          "scatter_indices_batching_dims",
       "scatter_dims_to_operand_dims", "index_vector_dim"};
-  for (trim(); !t.empty(); trim()) {
-    size_t eq = t.find('=');
-    if (eq == std::string_view::npos) return bad("expected 'name = value'");
-    std::string_view key = t.substr(0, eq);
-    while (key.ends_with(' ')) key.remove_suffix(1);
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
-      return bad(str("unknown field '", key,
-                     "' (known: update_window_dims, inserted_window_dims, input_batching_dims, "
-                     "scatter_indices_batching_dims, scatter_dims_to_operand_dims, "
-                     "index_vector_dim)"));
-    t.remove_prefix(eq + 1);
-    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-    std::vector<int64_t>& dst = out[std::string(key)];
-    if (key == "index_vector_dim") {
-      auto x = number();
-      if (!x) return bad("index_vector_dim is not an integer");
-      dst = {*x};
-      continue;
-    }
-    if (t.empty() || t.front() != '[') return bad(str(key, " is not a list [...]"));
-    t.remove_prefix(1);
-    while (true) {
-      while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-      if (t.empty()) return bad(str(key, " is not closed"));
-      if (t.front() == ']') break;
-      auto x = number();
-      if (!x) return bad(str(key, " has an entry that is not an integer"));
-      dst.push_back(*x);
-      while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-      if (!t.empty() && t.front() == ',') t.remove_prefix(1);
-    }
-    t.remove_prefix(1);
-  }
-  if (out["index_vector_dim"].size() != 1) return bad("index_vector_dim is missing");
-  return out;
+  return read_dim_fields(op, "stablehlo.scatter", "scatter_dimension_numbers", "scatter", kKeys);
 }
 
 enum class Combine { replace, add, max, min };
