@@ -30,11 +30,17 @@ std::string shape_text(std::span<const int64_t> shape) {
 Status check_input_shape(std::string_view text, size_t i, const Served& exe) {
   size_t eq = text.find('=');
   std::string_view spec = text.substr(0, eq);
-  std::string want = exe.input_shape(i).empty() ? "f32" : shape_text(exe.input_shape(i)) + "xf32";
-  if (eq == std::string_view::npos || spec != want)
+  std::span<const int64_t> shape = exe.input_shape(i);
+  std::string want = shape.empty() ? "f32" : shape_text(shape) + "xf32";
+  if (spec != want)
     return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i), "'): shape [",
-                spec.substr(0, spec.rfind('x')), "] does not match the plan's [",
-                shape_text(exe.input_shape(i)), "] (expected --input=", want, "=VALUES)");
+                spec.substr(0, spec.rfind('x')), "] does not match the plan's [", shape_text(shape),
+                "] (expected --input=", want, "=VALUES)");
+  if (eq == std::string_view::npos)
+    return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i),
+                "'): no values given, ", device::volume(shape), " expected for shape [",
+                shape_text(shape), "] (--input=", want, "=VALUES, one value to fill it, or ", want,
+                "=base64:DATA)");
   return {};
 }
 
@@ -91,7 +97,13 @@ Result<runtime::Tensor> parse_value(const std::string& text, size_t i, const Ser
   static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
   size_t eq = text.find('=');
   std::string_view data = std::string_view(text).substr(eq + 1);
-  if (!data.starts_with("base64:")) return tools::parse_input(text);
+  if (!data.starts_with("base64:")) {
+    auto t = tools::parse_input(text);
+    if (!t)
+      return fail(ErrorCode::invalid_argument, "input ", i, " ('", exe.input_name(i),
+                  "'): ", t.error().message);
+    return t;
+  }
   std::span<const int64_t> shape = exe.input_shape(i);
   runtime::Tensor t(std::vector<int64_t>(shape.begin(), shape.end()));
   size_t want = t.data.size() * sizeof(float);

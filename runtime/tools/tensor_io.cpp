@@ -165,7 +165,7 @@ Result<runtime::Tensor> parse_input(std::string_view text) {
     std::copy(parsed.begin(), parsed.end(), t.data.begin());
   else
     return fail(ErrorCode::invalid_argument, "--input '", text.substr(0, eq), "': ", parsed.size(),
-                " values for ", *checked, " elements");
+                " values given, ", *checked, " expected (or one value to fill the tensor)");
   return t;
 }
 

@@ -67,7 +67,7 @@ TEST_CASE("meshplan-run --input, --output, --trace and inspect") {
 
   Output bad = sh(run + "--input=2x3xf32=[1,2] --input=2x3xf32=1");
   CHECK(bad.status == 1);
-  CHECK(has(bad, "2 values for 6 elements"));
+  CHECK(has(bad, "2 values given, 6 expected (or one value to fill the tensor)"));
   Output wrong_shape = sh(run + "--input=3x2xf32=1 --input=2x3xf32=1");
   CHECK(wrong_shape.status == 1);
   CHECK(has(wrong_shape, "input 0 'x': shape [3x2] does not match the plan's [2x3]"));

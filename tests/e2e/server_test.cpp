@@ -225,6 +225,7 @@ TEST_CASE("meshplan-server on stdin: start-up report, requests from several thre
   for (int i = 0; i < 30; ++i)
     text += (i % 3 ? "run mlp " : "run tiny random ") + std::to_string(i) + "\n";
   text += "run tiny --input=2x3xf32=[[1,-2,3],[-4,5,-6]]\n";
+  text += "run tiny --input=x=2x3xf32\n";  // values missing
   text +=
       "run nope\nrun tiny --input=3x3xf32=1\nfrobnicate\nquit\nrun mlp\n";  // after quit: ignored
   test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
@@ -239,13 +240,16 @@ TEST_CASE("meshplan-server on stdin: start-up report, requests from several thre
   CHECK(out.text.find("tiny device_us=") != std::string::npos);
   // relu of the given input: 1 + 3 + 5, largest 5.
   CHECK(out.text.find("outputs=1 out0=2x3 sum0=9 absmax0=5 xxh0=") != std::string::npos);
-  CHECK(count(out.text, "\nerror #") == 3);
-  CHECK(out.text.find("error #32 not_found: no plan named 'nope' (serving: mlp, tiny)") !=
+  CHECK(count(out.text, "\nerror #") == 4);
+  CHECK(out.text.find("error #32 invalid_argument: input 0 ('x'): no values given, 6 expected "
+                      "for shape [2x3] (--input=2x3xf32=VALUES, one value to fill it, or "
+                      "2x3xf32=base64:DATA)") != std::string::npos);
+  CHECK(out.text.find("error #33 not_found: no plan named 'nope' (serving: mlp, tiny)") !=
         std::string::npos);
   CHECK(out.text.find("shape [3x3] does not match the plan's [2x3]") != std::string::npos);
-  CHECK(out.text.find("error #34 invalid_argument: expected 'run NAME") != std::string::npos);
-  CHECK(out.text.find("bye #35") != std::string::npos);
-  CHECK(out.text.find("done: 31 served, 3 failed") != std::string::npos);
+  CHECK(out.text.find("error #35 invalid_argument: expected 'run NAME") != std::string::npos);
+  CHECK(out.text.find("bye #36") != std::string::npos);
+  CHECK(out.text.find("done: 31 served, 4 failed") != std::string::npos);
 }
 
 TEST_CASE("meshplan-server takes and returns tensors as base64 of little-endian f32") {
@@ -344,7 +348,8 @@ TEST_CASE("meshplan-server on a loopback port: concurrent clients get the refere
   CHECK(bad[4].find("error #4 invalid_argument: file inputs") == 0);
   CHECK(bad[5].find("error #5 invalid_argument: seed '99999999999999999999999'") == 0);
   CHECK(bad[6].find("error #6 invalid_argument: request line longer than") == 0);
-  CHECK(bad[7].find("error #7 invalid_argument: --input '2x3xf32': 2 values for 6 elements") == 0);
+  CHECK(bad[7].find("error #7 invalid_argument: input 0 ('x'): --input '2x3xf32': 2 values "
+                    "given, 6 expected (or one value to fill the tensor)") == 0);
   CHECK(bad[8].find("ok #8 tiny ") == 0);
   REQUIRE(fields(bad[8]).count("rel_err") == 1);
   CHECK(std::stod(fields(bad[8])["rel_err"]) <= runtime::kDefaultTolerance);
