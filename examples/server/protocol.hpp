@@ -48,6 +48,7 @@
 //       whose cache entry is damaged is `corrupt` with the reason.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,6 +91,17 @@ struct Served {
 /// time.
 class Worker {
  public:
+  /// Makes the emulated mesh for a descriptor (default: an in-process EmulatedMesh).
+  using MeshFactory = std::function<Result<std::unique_ptr<device::Mesh>>(const device::MeshDesc&)>;
+  /// Under MPI (docs/mpi.md): `announce` is called on rank 0 with a mesh plan's index (of
+  /// mesh_plan_names()) before it runs, so that the other ranks run it too; `finished` is
+  /// called on every rank after each mesh run with whether it succeeded. Both end the MPI job
+  /// when the ranks cannot go on together.
+  struct MeshRunHooks {
+    std::function<void(size_t)> announce;
+    std::function<void(bool)> finished;
+  };
+
   /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
   /// taken from `chips` by the device name the plan records. Plans that cannot be bound are
   /// reported in `skipped` (name and reason) and answered with that reason later. Each chip
@@ -99,16 +111,30 @@ class Worker {
   static Result<std::unique_ptr<Worker>> create(
       const std::vector<runtime::PlanRef>& plans,
       const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
-      std::vector<std::string>* skipped, const std::vector<std::string>* names = nullptr);
+      std::vector<std::string>* skipped, const std::vector<std::string>* names = nullptr,
+      const MeshFactory& make_mesh = {}, bool mesh_only = false);
+
+  void set_hooks(MeshRunHooks hooks) { hooks_ = std::move(hooks); }
+  /// The names of the bound mesh plans, in the order of their indices.
+  std::vector<std::string> mesh_plan_names() const;
+  /// A digest of the bound mesh plans' names and keys (equal on ranks that serve the same).
+  Hash128 mesh_plans_digest() const;
+  /// A rank other than 0 under MPI: runs mesh plan `index` as rank 0 does, with inputs of the
+  /// plan's shapes whose values are never read (rank 0's are scattered to the chips' owners).
+  Status follow(size_t index);
 
   /// Answers one `run ...` request line with the text after "ok #ID " or an error.
   Result<std::string> run(const std::string& line);
 
   /// Runs every bound plan once with seeded random inputs, so that what a plan's first run
   /// does once (allocations, kernel set-up) happens at start-up, not in a client's request.
-  Status warm_up();
+  /// `mesh_only`: the mesh plans alone (a rank other than 0 under MPI).
+  Status warm_up(bool mesh_only = false);
 
  private:
+  Result<runtime::MeshRunResult> run_mesh(runtime::MeshExecutable& exe,
+                                          std::span<const runtime::TensorView> inputs);
+  MeshRunHooks hooks_;
   std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
   /// Keyed by the mesh descriptor's hash (hex): one emulated mesh per descriptor.
   std::map<std::string, std::unique_ptr<device::Mesh>, std::less<>> meshes_;

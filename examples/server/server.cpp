@@ -41,6 +41,7 @@
 #include "cli.hpp"
 #include "meshplan/device/descriptor_json.hpp"
 #include "protocol.hpp"
+#include "ranks.hpp"
 #include "session.hpp"
 
 using namespace meshplan;
@@ -447,6 +448,7 @@ struct Options {
   bool remote_quit = false;                              // TCP clients may send quit
   size_t max_line_bytes = server::kDefaultMaxLineBytes;  // longest request line
   bool warm_up = true;  // run every plan once on every worker before serving
+  bool threads_given = false;
 };
 
 constexpr const char* kSynopsis =
@@ -528,6 +530,7 @@ Result<Options> finish_options(Options o, const TextOptions& t) {
     return v;
   };
   o.warm_up = !t.no_warm_up;
+  o.threads_given = !t.threads.empty();
   if (!t.threads.empty())
     o.threads = static_cast<int>(MESHPLAN_TRY(number("--threads", t.threads, 1, 256)));
   if (!t.core_threads.empty())
@@ -574,9 +577,18 @@ Result<std::pair<int, int>> listen_loopback(int port) {
   return std::pair<int, int>{fd, ntohs(addr.sin_port)};
 }
 
-Result<int> serve(const Options& opt) {
+Result<int> serve(Options opt) {
   // Start-up: open the cache, verify every entry, bind every plan on every worker's chips.
   auto t0 = Clock::now();
+  server::Ranks ranks = MESHPLAN_TRY(server::start_ranks());
+  if (ranks.mpi) {
+    // One worker: the ranks run the mesh plans in rank 0's order, one request at a time.
+    if (opt.threads_given && opt.threads != 1)
+      return fail(ErrorCode::invalid_argument, "--threads ", opt.threads,
+                  ": under mpirun the server runs one worker thread (the ranks follow its "
+                  "requests in order)");
+    opt.threads = 1;
+  }
   runtime::PlanCache cache =
       MESHPLAN_TRY(runtime::PlanCache::open(opt.cache, runtime::PlanCacheOptions{opt.verify}));
   auto t_open = Clock::now();
@@ -605,8 +617,21 @@ Result<int> serve(const Options& opt) {
   std::vector<std::unique_ptr<server::Worker>> workers;
   std::vector<std::string> skipped;
   for (int t = 0; t < opt.threads; ++t)
-    workers.push_back(MESHPLAN_TRY(
-        server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped, &names)));
+    workers.push_back(
+        MESHPLAN_TRY(server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped,
+                                            &names, server::mesh_factory(), ranks.rank != 0)));
+  if (ranks.mpi) {
+    MESHPLAN_TRY(server::compare_mesh_plans(*workers[0]));
+    workers[0]->set_hooks(server::mesh_run_hooks());
+  }
+  if (ranks.rank != 0) {
+    // A follower: no clients, nothing on stdout; it runs rank 0's mesh runs until quit.
+    if (!std::freopen("/dev/null", "w", stdout))
+      return fail(ErrorCode::io, "rank ", ranks.rank, ": cannot silence stdout");
+    if (opt.warm_up) MESHPLAN_TRY(workers[0]->warm_up(true));
+    MESHPLAN_TRY(server::follow(*workers[0], g_stop, opt.timeouts.shutdown + 10));
+    return 0;
+  }
   auto t_bind = Clock::now();
   // Warm-up: every worker runs every plan once, in parallel, so a client's first request on a
   // plan costs what its second does.
@@ -625,6 +650,9 @@ Result<int> serve(const Options& opt) {
   std::vector<std::string> listed = names;
   std::sort(listed.begin(), listed.end());
 
+  if (ranks.mpi)
+    std::printf("mpi: mesh plans run over %d ranks (%zu mesh plans); rank 0 serves\n", ranks.size,
+                workers[0]->mesh_plan_names().size());
   std::printf(
       "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
       "(open %.3f ms, verify %.3f ms, bind %.3f ms, warm-up %.3f ms)\n",
@@ -675,6 +703,7 @@ Result<int> serve(const Options& opt) {
   server.close_queue();
   for (auto& t : pool) t.join();
   if (listen_fd >= 0) ::close(listen_fd);
+  server::finish_ranks();  // the other ranks stop after the last request
   std::string tcp;
   if (listen_fd >= 0)
     tcp = str("; connections: ", connections.accepted(), " accepted, ", connections.refused(),
@@ -711,6 +740,7 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   auto status = serve(*opt);
   if (!status) {
+    server::end_job_on_error(status.error());  // under mpirun: the other ranks stop too
     std::fprintf(stderr, "meshplan-server: error: %s\n", status.error().to_string().c_str());
     return 1;
   }

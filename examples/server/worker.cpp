@@ -1,4 +1,7 @@
 // The server's worker: parses a run request, runs the bound plan, summarises the outputs.
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -7,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "base64.hpp"
@@ -137,12 +141,51 @@ std::string field_text(std::string_view name) {
   return out;
 }
 
+/// The index of mesh plan `name` among the bound mesh plans (Worker::mesh_plan_names()).
+size_t mesh_index(const std::map<std::string, Served, std::less<>>& bound, std::string_view name) {
+  size_t k = 0;
+  for (const auto& [n, exe] : bound) {
+    if (n == name) break;
+    k += exe.mesh != nullptr;
+  }
+  return k;
+}
+
+/// Inputs of a mesh plan's shapes over untouched zero pages (no memory until written, and they
+/// are only read by MpiMesh on rank 0): what a rank other than 0 passes to a run.
+struct ZeroInputs {
+  explicit ZeroInputs(const runtime::MeshExecutable& exe) {
+    size_t total = 0;
+    for (size_t i = 0; i < exe.input_count(); ++i)
+      total += static_cast<size_t>(device::volume(exe.input_shape(i)));
+    bytes = std::max<size_t>(total * sizeof(float), 1);
+    void* at = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base = at == MAP_FAILED ? nullptr : at;
+    const float* p = static_cast<const float*>(base);
+    for (size_t i = 0; i < exe.input_count(); ++i) {
+      size_t n = static_cast<size_t>(device::volume(exe.input_shape(i)));
+      views.push_back(
+          {exe.input_shape(i), std::span<const float>(base ? p : nullptr, base ? n : 0)});
+      if (base) p += n;
+    }
+  }
+  ~ZeroInputs() {
+    if (base) munmap(base, bytes);
+  }
+  ZeroInputs(const ZeroInputs&) = delete;
+  ZeroInputs& operator=(const ZeroInputs&) = delete;
+  std::vector<runtime::TensorView> views;
+  void* base = nullptr;
+  size_t bytes = 0;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Worker>> Worker::create(
     const std::vector<runtime::PlanRef>& plans,
     const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
-    std::vector<std::string>* skipped, const std::vector<std::string>* names) {
+    std::vector<std::string>* skipped, const std::vector<std::string>* names,
+    const MeshFactory& make_mesh, bool mesh_only) {
   auto w = std::unique_ptr<Worker>(new Worker());
   for (size_t i = 0; i < plans.size(); ++i) {
     const runtime::PlanRef& plan = plans[i];
@@ -162,13 +205,18 @@ Result<std::unique_ptr<Worker>> Worker::create(
         why = desc.error().message;
       } else {
         auto& mesh = w->meshes_[desc->hash().hex()];
-        if (!mesh) mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
+        if (!mesh && make_mesh)
+          mesh = MESHPLAN_TRY(make_mesh(*desc));
+        else if (!mesh)
+          mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
         auto exe = runtime::MeshExecutable::bind(plan, *mesh);
         if (exe)
           w->bound_[name].mesh = std::move(*exe);
         else
           why = exe.error().message;
       }
+    } else if (mesh_only) {
+      continue;
     } else {
       auto& dev = w->devices_[chip_name];
       if (!dev) {
@@ -252,7 +300,8 @@ Result<std::string> Worker::run(const std::string& line) {
     outputs = std::move(r.outputs);
     device_ns = r.device_ns;
   } else {
-    runtime::MeshRunResult r = MESHPLAN_TRY(exe.mesh->run(views));
+    if (hooks_.announce) hooks_.announce(mesh_index(bound_, name));
+    runtime::MeshRunResult r = MESHPLAN_TRY(run_mesh(*exe.mesh, views));
     outputs = std::move(r.outputs);
     device_ns = r.device_ns;  // The slowest chip's clock.
   }
@@ -295,15 +344,52 @@ Result<std::string> Worker::run(const std::string& line) {
   return out;
 }
 
-Status Worker::warm_up() {
+Result<runtime::MeshRunResult> Worker::run_mesh(runtime::MeshExecutable& exe,
+                                                std::span<const runtime::TensorView> inputs) {
+  auto r = exe.run(inputs);
+  if (hooks_.finished) hooks_.finished(r.has_value());
+  return r;
+}
+
+std::vector<std::string> Worker::mesh_plan_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, exe] : bound_)
+    if (exe.mesh) out.push_back(name);
+  return out;
+}
+
+Hash128 Worker::mesh_plans_digest() const {
+  std::string text;
+  for (const auto& [name, exe] : bound_)
+    if (exe.mesh) text += str(name, '\n', exe.plan().key().hex(), '\n');
+  return xxh3_128(text.data(), text.size());
+}
+
+Status Worker::follow(size_t index) {
+  auto it = bound_.begin();
+  for (size_t k = 0; it != bound_.end(); ++it)
+    if (it->second.mesh && k++ == index) break;
+  if (it == bound_.end())
+    return fail(ErrorCode::invalid_argument, "mesh plan ", index, " is not served on this rank");
+  runtime::MeshExecutable& exe = *it->second.mesh;
+  ZeroInputs zeros(exe);
+  MESHPLAN_TRY(run_mesh(exe, zeros.views));
+  return {};
+}
+
+Status Worker::warm_up(bool mesh_only) {
   for (auto& [name, exe] : bound_) {
-    std::vector<runtime::Tensor> inputs = runtime::random_inputs(exe.plan(), 1);
-    auto views = runtime::views_of(inputs);
+    if (mesh_only && !exe.mesh) continue;
+    std::vector<runtime::Tensor> inputs;
+    if (exe.chip || !mesh_only) inputs = runtime::random_inputs(exe.plan(), 1);
+    std::optional<ZeroInputs> zeros;
+    if (mesh_only) zeros.emplace(*exe.mesh);
+    auto views = mesh_only ? zeros->views : runtime::views_of(inputs);
     if (exe.chip) {
       auto r = exe.chip->run(views);
       if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
     } else {
-      auto r = exe.mesh->run(views);
+      auto r = run_mesh(*exe.mesh, views);
       if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
     }
   }
