@@ -651,8 +651,8 @@ Result<int> serve(Options opt) {
   std::sort(listed.begin(), listed.end());
 
   if (ranks.mpi)
-    std::printf("mpi: mesh plans run over %d ranks (%zu mesh plans); rank 0 serves\n", ranks.size,
-                workers[0]->mesh_plan_names().size());
+    std::printf("mpi: %zu mesh plans run over %d ranks; rank 0 (pid %d) serves\n",
+                workers[0]->mesh_plan_names().size(), ranks.size, static_cast<int>(::getpid()));
   std::printf(
       "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
       "(open %.3f ms, verify %.3f ms, bind %.3f ms, warm-up %.3f ms)\n",
