@@ -1,6 +1,7 @@
 // meshplan-run for mesh plans (see mesh_run.hpp).
 #include "mesh_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -64,6 +65,40 @@ std::string mesh_trace(const runtime::PlanRef& plan, const runtime::MeshRunResul
   return out.str();
 }
 
+/// A per-chip file input: "@PATH" with "{c}" standing for the chip index.
+bool per_chip_files(std::string_view text) {
+  return text.starts_with('@') && text.find("{c}") != std::string_view::npos;
+}
+
+std::string chip_path(std::string_view pattern, int chip) {
+  std::string out;
+  for (size_t at = 0; at < pattern.size();) {
+    if (pattern.substr(at, 3) == "{c}") {
+      out += std::to_string(chip);
+      at += 3;
+    } else {
+      out += pattern[at++];
+    }
+  }
+  return out;
+}
+
+/// Reads chip `chip`'s piece of pre-sharded input `i` from its file into `piece`; errors name
+/// the chip and the file (the caller adds the input).
+Status read_chip_piece(const runtime::PlanRef& plan, size_t i, std::string_view pattern, int chip,
+                       std::span<float> piece) {
+  std::string path = chip_path(pattern, chip);
+  auto read = read_npy(path);
+  if (!read) return std::unexpected(with_context(read.error(), str("chip ", chip)));
+  std::span<const int64_t> want = runtime::host_shape(plan, i, false);
+  if (!std::ranges::equal(read->shape, want))
+    return fail(ErrorCode::invalid_argument, "chip ", chip, ": '", path, "' holds ",
+                shape_text(read->shape), "; a chip's piece of this pre-sharded input is ",
+                shape_text(want));
+  std::copy(read->data.begin(), read->data.end(), piece.begin());
+  return {};
+}
+
 }  // namespace
 
 std::string inspect_mesh(const runtime::PlanRef& plan) {
@@ -110,17 +145,69 @@ Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& de
     }
     return 0;
   }
+  // Per-chip files (--input=x=@x.chip{c}.npy) feed pre-sharded inputs: each rank reads the
+  // files of the chips it owns (rank 0 all of them for --check, for the host reference).
+  std::vector<std::pair<size_t, std::string>> per_chip;  // input index, file pattern
+  int chips = desc.chips();
+  size_t files_read = 0;
+  auto read = [&](size_t i, std::string_view text) -> Result<runtime::Tensor> {
+    if (!per_chip_files(text)) return is_root_rank() ? parse_input(text) : runtime::Tensor{};
+    if (runtime::boundary_shard(plan, i, false).type != device::MeshShardType::identity)
+      return fail(ErrorCode::invalid_argument, "the plan's shard of it is ",
+                  shard_text(runtime::boundary_shard(plan, i, false)),
+                  ", not pre-sharded: per-chip files (", text,
+                  ") feed the inputs of a plan compiled with --presharded");
+    per_chip.emplace_back(i, std::string(text.substr(1)));
+    if (!is_root_rank()) return runtime::Tensor{};
+    std::span<const int64_t> shape = runtime::host_shape(plan, i, false);
+    runtime::Tensor t(std::vector<int64_t>(shape.begin(), shape.end()));
+    size_t piece = t.data.size();
+    t.data.resize(piece * static_cast<size_t>(chips));
+    for (int c = 0; c < chips; ++c)
+      if (o.check || rank_owns_chip(*mesh, c)) {
+        MESHPLAN_TRY(read_chip_piece(plan, i, per_chip.back().second, c,
+                                     std::span<float>(t.data).subspan(c * piece, piece)));
+        ++files_read;
+      }
+    return t;
+  };
   std::vector<runtime::Tensor> inputs;
-  if (!is_root_rank()) {
-    // Under MPI rank 0 reads or makes the host inputs (share_inputs).
-  } else if (o.inputs.empty()) {
-    inputs = runtime::random_inputs(plan, o.seed);
+  if (o.inputs.empty()) {
+    if (is_root_rank()) inputs = runtime::random_inputs(plan, o.seed);
   } else {
+    // Under MPI rank 0 reads the host inputs (share_inputs sends their shapes); every rank
+    // reads its chips' per-chip files.
     std::vector<std::string> names;
     for (size_t i = 0; i < exe->input_count(); ++i) names.emplace_back(exe->input_name(i));
-    inputs = MESHPLAN_TRY(parse_inputs(plan.name(), o.inputs, names));
+    auto parsed = MESHPLAN_TRY(parse_inputs(plan.name(), o.inputs, names, read));
+    if (is_root_rank()) inputs = std::move(parsed);
+  }
+  if (!per_chip.empty()) {
+    // Per-chip files and rank 0's values do not mix for pre-sharded inputs: all or none.
+    for (size_t i = 0; i < exe->input_count(); ++i)
+      if (runtime::boundary_shard(plan, i, false).type == device::MeshShardType::identity &&
+          std::ranges::none_of(per_chip, [&](const auto& p) { return p.first == i; }))
+        return fail(ErrorCode::invalid_argument, "input '", exe->input_name(i),
+                    "' is pre-sharded: give every pre-sharded input per chip (@FILE{c}.npy) or "
+                    "none");
+    read_identity_inputs_per_rank(*mesh);
   }
   auto shared = MESHPLAN_TRY(share_inputs(inputs));
+  if (!is_root_rank()) {
+    for (const auto& [i, pattern] : per_chip) {
+      std::span<float> all = shared->writable(i);
+      size_t piece = all.size() / static_cast<size_t>(chips);
+      for (int c = 0; c < chips; ++c)
+        if (rank_owns_chip(*mesh, c)) {
+          if (auto ok = read_chip_piece(plan, i, pattern, c, all.subspan(c * piece, piece)); !ok)
+            return std::unexpected(
+                with_context(ok.error(), str("input '", exe->input_name(i), "'")));
+          ++files_read;
+        }
+    }
+  }
+  if (!per_chip.empty())
+    std::fprintf(stderr, "%sread %zu per-chip input files\n", rank_label().c_str(), files_read);
   const std::vector<runtime::TensorView>& views = shared->views;
   auto t_run = Clock::now();
   runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));

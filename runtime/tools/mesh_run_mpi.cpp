@@ -101,24 +101,30 @@ Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tens
     shape.resize(static_cast<size_t>(rank));
     MESHPLAN_TRY(bcast(shape.data(), static_cast<int>(rank), MPI_INT64_T, what));
   }
+  // Value counts: a pre-sharded (identity) input holds one piece of its shape per chip.
+  r->counts_.resize(r->shapes_.size());
+  for (size_t i = 0; i < r->counts_.size(); ++i)
+    r->counts_[i] = g_rank == 0 ? inputs[i].data.size() : 0;
+  if (!r->counts_.empty())
+    MESHPLAN_TRY(bcast(r->counts_.data(), static_cast<int>(r->counts_.size()), MPI_UINT64_T, what));
   if (g_rank == 0) {
     r->views = runtime::views_of(inputs);
     return r;
   }
   size_t total = 0;
-  for (const auto& shape : r->shapes_) total += static_cast<size_t>(device::volume(shape));
+  for (uint64_t n : r->counts_) total += static_cast<size_t>(n);
   r->bytes_ = std::max<size_t>(total * sizeof(float), 1);
-  r->zeros_ =
-      mmap(nullptr, r->bytes_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  r->zeros_ = mmap(nullptr, r->bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (r->zeros_ == MAP_FAILED) {
     r->zeros_ = nullptr;
     return fail(ErrorCode::io, "rank ", g_rank, ": cannot map ", r->bytes_,
                 " bytes for the host input shapes");
   }
   const float* at = static_cast<const float*>(r->zeros_);
-  for (const auto& shape : r->shapes_) {
-    size_t n = static_cast<size_t>(device::volume(shape));
-    r->views.push_back({shape, std::span<const float>(at, n)});
+  for (size_t i = 0; i < r->shapes_.size(); ++i) {
+    size_t n = static_cast<size_t>(r->counts_[i]);
+    r->views.push_back({r->shapes_[i], std::span<const float>(at, n)});
     at += n;
   }
   return r;
@@ -126,6 +132,27 @@ Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tens
 
 RankInputs::~RankInputs() {
   if (zeros_) munmap(zeros_, bytes_);
+}
+
+std::span<float> RankInputs::writable(size_t i) const {
+  if (!zeros_ || i >= views.size()) return {};
+  return std::span<float>(const_cast<float*>(views[i].data.data()), views[i].data.size());
+}
+
+std::string rank_label() {
+  if (!g_mpi) return "";
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return str("rank ", g_rank, " of ", ranks, ": ");
+}
+
+bool rank_owns_chip(device::Mesh& mesh, int index) {
+  auto* m = dynamic_cast<device::MpiMesh*>(&mesh);
+  return !m || m->owns(index);
+}
+
+void read_identity_inputs_per_rank(device::Mesh& mesh) {
+  if (auto* m = dynamic_cast<device::MpiMesh*>(&mesh)) m->set_identity_inputs_per_rank(true);
 }
 
 void report_rank(device::Mesh& mesh, double run_ms) {
@@ -171,6 +198,16 @@ Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tens
   return r;
 }
 RankInputs::~RankInputs() = default;
+std::span<float> RankInputs::writable(size_t) const {
+  return {};
+}
+std::string rank_label() {
+  return "";
+}
+bool rank_owns_chip(device::Mesh&, int) {
+  return true;
+}
+void read_identity_inputs_per_rank(device::Mesh&) {}
 void report_rank(device::Mesh&, double) {}
 Result<int> finish_mpi(Result<int> code) {
   return code;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "meshplan/device/mesh.hpp"
@@ -18,9 +20,16 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
                                                     const runtime::PlanRef& plan);
 /// Whether this process prints results, writes files and checks (rank 0, or no MPI).
 bool is_root_rank();
+/// "rank R of N: " under MPI, else empty.
+std::string rank_label();
+/// Whether this rank owns chip `index` of `mesh` (always, without MPI).
+bool rank_owns_chip(device::Mesh& mesh, int index);
+/// Pre-sharded (identity) inputs are read per rank from then on (MpiMesh; no-op without MPI).
+void read_identity_inputs_per_rank(device::Mesh& mesh);
 /// The host inputs a rank passes to the run. Under MPI, ranks other than 0 get rank 0's shapes
-/// over untouched zero pages (MpiMesh::full_to_shard reads only rank 0's values, so these cost
-/// no memory); otherwise views of `inputs`.
+/// and value counts over untouched zero pages (MpiMesh::full_to_shard reads only rank 0's
+/// values, so these cost no memory until written: a rank writes there only the pieces of
+/// pre-sharded inputs it reads itself, see writable()); otherwise views of `inputs`.
 class RankInputs {
  public:
   RankInputs() = default;
@@ -28,10 +37,13 @@ class RankInputs {
   RankInputs& operator=(const RankInputs&) = delete;
   ~RankInputs();
   std::vector<runtime::TensorView> views;
+  /// On a rank other than 0 under MPI: the values of input `i`, writable (empty elsewhere).
+  std::span<float> writable(size_t i) const;
 
  private:
   friend Result<std::unique_ptr<RankInputs>> share_inputs(const std::vector<runtime::Tensor>&);
   std::vector<std::vector<int64_t>> shapes_;
+  std::vector<uint64_t> counts_;
   void* zeros_ = nullptr;
   size_t bytes_ = 0;
 };

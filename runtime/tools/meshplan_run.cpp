@@ -44,6 +44,8 @@ constexpr const char* kFooter =
     "Inputs: --input takes SHAPExf32=VALUES (IREE style: --input=2x3xf32=[[1,2,3],[4,5,6]], or\n"
     "one value that fills the tensor) or @file.npy (any numeric dtype meshplan reads), one per\n"
     "plan input in plan order, or each named: --input x=@x.npy --input w=4x4xf32=0.5.\n"
+    "Pre-sharded mesh inputs: @w.chip{c}.npy reads chip c's piece from its own file (under\n"
+    "mpirun each rank reads its chips' files; docs/mpi.md).\n"
     "Outputs: --output @y.npy writes output i (in order); --output - prints it.\n"
     "Exit codes: 0 success, 1 error (the message names what and where), 2 --check failed.\n";
 

@@ -81,7 +81,11 @@ std::pair<std::string, std::string> split_input_name(std::string_view text) {
 
 Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
                                                   const std::vector<std::string>& given,
-                                                  const std::vector<std::string>& names) {
+                                                  const std::vector<std::string>& names,
+                                                  const InputReader& read) {
+  auto parse = [&](size_t i, std::string_view text) {
+    return read ? read(i, text) : parse_input(text);
+  };
   std::vector<std::pair<std::string, std::string>> split;
   size_t named = 0;
   for (const std::string& text : given) {
@@ -93,7 +97,11 @@ Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
     if (given.size() != names.size())
       return fail(ErrorCode::invalid_argument, "plan '", plan, "' takes ", names.size(),
                   " inputs, ", given.size(), " --input given");
-    for (const std::string& text : given) out.push_back(MESHPLAN_TRY(parse_input(text)));
+    for (size_t i = 0; i < given.size(); ++i) {
+      auto t = parse(i, given[i]);
+      if (!t) return std::unexpected(with_context(t.error(), str("input '", names[i], "'")));
+      out.push_back(std::move(*t));
+    }
     return out;
   }
   if (named != given.size())
@@ -118,7 +126,7 @@ Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
     if (!by_index[i])
       return fail(ErrorCode::invalid_argument, "plan '", plan, "': no --input for input '",
                   names[i], "' (its inputs: ", list(), ")");
-    auto t = parse_input(*by_index[i]);
+    auto t = parse(i, *by_index[i]);
     if (!t) return std::unexpected(with_context(t.error(), str("input '", names[i], "'")));
     out.push_back(std::move(*t));
   }

@@ -2,6 +2,7 @@
 // .npy files (f32, little-endian, C order) in and out, and printing.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,9 +26,12 @@ std::pair<std::string, std::string> split_input_name(std::string_view text);
 /// The --input values of a run, in plan input order: either all positional (in the plan's
 /// order) or all named (each input of `names`, the plan's input names, exactly once). The
 /// errors name the plan, the input and what is missing, unknown or given twice.
+/// `read`, when given, reads each value instead of parse_input (with the plan input's index).
+using InputReader = std::function<Result<runtime::Tensor>(size_t index, std::string_view text)>;
 Result<std::vector<runtime::Tensor>> parse_inputs(std::string_view plan,
                                                   const std::vector<std::string>& given,
-                                                  const std::vector<std::string>& names);
+                                                  const std::vector<std::string>& names,
+                                                  const InputReader& read = {});
 
 /// Reads a .npy file holding float32 (or float64, converted) in C order.
 Result<runtime::Tensor> read_npy(const std::string& path);

@@ -313,8 +313,9 @@ Result<CollectiveRun> MpiMesh::all_slice(PerChip in, PerChip out, int dim, int c
 
 Status MpiMesh::full_to_shard(std::span<const float> host, std::span<const int64_t> full_shape,
                               const MeshShardSpec& spec, PerChip out) {
-  // Rank 0's host tensor is sliced in chip order; each shard goes to its chip's owner.
-  scattering_ = true;
+  // Rank 0's host tensor is sliced in chip order; each shard goes to its chip's owner. Identity
+  // inputs read per rank are written by each owner from its own host buffer instead.
+  scattering_ = !(identity_per_rank_ && spec.type == MeshShardType::identity);
   auto ok = exchanged("FullToShard", [&] {
     return mesh_detail::full_to_shard_on(*this, host, full_shape, spec, out);
   });

@@ -84,6 +84,10 @@ class MpiMesh final : public Mesh {
   /// The write of a scatter on chip `index`: rank 0 sends `values` to the owner; the owner
   /// receives them into `values`. Other ranks do nothing.
   Status scatter(int index, std::span<float> values);
+  /// Pre-sharded (identity) inputs read per rank (for example from per-chip files): from now on
+  /// full_to_shard of an identity spec writes each chip's piece from its owner's own host
+  /// buffer, not from rank 0's (the pieces of chips a rank does not own are not read).
+  void set_identity_inputs_per_rank(bool on) { identity_per_rank_ = on; }
   /// Every rank learns whether any rank failed `local`; the error names the first failing rank.
   Status agree(Status local, std::string_view what);
 
@@ -103,6 +107,7 @@ class MpiMesh final : public Mesh {
   std::vector<uint64_t> waited_ns_;
   std::string what_;  ///< The call an exchange runs for (empty: no exchange).
   bool scattering_ = false;
+  bool identity_per_rank_ = false;
 };
 
 /// Waits for `request` until `timeout_s` passes, polling; the error names `what`.
