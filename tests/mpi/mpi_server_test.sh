@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# meshplan-server under mpirun (2 and 4 ranks): a TCP client's mesh-plan requests come back
-# byte-identical to an in-process run, and quit stops every rank; SIGTERM to rank 0 stops the
-# job cleanly; a follower that dies ends the server (non-zero, bounded time), never a hang.
+# meshplan-server under mpirun (2 and 4 ranks): ranks mapping different caches are refused; a
+# TCP client's mesh-plan requests come back byte-identical to an in-process run, and quit stops
+# every rank; SIGTERM to rank 0 stops the job cleanly; a follower that dies ends the server
+# (non-zero, bounded time), never a hang.
 #   mpi_server_test.sh "MPIRUN..." MESHPLAN-COMPILE MESHPLAN-SERVER CLIENT SOURCE_DIR WORK_DIR
 set -euo pipefail
 read -r -a MPIRUN <<< "$1"
@@ -9,6 +10,16 @@ COMPILE=$2 SERVER=$3 CLIENT=$4 SRC=$5 WORK=$6
 rm -rf "$WORK" && mkdir -p "$WORK"
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do echo "== $f"; cat "$f"; done; exit 1; }
 "$COMPILE" "$SRC/examples/models/tp_mlp_t3k.json" -o "$WORK/plans.mpc" --device n300 > /dev/null
+"$COMPILE" "$SRC/examples/models/tp_mlp_t3k.json" -o "$WORK/other.mpc" --device n300 \
+  --policy dram > /dev/null
+
+# Ranks mapping different caches (the same name, another plan) are refused before serving.
+if timeout 60 "${MPIRUN[@]}" -np 1 "$SERVER" "$WORK/plans.mpc" --port 0 : \
+     -np 1 "$SERVER" "$WORK/other.mpc" --port 0 > "$WORK/mix.out" 2> "$WORK/mix.err"; then
+  fail "different caches on the ranks were not refused"
+fi
+grep -q "every rank must map the same plan cache and devices" "$WORK/mix.err" ||
+  fail "no mismatch error"
 
 # start NAME RANKS: the server in the background; sets PID (mpirun) and PORT.
 start() {
