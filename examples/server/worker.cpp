@@ -151,19 +151,28 @@ size_t mesh_index(const std::map<std::string, Served, std::less<>>& bound, std::
   return k;
 }
 
+/// The values host input `i` of a mesh plan holds: one piece per chip for a pre-sharded
+/// (identity) input, else its shape's volume.
+size_t input_values(const runtime::MeshExecutable& exe, size_t i) {
+  size_t n = static_cast<size_t>(device::volume(exe.input_shape(i)));
+  const runtime::PlanRef& p = exe.plan();
+  if (runtime::boundary_shard(p, i, false).type == device::MeshShardType::identity)
+    n *= static_cast<size_t>(runtime::mesh_rows(p) * runtime::mesh_cols(p));
+  return n;
+}
+
 /// Inputs of a mesh plan's shapes over untouched zero pages (no memory until written, and they
 /// are only read by MpiMesh on rank 0): what a rank other than 0 passes to a run.
 struct ZeroInputs {
   explicit ZeroInputs(const runtime::MeshExecutable& exe) {
     size_t total = 0;
-    for (size_t i = 0; i < exe.input_count(); ++i)
-      total += static_cast<size_t>(device::volume(exe.input_shape(i)));
+    for (size_t i = 0; i < exe.input_count(); ++i) total += input_values(exe, i);
     bytes = std::max<size_t>(total * sizeof(float), 1);
     void* at = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     base = at == MAP_FAILED ? nullptr : at;
     const float* p = static_cast<const float*>(base);
     for (size_t i = 0; i < exe.input_count(); ++i) {
-      size_t n = static_cast<size_t>(device::volume(exe.input_shape(i)));
+      size_t n = input_values(exe, i);
       views.push_back(
           {exe.input_shape(i), std::span<const float>(base ? p : nullptr, base ? n : 0)});
       if (base) p += n;

@@ -57,6 +57,18 @@ for n in 2 4; do
   [[ $(grep -c "follows rank 0" "$WORK/quit$n.err") == $((n - 1)) ]] || fail "$n ranks: followers"
 done
 
+# A pre-sharded plan (inputs of one piece per chip) over stdin with seeded inputs: the same
+# outputs (digests) as the in-process server.
+"$COMPILE" "$SRC/examples/models/tp_mlp.mlir" -o "$WORK/pre.mpc" --presharded > /dev/null
+printf 'run tp_mlp random 5\nquit\n' > "$WORK/pre.txt"
+digests() { sed -n 's/^ok #0 tp_mlp device_us=\([^ ]*\) host_us=[^ ]* \(.*\)$/\1 \2/p' "$1"; }
+"$SERVER" "$WORK/pre.mpc" < "$WORK/pre.txt" > "$WORK/pre_local.out"
+timeout 120 "${MPIRUN[@]}" -np 4 "$SERVER" "$WORK/pre.mpc" < "$WORK/pre.txt" \
+  > "$WORK/pre_mpi.out" 2> "$WORK/pre_mpi.err" || fail "pre-sharded: server under mpirun"
+[[ -n $(digests "$WORK/pre_local.out") ]] || fail "pre-sharded: no local reply"
+[[ $(digests "$WORK/pre_local.out") == $(digests "$WORK/pre_mpi.out") ]] ||
+  fail "pre-sharded: outputs differ from the in-process server"
+
 # SIGTERM to rank 0 (as a service manager would send it): every rank ends, exit 0.
 start term 2
 "$CLIENT" "$PORT" "$WORK/plans.mpc" tp_mlp_t3k 1 || fail "term: client"
