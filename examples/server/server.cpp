@@ -15,6 +15,10 @@
 // skipped at start-up and the others are served. At most C TCP connections (default 64) are
 // open at once: one more gets a single error line naming the limit and is closed. The reader
 // thread of a connection is joined as soon as the connection ends, not at shutdown.
+//
+// Under mpirun (built with MPI; docs/mpi.md) rank 0 serves with one worker thread and the mesh
+// plans run on MpiMeshes spread over every rank; the other ranks follow rank 0's mesh runs
+// (ranks.hpp) until rank 0 stops.
 #include <fcntl.h>
 #include <mimalloc-new-delete.h>
 #include <netinet/in.h>
