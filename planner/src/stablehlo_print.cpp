@@ -296,6 +296,16 @@ bool Printer::pretty(const Op& op, int indent) {
     }
     return true;
   }
+  if (n == "func.call" && op.props.size() == 1 && op.props[0].first == "callee" &&
+      op.props[0].second.kind == Attr::Kind::symbol && op.regions.empty()) {
+    out_ << "call " << attr_string(op.props[0].second) << "(";
+    operands(op);
+    out_ << ")";
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
   if (n.starts_with("sdy.")) {
     std::string_view s = n.substr(4);
     if (s == "sharding_constraint" || s == "reshard") {
