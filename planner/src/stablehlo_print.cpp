@@ -324,6 +324,13 @@ bool Printer::pretty(const Op& op, int indent) {
       out_ << " " << attr_string(*v);
       return true;
     }
+    if (s == "func_data_flow_edge" && op.operands.size() == 1 && op.results.size() == 1 &&
+        op.props.empty() && op.regions.empty()) {
+      out_ << n << " " << name(op.operands[0]);
+      op_attrs(op);
+      out_ << " : " << type(op.results[0]);
+      return true;
+    }
     if (s == "data_flow_edge" && op.operands.size() == 1 && op.results.size() == 1 &&
         op.attrs.empty() && op.props.empty() && op.shardings.size() <= 1) {
       out_ << n << " " << name(op.operands[0]);

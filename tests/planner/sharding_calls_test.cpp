@@ -148,3 +148,30 @@ TEST_CASE("!stablehlo.token values get no sharding and print back") {
   CHECK(m.error().message.find("tok.mlir:2:") != std::string::npos);
   CHECK(m.error().message.find("sdy-propagation") != std::string::npos);
 }
+
+TEST_CASE("sdy.func_data_flow_edge passes a sharding through like its operand") {
+  // sdy_dialect.md: the edge's result is its operand, so the sharding of %0 flows into the
+  // callee's edge and out through the caller's edge after the call.
+  std::string in = std::string(kMesh) +
+                   "func.func private @f(%arg0: tensor<8x2xi32>) -> tensor<8x2xi32> {\n"
+                   "  %0 = sdy.func_data_flow_edge %arg0 : tensor<8x2xi32>\n"
+                   "  return %0 : tensor<8x2xi32>\n"
+                   "}\n"
+                   "func.func @main(%arg0: tensor<8x2xi32> " +
+                   sh("{\"a\"}, {}") +
+                   ") -> tensor<8x2xi32> {\n"
+                   "  %0 = stablehlo.add %arg0, %arg0 : tensor<8x2xi32>\n"
+                   "  %1 = call @f(%0) : (tensor<8x2xi32>) -> tensor<8x2xi32>\n"
+                   "  %2 = sdy.func_data_flow_edge %1 : tensor<8x2xi32>\n"
+                   "  return %2 : tensor<8x2xi32>\n"
+                   "}\n";
+  std::string out = propagated(in, PropagationStrategy::basic);
+  std::string open = "{\"a\", ?}, {?}";
+  CHECK(out.find("%0 = sdy.func_data_flow_edge %arg0 " + per_value(open) +
+                 " : tensor<8x2xi32>\n") != std::string::npos);
+  CHECK(out.find("%2 = sdy.func_data_flow_edge %1 " + per_value(open) + " : tensor<8x2xi32>\n") !=
+        std::string::npos);
+  auto again = parse_module_for_propagation(out, "printed.mlir");
+  REQUIRE_MESSAGE(again.has_value(), again.error().message);
+  CHECK(print_module(*again) == out);
+}
