@@ -329,7 +329,7 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
                      in(n, {"convert", "compare", "select", "clamp"}))) ||
       (direct && device::is_pointwise(*direct)) || op.name == "sdy.sharding_constraint" ||
       op.name == "sdy.reshard" || op.name == "sdy.propagation_barrier" ||
-      op.name == "sdy.data_flow_edge")
+      op.name == "sdy.data_flow_edge" || op.name == "sdy.func_data_flow_edge")
     return elementwise(m, op);
   // An optimization barrier passes each operand through to its result.
   if (op.name == "stablehlo.optimization_barrier" && op.operands.size() == op.results.size()) {

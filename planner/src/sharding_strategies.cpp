@@ -7,6 +7,8 @@
 #include <array>
 #include <utility>
 
+#include "sharding_calls.hpp"
+
 namespace meshplan::planner::shlo {
 
 namespace {
@@ -112,41 +114,63 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
   Func* f = m.entry();
   if (!f) return fail(ErrorCode::invalid_argument, m.file, ": no function to propagate");
   const bool pipeline = strategy == PropagationStrategy::pipeline;
-  if (pipeline) {
-    split_constants(m, *f);
-    apply_sharding_constraints(m, *f);
-  }
-  MESHPLAN_TRY(propagate(m, strategy));
+  const bool calls =
+      std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.name == "func.call"; });
+  CallView view;
+  if (calls) MESHPLAN_TRY(flatten_call_graph(m, view));
+  if (pipeline)
+    for (Func& fn : m.funcs) {
+      split_constants(m, fn);
+      apply_sharding_constraints(m, fn);
+    }
+  if (calls) MESHPLAN_TRY(inline_for_propagation(m, view));
+  auto propagated = propagate(m, strategy);
+  restore_calls(m, view, pipeline);
+  if (!propagated) return std::unexpected(propagated.error());
+  // Applies `fix` to every sharding of every function (nested regions too), after dropping
+  // the ops `drop` selects.
+  auto each_sharding = [&](const auto& drop, const auto& fix) {
+    for (Func& fn : m.funcs) {
+      walk(m, fn.body, drop, [&](Op& op) {
+        for (TensorSharding& s : op.shardings) fix(s);
+        if (op.sharding) fix(*op.sharding);
+      });
+      for (const ArgInfo& a : fn.args)
+        if (m.values[a.value].sharding) fix(*m.values[a.value].sharding);
+      for (ResultInfo& r : fn.results)
+        if (r.sharding) fix(*r.sharding);
+    }
+  };
   if (strategy == PropagationStrategy::user_priority) {
     // User-priority propagation consumes the priorities: they leave, dims stay open.
-    auto drop = [](TensorSharding& s) {
-      for (DimSharding& d : s.dims) d.priority = -1;
-    };
-    walk(
-        m, f->body, [](const Op&) { return false; },
-        [&](Op& op) {
-          for (TensorSharding& s : op.shardings) drop(s);
-          if (op.sharding) drop(*op.sharding);
-        });
-    for (const ArgInfo& a : f->args)
-      if (m.values[a.value].sharding) drop(*m.values[a.value].sharding);
-    for (ResultInfo& r : f->results)
-      if (r.sharding) drop(*r.sharding);
+    each_sharding([](const Op&) { return false; },
+                  [](TensorSharding& s) {
+                    for (DimSharding& d : s.dims) d.priority = -1;
+                  });
   }
-  if (!pipeline) return {};
-  // Export: constraints become reshards, sharding groups leave, every sharding is closed, in
-  // nested regions (loop bodies, branches) too.
-  walk(
-      m, f->body, [](const Op& op) { return op.name == "sdy.sharding_group"; },
-      [](Op& op) {
-        if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
-        for (TensorSharding& s : op.shardings) close(s);
-        if (op.sharding) close(*op.sharding);
-      });
-  for (const ArgInfo& a : f->args)
-    if (m.values[a.value].sharding) close(*m.values[a.value].sharding);
-  for (ResultInfo& r : f->results)
-    if (r.sharding) close(*r.sharding);
+  if (pipeline) {
+    // Export: constraints become reshards, sharding groups leave, every sharding is closed,
+    // in nested regions (loop bodies, branches) too.
+    // A constraint nothing uses is dead code, which the pipeline's rewrites erase.
+    std::vector<int> uses(m.values.size(), 0);
+    auto count = [&](auto& self, const Block& b) -> void {
+      for (OpId o : b.ops) {
+        for (ValueId v : m.ops[o].operands) ++uses[v];
+        for (const Block& r : m.ops[o].regions) self(self, r);
+      }
+    };
+    for (const Func& fn : m.funcs) count(count, fn.body);
+    each_sharding(
+        [&](const Op& op) {
+          return op.name == "sdy.sharding_group" ||
+                 (op.name == "sdy.sharding_constraint" && op.results.size() == 1 &&
+                  uses[op.results[0]] == 0);
+        },
+        close);
+    for (Op& op : m.ops)
+      if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+  }
+  if (calls) unflatten_call_graph(m, view);
   return {};
 }
 

@@ -82,7 +82,7 @@ class Inliner {
         fold_branch(o, out);
         continue;
       }
-      if (m_.ops[o].name != "func.call") {
+      if (m_.ops[o].name != "func.call" || !options_.inline_calls) {
         out.push_back(o);
         continue;
       }

@@ -17,6 +17,7 @@ int64_t TensorType::volume() const {
 }
 
 std::string type_string(const TensorType& type) {
+  if (type.element == kTokenType) return type.element;
   std::string s = "tensor<";
   for (int64_t d : type.shape) s += std::to_string(d) + "x";
   return s + type.element + ">";

@@ -172,8 +172,16 @@ Result<double> Parser::number(bool& is_float) {
 
 Result<TensorType> Parser::type() {
   ws();
-  if (!accept("tensor<")) return error("a tensor type 'tensor<...>'");
   TensorType ty;
+  if (peek("!stablehlo.token")) {
+    if (!import.tokens)
+      return error(
+          "a tensor type ('!stablehlo.token' is read only for --stop-after=sdy-propagation)");
+    accept("!stablehlo.token");
+    ty.element = std::string(kTokenType);
+    return ty;
+  }
+  if (!accept("tensor<")) return error("a tensor type 'tensor<...>'");
   while (true) {
     ws();
     if (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) {

@@ -241,6 +241,11 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     std::vector<TensorType> ts{MESHPLAN_TRY(type())};
     return check_operand_types(op, ts);
   }
+  if (n == "sdy.func_data_flow_edge") {  // `%r = sdy.func_data_flow_edge %v {...} : T`
+    op.operands = {MESHPLAN_TRY(use())};
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
   if (n == "sdy.data_flow_edge") {  // `%r = sdy.data_flow_edge %v [sharding=<...>] : T`
     op.operands = {MESHPLAN_TRY(use())};
     if (accept_word("sharding")) {

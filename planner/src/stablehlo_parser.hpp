@@ -27,6 +27,8 @@ namespace meshplan::planner::shlo {
 struct ImportOptions {
   bool unroll_loops = true;
   bool drop_barriers = true;
+  bool inline_calls = true;  ///< false: func.call and the callees stay (sdy-propagation).
+  bool tokens = false;       ///< Read `!stablehlo.token` (sdy-propagation only).
 };
 Status inline_calls(Module& m, ImportOptions options = {});
 inline constexpr size_t kMaxInlinedOps = 1'000'000;

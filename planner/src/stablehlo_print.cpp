@@ -296,6 +296,16 @@ bool Printer::pretty(const Op& op, int indent) {
     }
     return true;
   }
+  if (n == "func.call" && op.props.size() == 1 && op.props[0].first == "callee" &&
+      op.props[0].second.kind == Attr::Kind::symbol && op.regions.empty()) {
+    out_ << "call " << attr_string(op.props[0].second) << "(";
+    operands(op);
+    out_ << ")";
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
   if (n.starts_with("sdy.")) {
     std::string_view s = n.substr(4);
     if (s == "sharding_constraint" || s == "reshard") {
@@ -312,6 +322,13 @@ bool Printer::pretty(const Op& op, int indent) {
       out_ << n;
       op_attrs(op);
       out_ << " " << attr_string(*v);
+      return true;
+    }
+    if (s == "func_data_flow_edge" && op.operands.size() == 1 && op.results.size() == 1 &&
+        op.props.empty() && op.regions.empty()) {
+      out_ << n << " " << name(op.operands[0]);
+      op_attrs(op);
+      out_ << " : " << type(op.results[0]);
       return true;
     }
     if (s == "data_flow_edge" && op.operands.size() == 1 && op.results.size() == 1 &&

@@ -29,7 +29,8 @@ enum class PropagationStrategy {
 
 /// Parses a module for the `sdy-propagation` stage: as parse_module, but `stablehlo.while`
 /// loops and `stablehlo.optimization_barrier`s stay as written (Shardy propagates through
-/// them; the mesh passes get them unrolled and dropped). Calls are still inlined.
+/// them; the mesh passes get them unrolled and dropped), `func.call` and private functions
+/// stay, and `!stablehlo.token` is read as a type.
 Result<Module> parse_module_for_propagation(std::string_view text, std::string file = "<input>");
 Result<Module> parse_module_file_for_propagation(const std::string& path);
 

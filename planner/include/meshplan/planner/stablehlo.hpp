@@ -35,6 +35,9 @@ struct TensorType {
   int64_t volume() const;
 };
 std::string type_string(const TensorType& type);
+/// The element of the rank-0 type standing for `!stablehlo.token` (read only by the
+/// sdy-propagation stage, which gives tokens no sharding).
+inline constexpr std::string_view kTokenType = "!stablehlo.token";
 
 /// A mesh axis or a sub-axis of it: `"x"` (size 0 = the whole axis) or `"x":(pre)size`.
 struct AxisRef {
