@@ -50,6 +50,10 @@ struct L1Chain {
   /// Output memory layout a neighbouring concat needs (setConcatChainPreferences): the solver
   /// picks among the last op's configs of this layout when it has any.
   std::optional<device::MemLayout> preferred;
+  /// A failed chain: the edge (or entry, or op) the solver found no valid path for, by op names.
+  std::string failure;
+  /// The solver's bitsets and paths after the last solve (run_df_sharding with record_solver).
+  std::string solver;
 };
 
 /// A reservation of L1 for a tensor kept past its chain: [first, last] schedule positions.
@@ -66,12 +70,17 @@ struct DfShardingResult {
   LayoutDecision decision;
   /// Deterministic dump: one line per chain (ops, state, spill) and per reservation.
   std::string print(const Graph& graph) const;
+  /// print() with, per regular chain, its configs per op (layouts), the solver's bitsets and
+  /// paths (when recorded) and a failed chain's edge (meshplan-compile --dump-solver).
+  std::string print_solver(const Graph& graph) const;
+  /// Legal sharded configs per op (the solver's config indices), by OpId.
+  std::vector<std::vector<TensorLayout>> configs;
 };
 
-/// Runs DFShardingPolicy with `checker`.
+/// Runs DFShardingPolicy with `checker`. `record_solver` keeps each chain's solver dump.
 Result<DfShardingResult> run_df_sharding(const Graph& graph, const device::ChipDesc& chip,
-                                         const PlannerOptions& options,
-                                         const ShardChecker& checker);
+                                         const PlannerOptions& options, const ShardChecker& checker,
+                                         bool record_solver = false);
 
 /// The OpModel-backed checker.
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& graph, const device::ChipDesc& chip,
