@@ -4,6 +4,7 @@
 #include "meshplan/planner/df_sharding.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "meshplan/planner/shard_solver.hpp"
@@ -119,6 +120,57 @@ class OpModelChecker final : public ShardChecker {
 };
 
 }  // namespace
+
+std::vector<OpId> dfs_schedule(const Graph& g) {
+  const size_t n = g.ops.size();
+  std::vector<uint32_t> pending(n, 0);
+  std::vector<std::vector<OpId>> readers(g.values.size());
+  for (OpId o = 0; o < n; ++o)
+    for (ValueId v : g.ops[o].operands)
+      if (g.values[v].producer != kNoOp) {
+        ++pending[o];
+        readers[v].push_back(o);
+      }
+  std::set<OpId> ready;
+  for (OpId o = 0; o < n; ++o)
+    if (pending[o] == 0) ready.insert(o);
+  std::vector<OpId> order;
+  order.reserve(n);
+  std::optional<OpId> prev;
+  while (!ready.empty()) {
+    OpId next = *ready.begin();
+    if (prev)
+      for (ValueId r : g.ops[*prev].results) {
+        bool found = false;
+        for (OpId u : readers[r])  // graph order: readers were collected by OpId
+          if (ready.count(u) && g.ops[u].operands[0] == r) {
+            next = u;
+            found = true;
+            break;
+          }
+        if (found) break;
+      }
+    ready.erase(next);
+    order.push_back(next);
+    prev = next;
+    for (ValueId r : g.ops[next].results)
+      for (OpId u : readers[r])
+        if (--pending[u] == 0) ready.insert(u);
+  }
+  return order;
+}
+
+Graph dfs_ordered(const Graph& g) {
+  std::vector<OpId> order = dfs_schedule(g);
+  Graph out = g;
+  out.ops.clear();
+  out.ops.reserve(order.size());
+  for (OpId o : order) {
+    for (ValueId r : g.ops[o].results) out.values[r].producer = static_cast<OpId>(out.ops.size());
+    out.ops.push_back(g.ops[o]);
+  }
+  return out;
+}
 
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& g, const device::ChipDesc& chip,
                                                    const PlannerOptions& options) {

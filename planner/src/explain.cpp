@@ -247,9 +247,10 @@ Result<std::string> explain_op(const Graph& graph, const device::ChipDesc& chip,
   }
   if (!listed) out << "    (the chosen layout is not among the candidates above)\n";
   if (options.policy == "df-sharding") {
-    std::unique_ptr<ShardChecker> checker = make_opmodel_checker(graph, chip, options);
-    DfShardingResult df = MESHPLAN_TRY(run_df_sharding(graph, chip, options, *checker, true));
-    const OpId at = *find_op(graph, name);
+    const Graph dfs = dfs_ordered(graph);  // As plan_layout() hands it to df-sharding.
+    std::unique_ptr<ShardChecker> checker = make_opmodel_checker(dfs, chip, options);
+    DfShardingResult df = MESHPLAN_TRY(run_df_sharding(dfs, chip, options, *checker, true));
+    const OpId at = *find_op(dfs, name);
     const L1Chain* in_chain = nullptr;
     for (const L1Chain& c : df.chains)
       for (OpId k : c.ops)
@@ -259,7 +260,7 @@ Result<std::string> explain_op(const Graph& graph, const device::ChipDesc& chip,
     } else {
       out << "  chain: [";
       for (size_t i = 0; i < in_chain->ops.size(); ++i)
-        out << (i ? " " : "") << graph.ops[in_chain->ops[i]].name;
+        out << (i ? " " : "") << dfs.ops[in_chain->ops[i]].name;
       out << "] " << chain_state_name(in_chain->state);
       if (!in_chain->failure.empty()) out << ": " << in_chain->failure;
       out << "\n";
@@ -280,9 +281,10 @@ Result<std::string> explain_op(const Graph& graph, const device::ChipDesc& chip,
 
 Result<std::string> dump_solver(const Graph& graph, const device::ChipDesc& chip,
                                 const PlannerOptions& options) {
-  std::unique_ptr<ShardChecker> checker = make_opmodel_checker(graph, chip, options);
-  DfShardingResult df = MESHPLAN_TRY(run_df_sharding(graph, chip, options, *checker, true));
-  return df.print_solver(graph);
+  const Graph dfs = dfs_ordered(graph);  // As plan_layout() hands it to df-sharding.
+  std::unique_ptr<ShardChecker> checker = make_opmodel_checker(dfs, chip, options);
+  DfShardingResult df = MESHPLAN_TRY(run_df_sharding(dfs, chip, options, *checker, true));
+  return df.print_solver(dfs);
 }
 
 }  // namespace meshplan::planner

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "meshplan/planner/df_sharding.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/schedule.hpp"
@@ -491,8 +492,13 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
     if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
   } else if (options.policy == "df-sharding") {
-    LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
-    r = MESHPLAN_TRY(materialized(d));
+    // The legacy pipeline builds its chains on a DFS schedule and runs the ops in that order.
+    Graph dfs = dfs_ordered(g);
+    Overrides dfs_overrides = MESHPLAN_TRY(parse_overrides(dfs, options));
+    LayoutDecision d = MESHPLAN_TRY(df_sharding(dfs, chip, options, dfs_overrides));
+    r = MESHPLAN_TRY(materialize(dfs, d));
+    r.mesh = options.mesh;
+    notes = d.notes;
   } else {
     std::string known;
     for (auto name : policy_names()) known += (known.empty() ? "" : ", ") + std::string(name);

@@ -82,6 +82,16 @@ Result<DfShardingResult> run_df_sharding(const Graph& graph, const device::ChipD
                                          const PlannerOptions& options, const ShardChecker& checker,
                                          bool record_solver = false);
 
+/// The legacy pipeline's DFS schedule (seed 001 §3.2.2): repeatedly the first ready op (all
+/// operands defined, in graph order) that reads the previously scheduled op's result as its
+/// operand 0, else the first ready op. A topological order of `graph`'s ops.
+std::vector<OpId> dfs_schedule(const Graph& graph);
+
+/// `graph` with its ops in dfs_schedule() order (producers renumbered; values unchanged).
+/// plan_layout() hands df-sharding this graph, so its chains, reservations and the plan's
+/// execution order are the DFS schedule.
+Graph dfs_ordered(const Graph& graph);
+
 /// The OpModel-backed checker.
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& graph, const device::ChipDesc& chip,
                                                    const PlannerOptions& options);
