@@ -110,7 +110,6 @@ TEST_CASE("--dump-solver: a failed chain names the edge that had no valid path")
       "edge b -> c (operand 0 %b): no valid (producer, consumer) config pair and no reshard";
   CHECK(df->chains[0].failure == want_failure);
   std::string dump = df->print_solver(g);
-  MESSAGE(dump);
   CHECK(dump.find("chain [a b c] failed spill dram\n") == 0);
   CHECK(dump.find("  failed: " + want_failure + "\n") != std::string::npos);
   // Both configs of each op are listed by index, and edge a -> b kept every pair.
@@ -179,7 +178,6 @@ TEST_CASE("--explain: a candidate that does not fit beside the live L1 tensors i
   o.policy = "greedy";
   auto text = explain_op(g, device::wormhole_b0(), o, "second");
   REQUIRE_MESSAGE(text, (text ? "" : text.error().message));
-  MESSAGE(*text);
   // Every valid candidate: flagged exactly when circular buffers + result + live > usable.
   uint64_t live = 0, usable = 0;
   REQUIRE(std::sscanf(text->c_str() + text->find("  L1: "),
