@@ -4,6 +4,7 @@
 #include "meshplan/planner/df_sharding.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "meshplan/planner/shard_solver.hpp"
@@ -36,6 +37,21 @@ uint32_t cores_of(const TensorLayout& t) {
 
 bool is_sharded(const TensorLayout& t) {
   return t.memory != device::MemLayout::interleaved;
+}
+
+// A failed solve in op names: the edge (producer -> consumer, the value between them), the
+// chain's entry, or the op left without a config.
+std::string describe_failure(const Graph& g, const L1Chain& chain,
+                             const std::optional<ShardSolver::Failure>& f) {
+  if (!f) return "the solver failed";
+  const OpId consumer = chain.ops[f->edge.consumer];
+  const Op& op = g.ops[consumer];
+  const std::string& value = g.values[op.operands[f->edge.operand]].name;
+  if (f->at == ShardSolver::Failure::At::entry)
+    return str("entry of ", op.name, " (operand ", f->edge.operand, " %", value, "): ", f->why);
+  if (f->at == ShardSolver::Failure::At::node) return str("op ", op.name, ": ", f->why);
+  return str("edge ", g.ops[chain.ops[f->edge.producer]].name, " -> ", op.name, " (operand ",
+             f->edge.operand, " %", value, "): ", f->why);
 }
 
 class OpModelChecker final : public ShardChecker {
@@ -105,13 +121,65 @@ class OpModelChecker final : public ShardChecker {
 
 }  // namespace
 
+std::vector<OpId> dfs_schedule(const Graph& g) {
+  const size_t n = g.ops.size();
+  std::vector<uint32_t> pending(n, 0);
+  std::vector<std::vector<OpId>> readers(g.values.size());
+  for (OpId o = 0; o < n; ++o)
+    for (ValueId v : g.ops[o].operands)
+      if (g.values[v].producer != kNoOp) {
+        ++pending[o];
+        readers[v].push_back(o);
+      }
+  std::set<OpId> ready;
+  for (OpId o = 0; o < n; ++o)
+    if (pending[o] == 0) ready.insert(o);
+  std::vector<OpId> order;
+  order.reserve(n);
+  std::optional<OpId> prev;
+  while (!ready.empty()) {
+    OpId next = *ready.begin();
+    if (prev)
+      for (ValueId r : g.ops[*prev].results) {
+        bool found = false;
+        for (OpId u : readers[r])  // graph order: readers were collected by OpId
+          if (ready.count(u) && g.ops[u].operands[0] == r) {
+            next = u;
+            found = true;
+            break;
+          }
+        if (found) break;
+      }
+    ready.erase(next);
+    order.push_back(next);
+    prev = next;
+    for (ValueId r : g.ops[next].results)
+      for (OpId u : readers[r])
+        if (--pending[u] == 0) ready.insert(u);
+  }
+  return order;
+}
+
+Graph dfs_ordered(const Graph& g) {
+  std::vector<OpId> order = dfs_schedule(g);
+  Graph out = g;
+  out.ops.clear();
+  out.ops.reserve(order.size());
+  for (OpId o : order) {
+    for (ValueId r : g.ops[o].results) out.values[r].producer = static_cast<OpId>(out.ops.size());
+    out.ops.push_back(g.ops[o]);
+  }
+  return out;
+}
+
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& g, const device::ChipDesc& chip,
                                                    const PlannerOptions& options) {
   return std::make_unique<OpModelChecker>(g, chip, options);
 }
 
 Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc& chip,
-                                         const PlannerOptions&, const ShardChecker& checker) {
+                                         const PlannerOptions&, const ShardChecker& checker,
+                                         bool record_solver) {
   DfShardingResult out;
   out.decision = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
   LayoutDecision& d = out.decision;
@@ -156,6 +224,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     if (!(single_use && uses[r][0].first == o + 1 && uses[r][0].second == 0)) finalize();
   }
   finalize();
+  if (record_solver) out.configs = configs;
 
   // Chains by their first and last op (regular chains only for `last_of`).
   std::vector<int> chain_first(g.ops.size(), -1), chain_last(g.ops.size(), -1);
@@ -208,7 +277,11 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         std::vector<TensorLayout> kept;
         for (const TensorLayout& t : last)
           if (t.memory == *chain.preferred) kept.push_back(t);
-        if (kept.empty()) return std::nullopt;
+        if (kept.empty()) {
+          chain.failure = str("last op ", g.ops[chain.ops.back()].name,
+                              " has no config of the preferred memory layout");
+          return std::nullopt;
+        }
         last = std::move(kept);
       }
       for (const auto& c : node_configs) counts.push_back(static_cast<uint32_t>(c.size()));
@@ -236,7 +309,17 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       };
       cb.cores = [&](uint32_t node, uint32_t c) { return cores_of(layout(node, c)); };
       ShardSolver solver(counts, edges, cb);
-      if (!solver.resolve() || !solver.pick_max_core_usage()) return std::nullopt;
+      bool ok = solver.resolve();
+      if (record_solver) chain.solver = "resolved:\n" + solver.print();
+      if (ok) {
+        ok = solver.pick_max_core_usage();
+        if (record_solver) chain.solver += "selected:\n" + solver.print();
+      }
+      if (!ok) {
+        chain.failure = describe_failure(g, chain, solver.failure());
+        return std::nullopt;
+      }
+      chain.failure.clear();
       ShardSolver::Solution sol = solver.finish();
       chain.layouts.clear();
       for (uint32_t k = 0; k < chain.ops.size(); ++k)
@@ -498,6 +581,28 @@ std::string DfShardingResult::print(const Graph& g) const {
   for (const L1Reservation& r : reservations)
     o << "reserve %" << g.values[r.value].name << " [" << r.first << ", " << r.last << "] "
       << r.bytes << " B/core\n";
+  return o.str();
+}
+
+std::string DfShardingResult::print_solver(const Graph& g) const {
+  std::ostringstream o;
+  o << print(g);
+  for (const L1Chain& c : chains) {
+    if (c.concat) continue;
+    o << "solver [";
+    for (size_t i = 0; i < c.ops.size(); ++i) o << (i ? " " : "") << g.ops[c.ops[i]].name;
+    o << "]\n";
+    for (size_t k = 0; k < c.ops.size(); ++k) {
+      o << "  node " << k << " " << g.ops[c.ops[k]].name << ":";
+      if (c.ops[k] < configs.size())
+        for (size_t i = 0; i < configs[c.ops[k]].size(); ++i)
+          o << (i ? "," : "") << " " << i << "=" << layout_string(configs[c.ops[k]][i]);
+      o << "\n";
+    }
+    std::istringstream lines(c.solver);
+    for (std::string line; std::getline(lines, line);) o << "  " << line << "\n";
+    if (!c.failure.empty()) o << "  failed: " << c.failure << "\n";
+  }
   return o.str();
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "meshplan/planner/df_sharding.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/schedule.hpp"
@@ -423,6 +424,11 @@ std::vector<std::string_view> policy_names() {
 
 Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
                                  const PlannerOptions& options) {
+  return plan_layout_until(g, chip, options, LayoutStage::fitted);
+}
+
+Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop) {
   // A tensor larger than all of L1 and DRAM cannot be planned by any policy.
   for (const Value& v : g.values) {
     TensorLayout dram = interleaved_layout(v, device::BufferType::dram);
@@ -464,6 +470,11 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     notes = d.notes;
     return m;
   };
+  // A result returned before fitting (plan_layout_until) carries the notes as well.
+  auto with_notes = [&](LayoutResult m) {
+    m.notes = notes;
+    return m;
+  };
   LayoutResult r;
   if (options.policy == "dram") {
     LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
@@ -473,20 +484,28 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
     bool sharded = options.policy == "greedy";
     LayoutDecision d = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, sharded));
     r = MESHPLAN_TRY(materialized(d));
+    if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
     r = MESHPLAN_TRY(materialized(d));
+    if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
   } else if (options.policy == "df-sharding") {
-    LayoutDecision d = MESHPLAN_TRY(df_sharding(g, chip, options, overrides));
-    r = MESHPLAN_TRY(materialized(d));
+    // The legacy pipeline builds its chains on a DFS schedule and runs the ops in that order.
+    Graph dfs = dfs_ordered(g);
+    Overrides dfs_overrides = MESHPLAN_TRY(parse_overrides(dfs, options));
+    LayoutDecision d = MESHPLAN_TRY(df_sharding(dfs, chip, options, dfs_overrides));
+    r = MESHPLAN_TRY(materialize(dfs, d));
+    r.mesh = options.mesh;
+    notes = d.notes;
   } else {
     std::string known;
     for (auto name : policy_names()) known += (known.empty() ? "" : ", ") + std::string(name);
     return fail(ErrorCode::invalid_argument, "unknown policy '", options.policy,
                 "' (policies: ", known, ")");
   }
+  if (stop != LayoutStage::fitted) return with_notes(std::move(r));
   MESHPLAN_TRY(fit_and_validate(r, chip));
   if (belady && r.spill_selection == SpillSelection::dp_exact) {
     MESHPLAN_TRY(fit_and_validate(*belady, chip));

@@ -53,6 +53,12 @@ std::vector<uint32_t> ShardSolver::user_path_sets(uint32_t node) const {
   return out;
 }
 
+bool ShardSolver::fail_at(Failure::At at, const Edge& edge, std::string why) {
+  failed_ = true;
+  if (!failure_) failure_ = Failure{at, edge, std::move(why)};
+  return false;
+}
+
 bool ShardSolver::update_solver(uint32_t root, bool expand_root) {
   std::vector<uint32_t> needs_update = {root};
   if (expand_root) {
@@ -64,8 +70,17 @@ bool ShardSolver::update_solver(uint32_t root, bool expand_root) {
   // Worklist: re-filter the path sets around the op on top; enqueue neighbours whose bitsets
   // changed; pop the op once its edges are stable.
   size_t guard = 0;
+  auto emptied = [&](uint32_t ps) {
+    const PathSet& set = path_sets_[ps];
+    for (const Edge& e : edges_)
+      if (e.producer == set.producer && e.consumer == set.consumer)
+        return fail_at(Failure::At::edge, e, "no path left after propagation");
+    return fail_at(Failure::At::edge, Edge{set.producer, set.consumer, 0},
+                   "no path left after propagation");
+  };
   while (!needs_update.empty()) {
-    if (++guard > 1000000) return false;
+    if (++guard > 1000000)
+      return fail_at(Failure::At::node, Edge{root, root, 0}, "propagation did not settle");
     uint32_t op = needs_update.back();
     bool changed = false;
     for (uint32_t ps : operand_path_sets(op)) {
@@ -73,14 +88,14 @@ bool ShardSolver::update_solver(uint32_t root, bool expand_root) {
         needs_update.push_back(path_sets_[ps].producer);
         changed = true;
       }
-      if (path_sets_[ps].paths.empty()) return false;
+      if (path_sets_[ps].paths.empty()) return emptied(ps);
     }
     for (uint32_t ps : user_path_sets(op)) {
       if (path_sets_[ps].update(bitsets_)) {
         needs_update.push_back(path_sets_[ps].consumer);
         changed = true;
       }
-      if (path_sets_[ps].paths.empty()) return false;
+      if (path_sets_[ps].paths.empty()) return emptied(ps);
     }
     if (!changed) {
       // Remove this op (it may no longer be on top if neighbours were pushed; erase the last copy).
@@ -88,8 +103,8 @@ bool ShardSolver::update_solver(uint32_t root, bool expand_root) {
       needs_update.erase(std::next(it).base());
     }
   }
-  for (const Bitset& b : bitsets_)
-    if (b.none()) return false;
+  for (uint32_t i = 0; i < bitsets_.size(); ++i)
+    if (bitsets_[i].none()) return fail_at(Failure::At::node, Edge{i, i, 0}, "no config left");
   return true;
 }
 
@@ -104,6 +119,7 @@ bool ShardSolver::resolve() {
   reshard_.assign(edges_.size(), {});
   entry_reshard_.assign(n ? configs_[0] : 0, std::nullopt);
   failed_ = false;
+  failure_.reset();
   if (n == 0) return true;
   // First op: only configs that accept the chain's external input; else a reshard at entry.
   Bitset first;
@@ -117,7 +133,9 @@ bool ShardSolver::resolve() {
         first.set(c);
       }
   }
-  if (first.none()) return !(failed_ = true);
+  if (first.none())
+    return fail_at(Failure::At::entry, Edge{0, 0, 0},
+                   "no config accepts the chain's input and no reshard of it enables one");
   bitsets_[0] &= first;
   for (uint32_t consumer = 0; consumer < n; ++consumer) {
     for (size_t e = 0; e < edges_.size(); ++e) {
@@ -149,18 +167,20 @@ bool ShardSolver::resolve() {
             for (uint32_t c = 0; c < configs_[consumer]; ++c)
               if (edge_consumer[c]) paths.push_back(Path{p, c});
           }
-        if (paths.empty()) return !(failed_ = true);
+        if (paths.empty())
+          return fail_at(Failure::At::edge, edge,
+                         "no valid (producer, consumer) config pair and no reshard");
       }
       bool producer_narrows = !is_subset(bitsets_[edge.producer], edge_producer);
       bitsets_[edge.producer] &= edge_producer;
       bitsets_[consumer] &= edge_consumer;
       path_set_of_edge_[e] = static_cast<int>(path_sets_.size());
       path_sets_.push_back(PathSet{edge.producer, consumer, std::move(paths)});
-      if (producer_narrows && !update_solver(edge.producer, false)) return !(failed_ = true);
+      if (producer_narrows && !update_solver(edge.producer, false)) return false;
     }
   }
   for (uint32_t i = 0; i < n; ++i)
-    if (!update_solver(i, false)) return !(failed_ = true);
+    if (!update_solver(i, false)) return false;
   return true;
 }
 
@@ -196,7 +216,8 @@ bool ShardSolver::pick_max_core_usage() {
     std::optional<uint32_t> best;
     for (uint32_t c = 0; c < configs_[i]; ++c)
       if (bitsets_[i][c] && (!best || acc[i][c] > acc[i][*best])) best = c;
-    if (!best || !set(i, *best)) return false;
+    if (!best) return fail_at(Failure::At::node, Edge{i, i, 0}, "no config left to select");
+    if (!set(i, *best)) return false;
   }
   return true;
 }

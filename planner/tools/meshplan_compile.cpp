@@ -33,6 +33,7 @@
 #include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/dot.hpp"
+#include "meshplan/planner/explain.hpp"
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
@@ -80,6 +81,14 @@ constexpr const char* kFooter =
     "  already cached under another name keeps both names (aliases of one stored plan).\n"
     "  --emit=plan-json prints the plan as JSON; --emit=graph-json prints the validated graph;\n"
     "  --emit=dot prints the planned graph for Graphviz (reshards and spills marked).\n"
+    "  --emit=plan-json --stop-after=STAGE prints the per-chip pipeline's state after STAGE as\n"
+    "  JSON: candidates (candidate layouts per op), layout (the policy's layouts, moves\n"
+    "  inserted), spills (after spill management), memory (packed: addresses), emit (the plan).\n"
+    "  --explain OP prints OP's operand layouts, each candidate result layout with OpModel's\n"
+    "  cost or reason for rejecting it and its L1 need against the budget, df-sharding's chain\n"
+    "  state for it, and the layout chosen. --dump-solver prints df-sharding's chains, states,\n"
+    "  reservations and each chain's ShardSolver configs, bitsets and paths, naming the edge\n"
+    "  with no valid path when a chain fails. Both print instead of writing a cache.\n"
     "  --device takes a built-in chip (wormhole_b0, n150, n300, blackhole_p150) or a device\n"
     "  JSON file (schemas/device.fbs).\n"
     "       meshplan-compile A.json B.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [options]\n"
@@ -128,6 +137,9 @@ struct Args {
   uint32_t jobs = 1;                // --jobs N: planning threads for several models
   bool fail_fast = false;           // --fail-fast: one failed model writes nothing
   bool presharded = false;          // --presharded: sharded arguments arrive split per chip
+  // The per-chip pipeline made visible (explain.hpp).
+  std::string explain;       // --explain OP
+  bool dump_solver = false;  // --dump-solver
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
@@ -187,7 +199,8 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
   app.add_option("--report", a.report, "Write an HTML report of the plan")->type_name("PLAN.html");
   app.add_option("--compare", n.compare, "Add plans by these policies to the report")
       ->type_name("POLICY,...");
-  app.add_option("--stop-after", a.stop_after, "--emit=sdy: the last pipeline stage")
+  app.add_option("--stop-after", a.stop_after,
+                 "The last pipeline stage (--emit=sdy: mesh; --emit=plan-json: per-chip)")
       ->type_name("STAGE");
   app.add_option("--propagation", a.propagation,
                  "--stop-after=sdy-propagation: the propagation strategy (default pipeline)")
@@ -201,6 +214,46 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
   app.add_option("--jobs", n.jobs, "Planning threads for several models (default 1)")
       ->type_name("N");
   app.add_flag("--fail-fast", a.fail_fast, "Several models: one failure writes nothing");
+}
+
+/// The per-chip pipeline's views: --stop-after's per-chip stages (with --emit=plan-json),
+/// --explain OP and --dump-solver (explain.hpp).
+void add_explain_options(CLI::App& app, Args& a) {
+  app.add_option("--explain", a.explain,
+                 "Print one op's candidates, their costs, why each was rejected, and the choice")
+      ->type_name("OP");
+  app.add_flag("--dump-solver", a.dump_solver,
+               "Print df-sharding's chains, reservations and ShardSolver bitsets and paths");
+}
+
+/// Checks the per-chip views' options: a per-chip --stop-after prints JSON (--emit=plan-json),
+/// and the views print instead of writing a cache.
+Status check_explain_args(const Args& a) {
+  bool per_chip_stage = planner::plan_stage_from_name(a.stop_after).has_value();
+  if (per_chip_stage && a.emit != "plan-json")
+    return fail(ErrorCode::invalid_argument, "--stop-after=", a.stop_after,
+                " (a per-chip stage: candidates, layout, spills, memory, emit) needs "
+                "--emit=plan-json");
+  if ((!a.explain.empty() || a.dump_solver) && (!a.emit.empty() || a.models.size() > 1))
+    return fail(ErrorCode::invalid_argument,
+                "--explain and --dump-solver print for one model and take no --emit");
+  return {};
+}
+
+/// --stop-after=STAGE --emit=plan-json (STAGE before emit), --explain, --dump-solver: prints the
+/// view of `graph` as planned with `options`; true when one was asked for (nothing else runs).
+Result<bool> print_explain_views(const Args& a, const planner::Graph& graph,
+                                 const device::ChipDesc& chip,
+                                 const planner::PlannerOptions& options) {
+  auto stage = planner::plan_stage_from_name(a.stop_after);
+  bool early = stage && *stage != planner::PlanStage::emit;
+  if (!early && a.explain.empty() && !a.dump_solver) return false;
+  planner::Graph planning = MESHPLAN_TRY(planner::planning_graph(graph, options));
+  if (early) std::cout << MESHPLAN_TRY(planner::stage_json(planning, chip, options, *stage));
+  if (a.dump_solver) std::cout << MESHPLAN_TRY(planner::dump_solver(planning, chip, options));
+  if (!a.explain.empty())
+    std::cout << MESHPLAN_TRY(planner::explain_op(planning, chip, options, a.explain));
+  return true;
 }
 
 /// The checks CLI11 cannot express: numbers, choices and which options go together.
@@ -248,7 +301,8 @@ Result<Args> finish_args(Args a, const NumberArgs& n, const CLI::App& app) {
     return a;
   }
   if (a.model.empty()) return fail(ErrorCode::invalid_argument, "no model given");
-  if (a.output.empty() && a.emit.empty() && a.report.empty())
+  MESHPLAN_TRY(check_explain_args(a));
+  if (a.output.empty() && a.emit.empty() && a.report.empty() && a.explain.empty() && !a.dump_solver)
     return fail(ErrorCode::invalid_argument, "no output: give -o CACHE.mpc, --emit or --report");
   bool mlir_emit = a.emit == "sdy" || a.emit == "stablehlo";
   if (!a.emit.empty() && a.emit != "plan-json" && a.emit != "graph-json" && a.emit != "dot" &&
@@ -289,9 +343,10 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                   : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
   for (const std::string& note : module.notes)
     if (!g_quiet) std::fprintf(stderr, "%s\n", note.c_str());
-  std::string stage = !args.stop_after.empty()   ? args.stop_after
-                      : args.emit == "stablehlo" ? "import"
-                                                 : "close";
+  // A per-chip stage (--stop-after=layout...) runs the whole mesh pipeline first.
+  const bool mesh_stage =
+      !args.stop_after.empty() && !planner::plan_stage_from_name(args.stop_after);
+  std::string stage = mesh_stage ? args.stop_after : args.emit == "stablehlo" ? "import" : "close";
   if (!args.propagation.empty() && stage != "sdy-propagation")
     return fail(ErrorCode::invalid_argument,
                 "--propagation selects the strategy of --stop-after=sdy-propagation");
@@ -510,6 +565,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   planner::PlannerOptions options = args.options;
   options.policy = args.policy;
   options.mesh = planning_mesh_of(mesh_arg, graph);
+  if (MESHPLAN_TRY(print_explain_views(args, graph, chip, options))) return std::nullopt;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -576,6 +632,7 @@ int main(int argc, char** argv) {
   Args parsed;
   NumberArgs numbers;
   add_options(cli, parsed, numbers);
+  add_explain_options(cli.app(), parsed);
   if (auto exit = cli.parse(argc, argv)) return *exit;
   auto args = finish_args(std::move(parsed), numbers, cli.app());
   if (!args) return cli.usage_error(args.error().message);

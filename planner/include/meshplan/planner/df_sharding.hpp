@@ -50,6 +50,10 @@ struct L1Chain {
   /// Output memory layout a neighbouring concat needs (setConcatChainPreferences): the solver
   /// picks among the last op's configs of this layout when it has any.
   std::optional<device::MemLayout> preferred;
+  /// A failed chain: the edge (or entry, or op) the solver found no valid path for, by op names.
+  std::string failure;
+  /// The solver's bitsets and paths after the last solve (run_df_sharding with record_solver).
+  std::string solver;
 };
 
 /// A reservation of L1 for a tensor kept past its chain: [first, last] schedule positions.
@@ -66,12 +70,27 @@ struct DfShardingResult {
   LayoutDecision decision;
   /// Deterministic dump: one line per chain (ops, state, spill) and per reservation.
   std::string print(const Graph& graph) const;
+  /// print() with, per regular chain, its configs per op (layouts), the solver's bitsets and
+  /// paths (when recorded) and a failed chain's edge (meshplan-compile --dump-solver).
+  std::string print_solver(const Graph& graph) const;
+  /// Legal sharded configs per op (the solver's config indices), by OpId.
+  std::vector<std::vector<TensorLayout>> configs;
 };
 
-/// Runs DFShardingPolicy with `checker`.
+/// Runs DFShardingPolicy with `checker`. `record_solver` keeps each chain's solver dump.
 Result<DfShardingResult> run_df_sharding(const Graph& graph, const device::ChipDesc& chip,
-                                         const PlannerOptions& options,
-                                         const ShardChecker& checker);
+                                         const PlannerOptions& options, const ShardChecker& checker,
+                                         bool record_solver = false);
+
+/// The legacy pipeline's DFS schedule (seed 001 §3.2.2): repeatedly the first ready op (all
+/// operands defined, in graph order) that reads the previously scheduled op's result as its
+/// operand 0, else the first ready op. A topological order of `graph`'s ops.
+std::vector<OpId> dfs_schedule(const Graph& graph);
+
+/// `graph` with its ops in dfs_schedule() order (producers renumbered; values unchanged).
+/// plan_layout() hands df-sharding this graph, so its chains, reservations and the plan's
+/// execution order are the DFS schedule.
+Graph dfs_ordered(const Graph& graph);
 
 /// The OpModel-backed checker.
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& graph, const device::ChipDesc& chip,

@@ -91,4 +91,13 @@ Status fit_and_validate(LayoutResult& planned, const device::ChipDesc& chip);
 Result<LayoutResult> plan_layout(const Graph& graph, const device::ChipDesc& chip,
                                  const PlannerOptions& options);
 
+/// Where plan_layout_until() stops: after the policy's decision is materialized (moves inserted,
+/// no spill management), after spill management (not yet packed or validated), or at the end
+/// (what plan_layout() returns). df-sharding spills by itself: its `decided` and `spilled` agree.
+enum class LayoutStage { decided, spilled, fitted };
+
+/// plan_layout() stopped after `stop` (meshplan-compile --stop-after=layout|spills).
+Result<LayoutResult> plan_layout_until(const Graph& graph, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop);
+
 }  // namespace meshplan::planner

@@ -77,6 +77,15 @@ class ShardSolver {
   /// Deterministic dump: bitsets per node and paths per edge.
   std::string print() const;
 
+  /// Why resolve(), set() or pick_max_core_usage() returned false: the edge that had no valid
+  /// path, the entry (edge {0, 0, 0}) or the node left without a config (edge {n, n, 0}).
+  struct Failure {
+    enum class At { entry, edge, node } at;
+    Edge edge;
+    std::string why;
+  };
+  const std::optional<Failure>& failure() const { return failure_; }
+
  private:
   bool update_solver(uint32_t root, bool expand_root);
   std::vector<uint32_t> operand_path_sets(uint32_t node) const;
@@ -93,6 +102,9 @@ class ShardSolver {
   std::vector<std::vector<std::optional<TensorLayout>>> reshard_;
   std::vector<std::optional<TensorLayout>> entry_reshard_;
   bool failed_ = false;
+  std::optional<Failure> failure_;
+  /// Records the first failure and returns false.
+  bool fail_at(Failure::At at, const Edge& edge, std::string why);
 };
 
 }  // namespace meshplan::planner
