@@ -222,6 +222,18 @@ class Verifier {
       const auto& RB = rb ? *rb : kNone;
       const auto& LC = lc ? *lc : kNone;
       const auto& RC = rc ? *rc : kNone;
+      // precision_config: one of the spec's three values per operand (an unknown word would be
+      // printed back in a form no parser reads).
+      if (const Attr* p = op.prop("precision_config"); p && p->kind == Attr::Kind::array) {
+        if (p->list.size() > 2)
+          return bad(op.loc, op.name, ": precision lists ", p->list.size(),
+                     " values; at most one per operand (2)");
+        for (const Attr& e : p->list)
+          if (e.kind != Attr::Kind::keyword ||
+              (e.text != "DEFAULT" && e.text != "HIGH" && e.text != "HIGHEST"))
+            return bad(op.loc, op.name, ": precision value '", e.text,
+                       "' is not DEFAULT, HIGH or HIGHEST");
+      }
       if (LB.size() != RB.size())
         return bad(op.loc, op.name, ": batching_dims lists ", LB.size(), " lhs and ", RB.size(),
                    " rhs dimensions");

@@ -112,3 +112,29 @@ TEST_CASE("deep nesting is a located error, not a stack overflow") {
   CHECK(m.error().message.starts_with("deep.mlir:258:1: "));
   CHECK(m.error().message.find("nesting deeper than 256 levels") != std::string::npos);
 }
+
+TEST_CASE("a dot_general precision that is not DEFAULT, HIGH or HIGHEST is a located error") {
+  // Found by the mutation test above: `#stablehlo<precision 4EFAULT>` was kept, then printed in
+  // the pretty form as `precision = [DEFAULT, 4EFAULT]`, which no parser reads back.
+  const std::string head =
+      "func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {\n"
+      "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], precision = ";
+  const std::string tail =
+      " : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>\n"
+      "  return %0 : tensor<4x2xf32>\n}\n";
+  CHECK(parse_module(head + "[DEFAULT, HIGHEST]" + tail, "p.mlir").has_value());
+  auto bad = parse_module(head + "[DEFAULT, 4EFAULT]" + tail, "p.mlir");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message.starts_with("p.mlir:2:"));
+  CHECK(bad.error().message.find("'4EFAULT'") != std::string::npos);
+  auto generic = parse_module(
+      "func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {\n"
+      "  %0 = \"stablehlo.dot_general\"(%a, %b) {dot_dimension_numbers = "
+      "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>, "
+      "precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision LOW>]} : "
+      "(tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>\n"
+      "  return %0 : tensor<4x2xf32>\n}\n",
+      "g.mlir");
+  REQUIRE_FALSE(generic.has_value());
+  CHECK(generic.error().message.find("'LOW' is not DEFAULT, HIGH or HIGHEST") != std::string::npos);
+}
