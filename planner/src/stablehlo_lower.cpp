@@ -463,6 +463,8 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.reverse") return lowering::lower_reverse(l, op);
   if (n == "stablehlo.scatter") return lowering::lower_scatter(l, op);
   if (n == "stablehlo.sort") return lowering::lower_sort(l, op);
+  if (n == "chlo.top_k") return lowering::lower_top_k(l, op);
+  if (n == "stablehlo.reduce_precision") return lowering::lower_reduce_precision(l, op);
   if (n == "stablehlo.dynamic_slice") return lowering::lower_dynamic_slice(l, op);
   if (n == "stablehlo.dynamic_update_slice") return lowering::lower_dynamic_update_slice(l, op);
   if (n == "stablehlo.while")
@@ -485,9 +487,9 @@ Status lower_op(Lowering& l, const Op& op) {
           " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
           "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
           "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-          "convolution, compare/select/clamp, gather, scatter, sort, dynamic_slice, "
-          "dynamic_update_slice, reverse, optimization_barrier, the collectives and "
-          "@meshplan.* custom calls)"));
+          "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
+          "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
+          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
 }
 
 /// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result

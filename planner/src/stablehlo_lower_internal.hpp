@@ -136,8 +136,14 @@ Status lower_pad_general(Lowering& l, const Op& op);
 /// scatter with an add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
-/// sort ascending on operand 0 (stablehlo_lower_sort.cpp): pairwise ranks, then embedding reads.
+/// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
+/// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);
+/// chlo.top_k: a stable descending sort of (x, iota) along the last dim, sliced to k.
+Status lower_top_k(Lowering& l, const Op& op);
+/// reduce_precision to a format the operand's values already fit, or f32 to bf16's (8, 7): a
+/// round trip through bf16 (round to nearest even) (stablehlo_lower_precision.cpp).
+Status lower_reduce_precision(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a
