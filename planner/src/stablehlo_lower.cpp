@@ -105,7 +105,14 @@ Result<GValue> Lowering::constant(const Folded& f, DType dtype) {
 
 Result<GValue> Lowering::reshape(GValue v, const std::vector<int64_t>& shape) {
   if (g_.values[v].shape == shape) return v;
-  return emit(OpKind::reshape, {v}, {{"shape", shape}}, shape, g_.values[v].dtype);
+  const DType dt = g_.values[v].dtype;
+  if (shape.empty()) {
+    // The device reshapes to rank 1 and more: a one-element tensor becomes rank 0 by a min
+    // over its one element (exact: min(+inf, x) is x, -0.0 and NaN included).
+    GValue one = MESHPLAN_TRY(reshape(v, {1}));
+    return emit(OpKind::reduce_min, {one}, {{"dims", std::vector<int64_t>{0}}}, {}, dt);
+  }
+  return emit(OpKind::reshape, {v}, {{"shape", shape}}, shape, dt);
 }
 
 Result<GValue> Lowering::permute(GValue v, const std::vector<int64_t>& perm) {
@@ -411,7 +418,6 @@ Status lower_op(Lowering& l, const Op& op) {
     }
     GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
     const auto& shape = l.type(op.results[0]).shape;
-    if (shape.empty()) return l.unimplemented(op, "stablehlo.reshape to a rank-0 tensor");
     l.bind(op.results[0], MESHPLAN_TRY(l.reshape(x, shape)));
     return {};
   }

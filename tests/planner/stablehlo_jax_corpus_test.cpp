@@ -1,0 +1,124 @@
+// The JAX-style corpus (tests/planner/jax/corpus: common jnp / lax / jax.nn functions as
+// `jax.jit(f).lower(...).as_text()` prints them) imports unchanged: every module either lowers
+// and round-trips through --emit=stablehlo to the same graph key, or is one of the known
+// refusals, which name file:line:col and the op. Integer indexing with a rank-0 index (a gather
+// whose index_vector_dim is the printed-when-not-0 default and whose result has rank 0) and
+// reshapes to rank 0 run and match hand-worked values bit for bit.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "meshplan/planner/key.hpp"
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "plan_run.hpp"
+#include "test_util.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs `text`'s one-output program on `inputs` (greedy plan, emulated chip).
+std::vector<float> run(const std::string& text, const std::vector<std::vector<int64_t>>& shapes,
+                       const std::vector<std::vector<float>>& inputs) {
+  auto m = parse_module(text, "corpus.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  std::vector<runtime::TensorView> views;
+  for (size_t i = 0; i < inputs.size(); ++i) views.push_back({shapes[i], inputs[i]});
+  auto out = test::plan_and_run(*g, "greedy", "corpus", views);
+  REQUIRE(out.size() == 1);
+  return std::vector<float>(out[0].data.begin(), out[0].data.end());
+}
+
+uint32_t bits(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+
+}  // namespace
+
+TEST_CASE("x[i] with a rank-0 index: gather with the default index_vector_dim, rank-0 result") {
+  std::string text = read_text(test::source_path("tests/planner/jax/corpus/index_scalar.mlir"));
+  const std::vector<float> x = {10, 11, 12, 13, 14, -0.0f};
+  // i = 4 -> x[4]; i = -1 -> x[5] (JAX adds the size); i = 9 -> the start is clamped to 5.
+  const std::map<float, float> want = {{4.0f, 14.0f}, {-1.0f, -0.0f}, {9.0f, -0.0f}};
+  for (const auto& [i, w] : want) {
+    CAPTURE(i);
+    auto got = run(text, {{6}, {}}, {x, {i}});
+    REQUIRE(got.size() == 1);
+    CHECK(bits(got[0]) == bits(w));
+  }
+}
+
+TEST_CASE("reshape to rank 0 keeps the value bit for bit (-0.0, NaN, inf)") {
+  const std::string text = R"(func.func public @main(%arg0: tensor<1x1xf32>) -> tensor<f32> {
+  %0 = stablehlo.reshape %arg0 : (tensor<1x1xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+)";
+  for (float v : {-0.0f, 2.5f, -std::numeric_limits<float>::infinity()}) {
+    auto got = run(text, {{1, 1}}, {{v}});
+    REQUIRE(got.size() == 1);
+    CHECK(bits(got[0]) == bits(v));
+  }
+  auto got = run(text, {{1, 1}}, {{std::numeric_limits<float>::quiet_NaN()}});
+  CHECK(std::isnan(got[0]));
+}
+
+TEST_CASE("every module of the JAX corpus imports unchanged or is a located refusal") {
+  // Known refusals: the op each must name.
+  const std::map<std::string, std::string> refused = {
+      {"cumsum_scan.mlir", "stablehlo.slice"},      // a zero-size slice (associative_scan)
+      {"empty.mlir", "@main argument 0"},           // a zero-size argument
+      {"fori_loop.mlir", "stablehlo.while"},        // the bound travels in the loop state
+      {"matmul_vec.mlir", "stablehlo.dot_general"}  // a rank-0 dot result
+  };
+  int lowered = 0, files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(test::source_path("tests/planner/jax/corpus"))) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(".mlir")) continue;
+    CAPTURE(name);
+    ++files;
+    auto m = parse_module(read_text(entry.path()), name);
+    if (auto r = refused.find(name); r != refused.end()) {
+      // Refused when parsed (zero-size types) or lowered.
+      std::string msg = m ? "" : m.error().message;
+      if (m) {
+        auto g = lower_to_graph(*m);
+        REQUIRE_FALSE(g.has_value());
+        msg = g.error().message;
+      }
+      CHECK(msg.starts_with(name + ":"));
+      CHECK(msg.find(r->second) != std::string::npos);
+      continue;
+    }
+    REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+    auto g = lower_to_graph(*m);
+    REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+    ++lowered;
+    const std::string printed = print_module(*m);
+    auto again = parse_module(printed, "printed.mlir");
+    REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
+    auto g2 = lower_to_graph(*again);
+    REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
+    CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  }
+  CHECK(files >= 50);
+  CHECK(lowered == files - static_cast<int>(refused.size()));
+}
