@@ -455,6 +455,8 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   if (n == "stablehlo.dot_general") return lowering::lower_dot_general(l, op);
+  if (n == "stablehlo.reduce" && lowering::logical_reduce_kind(l, op))
+    return lowering::lower_reduce_logical(l, op);
   if (n == "stablehlo.reduce") return lowering::lower_reduce(l, op);
   if (n == "stablehlo.convolution") return lowering::lower_convolution(l, op);
   if (n == "stablehlo.reduce_window") return lowering::lower_reduce_window(l, op);

@@ -121,6 +121,11 @@ Status lower_clamp(Lowering& l, const Op& op);
 Status lower_logical(Lowering& l, const Op& op);
 /// convert to or from i1: `x != 0`, or a typecast of a 0/1 value.
 Status lower_convert_bool(Lowering& l, const Op& op);
+/// Whether `op` is a reduce of i1 with an and (true) or or (false) region (jnp.all, jnp.any,
+/// jnp.take's fill mask); nullopt for any other reduce.
+std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op);
+/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it.
+Status lower_reduce_logical(Lowering& l, const Op& op);
 // Indexing (stablehlo_lower_indexing.cpp): onto embedding with index arithmetic.
 /// gather in its general form (offset, collapsed and batching dims, clamped start indices).
 Status lower_gather(Lowering& l, const Op& op);

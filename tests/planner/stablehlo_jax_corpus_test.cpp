@@ -122,3 +122,38 @@ TEST_CASE("every module of the JAX corpus imports unchanged or is a located refu
   CHECK(files >= 50);
   CHECK(lowered == files - static_cast<int>(refused.size()));
 }
+
+TEST_CASE("jnp.take's fill mode: an and-reduce of the in-bounds mask selects NaN rows") {
+  std::string text = read_text(test::source_path("tests/planner/jax/corpus/take_fill.mlir"));
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  // Index 2 -> row 2; -1 -> row 5 (JAX adds the size); 7 is out of bounds -> NaN.
+  auto got = run(text, {{6, 4}, {3}}, {x, {2, -1, 7}});
+  REQUIRE(got.size() == 12);
+  const std::vector<float> rows = {8, 9, 10, 11, 20, 21, 22, 23};
+  for (size_t i = 0; i < 8; ++i) CHECK(got[i] == rows[i]);
+  for (size_t i = 8; i < 12; ++i) CHECK(std::isnan(got[i]));
+}
+
+TEST_CASE("jnp.all / jnp.any: reduce of i1 with and / or; a non-identity init folds") {
+  auto module = [](const std::string& body, const std::string& init) {
+    return R"(func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<3x4xf32>
+  %1 = stablehlo.compare  GT, %arg0, %0,  FLOAT : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xi1>
+  %c = stablehlo.constant dense<)" +
+           init + R"(> : tensor<i1>
+  %2 = stablehlo.reduce(%1 init: %c) applies stablehlo.)" +
+           body + R"( across dimensions = [1] : (tensor<3x4xi1>, tensor<i1>) -> tensor<3xi1>
+  %3 = stablehlo.convert %2 : (tensor<3xi1>) -> tensor<3xf32>
+  return %3 : tensor<3xf32>
+}
+)";
+  };
+  // Row 0 all positive, row 1 mixed, row 2 none positive.
+  const std::vector<float> x = {1, 2, 3, 4, 1, -2, 3, 0, -1, -2, 0, -0.5f};
+  CHECK(run(module("and", "true"), {{3, 4}}, {x}) == std::vector<float>{1, 0, 0});
+  CHECK(run(module("or", "false"), {{3, 4}}, {x}) == std::vector<float>{1, 1, 0});
+  CHECK(run(module("and", "false"), {{3, 4}}, {x}) == std::vector<float>{0, 0, 0});
+  CHECK(run(module("or", "true"), {{3, 4}}, {x}) == std::vector<float>{1, 1, 1});
+}
