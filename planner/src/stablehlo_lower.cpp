@@ -381,6 +381,7 @@ Status lower_op(Lowering& l, const Op& op) {
     l.fold(op.results[0], MESHPLAN_TRY(fold_constant(l, op)));
     return {};
   }
+  if (lowering::is_chlo_decomposed(n)) return lowering::lower_chlo(l, op);
   if (n == "stablehlo.iota") {
     l.fold(op.results[0], fold_iota(l, op));
     return {};

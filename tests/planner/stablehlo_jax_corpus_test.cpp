@@ -164,3 +164,42 @@ TEST_CASE("jnp.dot of two vectors: a dot_general with a rank-0 result") {
   REQUIRE(got.size() == 1);
   CHECK(got[0] == 20.0f);
 }
+
+TEST_CASE("chlo's hyperbolic and inverse trigonometric ops (jnp.sinh ... jnp.arctanh)") {
+  std::string text = read_text(test::source_path("tests/planner/jax/corpus/chlo_trig.mlir"));
+  auto m = parse_module(text, "chlo_trig.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  const std::vector<float> x = {0, -0.0f, 0.5f, -0.9f, 1e-6f, 3, 100, 2};
+  const std::vector<int64_t> shape = {8};
+  std::vector<runtime::TensorView> views;
+  views.push_back({shape, x});
+  auto out = test::plan_and_run(*g, "greedy", "chlo_trig", views);
+  REQUIRE(out.size() == 9);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Python's math module in double precision (sinh(100) overflows f32).
+  const std::vector<std::vector<float>> want = {
+      {0, -0.0f, 0.521095f, -1.02652f, 1e-06f, 10.0179f, inf, 3.62686f},            // sinh
+      {1, 1, 1.12763f, 1.43309f, 1, 10.0677f, inf, 3.7622f},                        // cosh
+      {0, -0.0f, 0.546302f, -1.26016f, 1e-06f, -0.142547f, -0.587214f, -2.18504f},  // tan
+      {0, -0.0f, 0.523599f, -1.11977f, 1e-06f, nan, nan, nan},                      // asin
+      {1.5708f, 1.5708f, 1.0472f, 2.69057f, 1.5708f, nan, nan, nan},                // acos
+      {0, -0.0f, 0.463648f, -0.732815f, 1e-06f, 1.24905f, 1.5608f, 1.10715f},       // atan
+      {0, -0.0f, 0.481212f, -0.808867f, 1e-06f, 1.81845f, 5.29834f, 1.44364f},      // asinh
+      {nan, nan, nan, nan, nan, 1.76275f, 5.29829f, 1.31696f},                      // acosh
+      {0, -0.0f, 0.549306f, -1.47222f, 1e-06f, nan, nan, nan}};                     // atanh
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t i = 0; i < x.size(); ++i) {
+      CAPTURE(r);
+      CAPTURE(i);
+      const float w = want[r][i], o = out[r].data[i];
+      if (std::isnan(w))
+        CHECK(std::isnan(o));
+      else if (std::isinf(w))
+        CHECK(o == w);
+      else
+        CHECK(o == doctest::Approx(w).epsilon(1e-4));
+    }
+}
