@@ -482,11 +482,14 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   MESHPLAN_TRY(apply_argument_sharding(m, o));
   MESHPLAN_TRY(verify_shardings(m));
   if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
-  MESHPLAN_TRY(propagate(m));
+  // On one device every tensor is whole: nothing to propagate and no reshard to add, so an op
+  // without a sharding rule (a loop, a window) compiles as it does without a mesh.
+  const bool one_device = m.main_mesh() && m.main_mesh()->devices() == 1;
+  if (!one_device) MESHPLAN_TRY(propagate(m));
   if (done(Stage::propagation)) return {};
   MESHPLAN_TRY(constraints_to_reshards(m));
   if (done(Stage::constraint_to_reshard)) return {};
-  MESHPLAN_TRY(insert_explicit_reshards(m));
+  if (!one_device) MESHPLAN_TRY(insert_explicit_reshards(m));
   if (done(Stage::explicit_reshards)) return {};
   MESHPLAN_TRY(wrap_under_manual_computation(m));
   if (done(Stage::wrap)) return {};

@@ -105,7 +105,14 @@ Result<GValue> Lowering::constant(const Folded& f, DType dtype) {
 
 Result<GValue> Lowering::reshape(GValue v, const std::vector<int64_t>& shape) {
   if (g_.values[v].shape == shape) return v;
-  return emit(OpKind::reshape, {v}, {{"shape", shape}}, shape, g_.values[v].dtype);
+  const DType dt = g_.values[v].dtype;
+  if (shape.empty()) {
+    // The device reshapes to rank 1 and more: a one-element tensor becomes rank 0 by a min
+    // over its one element (exact: min(+inf, x) is x, -0.0 and NaN included).
+    GValue one = MESHPLAN_TRY(reshape(v, {1}));
+    return emit(OpKind::reduce_min, {one}, {{"dims", std::vector<int64_t>{0}}}, {}, dt);
+  }
+  return emit(OpKind::reshape, {v}, {{"shape", shape}}, shape, dt);
 }
 
 Result<GValue> Lowering::permute(GValue v, const std::vector<int64_t>& perm) {
@@ -374,6 +381,7 @@ Status lower_op(Lowering& l, const Op& op) {
     l.fold(op.results[0], MESHPLAN_TRY(fold_constant(l, op)));
     return {};
   }
+  if (lowering::is_chlo_decomposed(n)) return lowering::lower_chlo(l, op);
   if (n == "stablehlo.iota") {
     l.fold(op.results[0], fold_iota(l, op));
     return {};
@@ -411,7 +419,6 @@ Status lower_op(Lowering& l, const Op& op) {
     }
     GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
     const auto& shape = l.type(op.results[0]).shape;
-    if (shape.empty()) return l.unimplemented(op, "stablehlo.reshape to a rank-0 tensor");
     l.bind(op.results[0], MESHPLAN_TRY(l.reshape(x, shape)));
     return {};
   }
@@ -449,6 +456,8 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   if (n == "stablehlo.dot_general") return lowering::lower_dot_general(l, op);
+  if (n == "stablehlo.reduce" && lowering::logical_reduce_kind(l, op))
+    return lowering::lower_reduce_logical(l, op);
   if (n == "stablehlo.reduce") return lowering::lower_reduce(l, op);
   if (n == "stablehlo.convolution") return lowering::lower_convolution(l, op);
   if (n == "stablehlo.reduce_window") return lowering::lower_reduce_window(l, op);
@@ -463,6 +472,8 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.reverse") return lowering::lower_reverse(l, op);
   if (n == "stablehlo.scatter") return lowering::lower_scatter(l, op);
   if (n == "stablehlo.sort") return lowering::lower_sort(l, op);
+  if (n == "chlo.top_k") return lowering::lower_top_k(l, op);
+  if (n == "stablehlo.reduce_precision") return lowering::lower_reduce_precision(l, op);
   if (n == "stablehlo.dynamic_slice") return lowering::lower_dynamic_slice(l, op);
   if (n == "stablehlo.dynamic_update_slice") return lowering::lower_dynamic_update_slice(l, op);
   if (n == "stablehlo.while")
@@ -485,9 +496,9 @@ Status lower_op(Lowering& l, const Op& op) {
           " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
           "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
           "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-          "convolution, compare/select/clamp, gather, scatter, sort, dynamic_slice, "
-          "dynamic_update_slice, reverse, optimization_barrier, the collectives and "
-          "@meshplan.* custom calls)"));
+          "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
+          "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
+          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
 }
 
 /// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result

@@ -120,7 +120,8 @@ Result<DimFields> read_dim_fields(const Op& op, std::string_view op_name,
     }
     t.remove_prefix(1);
   }
-  if (!out.contains("index_vector_dim")) return bad("index_vector_dim is missing");
+  // StableHLO prints index_vector_dim only when it is not 0, its default.
+  if (!out.contains("index_vector_dim")) out["index_vector_dim"] = {0};
   return out;
 }
 
@@ -287,7 +288,6 @@ Result<GValue> gather_core(Lowering& l, const Op& op, GValue operand, const Val&
   GValue e = MESHPLAN_TRY(l.emit(OpKind::embedding, {fl, table}, {}, {n, wn, width}, dt));
   std::vector<int64_t> shape = p.batch_shape;
   for (int64_t d : p.kept_dims) shape.push_back(ss[static_cast<size_t>(d)]);
-  if (shape.empty()) return l.unimplemented(op, str(op.name, " with a rank-0 result"));
   return l.reshape(e, shape);
 }
 

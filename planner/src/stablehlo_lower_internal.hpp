@@ -121,6 +121,11 @@ Status lower_clamp(Lowering& l, const Op& op);
 Status lower_logical(Lowering& l, const Op& op);
 /// convert to or from i1: `x != 0`, or a typecast of a 0/1 value.
 Status lower_convert_bool(Lowering& l, const Op& op);
+/// Whether `op` is a reduce of i1 with an and (true) or or (false) region (jnp.all, jnp.any,
+/// jnp.take's fill mask); nullopt for any other reduce.
+std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op);
+/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it.
+Status lower_reduce_logical(Lowering& l, const Op& op);
 // Indexing (stablehlo_lower_indexing.cpp): onto embedding with index arithmetic.
 /// gather in its general form (offset, collapsed and batching dims, clamped start indices).
 Status lower_gather(Lowering& l, const Op& op);
@@ -136,8 +141,18 @@ Status lower_pad_general(Lowering& l, const Op& op);
 /// scatter with an add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
-/// sort ascending on operand 0 (stablehlo_lower_sort.cpp): pairwise ranks, then embedding reads.
+/// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
+/// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);
+/// chlo's hyperbolic and inverse trigonometric ops, written with device ops
+/// (stablehlo_lower_chlo.cpp).
+bool is_chlo_decomposed(std::string_view name);
+Status lower_chlo(Lowering& l, const Op& op);
+/// chlo.top_k: a stable descending sort of (x, iota) along the last dim, sliced to k.
+Status lower_top_k(Lowering& l, const Op& op);
+/// reduce_precision to a format the operand's values already fit, or f32 to bf16's (8, 7): a
+/// round trip through bf16 (round to nearest even) (stablehlo_lower_precision.cpp).
+Status lower_reduce_precision(Lowering& l, const Op& op);
 /// StableHLO collectives and sdy.all_slice (stablehlo_lower_mesh.cpp).
 Status lower_collective(Lowering& l, const Op& op);
 /// Graph::mesh and the boundary shard specs from the manual computation `manual` (null: a

@@ -254,6 +254,53 @@ Status lower_logical(Lowering& l, const Op& op) {
   return {};
 }
 
+std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  if (op.operands.size() != 2 || op.results.size() != 1 || op.regions.size() != 1 ||
+      l.type(op.operands[0]).element != "i1")
+    return std::nullopt;
+  const Block& region = op.regions[0];
+  if (region.ops.size() != 2 || region.args.size() != 2) return std::nullopt;
+  const Op& body = m.ops[region.ops[0]];
+  const Op& ret = m.ops[region.ops[1]];
+  if ((body.name != "stablehlo.and" && body.name != "stablehlo.or") || body.operands.size() != 2 ||
+      ret.operands.size() != 1 || ret.operands[0] != body.results[0])
+    return std::nullopt;
+  const bool args = (body.operands[0] == region.args[0] && body.operands[1] == region.args[1]) ||
+                    (body.operands[0] == region.args[1] && body.operands[1] == region.args[0]);
+  if (!args) return std::nullopt;
+  return body.name == "stablehlo.and";
+}
+
+Status lower_reduce_logical(Lowering& l, const Op& op) {
+  const bool is_and = *logical_reduce_kind(l, op);
+  const Folded* init = l.folded(op.operands[1]);
+  if (!init || init->data.size() != 1)
+    return l.unimplemented(op, "stablehlo.reduce of i1 whose init value is not a constant");
+  const Attr* da = op.prop("dimensions");
+  const std::vector<int64_t> dims = da ? da->ints : std::vector<int64_t>{};
+  if (!dims_ok(dims, l.type(op.operands[0]).shape.size()))
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.reduce: dimensions are not distinct dims of its operand");
+  const auto& out = l.type(op.results[0]).shape;
+  const bool v = init->data.front() != 0;
+  if (v != is_and) {  // and with false, or with true: the init whatever the input.
+    l.fold(op.results[0], Folded{out, std::vector<float>(static_cast<size_t>(device::volume(out)),
+                                                         v ? 1.f : 0.f)});
+    return {};
+  }
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  if (dims.empty()) {
+    l.bind(op.results[0], x);
+    return {};
+  }
+  // all = min, any = max of 0/1 values (exact).
+  const DType dt = l.graph().values[x].dtype;
+  l.bind(op.results[0], MESHPLAN_TRY(l.emit(is_and ? OpKind::reduce_min : OpKind::reduce_max, {x},
+                                            {Attribute{"dims", dims}}, out, dt)));
+  return {};
+}
+
 Status lower_convert_bool(Lowering& l, const Op& op) {
   const std::string& from = l.type(op.operands[0]).element;
   const std::string& to = l.type(op.results[0]).element;

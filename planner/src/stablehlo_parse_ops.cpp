@@ -351,6 +351,65 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     op.name = "func.call";
     return call_op(op, results);
   }
+  if (n == "chlo.top_k") {  // `chlo.top_k(%x, k = K) : T -> (T, U)`
+    MESHPLAN_TRY(expect("(", "'(' opening the top_k operand"));
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "',' and 'k = K'"));
+    if (!accept_word("k")) return error("'k = K'");
+    MESHPLAN_TRY(expect("=", "'='"));
+    op.set_prop("k", Attr::integer(MESHPLAN_TRY(integer("top_k's k"))));
+    MESHPLAN_TRY(expect(")", "')' closing the top_k operand"));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the top_k's type"));
+    TensorType in = MESHPLAN_TRY(type());
+    MESHPLAN_TRY(check_operand_types(op, {in}));
+    MESHPLAN_TRY(expect("->", "'->' and the top_k's result types"));
+    results = MESHPLAN_TRY(type_list_parens());
+    return {};
+  }
+  if (n.starts_with("chlo.")) {  // `chlo.op %a[, %b] {attrs} : T -> R` or `: (T, U) -> R`
+    op.operands = MESHPLAN_TRY(uses_until(':'));
+    if (op.operands.empty()) return error(str("the operands of ", n));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the op's type"));
+    if (peek('(')) {
+      auto [ins, outs] = MESHPLAN_TRY(func_type());
+      MESHPLAN_TRY(check_operand_types(op, ins));
+      results = outs;
+      return {};
+    }
+    TensorType in = MESHPLAN_TRY(type());
+    MESHPLAN_TRY(check_operand_types(op, std::vector<TensorType>(op.operands.size(), in)));
+    MESHPLAN_TRY(expect("->", "'->' and the result type"));
+    results = {MESHPLAN_TRY(type())};
+    return {};
+  }
+  if (n == "stablehlo.reduce_precision") {  // `stablehlo.reduce_precision %x, format = e8m7 : T`
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "',' and 'format = eEmM'"));
+    if (!accept_word("format")) return error("'format = eEmM'");
+    MESHPLAN_TRY(expect("=", "'='"));
+    size_t at = pos_;
+    std::string f = MESHPLAN_TRY(ident("a format eEmM"));
+    size_t mpos = f.find('m');
+    int64_t e = 0, mant = 0;
+    auto digits = [](std::string_view d, int64_t& v) {
+      if (d.empty() || d.size() > 9) return false;
+      for (char c : d)
+        if (c < '0' || c > '9') return false;
+      v = std::stoll(std::string(d));
+      return true;
+    };
+    if (f.size() < 4 || f[0] != 'e' || mpos == std::string::npos ||
+        !digits(std::string_view(f).substr(1, mpos - 1), e) ||
+        !digits(std::string_view(f).substr(mpos + 1), mant))
+      return error_at(at, str("reduce_precision format '", f,
+                              "' (expected eEmM: exponent and mantissa bits, as e8m7)"));
+    op.set_prop("exponent_bits", Attr::integer(e, "i32"));
+    op.set_prop("mantissa_bits", Attr::integer(mant, "i32"));
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
   if (!n.starts_with("stablehlo."))
     return error_at(name_pos, str("unknown op '", n,
                                   "' (expected a stablehlo, sdy or func op, or the generic form "
@@ -701,7 +760,8 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
                       "convert, reshape, broadcast_in_dim, transpose, reverse, ",
                       "concatenate, iota, constant, compare, select, clamp, slice, ",
                       "pad, dynamic_slice, dynamic_update_slice, dot, dot_general, ",
-                      "reduce, convolution, optimization_barrier and custom_call)"));
+                      "reduce, reduce_precision, convolution, optimization_barrier, custom_call "
+                      "and chlo's ops)"));
 }
 
 Status Parser::call_op(Op& op, std::vector<TensorType>& results) {
