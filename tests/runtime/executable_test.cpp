@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
@@ -99,4 +101,22 @@ TEST_CASE("check_outputs flags wrong results") {
   CHECK(check_outputs({a}, {a}, 0.0).ok);
   Tensor c(std::vector<int64_t>{4});
   CHECK_FALSE(check_outputs({a}, {c}, 1.0).ok);
+}
+
+TEST_CASE(
+    "check_outputs: NaN against NaN and equal infinities agree, other non-finite values fail") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor ref(std::vector<int64_t>{4}), dev(std::vector<int64_t>{4});
+  ref.data = {nan, inf, -inf, 2.0f};
+  dev.data = {nan, inf, -inf, 2.0f};
+  CheckReport same = check_outputs({dev}, {ref}, 0.0);
+  CHECK(same.ok);
+  CHECK(same.scale == 2.0);            // the largest finite reference value
+  dev.data = {1.0f, inf, -inf, 2.0f};  // a number where the reference is NaN
+  CHECK_FALSE(check_outputs({dev}, {ref}, 1.0).ok);
+  dev.data = {nan, -inf, -inf, 2.0f};  // the wrong infinity
+  CHECK_FALSE(check_outputs({dev}, {ref}, 1.0).ok);
+  dev.data = {nan, inf, -inf, nan};  // a NaN where the reference is a number
+  CHECK_FALSE(check_outputs({dev}, {ref}, 1.0).ok);
 }

@@ -26,9 +26,10 @@ struct Tensor {
   TensorView view() const { return TensorView{shape, data}; }
 };
 
-/// Largest |a - b| over two equally shaped tensors (infinity if shapes differ).
+/// Largest |a - b| over two equally shaped tensors (infinity if shapes differ, or where one side
+/// is NaN or infinite and the other is not the same; NaN against NaN and equal infinities agree).
 double max_abs_diff(const Tensor& a, const Tensor& b);
-/// Largest |x| in a tensor.
+/// Largest finite |x| in a tensor.
 double max_abs(const Tensor& t);
 
 }  // namespace meshplan::runtime
