@@ -239,6 +239,7 @@ TEST_CASE("flat plans compute what NHWC plans compute, on every policy") {
 TEST_CASE("a reshape input transform checks the host shape and verify_plan checks the volume") {
   planner::Graph g = region_graph();
   planner::PlannerOptions o;
+  o.policy = "dram";
   auto on = planner::compile(g, device::wormhole_b0(), o);
   REQUIRE(on);
   auto plan = runtime::verify_plan(on->bytes, "on");
