@@ -80,8 +80,7 @@ std::vector<std::vector<int>> collective_groups(int rows, int cols, int cluster_
 
 std::vector<std::pair<int, int>> permute_pairs(const OpConfig& c) {
   std::vector<std::pair<int, int>> pairs;
-  for (int i = 0; i < c.num_pairs && 2 * i + 1 < 2 * kMaxMeshChips; ++i)
-    pairs.emplace_back(c.pairs[2 * i], c.pairs[2 * i + 1]);
+  for (size_t i = 0; i + 1 < c.pairs.size(); i += 2) pairs.emplace_back(c.pairs[i], c.pairs[i + 1]);
   return pairs;
 }
 
@@ -132,8 +131,11 @@ Result<Shape> infer_collective_shape(OpKind kind, std::span<const std::span<cons
       MESHPLAN_TRY(gather(c.concat_dim, "concat_dim"));
       break;
     case OpKind::collective_permute: {
-      if (c.num_pairs > kMaxMeshChips)
-        return fail(ErrorCode::invalid_argument, "collective_permute has ", int{c.num_pairs},
+      if (c.pairs.size() % 2 != 0)
+        return fail(ErrorCode::invalid_argument, "collective_permute has ", c.pairs.size(),
+                    " pair entries, expected (source, target) pairs");
+      if (c.pairs.size() > 2 * size_t{kMaxMeshChips})
+        return fail(ErrorCode::invalid_argument, "collective_permute has ", c.pairs.size() / 2,
                     " pairs, more than ", kMaxMeshChips);
       std::vector<bool> source(static_cast<size_t>(chips)), target(static_cast<size_t>(chips));
       for (auto [from, to] : permute_pairs(c)) {

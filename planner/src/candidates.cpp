@@ -218,7 +218,7 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
   // Written through a pointer into a buffer sized for the worst case (no per-field append: the
   // appends' capacity checks were half of the key's time, a sixth of greedy's).
   std::string& k = key_;
-  size_t bound = 256 + 2 * size_t{config.num_pairs};
+  size_t bound = 256 + config.pairs.size();
   for (ValueId v : operands) bound += 64 + 8 * graph_.values[v].shape.size();
   bound += 64 + 8 * graph_.values[result].shape.size();
   k.resize_and_overwrite(bound, [&](char* base, size_t) {
@@ -261,9 +261,9 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
       put(config.collective_dim);
       put(config.split_dim);
       put(config.concat_dim);
-      put(config.num_pairs);
-      std::memcpy(p, config.pairs, 2 * size_t{config.num_pairs});
-      p += 2 * size_t{config.num_pairs};
+      put(static_cast<uint16_t>(config.pairs.size()));
+      if (!config.pairs.empty()) std::memcpy(p, config.pairs.data(), config.pairs.size());
+      p += config.pairs.size();
     }
     auto tensor = [&](ValueId v, const TensorLayout& t) {
       const Value& val = graph_.values[v];

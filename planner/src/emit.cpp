@@ -81,7 +81,7 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
        stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
   auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
   auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
-  auto pairs = ints(c.pairs, 2 * static_cast<size_t>(c.num_pairs));
+  auto pairs = ints(c.pairs.data(), c.pairs.size());
   fb::OpConfigBuilder ob(b);
   ob.add_transpose_a(c.transpose_a);
   ob.add_transpose_b(c.transpose_b);

@@ -191,8 +191,7 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
     auto v = MESHPLAN_TRY(as_ints(0, 2 * device::kMaxMeshChips, 0, device::kMaxMeshChips - 1));
     if (v.size() % 2 != 0)
       return bad("has ", v.size(), " entries, expected (source, target) pairs");
-    c.num_pairs = static_cast<uint8_t>(v.size() / 2);
-    for (size_t i = 0; i < v.size(); ++i) c.pairs[i] = static_cast<uint8_t>(v[i]);
+    c.pairs.assign(v.begin(), v.end());
   } else {
     return false;
   }

@@ -130,7 +130,8 @@ Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
         return fail(ErrorCode::invalid_argument, source_name, ": value '", value.name, "' (", where,
                     "): ", volume.error().message);
     }
-    value.dtype = static_cast<DType>(v->dtype());
+    // Results may leave their dtype out: validate() infers it from the operands, as their shape.
+    if (v->dtype()) value.dtype = static_cast<DType>(*v->dtype());
     ValueId id = static_cast<ValueId>(g.values.size());
     if (!names.emplace(value.name, id).second)
       return fail(ErrorCode::invalid_argument, source_name, ": duplicate value name '", value.name,
@@ -140,6 +141,12 @@ Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
   };
   if (fg->arguments())
     for (const fb::Argument* a : *fg->arguments()) {
+      // No default element type for arguments: a silent bf16 (or f32) would plan another
+      // program than the one meant.
+      if (!a->value()->dtype())
+        return fail(ErrorCode::invalid_argument, source_name, ": argument '",
+                    a->value()->name()->str(), "' has no dtype (give one of \"f32\", \"bf16\", ",
+                    "\"bf8b\", \"i32\", \"u32\")");
       ValueId id = MESHPLAN_TRY(add_value(a->value(), "argument"));
       Value& v = g.values[id];
       v.kind = static_cast<ArgKind>(a->kind());

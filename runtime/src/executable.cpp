@@ -129,10 +129,11 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
     c.split_dim = f->split_dim();
     c.concat_dim = f->concat_dim();
     if (f->pairs()) {
-      size_t n = std::min<size_t>(f->pairs()->size(), 2 * device::kMaxMeshChips);
+      // Whole pairs only, at most one per chip (as the inline array held).
+      size_t n = std::min<size_t>(f->pairs()->size(), 2 * device::kMaxMeshChips) / 2 * 2;
+      c.pairs.resize(n);
       for (size_t i = 0; i < n; ++i)
         c.pairs[i] = static_cast<uint8_t>(f->pairs()->Get(static_cast<uint32_t>(i)));
-      c.num_pairs = static_cast<uint8_t>(n / 2);
     }
     c.act_block_h = f->act_block_h();
     c.act_block_w_div = f->act_block_w_div();

@@ -225,9 +225,8 @@ Status verify_mesh(const fb::Plan& plan, std::string_view what) {
         if (chip < 0 || chip >= chips)
           return bad("op ", o, " (", name, ") pairs name chip ", chip, " outside the ", rows, "x",
                      cols, " mesh");
-        config.pairs[k] = static_cast<uint8_t>(chip);
+        config.pairs.push_back(static_cast<uint8_t>(chip));  // Counted and paired above.
       }
-      config.num_pairs = static_cast<uint8_t>(c->pairs()->size() / 2);
     }
     const auto* in = plan.tensors()->Get(op->operands()->Get(0))->shape();
     const auto* out = plan.tensors()->Get(op->results()->Get(0))->shape();

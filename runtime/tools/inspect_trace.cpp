@@ -62,7 +62,7 @@ std::string inspect_table(const runtime::PlanRef& plan) {
                              fb::EnumNameMathFidelity(static_cast<fb::MathFidelity>(c.fidelity)));
     if (device::is_collective(static_cast<device::OpKind>(op->kind())))
       config = static_cast<device::OpKind>(op->kind()) == device::OpKind::collective_permute
-                   ? str(int{c.num_pairs}, " pairs")
+                   ? str(c.pairs.size() / 2, " pairs")
                    : str("axis ", int{c.cluster_axis});
     const fb::TensorPlan* r = p.tensors()->Get(op->results()->Get(0));
     std::string placement =

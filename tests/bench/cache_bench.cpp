@@ -30,13 +30,15 @@ struct Fixture {
   Fixture() {
     planner::Graph g = bench::mlp_chain(kLayers, 32, 64);
     json = *planner::export_graph_json(g);
-    auto plan = planner::compile(g, device::wormhole_b0(), planner::PlannerOptions{});
+    auto plan =
+        planner::compile(g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
     plan_bytes = plan->bytes;
     std::vector<runtime::CacheEntryData> entries;
     entries.push_back(runtime::CacheEntryData{"chain", std::move(plan->bytes)});
     for (int i = 1; i < kCachePlans; ++i) {
-      auto small = planner::compile(bench::mlp_chain(1 + i % 7, 32, 32 + 32 * (i / 7)),
-                                    device::wormhole_b0(), planner::PlannerOptions{});
+      auto small =
+          planner::compile(bench::mlp_chain(1 + i % 7, 32, 32 + 32 * (i / 7)),
+                           device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
       entries.push_back(
           runtime::CacheEntryData{"model" + std::to_string(i), std::move(small->bytes)});
     }
@@ -114,7 +116,8 @@ void BM_LoadFromJson(benchmark::State& state) {
   Fixture& f = fixture();
   for (auto _ : state) {
     auto g = planner::import_graph_json(f.json, "chain.json");
-    auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+    auto plan =
+        planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
     benchmark::DoNotOptimize(plan);
   }
 }

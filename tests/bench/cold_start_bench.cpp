@@ -32,12 +32,13 @@ struct ColdFixture {
   ColdFixture() {
     std::vector<runtime::CacheEntryData> entries;
     auto big = planner::compile(bench::mlp_chain(kLayers, 32, 64), device::wormhole_b0(),
-                                planner::PlannerOptions{});
+                                planner::PlannerOptions::with_policy("dram"));
     plan_bytes = big->bytes.size();
     entries.push_back(runtime::CacheEntryData{"chain", std::move(big->bytes)});
     for (int i = 1; i < kCachePlans; ++i) {
-      auto small = planner::compile(bench::mlp_chain(1 + i % 7, 32, 32 + 32 * (i / 7)),
-                                    device::wormhole_b0(), planner::PlannerOptions{});
+      auto small =
+          planner::compile(bench::mlp_chain(1 + i % 7, 32, 32 + 32 * (i / 7)),
+                           device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
       entries.push_back(
           runtime::CacheEntryData{"model" + std::to_string(i), std::move(small->bytes)});
     }

@@ -31,7 +31,8 @@ struct ModelFixture {
       std::fprintf(stderr, "%s\n", g.error().message.c_str());
       return;
     }
-    auto compiled = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+    auto compiled =
+        planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
     if (!compiled) return;
     bytes = std::move(compiled->bytes);
     auto ref = runtime::verify_plan(bytes, model);

@@ -92,3 +92,24 @@ TEST_CASE("the emulator refuses collectives; OpModel validates and costs them") 
   wrong.config.cluster_axis = 0;  // gathers 2, not 4
   CHECK(!model.validate(wrong).ok);
 }
+
+TEST_CASE("collective_permute's pairs live out of line and are checked against the mesh") {
+  // Only collective_permute carries pairs: the other ops' configs hold an empty vector, not an
+  // array for the largest mesh (552 bytes per config before, 440 now on 64-bit targets).
+  static_assert(sizeof(OpConfig) <= 448);
+  OpConfig c = gather_config();
+  c.pairs = {0, 1, 1, 2, 2, 0};
+  CHECK(permute_pairs(c) == std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 0}});
+  std::span<const int64_t> in[] = {kIn};
+  auto shape = infer_collective_shape(OpKind::collective_permute, in, c);
+  REQUIRE_MESSAGE(shape, (shape ? std::string() : shape.error().message));
+  CHECK(*shape == kIn);
+  c.pairs.push_back(3);  // half a pair
+  auto odd = infer_collective_shape(OpKind::collective_permute, in, c);
+  REQUIRE_FALSE(odd);
+  CHECK(odd.error().message.find("7 pair entries") != std::string::npos);
+  c.pairs.assign(2 * (kMaxMeshChips + 1), 0);
+  auto many = infer_collective_shape(OpKind::collective_permute, in, c);
+  REQUIRE_FALSE(many);
+  CHECK(many.error().message.find("more than 64") != std::string::npos);
+}

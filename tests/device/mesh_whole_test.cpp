@@ -125,11 +125,7 @@ TEST_CASE("run_collective_op dispatches configs; the null mesh implements nothin
   OpConfig c;
   c.mesh_rows = 2;
   c.mesh_cols = 4;
-  c.num_pairs = 2;
-  c.pairs[0] = 0;
-  c.pairs[1] = 7;
-  c.pairs[2] = 7;
-  c.pairs[3] = 0;
+  c.pairs = {0, 7, 7, 0};
   auto r = run_collective_op(*mesh, OpKind::collective_permute, c, in.all(), out.all());
   REQUIRE_MESSAGE(r, (r ? "" : r.error().message));
   CHECK(read(*mesh, out, 7) == x[0]);

@@ -23,7 +23,8 @@ TEST_CASE("C API: open, bind, run by name and by position, errors as status + me
   std::string path = dir.file("plans.mpc");
   auto graph = planner::load_graph_file(test::source_path("examples/models/mlp.json"));
   REQUIRE(graph);
-  auto plan = planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   REQUIRE(runtime::add_to_cache(path, runtime::CacheEntryData{"mlp", plan->bytes}));
 
@@ -140,7 +141,7 @@ namespace {
 void write_mlp_cache(const std::string& path, const device::ChipDesc& chip) {
   auto graph = planner::load_graph_file(test::source_path("examples/models/mlp.json"));
   REQUIRE(graph);
-  auto plan = planner::compile(*graph, chip, planner::PlannerOptions{});
+  auto plan = planner::compile(*graph, chip, planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   REQUIRE(runtime::add_to_cache(path, runtime::CacheEntryData{"mlp", plan->bytes}));
 }

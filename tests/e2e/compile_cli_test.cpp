@@ -91,7 +91,9 @@ TEST_CASE("--emit=dot prints a digraph of the planned ops") {
 TEST_CASE("several models in one call: --jobs, progress, per-model errors, --fail-fast") {
   test::TempDir dir;
   std::string cache = dir.file("zoo.mpc"), broken = dir.file("broken.json");
-  write_text(broken, R"({ name: "broken", arguments: [{ value: { name: "x", shape: [2, 3] } }],
+  write_text(
+      broken,
+      R"({ name: "broken", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } }],
       ops: [{ kind: "relu", operands: ["nope"], results: [{ name: "r" }] }], outputs: ["r"] })");
   std::string models =
       model("mlp.json") + " " + model("small_cnn.json") + " " + model("transformer_block.json");

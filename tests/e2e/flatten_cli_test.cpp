@@ -24,8 +24,8 @@ TEST_CASE("meshplan-compile flattens conv activations unless --no-flatten-spatia
   meshplan::test::TempDir dir;
   std::string graph = dir.file("g.json"), cache = dir.file("c.mpc");
   std::string json =
-      R"({ name: "conv", arguments: [{ value: { name: "x", shape: [2, 2, 2, 2] } },
-                                    { value: { name: "w", shape: [3, 1, 1, 2] }, kind: "parameter" }],
+      R"({ name: "conv", arguments: [{ value: { name: "x", shape: [2, 2, 2, 2], dtype: "bf16" } },
+                                    { value: { name: "w", shape: [3, 1, 1, 2], dtype: "bf16" }, kind: "parameter" }],
     ops: [{ kind: "conv2d", operands: ["x", "w"], results: [{ name: "y" }] },
           { kind: "relu", operands: ["y"], results: [{ name: "z" }] }], outputs: ["z"] })";
   meshplan::test::write_bytes(graph, std::vector<uint8_t>(json.begin(), json.end()));

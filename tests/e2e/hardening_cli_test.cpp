@@ -31,7 +31,7 @@ TEST_CASE("meshplan-compile refuses shapes past the limits, naming size and limi
   meshplan::test::TempDir dir;
   std::string model = dir.file("big.json"), cache = dir.file("plans.mpc");
   write_text(model, R"({ name: "big", arguments: [{ value: { name: "x",
-      shape: [9223372036854775807] } }], ops: [{ kind: "relu", operands: ["x"],
+      shape: [9223372036854775807], dtype: "bf16" } }], ops: [{ kind: "relu", operands: ["x"],
       results: [{ name: "y" }] }], outputs: ["y"] })");
   auto out = meshplan::test::run_shell(kCompile + " " + model + " -o " + cache);
   INFO(out.text);
@@ -88,7 +88,8 @@ TEST_CASE("cache gc --keep with a typo and a name with a space are errors") {
 TEST_CASE("meshplan-run --input with a dimension past the limit says so") {
   meshplan::test::TempDir dir;
   std::string cache = dir.file("plans.mpc"), model = dir.file("tiny.json");
-  write_text(model, R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3] } }],
+  write_text(model,
+             R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } }],
       ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }], outputs: ["y"] })");
   REQUIRE(meshplan::test::run_shell(kCompile + " " + model + " -o " + cache).status == 0);
   auto out =

@@ -19,8 +19,8 @@ TEST_CASE("C API: a tensor-parallel MLP plan for a T3000 runs with host tensors"
   std::string path = dir.file("plans.mpc");
   auto graph = planner::load_graph_file(test::source_path("examples/models/tp_mlp_t3k.json"));
   REQUIRE(graph);
-  auto plan =
-      planner::compile(*graph, device::builtin_mesh("t3k")->chip, planner::PlannerOptions{});
+  auto plan = planner::compile(*graph, device::builtin_mesh("t3k")->chip,
+                               planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   REQUIRE(runtime::add_to_cache(path, runtime::CacheEntryData{"tp", plan->bytes}));
   mp_cache* cache = nullptr;

@@ -154,6 +154,7 @@ TEST_CASE("the planner refuses a mesh of another shape or chip, or one for a sin
   const device::ChipDesc chip = device::wormhole_b0();
   auto error = [&](const planner::Graph& graph, device::MeshDesc mesh) {
     planner::PlannerOptions o;
+    o.policy = "dram";
     o.mesh = std::move(mesh);
     auto r = planner::compile(graph, chip, o);
     REQUIRE_FALSE(r);
@@ -175,10 +176,11 @@ TEST_CASE("the planner refuses a mesh of another shape or chip, or one for a sin
         "graph 'single' is a single-chip program: it cannot be planned for the 1x8 mesh 1x8");
   // A 1x1 mesh on a single-chip graph is no mesh at all.
   planner::PlannerOptions o;
+  o.policy = "dram";
   o.mesh = *device::resolve_mesh_spec("1x1", chip);
   auto one = planner::compile(*single, chip, o);
   REQUIRE(one);
-  auto plain = planner::compile(*single, chip, planner::PlannerOptions{});
+  auto plain = planner::compile(*single, chip, planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plain);
   CHECK(one->bytes == plain->bytes);
 }

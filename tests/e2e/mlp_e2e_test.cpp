@@ -32,7 +32,8 @@ TEST_CASE("MLP through the C++ API matches the f32 reference within bf16 toleran
   test::TempDir dir;
   auto graph = planner::load_graph_file(test::source_path("examples/models/mlp.json"));
   REQUIRE(graph);
-  auto plan = planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   std::string cache_path = dir.file("plans.mpc");
   REQUIRE(runtime::add_to_cache(cache_path, runtime::CacheEntryData{"mlp", plan->bytes}));

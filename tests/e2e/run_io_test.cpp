@@ -27,7 +27,7 @@ TEST_CASE("meshplan-run --input, --output, --trace and inspect") {
   meshplan::test::TempDir dir;
   std::string graph = dir.file("g.json"), cache = dir.file("c.mpc");
   std::string json =
-      R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3] } }, { value: { name: "y", shape: [2, 3] } }],
+      R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } }, { value: { name: "y", shape: [2, 3], dtype: "bf16" } }],
     ops: [{ kind: "add", operands: ["x", "y"], results: [{ name: "s" }] },
           { kind: "relu", operands: ["s"], results: [{ name: "r" }] }], outputs: ["r"] })";
   meshplan::test::write_bytes(graph, std::vector<uint8_t>(json.begin(), json.end()));

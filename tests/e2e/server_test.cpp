@@ -40,7 +40,8 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 const std::string kBin = MESHPLAN_BINARY_DIR;
-const std::string kTiny = R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3] } }],
+const std::string kTiny =
+    R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } }],
     ops: [{ kind: "relu", operands: ["x"], results: [{ name: "r" }] }], outputs: ["r"] })";
 
 /// A cache with the mlp example and a one-op relu plan.

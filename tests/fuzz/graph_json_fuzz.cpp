@@ -28,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     total += n;
   }
   if (total > (1 << 20) || graph->ops.size() > 64) return 0;
-  (void)planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions{});
+  (void)planner::compile(*graph, device::wormhole_b0(),
+                         planner::PlannerOptions::with_policy("dram"));
   return 0;
 }

@@ -40,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!planner::shlo::run_pipeline(*module, planner::shlo::PipelineOptions{})) return 0;
   auto graph = planner::shlo::lower_to_graph(*module);
   if (!graph || !small_enough(*graph)) return 0;
-  (void)planner::compile(*graph, device::wormhole_b0(), planner::PlannerOptions{});
+  (void)planner::compile(*graph, device::wormhole_b0(),
+                         planner::PlannerOptions::with_policy("dram"));
   return 0;
 }

@@ -52,7 +52,8 @@ Result<planner::Graph> mesh_program(const planner::AnnotatedGraph& a, int64_t ro
 Result<std::vector<uint8_t>> plan_bytes(const models::MeshModelSpec& spec) {
   planner::AnnotatedGraph annotated = MESHPLAN_TRY(spec.reduced());
   planner::Graph graph = MESHPLAN_TRY(mesh_program(annotated, spec.rows, spec.cols));
-  auto plan = MESHPLAN_TRY(planner::compile(graph, device::wormhole_b0(), {}));
+  auto plan = MESHPLAN_TRY(
+      planner::compile(graph, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram")));
   return std::move(plan.bytes);
 }
 

@@ -136,7 +136,7 @@ TEST_CASE("a tensor-parallel MLP graph with boundary shards round-trips through 
 TEST_CASE("boundary shards must be parallel to arguments and fit the local shapes") {
   const char* kJson = R"({
     name: "bad", mesh: { rows: 1, cols: 2 },
-    arguments: [ { value: { name: "x", shape: [32, 32] } } ],
+    arguments: [ { value: { name: "x", shape: [32, 32], dtype: "bf16" } } ],
     ops: [ { kind: "relu", operands: ["x"], results: [ { name: "y" } ] } ],
     outputs: ["y"], argument_shards: [ { type: devices, shard_dims: [-1, 2] } ],
     output_shards: [ {} ] })";
@@ -146,7 +146,7 @@ TEST_CASE("boundary shards must be parallel to arguments and fit the local shape
   CHECK(g.error().message.find("shard_dims[1] = 2") != std::string::npos);
   const char* kMissing = R"({
     name: "bad", mesh: { rows: 1, cols: 2 },
-    arguments: [ { value: { name: "x", shape: [32, 32] } } ],
+    arguments: [ { value: { name: "x", shape: [32, 32], dtype: "bf16" } } ],
     ops: [ { kind: "all_gather", operands: ["x"], results: [ { name: "y" } ],
              attributes: [ { name: "dim", i: 0 }, { name: "cluster_axis", i: 1 } ] } ],
     outputs: ["y"] })";

@@ -111,7 +111,7 @@ constexpr uint64_t kInput = 8 * 2048;
 TEST_CASE("df-sharding concat merge: a width concat keeps its three height-sharded inputs in L1") {
   Graph g = concat_graph(-1);
   MergeChecker checker(g, {MemLayout::height_sharded, MemLayout::width_sharded}, 64 << 10);
-  auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   std::string dump = df->print(g);
   MESSAGE(dump);
@@ -136,7 +136,7 @@ TEST_CASE("df-sharding concat preferences: a height concat makes its input chain
   // Without the preference the solver would take height sharding (first of the equal-core
   // configs); the concat needs width-sharded inputs.
   MergeChecker checker(g, {MemLayout::height_sharded, MemLayout::width_sharded}, 64 << 10);
-  auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   MESSAGE(df->print(g));
   for (const char* v : {"a", "b", "c"}) {
@@ -153,7 +153,7 @@ TEST_CASE("df-sharding concat preferences: a height concat makes its input chain
 TEST_CASE("df-sharding concat limit: block-sharded inputs are not supported, the inputs spill") {
   Graph g = concat_graph(-1);
   MergeChecker checker(g, {MemLayout::block_sharded}, 64 << 10);
-  auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   std::string dump = df->print(g);
   MESSAGE(dump);
@@ -172,7 +172,7 @@ TEST_CASE("df-sharding concat limit: block-sharded inputs are not supported, the
   b.output(b.op(device::OpKind::concat, "cat", {l, r}, {planner::Attribute{"axis", int64_t{0}}}));
   Graph g3 = b.finish();
   MergeChecker checker3(g3, {MemLayout::height_sharded}, 64 << 10);
-  auto df3 = run_df_sharding(g3, kChip, PlannerOptions{}, checker3);
+  auto df3 = run_df_sharding(g3, kChip, PlannerOptions::with_policy("dram"), checker3);
   REQUIRE(df3);
   CHECK(df3->print(g3).find("chain [cat] failed") != std::string::npos);
 }
@@ -184,7 +184,7 @@ TEST_CASE("df-sharding concat merge: cumulative pressure decides, all inputs or 
   for (uint64_t spare : {3 * kInput, 3 * kInput - 1}) {
     CAPTURE(spare);
     MergeChecker checker(g, {MemLayout::height_sharded}, kUsable - spare);
-    auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+    auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
     REQUIRE(df);
     std::string dump = df->print(g);
     MESSAGE(dump);
@@ -211,7 +211,7 @@ TEST_CASE("df-sharding 3-way merge: both inputs of a join stay in L1, validated 
   Graph g = build();
   {
     MergeChecker checker(g, {MemLayout::height_sharded}, 64 << 10);
-    auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+    auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
     REQUIRE(df);
     std::string dump = df->print(g);
     MESSAGE(dump);
@@ -224,7 +224,7 @@ TEST_CASE("df-sharding 3-way merge: both inputs of a join stay in L1, validated 
     // The join takes either input sharded, but not both: the second merge is rejected when the
     // join is validated with both sharded inputs.
     MergeChecker checker(g, {MemLayout::height_sharded}, 64 << 10, {"j"});
-    auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+    auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
     REQUIRE(df);
     std::string dump = df->print(g);
     MESSAGE(dump);
@@ -237,7 +237,7 @@ TEST_CASE("df-sharding 3-way merge: both inputs of a join stay in L1, validated 
     // Chain C must run with A's output as extra L1: with room for only one input beside an op,
     // A merges and C (whose op would need A's 16 KiB plus its own) does not.
     MergeChecker checker(g, {MemLayout::height_sharded}, kUsable - kInput - kInput / 2);
-    auto df = run_df_sharding(g, kChip, PlannerOptions{}, checker);
+    auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), checker);
     REQUIRE(df);
     std::string dump = df->print(g);
     MESSAGE(dump);
@@ -254,8 +254,8 @@ TEST_CASE("df-sharding concat merge with the real OpModel: the plan runs end to 
   auto cat = b.op(device::OpKind::concat, "cat", {l, r}, {planner::Attribute{"axis", int64_t{-1}}});
   b.output(b.relu("out", cat));
   Graph g = b.finish();
-  auto checker = make_opmodel_checker(g, kChip, PlannerOptions{});
-  auto df = run_df_sharding(g, kChip, PlannerOptions{}, *checker);
+  auto checker = make_opmodel_checker(g, kChip, PlannerOptions::with_policy("dram"));
+  auto df = run_df_sharding(g, kChip, PlannerOptions::with_policy("dram"), *checker);
   REQUIRE(df);
   std::string dump = df->print(g);
   MESSAGE(dump);

@@ -75,7 +75,7 @@ TEST_CASE("df-sharding: chains follow operand 0 of single-use ops and take the m
   Graph g =
       operand1_graph();  // lhs = relu(x); rhs = relu(x); rhs2 = relu(rhs); sum = add(lhs, rhs2)
   SyntheticChecker checker(g);
-  auto r = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  auto r = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker);
   REQUIRE(r);
   std::string dump = r->print(g);
   MESSAGE(dump);
@@ -89,7 +89,7 @@ TEST_CASE(
     "it)") {
   Graph g = operand1_graph();
   SyntheticChecker checker(g);
-  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   // rhs2 feeds 'sum' on operand 1: the chain ends there and its output goes to DRAM.
   CHECK(spilled(df->decision, value(g, "rhs2")));
@@ -117,7 +117,7 @@ TEST_CASE("df-sharding limit: one edge without a path fails the whole chain (all
   b.output(b.relu("c", c));
   Graph g = b.finish();
   SyntheticChecker checker(g, {"c"});  // c takes no sharded input, and nothing reshards
-  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   REQUIRE(df->chains.size() == 1);
   CHECK(df->chains[0].ops.size() == 3);
@@ -142,7 +142,7 @@ TEST_CASE(
   b.output(b.add("join", l, r));
   Graph g = b.finish();
   SyntheticChecker checker(g);
-  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   std::string dump = df->print(g);
   MESSAGE(dump);
@@ -155,8 +155,10 @@ TEST_CASE(
 TEST_CASE("df-sharding with the real OpModel builds sharded L1 chains that run end to end") {
   for (const Graph& g : {mlp_example(), qkv_graph(), operand1_graph()}) {
     CAPTURE(g.name);
-    auto checker = make_opmodel_checker(g, device::wormhole_b0(), PlannerOptions{});
-    auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, *checker);
+    auto checker =
+        make_opmodel_checker(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
+    auto df =
+        run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), *checker);
     REQUIRE(df);
     CHECK_FALSE(df->chains.empty());  // the emulator accepts sharded layouts: chains form
     PlannerOptions o;
@@ -176,7 +178,7 @@ TEST_CASE(
   b.output(b.add("out", c, mid));
   Graph g = b.finish();
   SyntheticChecker checker(g);
-  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions{}, checker);
+  auto df = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker);
   REQUIRE(df);
   std::string dump = df->print(g);
   MESSAGE(dump);

@@ -19,7 +19,8 @@ TEST_CASE("example models plan into one cache and run within tolerance") {
     auto g =
         planner::load_graph_file(test::source_path(std::string("examples/models/") + m + ".json"));
     REQUIRE_MESSAGE(g, g.error().message);
-    auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+    auto plan =
+        planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
     REQUIRE_MESSAGE(plan, plan.error().message);
     entries.push_back(runtime::CacheEntryData{m, std::move(plan->bytes)});
   }

@@ -239,6 +239,7 @@ TEST_CASE("flat plans compute what NHWC plans compute, on every policy") {
 TEST_CASE("a reshape input transform checks the host shape and verify_plan checks the volume") {
   planner::Graph g = region_graph();
   planner::PlannerOptions o;
+  o.policy = "dram";
   auto on = planner::compile(g, device::wormhole_b0(), o);
   REQUIRE(on);
   auto plan = runtime::verify_plan(on->bytes, "on");
@@ -257,8 +258,8 @@ TEST_CASE("a graph may give the flat form itself: attribute input_nhw, checked a
   auto json = [](const std::string& rows) {
     return R"({ "name": "given", "arguments": [
       { "value": { "name": "x", "shape": [1, 1, )" +
-           rows + R"(, 8] }, "kind": "input" },
-      { "value": { "name": "w", "shape": [16, 3, 3, 8] }, "kind": "parameter" }],
+           rows + R"(, 8], "dtype": "bf16" }, "kind": "input" },
+      { "value": { "name": "w", "shape": [16, 3, 3, 8], "dtype": "bf16" }, "kind": "parameter" }],
       "ops": [{ "name": "c", "kind": "conv2d", "operands": ["x", "w"], "results": [{ "name": "y" }],
                 "attributes": [{ "name": "input_nhw", "ints": [2, 4, 5] },
                                { "name": "padding", "ints": [1, 1] }] }],

@@ -63,7 +63,8 @@ inline std::string graph(const std::string& name, const std::vector<std::string>
 inline runtime::CheckReport plan_and_run(const std::string& json, uint64_t seed = 1) {
   auto g = planner::import_graph_json(json, "test.json");
   REQUIRE_MESSAGE(g, g.error().message);
-  auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan, plan.error().message);
   auto ref = runtime::verify_plan(plan->bytes, "test");
   REQUIRE_MESSAGE(ref, ref.error().message);

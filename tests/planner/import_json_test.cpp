@@ -13,9 +13,9 @@ namespace {
 constexpr const char* kSmall = R"({
   name: "small",
   arguments: [
-    { value: { name: "x", shape: [4, 8] } },
-    { value: { name: "w", shape: [8, 16] }, kind: parameter },
-    { value: { name: "c", shape: [1, 16] }, kind: constant,
+    { value: { name: "x", shape: [4, 8], dtype: "bf16" } },
+    { value: { name: "w", shape: [8, 16], dtype: "bf16" }, kind: parameter },
+    { value: { name: "c", shape: [1, 16], dtype: "bf16" }, kind: constant,
       data: [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15] }
   ],
   ops: [
@@ -54,6 +54,26 @@ TEST_CASE("a valid graph imports with inferred shapes") {
   CHECK(config->activation == device::Activation::relu);
 }
 
+TEST_CASE("arguments' dtypes are the file's; results' are inferred when left out") {
+  // x is f32 and i i32 as written; y = relu(x) has no dtype in the file and takes x's (f32).
+  std::string json = R"({ arguments: [{ value: { name: "x", shape: [2, 2], dtype: "f32" } },
+      { value: { name: "i", shape: [2, 2], dtype: "i32" } }],
+    ops: [ { name: "r", kind: "relu", operands: ["x"], results: [{ name: "y" }] } ],
+    outputs: ["y", "i"] })";
+  auto g = import_graph_json(json, "dtypes.json");
+  REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
+  CHECK(g->values[g->arguments[0]].dtype == DType::f32);
+  CHECK(g->values[g->arguments[1]].dtype == DType::i32);
+  CHECK(g->values[g->ops[0].results[0]].dtype == DType::f32);
+  // Exported graph.json names every value's dtype, results included.
+  auto text = export_graph_json(*g);
+  REQUIRE(text);
+  size_t count = 0;
+  for (size_t at = text->find("dtype"); at != std::string::npos; at = text->find("dtype", at + 1))
+    ++count;
+  CHECK(count == 3);
+}
+
 TEST_CASE("export then import gives the same graph") {
   auto g = import_graph_json(kSmall, "small.json");
   REQUIRE(g);
@@ -75,7 +95,7 @@ TEST_CASE("the example MLP imports") {
 }
 
 TEST_CASE("ops may appear in any order; the importer sorts them") {
-  std::string json = R"({ arguments: [{ value: { name: "x", shape: [2, 2] } }],
+  std::string json = R"({ arguments: [{ value: { name: "x", shape: [2, 2], dtype: "bf16" } }],
     ops: [ { name: "second", kind: "relu", operands: ["a"], results: [{ name: "b" }] },
            { name: "first", kind: "relu", operands: ["x"], results: [{ name: "a" }] } ],
     outputs: ["b"] })";
@@ -122,7 +142,7 @@ TEST_CASE("validation errors name the op and values") {
           std::string::npos);
   }
   SUBCASE("dtype mismatch") {
-    Error e = import_error(replace(base, R"(name: "w", shape: [8, 16] })",
+    Error e = import_error(replace(base, R"(name: "w", shape: [8, 16], dtype: "bf16" })",
                                    R"(name: "w", shape: [8, 16], dtype: f32 })"));
     CHECK(e.message.find("op 'mm' (matmul): dtype mismatch") != std::string::npos);
     CHECK(e.message.find("'w' is f32") != std::string::npos);
@@ -145,7 +165,7 @@ TEST_CASE("validation errors name the op and values") {
     CHECK(e.message.find("duplicate op name 'mm'") != std::string::npos);
   }
   SUBCASE("cycle") {
-    std::string json = R"({ arguments: [{ value: { name: "x", shape: [2, 2] } }],
+    std::string json = R"({ arguments: [{ value: { name: "x", shape: [2, 2], dtype: "bf16" } }],
       ops: [ { name: "p", kind: "add", operands: ["x", "b"], results: [{ name: "a" }] },
              { name: "q", kind: "relu", operands: ["a"], results: [{ name: "b" }] } ],
       outputs: ["b"] })";
@@ -178,6 +198,11 @@ TEST_CASE("validation errors name the op and values") {
   SUBCASE("no outputs") {
     Error e = import_error(replace(base, R"(outputs: ["y"])", "outputs: []"));
     CHECK(e.message.find("no outputs") != std::string::npos);
+  }
+  SUBCASE("an argument without a dtype") {
+    Error e = import_error(replace(base, R"(name: "w", shape: [8, 16], dtype: "bf16" })",
+                                   R"(name: "w", shape: [8, 16] })"));
+    CHECK(e.message.find("bad.json: argument 'w' has no dtype") != std::string::npos);
   }
   SUBCASE("a missing file") {
     auto g = load_graph_file("/nonexistent/model.json");

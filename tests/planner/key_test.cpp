@@ -12,9 +12,10 @@ namespace {
 
 std::string model(const std::string& x, const std::string& h,
                   const std::string& shape_w = "[8, 16]", const std::string& extra_attr = "") {
-  return R"({ name: "m", arguments: [{ value: { name: ")" + x + R"(", shape: [4, 8] } },
+  return R"({ name: "m", arguments: [{ value: { name: ")" + x +
+         R"(", shape: [4, 8], dtype: "bf16" } },
             { value: { name: "w", shape: )" +
-         shape_w + R"( }, kind: parameter }],
+         shape_w + R"(, dtype: "bf16" }, kind: parameter }],
     ops: [ { name: "op_)" +
          h + R"(", kind: "matmul", operands: [")" + x + R"(", "w"], results: [{ name: ")" + h +
          R"(" }])" + extra_attr + R"( },
@@ -45,12 +46,27 @@ TEST_CASE("any shape, attribute or argument-kind change alters the key") {
   CHECK(key_of(as_input) != base);
 }
 
+TEST_CASE("the default options plan with greedy, as meshplan-compile and the Python module do") {
+  auto g = import_graph_json(model("x", "h"));
+  REQUIRE(g);
+  Hash128 gk = graph_key(*g);
+  device::ChipDesc chip = device::wormhole_b0();
+  CHECK(PlannerOptions{}.policy == "greedy");
+  CHECK(plan_key(gk, chip, PlannerOptions{}) ==
+        plan_key(gk, chip, PlannerOptions::with_policy("greedy")));
+  CHECK(plan_key(gk, chip, PlannerOptions{}) !=
+        plan_key(gk, chip, PlannerOptions::with_policy("dram")));
+  CHECK(PlannerOptions::with_policy("beam").policy == "beam");
+  CHECK(PlannerOptions::with_policy("beam").beam_width == PlannerOptions{}.beam_width);
+}
+
 TEST_CASE("the plan key covers device, planner options and the graph") {
   auto g = import_graph_json(model("x", "h"));
   REQUIRE(g);
   Hash128 gk = graph_key(*g);
   device::ChipDesc chip = device::wormhole_b0();
   PlannerOptions dram;
+  dram.policy = "dram";
   Hash128 k = plan_key(gk, chip, dram);
   CHECK(plan_key(gk, chip, dram) == k);
   PlannerOptions other = dram;

@@ -23,7 +23,8 @@ inline void check_same_results(const planner::shlo::Module& reference, const pla
                                const std::vector<planner::shlo::HostArray>& inputs) {
   auto want = planner::shlo::evaluate_reference(reference, inputs);
   REQUIRE_MESSAGE(want.has_value(), want.error().message);
-  auto plan = planner::compile(g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
   auto ref = runtime::verify_plan(plan->bytes, "lowered");
   REQUIRE_MESSAGE(ref.has_value(), ref.error().message);

@@ -110,7 +110,8 @@ TEST_CASE("attributes reach the plan intact") {
             {"sl", "pt", "r", "n", "t"});
   auto g = planner::import_graph_json(json, "attrs.json");
   REQUIRE_MESSAGE(g, g.error().message);
-  auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   auto ref = runtime::verify_plan(plan->bytes, "attrs");
   REQUIRE(ref);

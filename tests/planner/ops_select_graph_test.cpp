@@ -49,7 +49,8 @@ TEST_CASE("comparisons, where, clamp, reduce_min and reduce_prod plan and run fr
   CHECK(c.clamp_max == 1.0f);
   CHECK(g->values[g->ops[9].results[0]].shape == std::vector<int64_t>{1, 45, 70});
   // The bounds reach the plan; other ops keep the infinite defaults (not stored).
-  auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   auto ref = runtime::verify_plan(plan->bytes, "masks");
   REQUIRE(ref);
@@ -126,7 +127,8 @@ TEST_CASE("clamp bounds round-trip through the plan without storing an infinity"
                              {op("cl", "clamp", {"x"}, k.attrs)}, {"cl"});
     auto g = planner::import_graph_json(json, "clamp1.json");
     REQUIRE_MESSAGE(g, g.error().message);
-    auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+    auto plan =
+        planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
     REQUIRE_MESSAGE(plan, plan.error().message);
     auto ref = runtime::verify_plan(plan->bytes, "clamp1");
     REQUIRE(ref);

@@ -136,6 +136,7 @@ TEST_CASE("the bounded exhaustive search finds the same optimum as the unbounded
   for (const auto& [g, chip] : cases) {
     CAPTURE(g.name);
     planner::PlannerOptions o;
+    o.policy = "dram";
     o.max_legal_layouts = 3;
     auto best = planner::exhaustive_search(g, chip, o);
     REQUIRE_MESSAGE(best, (best ? std::string() : best.error().message));
@@ -189,6 +190,7 @@ TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it
     }
   }
   planner::PlannerOptions o;
+  o.policy = "dram";
   auto big = planner::exhaustive_search(mlp_example(), device::wormhole_b0(), o, 4);
   REQUIRE_FALSE(big);
   CHECK(big.error().message.find("more than 4") != std::string::npos);

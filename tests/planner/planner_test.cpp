@@ -45,7 +45,7 @@ TEST_CASE(
   Graph g = mlp();
   device::ChipDesc chip = device::wormhole_b0();
   Schedule s = Schedule::build(g);
-  auto layout = run_layout_policy(g, s, chip, PlannerOptions{});
+  auto layout = run_layout_policy(g, s, chip, PlannerOptions::with_policy("dram"));
   REQUIRE(layout);
   for (const TensorLayout& t : layout->tensors) {
     CHECK(t.buffer == device::BufferType::dram);
@@ -69,8 +69,8 @@ TEST_CASE(
 
 TEST_CASE("compile: verified, complete and deterministic") {
   Graph g = mlp();
-  auto a = compile(g, device::wormhole_b0(), PlannerOptions{});
-  auto b = compile(g, device::wormhole_b0(), PlannerOptions{});
+  auto a = compile(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
+  auto b = compile(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
   REQUIRE(a);
   REQUIRE(b);
   CHECK(a->bytes == b->bytes);
@@ -92,12 +92,13 @@ TEST_CASE("compile: verified, complete and deterministic") {
 }
 
 TEST_CASE("constants are stored in 64-byte aligned segments after the FlatBuffer") {
-  std::string json = R"({ name: "k", arguments: [{ value: { name: "x", shape: [2, 3] } },
-      { value: { name: "c", shape: [2, 3] }, kind: constant, data: [1, 2, 3, 4, 5, 6] }],
+  std::string json =
+      R"({ name: "k", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } },
+      { value: { name: "c", shape: [2, 3], dtype: "bf16" }, kind: constant, data: [1, 2, 3, 4, 5, 6] }],
     ops: [{ name: "sum", kind: "add", operands: ["x", "c"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto g = import_graph_json(json);
   REQUIRE(g);
-  auto plan = compile(*g, device::wormhole_b0(), PlannerOptions{});
+  auto plan = compile(*g, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   auto ref = runtime::verify_plan(plan->bytes, "k");
   REQUIRE(ref);
@@ -127,7 +128,7 @@ TEST_CASE("planning errors name what does not fit or exist") {
     ops: [{ name: "r", kind: "relu", operands: ["big"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto huge = import_graph_json(json);
   REQUIRE(huge);
-  auto h = compile(*huge, device::wormhole_b0(), PlannerOptions{});
+  auto h = compile(*huge, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
   REQUIRE_FALSE(h);
   CHECK(h.error().code == ErrorCode::resource_exhausted);
   CHECK(h.error().message.find("'big'") != std::string::npos);

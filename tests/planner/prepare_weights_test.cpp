@@ -225,6 +225,7 @@ TEST_CASE("a constant conv2d weight is prepared in the plan: same results, 2-D c
     CHECK(on.estimated_ns < off.estimated_ns);  // the padded [O, KH, KW, I] tiles are gone
   }
   planner::PlannerOptions o;
+  o.policy = "dram";
   auto compiled = planner::compile(g, device::wormhole_b0(), o);
   REQUIRE(compiled);
   auto plan = runtime::verify_plan(compiled->bytes, "const_w");

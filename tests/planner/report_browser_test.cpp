@@ -47,7 +47,8 @@ TEST_CASE("the plan report renders in headless Chromium with one row and one spa
   greedy.policy = "greedy";
   auto plan = planner::compile(*g, device::wormhole_b0(), greedy);
   REQUIRE(plan);
-  auto dram = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto dram =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(dram);
   const fb::Plan* p = fb::GetSizePrefixedPlan(plan->bytes.data());
   planner::ReportPlan plans[] = {{p, "greedy"},

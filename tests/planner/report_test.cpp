@@ -66,7 +66,7 @@ size_t count(const std::string& s, const std::string& what) {
 TEST_CASE("the report is well-formed and has one row per op") {
   auto g = load_graph_file(test::source_path("examples/models/mlp.json"));
   REQUIRE(g);
-  auto plan = compile(*g, device::wormhole_b0(), PlannerOptions{});
+  auto plan = compile(*g, device::wormhole_b0(), PlannerOptions::with_policy("dram"));
   REQUIRE(plan);
   const fb::Plan* p = fb::GetSizePrefixedPlan(plan->bytes.data());
   ReportPlan one[] = {{p, "dram"}};

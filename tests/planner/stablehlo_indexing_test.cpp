@@ -560,7 +560,8 @@ func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mes
   REQUIRE(desc);
   auto mesh = device::EmulatedMesh::create(*desc);
   REQUIRE(mesh);
-  auto plan = planner::compile(*g, (*mesh)->descriptor().chip, planner::PlannerOptions{});
+  auto plan = planner::compile(*g, (*mesh)->descriptor().chip,
+                               planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
   auto ref = runtime::verify_plan(plan->bytes, "mesh_sort");
   REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));

@@ -62,7 +62,8 @@ planner::Graph round_trip(const std::string& text) {
 std::vector<runtime::Tensor> run(
     const planner::Graph& g,
     const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>>& inputs) {
-  auto plan = planner::compile(g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
   auto ref = runtime::verify_plan(plan->bytes, "jax");
   REQUIRE_MESSAGE(ref.has_value(), ref.error().message);

@@ -65,7 +65,7 @@ TEST_CASE("a data-parallel MLP's per-device program lowers to matmul/add/relu an
   CHECK(g->values[g->outputs[0]].shape == std::vector<int64_t>{8, 128});
   auto chip = device::builtin_chip("wormhole_b0");
   REQUIRE(chip.has_value());
-  auto plan = planner::compile(*g, *chip, planner::PlannerOptions{});
+  auto plan = planner::compile(*g, *chip, planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
   CHECK(!plan->bytes.empty());
 }

@@ -32,7 +32,8 @@ std::vector<std::vector<float>> run(
   auto g2 = lower_to_graph(again);
   REQUIRE_MESSAGE(g2.has_value(), g2.error().message);
   CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
-  auto plan = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto plan =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
   auto ref = runtime::verify_plan(plan->bytes, "pretty");
   REQUIRE_MESSAGE(ref.has_value(), ref.error().message);

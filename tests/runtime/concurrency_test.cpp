@@ -22,15 +22,16 @@ std::vector<uint8_t> mlp_plan(int width) {
   std::string w = std::to_string(width);
   std::string json = R"({ name: "mlp", arguments: [
       { value: { name: "x", shape: [32, )" +
-                     w + R"(] } },
+                     w + R"(], dtype: "bf16" } },
       { value: { name: "w", shape: [)" +
-                     w + R"(, 64] }, kind: parameter }],
+                     w + R"(, 64], dtype: "bf16" }, kind: parameter }],
     ops: [{ kind: "matmul", operands: ["x", "w"], results: [{ name: "h" }] },
           { kind: "relu", operands: ["h"], results: [{ name: "y" }] }],
     outputs: ["y"] })";
   auto g = planner::import_graph_json(json);
   REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto p =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(p);
   return p->bytes;
 }

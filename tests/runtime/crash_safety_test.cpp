@@ -23,10 +23,11 @@ namespace {
 std::vector<uint8_t> relu_plan(int width) {
   std::string json =
       R"({ name: "g", arguments: [{ value: { name: "x", shape: [4, )" + std::to_string(width) +
-      R"(] } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }], outputs: ["y"] })";
+      R"(], dtype: "bf16" } }], ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }], outputs: ["y"] })";
   auto g = planner::import_graph_json(json);
   REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto p =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(p);
   return p->bytes;
 }

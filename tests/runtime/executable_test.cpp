@@ -19,7 +19,8 @@ namespace {
 std::vector<uint8_t> mlp_plan() {
   auto g = planner::load_graph_file(test::source_path("examples/models/mlp.json"));
   REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto p =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(p);
   return p->bytes;
 }

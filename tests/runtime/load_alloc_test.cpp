@@ -83,14 +83,15 @@ namespace {
 /// A chain of `n` relu ops on [32, 64].
 std::vector<uint8_t> chain_plan(int n) {
   std::string json =
-      R"({ name: "chain", arguments: [{ value: { name: "v0", shape: [32, 64] } }], ops: [)";
+      R"({ name: "chain", arguments: [{ value: { name: "v0", shape: [32, 64], dtype: "bf16" } }], ops: [)";
   for (int i = 0; i < n; ++i)
     json += str(i ? ", " : "", R"({ kind: "relu", operands: ["v)", i, R"("], results: [{ name: "v)",
                 i + 1, R"(" }] })");
   json += str(R"(], outputs: ["v)", n, R"("] })");
   auto g = planner::import_graph_json(json);
   REQUIRE(g);
-  auto p = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto p =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE(p);
   return p->bytes;
 }

@@ -22,7 +22,8 @@ std::vector<uint8_t> flat_plan() {
   b.output(b.op("conv2d", {x, w}, {attr("padding", std::vector<int64_t>{1, 1})}, "c"));
   auto g = b.build();
   REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
-  auto c = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto c =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(c, (c ? std::string() : c.error().message));
   return c->bytes;
 }

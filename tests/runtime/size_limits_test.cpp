@@ -28,14 +28,16 @@ std::string relu_json(const std::string& shape, const std::string& dtype = "bf16
 std::string import_error(const std::string& shape) {
   auto g = planner::import_graph_json(relu_json(shape), "big.json");
   if (!g) return g.error().message;
-  auto c = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto c =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   return c ? std::string() : c.error().message;
 }
 
 std::vector<uint8_t> relu_plan(const std::string& shape) {
   auto g = planner::import_graph_json(relu_json(shape, "f32"), "relu.json");
   REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
-  auto c = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto c =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(c, (c ? std::string() : c.error().message));
   return c->bytes;
 }
@@ -137,12 +139,13 @@ TEST_CASE("a plan that verifies but exceeds the chip fails at bind, before any h
 
 TEST_CASE("a rank-0 tensor's plan verifies") {
   auto g = planner::import_graph_json(
-      R"({ name: "scalar", arguments: [{ value: { name: "x", shape: [] } }],
+      R"({ name: "scalar", arguments: [{ value: { name: "x", shape: [], dtype: "bf16" } }],
            ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }],
            outputs: ["y"] })",
       "scalar.json");
   REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
-  auto c = planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions{});
+  auto c =
+      planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("dram"));
   REQUIRE_MESSAGE(c, (c ? std::string() : c.error().message));
   auto plan = runtime::verify_plan(c->bytes, "scalar");
   CHECK_MESSAGE(plan, (plan ? std::string() : plan.error().message));
@@ -151,7 +154,7 @@ TEST_CASE("a rank-0 tensor's plan verifies") {
 TEST_CASE("a graph.json mesh axis past 65535 chips is named with its size") {
   auto g = planner::import_annotated_graph_json(
       R"({ name: "m", mesh_axes: [{ name: "x", size: 1099511627776 }],
-           arguments: [{ value: { name: "x", shape: [4, 4] } }],
+           arguments: [{ value: { name: "x", shape: [4, 4], dtype: "bf16" } }],
            ops: [{ kind: "relu", operands: ["x"], results: [{ name: "y" }] }],
            outputs: ["y"] })",
       "mesh.json");

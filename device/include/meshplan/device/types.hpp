@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace meshplan::device {
 
@@ -238,9 +239,10 @@ struct OpConfig {
   int32_t collective_dim = 0;  ///< all_gather / reduce_scatter / all_slice: the dim.
   int32_t split_dim = 0;       ///< all_to_all.
   int32_t concat_dim = 0;      ///< all_to_all.
-  /// collective_permute: num_pairs (source, target) chip-index pairs, flattened.
-  uint8_t num_pairs = 0;
-  uint8_t pairs[2 * kMaxMeshChips] = {};
+  /// collective_permute: its (source, target) chip-index pairs, flattened (at most
+  /// kMaxMeshChips pairs). Out of line: only collective_permute carries any, and an inline array
+  /// for the largest mesh made every op's config ten times its size.
+  std::vector<uint8_t> pairs;
   /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
   /// the busiest core's tile rows. 0 = auto: one tile row per block.
   uint32_t act_block_h = 0;
