@@ -10,14 +10,31 @@ namespace meshplan::device {
 
 namespace {
 
+/// typecast: integer operands are read as their words, so that i32 <-> u32 wraps modulo 2^32 and
+/// an integer becomes the nearest f32 exactly; floats become integers truncated and saturated.
+/// bitcast: the words as they are (same width).
 Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
-  DType to = op.config.dtype;
+  DType from = op.operands[0]->dtype, to = op.config.dtype;
+  bool int_from = from == DType::i32 || from == DType::u32;
+  bool words = op.kind == OpKind::bitcast || (int_from && (to == DType::i32 || to == DType::u32));
   return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
                        [&](uint32_t, int64_t begin, int64_t end) -> Status {
                          float tile[kTileElems];
+                         uint32_t w[kTileElems];
                          for (int64_t p = begin; p < end; ++p) {
-                           MESHPLAN_TRY(in.read(p, tile));
+                           if (words) {
+                             in.read_words(p, w);
+                             out.write_words(p, w);
+                             continue;
+                           }
+                           if (int_from) {
+                             in.read_words(p, w);
+                             for (int i = 0; i < kTileElems; ++i)
+                               tile[i] = word_to_float(w[i], from == DType::i32);
+                           } else {
+                             MESHPLAN_TRY(in.read(p, tile));
+                           }
                            for (float& v : tile) v = storage_value(to, v);
                            MESHPLAN_TRY(out.write(p, tile));
                          }
@@ -28,7 +45,8 @@ Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
 }  // namespace
 
 Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
-  if (op.kind == OpKind::typecast) return run_typecast(memory, chip, op, cores);
+  if (op.kind == OpKind::typecast || op.kind == OpKind::bitcast)
+    return run_typecast(memory, chip, op, cores);
   std::vector<Blocks> in;
   for (const TensorPlacement* t : op.operands)
     in.push_back(MESHPLAN_TRY(load_blocks(memory, chip, *t)));
@@ -107,6 +125,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::to_memory_config:
     case OpKind::typecast:  // run above
+    case OpKind::bitcast:
 #define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
   MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
 #include "meshplan/device/ops.def"
