@@ -1,5 +1,6 @@
 // Data-rearranging kernels: reshape, permute, concat, slice and embedding gather each output
-// tile element from its source operand element; typecast converts tile by tile.
+// tile element from its source operand element; typecast converts tile by tile. Integer tensors
+// are moved as their words (carried bit for bit in the f32 blocks), so they stay exact.
 #include "core_pool.hpp"
 #include "kernel_blocks.hpp"
 #include "meshplan/device/op_cases.hpp"
@@ -42,14 +43,41 @@ Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
                        });
 }
 
+/// An i32/u32 operand's words, bit-cast into the f32 values of Blocks (row-major 32x32 blocks):
+/// for kernels that only move values.
+Blocks load_bits(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t) {
+  WordBlocks w = load_words(memory, chip, t);
+  Blocks b;
+  b.shape = w.shape;
+  b.grid = w.grid;
+  b.per_matrix = w.per_matrix;
+  b.data.resize(w.words.size());
+  for (size_t p = 0; p < w.words.size(); p += kTileElems)
+    for (int r = 0; r < kTileH; ++r)
+      for (int c = 0; c < kTileW; ++c)
+        b.data[p + static_cast<size_t>(r * kTileW + c)] =
+            std::bit_cast<float>(w.words[p + static_cast<size_t>(tile_offset(r, c))]);
+  return b;
+}
+
 }  // namespace
 
 Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   if (op.kind == OpKind::typecast || op.kind == OpKind::bitcast)
     return run_typecast(memory, chip, op, cores);
+  // reshape, permute, slice and concat of integers move words (they never cast).
+  bool bits = op.kind != OpKind::embedding && is_int_dtype(op.results[0]->dtype);
+  for (const TensorPlacement* t : op.operands) bits = bits && t->dtype == op.results[0]->dtype;
   std::vector<Blocks> in;
   for (const TensorPlacement* t : op.operands)
-    in.push_back(MESHPLAN_TRY(load_blocks(memory, chip, *t)));
+    in.push_back(bits ? load_bits(memory, chip, *t) : MESHPLAN_TRY(load_blocks(memory, chip, *t)));
+  auto emit = [&](auto&& fn) -> Status {
+    if (bits)
+      return write_word_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        return std::bit_cast<uint32_t>(fn(idx));
+      });
+    return write_elements(memory, chip, op, cores, fn);
+  };
   auto oshape = op.results[0]->shape;
   size_t rank = oshape.size();
   const OpConfig& c = op.config;
@@ -57,7 +85,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     case OpKind::reshape: {
       auto ost = strides_of(oshape);
       auto ishape = in[0].shape;
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t flat = 0;
         for (size_t d = 0; d < rank; ++d) flat += idx[d] * ost[d];
         int64_t src[kMaxRank];
@@ -70,7 +98,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::permute: {
       auto perm = MESHPLAN_TRY(resolve_perm(c, rank));
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t src[kMaxRank];
         for (size_t d = 0; d < rank; ++d) src[perm[d]] = idx[d];
         return in[0].at(src);
@@ -78,7 +106,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::slice: {
       SliceSpec s = MESHPLAN_TRY(resolve_slice(c, in[0].shape));
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t src[kMaxRank];
         for (size_t d = 0; d < rank; ++d) src[d] = s.begin[d] + idx[d] * s.step[d];
         return in[0].at(src);
@@ -92,7 +120,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
         starts.push_back(at);
         at += b.shape[axis];
       }
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         size_t i = in.size() - 1;
         while (idx[axis] < starts[i]) --i;
         int64_t src[kMaxRank];

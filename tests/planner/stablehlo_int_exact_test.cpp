@@ -6,6 +6,7 @@
 // and return results that f32 holds exactly and do the wide arithmetic in between.
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ void check(const std::string& text, const std::vector<Values>& inputs,
     for (size_t r = 0; r < want.size(); ++r) {
       CAPTURE(r);
       std::vector<float> got(outputs[r].data.begin(), outputs[r].data.end());
+      std::string text;
+      for (float v : got) text += std::to_string(static_cast<int64_t>(v)) + " ";
+      CAPTURE(text);
       CHECK(got == want[r]);
     }
   }
@@ -54,6 +58,62 @@ std::string lower_error(const std::string& text) {
   auto g = lower_to_graph(*m);
   REQUIRE_FALSE(g.has_value());
   return g.error().message;
+}
+
+/// jax.random's threefry2x32 (20 rounds) as JAX prints it: a private function of ui32 adds
+/// (wrapping), rotations as (x << d) | (x >> (32 - d)) with broadcast scalar constants, and xors;
+/// ks[2] = k0 ^ k1 ^ 0x1BD11BDA (466688986, a constant f32 does not hold).
+std::string threefry_module() {
+  const std::string t = "tensor<2xui32>";
+  std::ostringstream s;
+  int n = 0;
+  auto fresh = [&] { return "%" + std::to_string(n++); };
+  auto scalar = [&](uint32_t c) {
+    std::string a = fresh(), b = fresh();
+    s << "    " << a << " = stablehlo.constant dense<" << c << "> : tensor<ui32>\n"
+      << "    " << b << " = stablehlo.broadcast_in_dim " << a << ", dims = [] : (tensor<ui32>) -> "
+      << t << "\n";
+    return b;
+  };
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) {
+    std::string r = fresh();
+    s << "    " << r << " = stablehlo." << op << " " << x << ", " << y << " : " << t << "\n";
+    return r;
+  };
+  s << R"(module @jit_threefry attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%z: tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>) {
+    %k0 = stablehlo.constant dense<[320440878, 320440878]> : tensor<2xui32>
+    %k1 = stablehlo.constant dense<[57701188, 57701188]> : tensor<2xui32>
+    %c0 = stablehlo.constant dense<[608135816, 0]> : tensor<2xui32>
+    %c1 = stablehlo.constant dense<[2242054355, 1]> : tensor<2xui32>
+    %x0 = stablehlo.add %c0, %z : tensor<2xui32>
+    %r:2 = call @threefry2x32(%k0, %k1, %x0, %c1) : (tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>)
+    %s16 = stablehlo.constant dense<16> : tensor<2xui32>
+    %m16 = stablehlo.constant dense<65535> : tensor<2xui32>
+    %h0 = stablehlo.shift_right_logical %r#0, %s16 : tensor<2xui32>
+    %l0 = stablehlo.and %r#0, %m16 : tensor<2xui32>
+    %h1 = stablehlo.shift_right_logical %r#1, %s16 : tensor<2xui32>
+    %l1 = stablehlo.and %r#1, %m16 : tensor<2xui32>
+    return %h0, %l0, %h1, %l1 : tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>
+  }
+  func.func private @threefry2x32(%arg0: tensor<2xui32>, %arg1: tensor<2xui32>, %arg2: tensor<2xui32>, %arg3: tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>) {
+)";
+  std::string ks[3] = {"%arg0", "%arg1",
+                       bin("xor", bin("xor", "%arg0", "%arg1"), scalar(0x1BD11BDAu))};
+  std::string x0 = bin("add", "%arg2", ks[0]), x1 = bin("add", "%arg3", ks[1]);
+  const uint32_t rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t r : rot[i % 2]) {
+      x0 = bin("add", x0, x1);
+      std::string left = bin("shift_left", x1, scalar(r));
+      std::string right = bin("shift_right_logical", x1, scalar(32 - r));
+      x1 = bin("xor", bin("or", left, right), x0);
+    }
+    x0 = bin("add", x0, ks[(i + 1) % 3]);
+    x1 = bin("add", bin("add", x1, ks[(i + 2) % 3]), scalar(i + 1));
+  }
+  s << "    return " << x0 << ", " << x1 << " : " << t << ", " << t << "\n  }\n}\n";
+  return s.str();
 }
 
 }  // namespace
@@ -226,4 +286,12 @@ TEST_CASE("integer bit ops on types the device does not hold at their width are 
   return %0 : tensor<2xi64>
 })");
   CHECK(e.find("bad.mlir:2:") != std::string::npos);
+}
+
+TEST_CASE("jax.random's threefry2x32 on ui32: Random123's known answer") {
+  // Expected: tests/planner/threefry_ref.py (plain integer arithmetic), as 16-bit halves. Lane
+  // 0: key (0x13198a2e, 0x03707344), counter (0x243f6a88, 0x85a308d3) -> (0xc4923a9c,
+  // 0x483df7a0); lane 1: the same key, counter (0, 1) -> (0xd1d7b310, 0x1a231911).
+  check(threefry_module(), {{0, 0}},
+        {{50322, 53719}, {15004, 45840}, {18493, 6691}, {63392, 6417}});
 }
