@@ -1,6 +1,7 @@
 // Data movement kernels: to_memory_config copies every tile from one placement to another
 // between any two layouts (DRAM/L1, interleaved or sharded, tiled or row-major), converting
-// dtype if the result's differs.
+// dtype if the result's differs (tiled copies of one 4-byte dtype move the words as they are, so
+// integers stay exact).
 #include "core_pool.hpp"
 #include "kernels.hpp"
 #include "tensor_io.hpp"
@@ -19,6 +20,16 @@ Status run_data_movement(ChipMemory& memory, const ChipDesc& chip, const OpLaunc
     return write_tensor(memory, chip, dst, values);
   }
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
+  if (src.dtype == dst.dtype && element_bytes(src.dtype) == 4)
+    return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
+                         [&](uint32_t, int64_t begin, int64_t end) -> Status {
+                           uint32_t words[kTileElems];
+                           for (int64_t p = begin; p < end; ++p) {
+                             in.read_words(p, words);
+                             out.write_words(p, words);
+                           }
+                           return {};
+                         });
   return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
                        [&](uint32_t, int64_t begin, int64_t end) -> Status {
                          float tile[kTileElems];

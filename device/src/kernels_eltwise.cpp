@@ -1,6 +1,8 @@
 // Elementwise kernels: unary ops (relu, gelu, exp, clamp, ...), binary ops (add, subtract,
-// multiply, divide, maximum, minimum, the comparisons eq .. ge) and the ternary where, with numpy
-// broadcasting over the logical shape and a fused activation.
+// multiply, divide, maximum, minimum, the comparisons eq .. ge, the bitwise ops and shifts) and
+// the ternary where, with numpy broadcasting over the logical shape and a fused activation.
+// Ops with integer semantics on i32/u32 operands compute on the stored words, exactly (wrapping
+// modulo 2^32); everything else computes through f32.
 #include <algorithm>
 
 #include "kernel_blocks.hpp"
@@ -61,11 +63,81 @@ Status run_eltwise_same_shape(ChipMemory& memory, const ChipDesc& chip, const Op
   return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
 }
 
+/// Whether `op` computes on integer words: an op with integer semantics (or where) whose
+/// operands (where's values) are all i32 or all u32, with a result of that dtype (comparisons:
+/// any dtype, written as 1/0) and no fused activation other than relu.
+bool runs_on_words(const OpLaunch& op) {
+  bool where = op.kind == OpKind::where;
+  if (!where && !has_int_semantics(op.kind)) return false;
+  if (op.config.activation != Activation::none && op.config.activation != Activation::relu)
+    return false;
+  size_t first = where ? 1 : 0;
+  DType d = op.operands[first]->dtype;
+  if (!is_int_dtype(d)) return false;
+  for (size_t i = first; i < op.operands.size(); ++i)
+    if (op.operands[i]->dtype != d) return false;
+  return is_comparison(op.kind) || op.results[0]->dtype == d;
+}
+
+/// The integer path: every output element from the operands' words (numpy broadcasting).
+Status run_eltwise_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                         uint32_t cores) {
+  bool where = op.kind == OpKind::where;
+  size_t first = where ? 1 : 0;
+  bool sgn = op.operands[first]->dtype == DType::i32;
+  std::vector<WordBlocks> in;
+  for (size_t i = first; i < op.operands.size(); ++i)
+    in.push_back(load_words(memory, chip, *op.operands[i]));
+  Blocks cond;
+  if (where) cond = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[0]));
+  bool unary = is_unary(op.kind), relu = op.config.activation == Activation::relu;
+  TileIO out(memory, chip, *op.results[0]);
+  const TileGrid& og = out.grid();
+  auto oshape = op.results[0]->shape;
+  size_t rank = oshape.size();
+  bool words_out = is_int_dtype(op.results[0]->dtype);
+  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
+    uint32_t tile[kTileElems];
+    int64_t idx[kMaxRank] = {};
+    for (int64_t p = begin; p < end; ++p) {
+      TileCoords tc = tile_coords(og, p);
+      for (int r = 0; r < kTileH; ++r)
+        for (int c = 0; c < kTileW; ++c) {
+          uint32_t v = 0;
+          if (tc.row0 + r < og.rows && tc.col0 + c < og.cols) {
+            output_index(oshape, tc, r, c, idx);
+            IntWord a{in[0].at_broadcast(idx, rank), sgn};
+            if (where)
+              v = cond.at_broadcast(idx, rank) != 0.0f ? a.w : in[1].at_broadcast(idx, rank);
+            else if (unary)
+              unary_word(op.kind, a, v);
+            else
+              binary_word(op.kind, a, IntWord{in[1].at_broadcast(idx, rank), sgn}, v);
+            if (relu) v = scalar::relu::word(IntWord{v, sgn});
+          }
+          tile[tile_offset(r, c)] = v;
+        }
+      if (words_out) {
+        out.write_words(p, tile);
+      } else {  // A comparison into a float dtype: 1/0.
+        float f[kTileElems];
+        for (int i = 0; i < kTileElems; ++i) f[i] = static_cast<float>(tile[i]);
+        MESHPLAN_TRY(out.write(p, f));
+      }
+    }
+    return {};
+  };
+  bool cheap = timing_class(op.kind) == TimingClass::eltwise;
+  int64_t ns_per_tile = cheap && !relu ? kTileCopyNs : 8 * kTileCopyNs;
+  return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
+}
+
 }  // namespace
 
 Status run_eltwise(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   if (!is_pointwise(op.kind))
     return fail(ErrorCode::internal, op_name(op.kind), " is not an elementwise op");
+  if (runs_on_words(op)) return run_eltwise_words(memory, chip, op, cores);
   auto oshape = op.results[0]->shape;
   bool same_shapes = true;
   for (const TensorPlacement* t : op.operands)

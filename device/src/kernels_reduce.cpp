@@ -14,7 +14,58 @@ namespace meshplan::device {
 
 namespace {
 
+/// reduce_sum / max / min / prod of an i32 or u32 operand into its own dtype: on the stored
+/// words, exactly (sum and product wrap modulo 2^32; max and min in the dtype's signedness).
+Status run_reduce_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
+                        uint32_t cores) {
+  WordBlocks in = load_words(memory, chip, *op.operands[0]);
+  size_t rank = in.shape.size();
+  bool sgn = op.operands[0]->dtype == DType::i32;
+  auto mask = MESHPLAN_TRY(reduce_mask(op.config, rank));
+  int reduced[kMaxRank], n_reduced = 0, out_dim[kMaxRank];
+  int64_t count = 1;
+  for (size_t d = 0, o = 0; d < rank; ++d) {
+    if (mask[d]) {
+      reduced[n_reduced++] = static_cast<int>(d);
+      count *= in.shape[d];
+      if (op.config.keepdim) ++o;
+    } else {
+      out_dim[d] = static_cast<int>(o++);
+    }
+  }
+  OpKind k = op.kind;
+  // The identities: 0, 1, the dtype's lowest (max) and highest (min) values.
+  uint32_t init = k == OpKind::reduce_prod  ? 1u
+                  : k == OpKind::reduce_max ? (sgn ? 0x80000000u : 0u)
+                  : k == OpKind::reduce_min ? (sgn ? 0x7fffffffu : 0xffffffffu)
+                                            : 0u;
+  return write_word_elements(
+      memory, chip, op, cores,
+      [&](const int64_t* out_idx) {
+        int64_t idx[kMaxRank];
+        for (size_t d = 0; d < rank; ++d) idx[d] = mask[d] ? 0 : out_idx[out_dim[d]];
+        uint32_t acc = init;
+        for (int64_t i = 0; i < count; ++i) {
+          int64_t rem = i;
+          for (int j = n_reduced; j-- > 0;) {
+            idx[reduced[j]] = rem % in.shape[reduced[j]];
+            rem /= in.shape[reduced[j]];
+          }
+          IntWord a{acc, sgn}, v{in.at_broadcast(idx, rank), sgn};
+          acc = k == OpKind::reduce_sum    ? scalar::add::word(a, v)
+                : k == OpKind::reduce_prod ? scalar::multiply::word(a, v)
+                : k == OpKind::reduce_max  ? scalar::maximum::word(a, v)
+                                           : scalar::minimum::word(a, v);
+        }
+        return acc;
+      },
+      std::max<int64_t>(count, 1) * kTileElems * kElementVisitNs);
+}
+
 Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
+  DType dt = op.operands[0]->dtype;
+  if (is_int_dtype(dt) && op.results[0]->dtype == dt && op.kind != OpKind::reduce_mean)
+    return run_reduce_words(memory, chip, op, cores);
   Blocks in = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[0]));
   size_t rank = in.shape.size();
   auto mask = MESHPLAN_TRY(reduce_mask(op.config, rank));

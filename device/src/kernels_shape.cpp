@@ -1,5 +1,6 @@
 // Data-rearranging kernels: reshape, permute, concat, slice and embedding gather each output
-// tile element from its source operand element; typecast converts tile by tile.
+// tile element from its source operand element; typecast converts tile by tile. Integer tensors
+// are moved as their words (carried bit for bit in the f32 blocks), so they stay exact.
 #include "core_pool.hpp"
 #include "kernel_blocks.hpp"
 #include "meshplan/device/op_cases.hpp"
@@ -10,14 +11,31 @@ namespace meshplan::device {
 
 namespace {
 
+/// typecast: integer operands are read as their words, so that i32 <-> u32 wraps modulo 2^32 and
+/// an integer becomes the nearest f32 exactly; floats become integers truncated and saturated.
+/// bitcast: the words as they are (same width).
 Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
   TileIO in(memory, chip, *op.operands[0]), out(memory, chip, *op.results[0]);
-  DType to = op.config.dtype;
+  DType from = op.operands[0]->dtype, to = op.config.dtype;
+  bool int_from = from == DType::i32 || from == DType::u32;
+  bool words = op.kind == OpKind::bitcast || (int_from && (to == DType::i32 || to == DType::u32));
   return for_each_core(memory, chip, *op.results[0], out.grid().pages(), cores, kTileCopyNs,
                        [&](uint32_t, int64_t begin, int64_t end) -> Status {
                          float tile[kTileElems];
+                         uint32_t w[kTileElems];
                          for (int64_t p = begin; p < end; ++p) {
-                           MESHPLAN_TRY(in.read(p, tile));
+                           if (words) {
+                             in.read_words(p, w);
+                             out.write_words(p, w);
+                             continue;
+                           }
+                           if (int_from) {
+                             in.read_words(p, w);
+                             for (int i = 0; i < kTileElems; ++i)
+                               tile[i] = word_to_float(w[i], from == DType::i32);
+                           } else {
+                             MESHPLAN_TRY(in.read(p, tile));
+                           }
                            for (float& v : tile) v = storage_value(to, v);
                            MESHPLAN_TRY(out.write(p, tile));
                          }
@@ -25,13 +43,41 @@ Status run_typecast(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
                        });
 }
 
+/// An i32/u32 operand's words, bit-cast into the f32 values of Blocks (row-major 32x32 blocks):
+/// for kernels that only move values.
+Blocks load_bits(ChipMemory& memory, const ChipDesc& chip, const TensorPlacement& t) {
+  WordBlocks w = load_words(memory, chip, t);
+  Blocks b;
+  b.shape = w.shape;
+  b.grid = w.grid;
+  b.per_matrix = w.per_matrix;
+  b.data.resize(w.words.size());
+  for (size_t p = 0; p < w.words.size(); p += kTileElems)
+    for (int r = 0; r < kTileH; ++r)
+      for (int c = 0; c < kTileW; ++c)
+        b.data[p + static_cast<size_t>(r * kTileW + c)] =
+            std::bit_cast<float>(w.words[p + static_cast<size_t>(tile_offset(r, c))]);
+  return b;
+}
+
 }  // namespace
 
 Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
-  if (op.kind == OpKind::typecast) return run_typecast(memory, chip, op, cores);
+  if (op.kind == OpKind::typecast || op.kind == OpKind::bitcast)
+    return run_typecast(memory, chip, op, cores);
+  // reshape, permute, slice and concat of integers move words (they never cast).
+  bool bits = op.kind != OpKind::embedding && is_int_dtype(op.results[0]->dtype);
+  for (const TensorPlacement* t : op.operands) bits = bits && t->dtype == op.results[0]->dtype;
   std::vector<Blocks> in;
   for (const TensorPlacement* t : op.operands)
-    in.push_back(MESHPLAN_TRY(load_blocks(memory, chip, *t)));
+    in.push_back(bits ? load_bits(memory, chip, *t) : MESHPLAN_TRY(load_blocks(memory, chip, *t)));
+  auto emit = [&](auto&& fn) -> Status {
+    if (bits)
+      return write_word_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+        return std::bit_cast<uint32_t>(fn(idx));
+      });
+    return write_elements(memory, chip, op, cores, fn);
+  };
   auto oshape = op.results[0]->shape;
   size_t rank = oshape.size();
   const OpConfig& c = op.config;
@@ -39,7 +85,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     case OpKind::reshape: {
       auto ost = strides_of(oshape);
       auto ishape = in[0].shape;
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t flat = 0;
         for (size_t d = 0; d < rank; ++d) flat += idx[d] * ost[d];
         int64_t src[kMaxRank];
@@ -52,7 +98,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::permute: {
       auto perm = MESHPLAN_TRY(resolve_perm(c, rank));
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t src[kMaxRank];
         for (size_t d = 0; d < rank; ++d) src[perm[d]] = idx[d];
         return in[0].at(src);
@@ -60,7 +106,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::slice: {
       SliceSpec s = MESHPLAN_TRY(resolve_slice(c, in[0].shape));
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         int64_t src[kMaxRank];
         for (size_t d = 0; d < rank; ++d) src[d] = s.begin[d] + idx[d] * s.step[d];
         return in[0].at(src);
@@ -74,7 +120,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
         starts.push_back(at);
         at += b.shape[axis];
       }
-      return write_elements(memory, chip, op, cores, [&](const int64_t* idx) {
+      return emit([&](const int64_t* idx) {
         size_t i = in.size() - 1;
         while (idx[axis] < starts[i]) --i;
         int64_t src[kMaxRank];
@@ -107,6 +153,7 @@ Status run_shape_op(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op
     }
     case OpKind::to_memory_config:
     case OpKind::typecast:  // run above
+    case OpKind::bitcast:
 #define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
   MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
 #include "meshplan/device/ops.def"

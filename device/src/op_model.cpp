@@ -157,7 +157,22 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
       op.operands[0]->dtype != DType::u32)
     return reject("indices '", op.operands[0]->name, "' must be i32 or u32, not ",
                   dtype_name(op.operands[0]->dtype));
-  if (op.kind == OpKind::typecast && op.results[0]->dtype != op.config.dtype)
+  // The bit ops are integer ops (tt-metal's int32 SFPU kernels).
+  if (op.kind == OpKind::bitwise_and || op.kind == OpKind::bitwise_or ||
+      op.kind == OpKind::bitwise_xor || op.kind == OpKind::bitwise_not ||
+      op.kind == OpKind::shift_left || op.kind == OpKind::shift_right_arithmetic ||
+      op.kind == OpKind::shift_right_logical)
+    for (const TensorPlacement* t : op.operands)
+      if (t->dtype != DType::i32 && t->dtype != DType::u32)
+        return reject(op_name(op.kind), " operand '", t->name, "' must be i32 or u32, not ",
+                      dtype_name(t->dtype));
+  if (op.kind == OpKind::bitcast &&
+      (element_bytes(op.operands[0]->dtype) != 4 || element_bytes(op.config.dtype) != 4))
+    return reject("bitcast of '", op.operands[0]->name, "' from ",
+                  dtype_name(op.operands[0]->dtype), " to ", dtype_name(op.config.dtype),
+                  ": only between the 4-byte dtypes f32, i32 and u32");
+  if ((op.kind == OpKind::typecast || op.kind == OpKind::bitcast) &&
+      op.results[0]->dtype != op.config.dtype)
     return reject("result '", op.results[0]->name, "' is ", dtype_name(op.results[0]->dtype),
                   " but the op casts to ", dtype_name(op.config.dtype));
   for (const TensorPlacement* t : op.results) {

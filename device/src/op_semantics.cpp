@@ -52,7 +52,7 @@ Result<DType> infer_dtype(OpKind kind, std::span<const DType> in, const OpConfig
     if (in[i] != in[0])
       return fail(ErrorCode::invalid_argument, "dtype mismatch: operand 0 is ", dtype_name(in[0]),
                   ", operand ", i, " is ", dtype_name(in[i]));
-  return kind == OpKind::typecast ? config.dtype : in[0];
+  return kind == OpKind::typecast || kind == OpKind::bitcast ? config.dtype : in[0];
 }
 
 Result<Shape> infer_shape(OpKind kind, std::span<const std::span<const int64_t>> operands,

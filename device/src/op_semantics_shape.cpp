@@ -77,6 +77,7 @@ Result<Shape> shape_movement(OpKind kind, Operands in, const OpConfig& c) {
       return out;
     }
     case OpKind::typecast:
+    case OpKind::bitcast:
       return same();
 #define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
   MESHPLAN_CASE_OUTSIDE4_(family, memory, shape, gather, convert, name)
@@ -100,6 +101,8 @@ Status reference_movement(OpKind kind, std::span<const HostView> in, const OpCon
     case OpKind::typecast:
       for (int64_t i = 0; i < total; ++i) out[i] = storage_value(c.dtype, in[0].data[i]);
       return {};
+    case OpKind::bitcast:  // The f32 host values do not hold the operand's bits.
+      return fail(ErrorCode::unimplemented, "bitcast has no f32 host reference");
     case OpKind::permute: {
       auto perm = MESHPLAN_TRY(resolve_perm(c, in[0].shape.size()));
       auto st = strides_of(in[0].shape);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "meshplan/device/types.hpp"
@@ -45,12 +47,47 @@ inline bool is_binary(OpKind k) {
   return is_binary_eltwise(k) || is_comparison(k);
 }
 
+/// Integer elements as the device holds them: the 4-byte word of an i32 (two's complement) or
+/// u32 element, with the signedness of its dtype. Integer results wrap modulo 2^32 (XLA).
+struct IntWord {
+  uint32_t w;
+  bool sgn;
+  int32_t s() const { return static_cast<int32_t>(w); }
+};
+inline bool is_int_dtype(DType d) {
+  return d == DType::i32 || d == DType::u32;
+}
+/// Float value <-> integer word for the float paths of the integer-only ops (bitwise, shifts):
+/// the value truncated to a 32-bit integer (the f32 paths hold integers exactly to 2^24).
+inline uint32_t float_to_word(float x) {
+  double t = std::isnan(x)
+                 ? 0.0
+                 : std::clamp(std::trunc(static_cast<double>(x)), -2147483648.0, 4294967295.0);
+  return t < 0 ? static_cast<uint32_t>(static_cast<int32_t>(t)) : static_cast<uint32_t>(t);
+}
+inline float word_to_float(uint32_t w, bool sgn) {
+  return sgn ? static_cast<float>(static_cast<int32_t>(w)) : static_cast<float>(w);
+}
+
 /// The scalar functions of ops.def's scalar column: unary ones take (x, config), binary ones
-/// (a, b). IEEE results for out-of-domain inputs (log(-1) = NaN).
+/// (a, b). IEEE results for out-of-domain inputs (log(-1) = NaN). Those with integer semantics
+/// also have a static `word` function over IntWords (i32/u32, exact); the kernels use it when
+/// the operands are integers, and compute through f32 otherwise.
 namespace scalar {
+inline IntWord iw(uint32_t w, bool sgn) {
+  return IntWord{w, sgn};
+}
+inline uint32_t bool_word(bool b) {
+  return b ? 1u : 0u;
+}
+/// a < b in the operands' signedness.
+inline bool less(IntWord a, IntWord b) {
+  return a.sgn ? a.s() < b.s() : a.w < b.w;
+}
 struct none {};
 struct relu {
   float operator()(float x, const OpConfig&) const { return std::max(x, 0.0f); }
+  static uint32_t word(IntWord x) { return x.sgn && x.s() < 0 ? 0u : x.w; }
 };
 struct gelu {
   float operator()(float x, const OpConfig&) const { return gelu_f(x); }
@@ -81,9 +118,13 @@ struct reciprocal {
 };
 struct neg {
   float operator()(float x, const OpConfig&) const { return -x; }
+  static uint32_t word(IntWord x) { return 0u - x.w; }  // -INT_MIN wraps to INT_MIN.
 };
 struct abs {
   float operator()(float x, const OpConfig&) const { return std::fabs(x); }
+  static uint32_t word(IntWord x) {
+    return x.sgn && x.s() < 0 ? 0u - x.w : x.w;
+  }  // abs(INT_MIN) = INT_MIN.
 };
 struct clamp {  // NaN stays NaN, as std::max/std::min pass their first argument.
   float operator()(float x, const OpConfig& c) const {
@@ -120,6 +161,7 @@ struct sign {  // -1, +1; zeros and NaN map to themselves (sign(-0.0) = -0.0).
   float operator()(float x, const OpConfig&) const {
     return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
   }
+  static uint32_t word(IntWord x) { return x.sgn && x.s() < 0 ? 0xffffffffu : x.w != 0 ? 1u : 0u; }
 };
 struct log1p {
   float operator()(float x, const OpConfig&) const { return std::log1p(x); }
@@ -144,18 +186,34 @@ struct power {
 };
 struct remainder {  // Truncated division: the result takes the dividend's sign (C's fmod).
   float operator()(float a, float b) const { return std::fmod(a, b); }
+  static uint32_t word(IntWord a, IntWord b) {  // Truncated; x % 0 = x, INT_MIN % -1 = 0 (XLA).
+    if (b.w == 0) return a.w;
+    if (!a.sgn) return a.w % b.w;
+    if (b.s() == -1) return 0u;
+    return static_cast<uint32_t>(a.s() % b.s());
+  }
 };
 struct add {
   float operator()(float a, float b) const { return a + b; }
+  static uint32_t word(IntWord a, IntWord b) { return a.w + b.w; }
 };
 struct subtract {
   float operator()(float a, float b) const { return a - b; }
+  static uint32_t word(IntWord a, IntWord b) { return a.w - b.w; }
 };
 struct multiply {
   float operator()(float a, float b) const { return a * b; }
+  static uint32_t word(IntWord a, IntWord b) { return a.w * b.w; }
 };
 struct divide {
   float operator()(float a, float b) const { return a / b; }
+  static uint32_t word(
+      IntWord a, IntWord b) {  // Truncating; x / 0 = -1 (all ones), INT_MIN / -1 = INT_MIN (XLA).
+    if (b.w == 0) return 0xffffffffu;
+    if (!a.sgn) return a.w / b.w;
+    if (b.s() == -1) return 0u - a.w;
+    return static_cast<uint32_t>(a.s() / b.s());
+  }
 };
 // maximum and minimum propagate NaN (IEEE 754-2019 maximum/minimum, as StableHLO specifies):
 // maximum(inf, NaN) = NaN, where std::max would return whichever operand came first.
@@ -163,30 +221,64 @@ struct maximum {
   float operator()(float a, float b) const {
     return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
   }
+  static uint32_t word(IntWord a, IntWord b) { return less(a, b) ? b.w : a.w; }
 };
 struct minimum {
   float operator()(float a, float b) const {
     return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
   }
+  static uint32_t word(IntWord a, IntWord b) { return less(b, a) ? b.w : a.w; }
 };
 // The comparisons: 1.0 where the relation holds, else 0.0 (NaN compares unequal).
 struct eq {
   float operator()(float a, float b) const { return a == b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(a.w == b.w); }
 };
 struct ne {
   float operator()(float a, float b) const { return a != b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(a.w != b.w); }
 };
 struct lt {
   float operator()(float a, float b) const { return a < b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(less(a, b)); }
 };
 struct le {
   float operator()(float a, float b) const { return a <= b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(!less(b, a)); }
 };
 struct gt {
   float operator()(float a, float b) const { return a > b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(less(b, a)); }
 };
 struct ge {
   float operator()(float a, float b) const { return a >= b ? 1.0f : 0.0f; }
+  static uint32_t word(IntWord a, IntWord b) { return bool_word(!less(a, b)); }
+};
+
+// Integer-only ops: the float operator() truncates to a 32-bit integer, applies the word
+// function and returns the (signed) result; the integer kernels call word() directly.
+// Shifts (StableHLO): the amount is read as unsigned; amounts >= 32 give 0 (left, logical) or
+// the sign fill (arithmetic).
+#define MESHPLAN_INT_BINARY_(name, expr)                                                        \
+  struct name {                                                                                 \
+    static uint32_t word(IntWord a, IntWord b) { return expr; }                                 \
+    float operator()(float x, float y) const {                                                  \
+      return word_to_float(word(iw(float_to_word(x), true), iw(float_to_word(y), true)), true); \
+    }                                                                                           \
+  };
+MESHPLAN_INT_BINARY_(bitwise_and, a.w& b.w)
+MESHPLAN_INT_BINARY_(bitwise_or, a.w | b.w)
+MESHPLAN_INT_BINARY_(bitwise_xor, a.w ^ b.w)
+MESHPLAN_INT_BINARY_(shift_left, b.w >= 32 ? 0u : a.w << b.w)
+MESHPLAN_INT_BINARY_(shift_right_logical, b.w >= 32 ? 0u : a.w >> b.w)
+MESHPLAN_INT_BINARY_(shift_right_arithmetic,
+                     static_cast<uint32_t>(a.s() >> (b.w >= 32 ? 31u : b.w)))
+#undef MESHPLAN_INT_BINARY_
+struct bitwise_not {
+  static uint32_t word(IntWord x) { return ~x.w; }
+  float operator()(float x, const OpConfig&) const {
+    return word_to_float(word(iw(float_to_word(x), true)), true);
+  }
 };
 
 template <class F>
@@ -203,6 +295,24 @@ float binary(float a, float b) {
     return F{}(a, b);
   else
     return a;
+}
+template <class F>
+bool int_unary(IntWord x, uint32_t& out) {
+  if constexpr (requires { F::word(x); }) {
+    out = F::word(x);
+    return true;
+  } else {
+    return false;
+  }
+}
+template <class F>
+bool int_binary(IntWord a, IntWord b, uint32_t& out) {
+  if constexpr (requires { F::word(a, b); }) {
+    out = F::word(a, b);
+    return true;
+  } else {
+    return false;
+  }
 }
 }  // namespace scalar
 
@@ -229,6 +339,43 @@ inline float binary_value(OpKind k, float a, float b) {
 #undef MESHPLAN_OP
   }
   return a;
+}
+
+/// Whether elementwise op `k` has integer semantics (a word function): the kernels compute it
+/// exactly on i32/u32 operands.
+inline bool has_int_semantics(OpKind k) {
+  IntWord z{0, true};
+  uint32_t out = 0;
+  switch (k) {
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, fn) \
+  case OpKind::name:                                               \
+    return scalar::int_unary<scalar::fn>(z, out) || scalar::int_binary<scalar::fn>(z, z, out);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+  }
+  return false;
+}
+/// Unary op `k` on an integer word; false (out untouched) if `k` has no integer semantics.
+inline bool unary_word(OpKind k, IntWord x, uint32_t& out) {
+  switch (k) {
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, fn) \
+  case OpKind::name:                                               \
+    return scalar::int_unary<scalar::fn>(x, out);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+  }
+  return false;
+}
+/// Binary op `k` (math or comparison: 1/0) on integer words of one signedness.
+inline bool binary_word(OpKind k, IntWord a, IntWord b, uint32_t& out) {
+  switch (k) {
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, fn) \
+  case OpKind::name:                                               \
+    return scalar::int_binary<scalar::fn>(a, b, out);
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+  }
+  return false;
 }
 
 /// where: `a` where `cond` is nonzero (NaN counts as nonzero), else `b`.

@@ -49,6 +49,21 @@ class TileIO {
     return {};
   }
 
+  /// Page p of a 4-byte dtype (i32, u32, f32) as its 1024 raw words in tile order: integers
+  /// exactly, floats as their bits.
+  void read_words(int64_t p, uint32_t* tile) const {
+    assert(element_bytes(t_.dtype) == 4 && "TileIO: words of a 4-byte dtype");
+    PageLocation loc = map_.page(p);
+    memory_.bank(t_.buffer, loc.bank)
+        .read(loc.offset, reinterpret_cast<std::byte*>(tile), kTileElems * 4);
+  }
+  void write_words(int64_t p, const uint32_t* tile) const {
+    assert(element_bytes(t_.dtype) == 4 && "TileIO: words of a 4-byte dtype");
+    PageLocation loc = map_.page(p);
+    memory_.bank(t_.buffer, loc.bank)
+        .write(loc.offset, reinterpret_cast<const std::byte*>(tile), kTileElems * 4);
+  }
+
   /// "tensor 'x' tile p on core (x,y) at L1 address a" or "... in DRAM bank b at address a".
   std::string where(int64_t p, PageLocation loc) const {
     if (t_.buffer == BufferType::l1)

@@ -281,6 +281,9 @@ class Exporter {
       case OpKind::typecast:
         r = line(str("stablehlo.convert ", in[0], " : (", in_types[0], ") -> ", rt));
         break;
+      case OpKind::bitcast:
+        r = line(str("stablehlo.bitcast_convert ", in[0], " : (", in_types[0], ") -> ", rt));
+        break;
       case OpKind::permute: {
         std::vector<int64_t> perm;
         const int64_t rank = static_cast<int64_t>(shape(0).size());

@@ -140,7 +140,7 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
                  int(c.num_slice));
     c.num_slice = static_cast<uint8_t>(v.size());
     std::copy(v.begin(), v.end(), n == "begins" ? c.begins : n == "ends" ? c.ends : c.steps);
-  } else if (n == "dtype" && k == OpKind::typecast) {
+  } else if (n == "dtype" && (k == OpKind::typecast || k == OpKind::bitcast)) {
     const std::string* s = std::get_if<std::string>(&a.value);
     auto dt = s ? device::dtype_from_name(*s) : std::nullopt;
     if (!dt || *dt == DType::bf8b) return bad("must be one of \"f32\", \"bf16\", \"i32\", \"u32\"");
@@ -206,6 +206,7 @@ std::string_view required_attribute(OpKind k) {
     case OpKind::reshape:
       return "shape";
     case OpKind::typecast:
+    case OpKind::bitcast:
       return "dtype";
     case OpKind::max_pool2d:
     case OpKind::avg_pool2d:

@@ -378,7 +378,11 @@ Status lower_pad(Lowering& l, const Op& op) {
 Status lower_op(Lowering& l, const Op& op) {
   const std::string& n = op.name;
   if (n == "stablehlo.constant") {
-    l.fold(op.results[0], MESHPLAN_TRY(fold_constant(l, op)));
+    Folded f = MESHPLAN_TRY(fold_constant(l, op));
+    // Integers f32 does not hold (beyond 2^24, other than the dtype's largest value, which
+    // folds as an identity) are built exactly on the device instead of folded.
+    if (lowering::needs_word_constant(l, op)) return lowering::lower_word_constant(l, op);
+    l.fold(op.results[0], std::move(f));
     return {};
   }
   if (lowering::is_chlo_decomposed(n)) return lowering::lower_chlo(l, op);
@@ -392,6 +396,7 @@ Status lower_op(Lowering& l, const Op& op) {
   if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") &&
       l.type(op.results[0]).element == "i1")
     return lowering::lower_logical(l, op);
+  if (lowering::is_integer_bit_op(n)) return lowering::lower_integer_bit_op(l, op);
   if (n == "stablehlo.broadcast_in_dim") return lower_broadcast(l, op);
   if (n == "stablehlo.convert") return lower_convert(l, op);
   if (n == "stablehlo.maximum" &&

@@ -105,6 +105,17 @@ Status lower_convolution(Lowering& l, const Op& op);
 Status lower_reduce_window(Lowering& l, const Op& op);
 Status lower_select_and_scatter(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
+/// Integer bit ops on i32/ui32 tensors (and, or, xor, not, the shifts, popcnt,
+/// count_leading_zeros, bitcast_convert): the first six to their device ops, popcnt and
+/// count_leading_zeros onto shifts, ands and adds, bitcast_convert between f32/i32/ui32 to bitcast.
+/// Other element types are a located error (and/or/not of i1 lower elsewhere).
+bool is_integer_bit_op(std::string_view name);
+/// Whether integer constant `op` (range-checked) has a value f32 does not hold exactly, other
+/// than its dtype's largest value; lower_word_constant then builds it on the device, exactly,
+/// as (w >> 16) << 16 | (w & 0xffff) of two f32-exact constants.
+bool needs_word_constant(const Lowering& l, const Op& op);
+Status lower_word_constant(Lowering& l, const Op& op);
+Status lower_integer_bit_op(Lowering& l, const Op& op);
 // Masks and bounds (stablehlo_lower_select.cpp).
 /// Folds a compare of two folded values; otherwise does nothing: use() lowers the compare
 /// (lower_compare) when a user needs its value, so that select(compare(a, b), a, b) can become

@@ -1,7 +1,8 @@
 // Lowering of the structured StableHLO ops: dot_general -> (permute/reshape) matmul,
 // reduce -> reduce_sum / reduce_max / reduce_min / reduce_prod, convolution -> (permutes around)
-// conv2d, and stablehlo.custom_call @meshplan.* -> the meshplan op of that name with its
-// attributes.
+// conv2d, stablehlo.custom_call @meshplan.* -> the meshplan op of that name with its
+// attributes, and the integer bit ops (and/or/xor/not, shifts, popcnt, count_leading_zeros,
+// bitcast_convert).
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -598,6 +599,170 @@ Status lower_custom_call(Lowering& l, const Op& op) {
   std::vector<GValue> operands;
   for (ValueId v : op.operands) operands.push_back(MESHPLAN_TRY(l.use(v, op)));
   MESHPLAN_TRY(l.emit_for(op, call.kind, operands, std::move(call.attributes)));
+  return {};
+}
+
+namespace {
+
+/// A one-element constant (rank `rank`, broadcasting numpy-style) holding the 32-bit word `w`:
+/// f32 carries integers exactly only to 2^24, so words above 0xffff are built on the device as
+/// (w >> 16) << 16 | (w & 0xffff).
+Result<GValue> word_constant(Lowering& l, uint32_t w, size_t rank, DType dt) {
+  std::vector<int64_t> shape(rank, 1);
+  auto small = [&](uint32_t v) { return l.constant(Folded{shape, {static_cast<float>(v)}}, dt); };
+  if (w <= 0xffffu) return small(w);
+  GValue hi = MESHPLAN_TRY(small(w >> 16));
+  GValue sh =
+      MESHPLAN_TRY(l.emit(OpKind::shift_left, {hi, MESHPLAN_TRY(small(16))}, {}, shape, dt));
+  if ((w & 0xffffu) == 0) return sh;
+  return l.emit(OpKind::bitwise_or, {sh, MESHPLAN_TRY(small(w & 0xffffu))}, {}, shape, dt);
+}
+
+/// popcnt of the words of `x` (Hacker's Delight 5-2: bit counts of pairs, nibbles, bytes, then
+/// their sums); logical shifts, so the sign bit counts as a bit.
+Result<GValue> popcount(Lowering& l, GValue x, const std::vector<int64_t>& shape, DType dt) {
+  size_t rank = shape.size();
+  auto bin = [&](OpKind k, GValue a, GValue b) { return l.emit(k, {a, b}, {}, shape, dt); };
+  auto shr = [&](GValue a, uint32_t s) -> Result<GValue> {
+    return bin(OpKind::shift_right_logical, a, MESHPLAN_TRY(word_constant(l, s, rank, dt)));
+  };
+  auto mask = [&](GValue a, uint32_t m) -> Result<GValue> {
+    return bin(OpKind::bitwise_and, a, MESHPLAN_TRY(word_constant(l, m, rank, dt)));
+  };
+  // x - ((x >> 1) & 0x55555555): 2-bit counts.
+  GValue v = MESHPLAN_TRY(
+      bin(OpKind::subtract, x, MESHPLAN_TRY(mask(MESHPLAN_TRY(shr(x, 1)), 0x55555555u))));
+  // (v & 0x33333333) + ((v >> 2) & 0x33333333): 4-bit counts.
+  v = MESHPLAN_TRY(bin(OpKind::add, MESHPLAN_TRY(mask(v, 0x33333333u)),
+                       MESHPLAN_TRY(mask(MESHPLAN_TRY(shr(v, 2)), 0x33333333u))));
+  // (v + (v >> 4)) & 0x0f0f0f0f: byte counts.
+  v = MESHPLAN_TRY(mask(MESHPLAN_TRY(bin(OpKind::add, v, MESHPLAN_TRY(shr(v, 4)))), 0x0f0f0f0fu));
+  v = MESHPLAN_TRY(bin(OpKind::add, v, MESHPLAN_TRY(shr(v, 8))));
+  v = MESHPLAN_TRY(bin(OpKind::add, v, MESHPLAN_TRY(shr(v, 16))));
+  return mask(v, 0x3fu);
+}
+
+bool is_32bit_word(const std::string& e) {
+  return e == "i32" || e == "ui32";
+}
+
+}  // namespace
+
+/// The constant's values as read (doubles hold every 32-bit integer exactly).
+std::vector<double> constant_values(const Lowering& l, const Op& op) {
+  const Attr* a = op.prop("value");
+  std::vector<double> out;
+  if (!a || a->values.empty()) return out;
+  size_t n = static_cast<size_t>(device::volume(l.type(op.results[0]).shape));
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(a->values.size() == 1 ? a->values[0] : a->values.at(i));
+  return out;
+}
+
+bool needs_word_constant(const Lowering& l, const Op& op) {
+  const std::string& e = l.type(op.results[0]).element;
+  bool is_uint = e.starts_with("ui"), is_int = (e.starts_with("i") && e != "i1") || is_uint;
+  if (!is_int) return false;
+  double top = is_uint ? 4294967295.0 : 2147483647.0;
+  for (double v : constant_values(l, op))
+    if (static_cast<double>(static_cast<float>(v)) != v && v != top) return true;
+  return false;
+}
+
+Status lower_word_constant(Lowering& l, const Op& op) {
+  const TensorType& t = l.type(op.results[0]);
+  DType dt = MESHPLAN_TRY(dtype_of(t, op.loc));
+  Folded hi{t.shape, {}}, lo{t.shape, {}};
+  for (double v : constant_values(l, op)) {
+    // Range-checked by fold_constant: the word of v in two's complement.
+    uint32_t w = v < 0 ? static_cast<uint32_t>(static_cast<int32_t>(v)) : static_cast<uint32_t>(v);
+    hi.data.push_back(static_cast<float>(w >> 16));
+    lo.data.push_back(static_cast<float>(w & 0xffffu));
+  }
+  GValue h = MESHPLAN_TRY(l.constant(hi, dt));
+  GValue sh = MESHPLAN_TRY(l.emit(OpKind::shift_left,
+                                  {h, MESHPLAN_TRY(word_constant(l, 16, t.shape.size(), dt))}, {},
+                                  t.shape, dt));
+  l.bind(op.results[0],
+         MESHPLAN_TRY(
+             l.emit(OpKind::bitwise_or, {sh, MESHPLAN_TRY(l.constant(lo, dt))}, {}, t.shape, dt)));
+  return {};
+}
+
+bool is_integer_bit_op(std::string_view n) {
+  for (std::string_view k :
+       {"stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.shift_left",
+        "stablehlo.shift_right_arithmetic", "stablehlo.shift_right_logical", "stablehlo.popcnt",
+        "stablehlo.count_leading_zeros", "stablehlo.bitcast_convert"})
+    if (n == k) return true;
+  return false;
+}
+
+Status lower_integer_bit_op(Lowering& l, const Op& op) {
+  const std::string& n = op.name;
+  const TensorType& rt = l.type(op.results[0]);
+  if (op.operands.empty() || op.results.size() != 1)
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", n,
+                " takes operands and one result");
+  const TensorType& xt = l.type(op.operands[0]);
+  if (n == "stablehlo.bitcast_convert") {
+    // Same-width reinterpretation of the stored 4-byte words; other element types are computed
+    // in a device dtype of another width (i64 in i32, f64 in f32), so their bits are not there.
+    bool word =
+        [](const std::string& e) { return e == "f32" || e == "i32" || e == "ui32"; }(rt.element) &&
+        (xt.element == "f32" || xt.element == "i32" || xt.element == "ui32");
+    if (!word || rt.shape != xt.shape)
+      return l.unimplemented(op, str("stablehlo.bitcast_convert from ", xt.element, " to ",
+                                     rt.element, " (only between f32, i32 and ui32 of one shape)"));
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    if (xt.element == rt.element) {
+      l.bind(op.results[0], x);
+      return {};
+    }
+    DType to = MESHPLAN_TRY(dtype_of(rt, op.loc));
+    MESHPLAN_TRY(
+        l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(to))}}));
+    return {};
+  }
+  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") && rt.element == "i1")
+    return lower_logical(l, op);
+  // The device computes integers in 32-bit words: narrower and wider types would not wrap or
+  // shift at their own width.
+  if (!is_32bit_word(rt.element) || !is_32bit_word(xt.element))
+    return l.unimplemented(
+        op, str(n, " on ", xt.element, " (the integer bit ops run on i32 and ui32)"));
+  DType dt = MESHPLAN_TRY(dtype_of(rt, op.loc));
+  const std::vector<int64_t>& shape = rt.shape;
+  if (n == "stablehlo.popcnt" || n == "stablehlo.count_leading_zeros") {
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    if (n == "stablehlo.count_leading_zeros") {
+      // Smear the highest set bit into every lower bit; the zeros left are the leading ones.
+      for (uint32_t s : {1u, 2u, 4u, 8u, 16u}) {
+        GValue sh = MESHPLAN_TRY(l.emit(OpKind::shift_right_logical,
+                                        {x, MESHPLAN_TRY(word_constant(l, s, shape.size(), dt))},
+                                        {}, shape, dt));
+        x = MESHPLAN_TRY(l.emit(OpKind::bitwise_or, {x, sh}, {}, shape, dt));
+      }
+      x = MESHPLAN_TRY(l.emit(OpKind::bitwise_not, {x}, {}, shape, dt));
+    }
+    l.bind(op.results[0], MESHPLAN_TRY(popcount(l, x, shape, dt)));
+    return {};
+  }
+  OpKind kind = *device::op_from_stablehlo(n);
+  if (op.operands.size() == 1) {
+    MESHPLAN_TRY(l.emit_for(op, kind, {MESHPLAN_TRY(l.use(op.operands[0], op))}));
+    return {};
+  }
+  if (op.operands.size() != 2)
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", n, " takes two operands");
+  GValue a = MESHPLAN_TRY(l.use_broadcasting(op.operands[0], op));
+  GValue b = MESHPLAN_TRY(l.use_broadcasting(op.operands[1], op));
+  auto bs = device::broadcast_shapes(l.graph().values[a].shape, l.graph().values[b].shape);
+  if (!bs || *bs != shape) {
+    a = MESHPLAN_TRY(l.use(op.operands[0], op));
+    b = MESHPLAN_TRY(l.use(op.operands[1], op));
+  }
+  MESHPLAN_TRY(l.emit_for(op, kind, {a, b}));
   return {};
 }
 

@@ -72,16 +72,16 @@ TEST_CASE("a data-parallel MLP's per-device program lowers to matmul/add/relu an
 
 TEST_CASE("ops without a meshplan op name themselves and their location") {
   auto m = parse_module(
-      "func.func @main(%a: tensor<4xi32>) -> tensor<4xi32> {\n"
-      "  %0 = stablehlo.not %a : tensor<4xi32>\n"
-      "  return %0 : tensor<4xi32>\n}\n",
+      "func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+      "  %0 = \"stablehlo.cholesky\"(%a) {lower = true} : (tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+      "  return %0 : tensor<4x4xf32>\n}\n",
       "not.mlir");
   REQUIRE_MESSAGE(m.has_value(), m.error().message);
   auto g = lower_to_graph(*m);
   REQUIRE_FALSE(g.has_value());
   CHECK(g.error().code == ErrorCode::unimplemented);
   CHECK(g.error().message.starts_with(
-      "not.mlir:2:3: unimplemented: stablehlo.not has no meshplan op (meshplan lowers "));
+      "not.mlir:2:3: unimplemented: stablehlo.cholesky has no meshplan op (meshplan lowers "));
 }
 
 TEST_CASE("a data-parallel MLP with a max-reduce and a broadcast lowers per device") {

@@ -90,9 +90,9 @@ TEST_CASE("ops read in pretty form that meshplan cannot lower are located errors
             .starts_with("p.mlir:2:3: stablehlo.dynamic_slice: slice_sizes[0] = 5 is outside "
                          "[0, 4]"));
   CHECK(lower_error(sig +
-                    "tensor<4x4xi32> {\n  %0 = stablehlo.bitcast_convert %arg0 : "
-                    "(tensor<4x4xf32>) -> tensor<4x4xi32>\n  return %0 : tensor<4x4xi32>\n}\n")
-            .starts_with("p.mlir:2:3: unimplemented: stablehlo.bitcast_convert has no meshplan"));
+                    "tensor<4x4x2xi16> {\n  %0 = stablehlo.bitcast_convert %arg0 : "
+                    "(tensor<4x4xf32>) -> tensor<4x4x2xi16>\n  return %0 : tensor<4x4x2xi16>\n}\n")
+            .starts_with("p.mlir:2:3: unimplemented: stablehlo.bitcast_convert from f32 to i16"));
 }
 
 TEST_CASE("fori_loop-shaped while loops unroll; constant if/case fold; others are refused") {

@@ -1,0 +1,297 @@
+// Integer arithmetic computed exactly: i32/ui32 StableHLO programs are parsed, lowered, planned
+// under several policies and run on the emulated chip. Expected values are worked out by hand
+// from two's-complement arithmetic and the StableHLO spec (wraparound modulo 2^32, truncating
+// division, shift amounts >= 32, popcnt, count_leading_zeros, bitcast_convert of f32 bits);
+// every case is one f32 would get wrong. Host tensors are f32, so the programs take arguments
+// and return results that f32 holds exactly and do the wide arithmetic in between.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/stablehlo.hpp"
+#include "meshplan/runtime/tensor.hpp"
+#include "plan_run.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+
+namespace {
+
+const char* const kPolicies[] = {"dram", "l1-interleaved", "greedy"};
+
+using Values = std::vector<float>;
+
+/// Runs `text` (arguments and results all of shape [n]) on `inputs`; each result must equal
+/// the matching row of `want` exactly.
+void check(const std::string& text, const std::vector<Values>& inputs,
+           const std::vector<Values>& want) {
+  auto m = parse_module(text, "int_exact.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Values& v : inputs) shapes.push_back({static_cast<int64_t>(v.size())});
+  std::vector<runtime::TensorView> views;
+  for (size_t i = 0; i < inputs.size(); ++i) views.push_back({shapes[i], inputs[i]});
+  for (const char* policy : kPolicies) {
+    CAPTURE(policy);
+    auto outputs = test::plan_and_run(*g, policy, "int_exact", views);
+    REQUIRE(outputs.size() == want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      CAPTURE(r);
+      std::vector<float> got(outputs[r].data.begin(), outputs[r].data.end());
+      std::string text;
+      for (float v : got) text += std::to_string(static_cast<int64_t>(v)) + " ";
+      CAPTURE(text);
+      CHECK(got == want[r]);
+    }
+  }
+}
+
+std::string lower_error(const std::string& text) {
+  auto m = parse_module(text, "bad.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_FALSE(g.has_value());
+  return g.error().message;
+}
+
+/// jax.random's threefry2x32 (20 rounds) as JAX prints it: a private function of ui32 adds
+/// (wrapping), rotations as (x << d) | (x >> (32 - d)) with broadcast scalar constants, and xors;
+/// ks[2] = k0 ^ k1 ^ 0x1BD11BDA (466688986, a constant f32 does not hold).
+std::string threefry_module() {
+  const std::string t = "tensor<2xui32>";
+  std::ostringstream s;
+  int n = 0;
+  auto fresh = [&] { return "%" + std::to_string(n++); };
+  auto scalar = [&](uint32_t c) {
+    std::string a = fresh(), b = fresh();
+    s << "    " << a << " = stablehlo.constant dense<" << c << "> : tensor<ui32>\n"
+      << "    " << b << " = stablehlo.broadcast_in_dim " << a << ", dims = [] : (tensor<ui32>) -> "
+      << t << "\n";
+    return b;
+  };
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) {
+    std::string r = fresh();
+    s << "    " << r << " = stablehlo." << op << " " << x << ", " << y << " : " << t << "\n";
+    return r;
+  };
+  s << R"(module @jit_threefry attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%z: tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>) {
+    %k0 = stablehlo.constant dense<[320440878, 320440878]> : tensor<2xui32>
+    %k1 = stablehlo.constant dense<[57701188, 57701188]> : tensor<2xui32>
+    %c0 = stablehlo.constant dense<[608135816, 0]> : tensor<2xui32>
+    %c1 = stablehlo.constant dense<[2242054355, 1]> : tensor<2xui32>
+    %x0 = stablehlo.add %c0, %z : tensor<2xui32>
+    %r:2 = call @threefry2x32(%k0, %k1, %x0, %c1) : (tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>)
+    %s16 = stablehlo.constant dense<16> : tensor<2xui32>
+    %m16 = stablehlo.constant dense<65535> : tensor<2xui32>
+    %h0 = stablehlo.shift_right_logical %r#0, %s16 : tensor<2xui32>
+    %l0 = stablehlo.and %r#0, %m16 : tensor<2xui32>
+    %h1 = stablehlo.shift_right_logical %r#1, %s16 : tensor<2xui32>
+    %l1 = stablehlo.and %r#1, %m16 : tensor<2xui32>
+    return %h0, %l0, %h1, %l1 : tensor<2xui32>, tensor<2xui32>, tensor<2xui32>, tensor<2xui32>
+  }
+  func.func private @threefry2x32(%arg0: tensor<2xui32>, %arg1: tensor<2xui32>, %arg2: tensor<2xui32>, %arg3: tensor<2xui32>) -> (tensor<2xui32>, tensor<2xui32>) {
+)";
+  std::string ks[3] = {"%arg0", "%arg1",
+                       bin("xor", bin("xor", "%arg0", "%arg1"), scalar(0x1BD11BDAu))};
+  std::string x0 = bin("add", "%arg2", ks[0]), x1 = bin("add", "%arg3", ks[1]);
+  const uint32_t rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t r : rot[i % 2]) {
+      x0 = bin("add", x0, x1);
+      std::string left = bin("shift_left", x1, scalar(r));
+      std::string right = bin("shift_right_logical", x1, scalar(32 - r));
+      x1 = bin("xor", bin("or", left, right), x0);
+    }
+    x0 = bin("add", x0, ks[(i + 1) % 3]);
+    x1 = bin("add", bin("add", x1, ks[(i + 2) % 3]), scalar(i + 1));
+  }
+  s << "    return " << x0 << ", " << x1 << " : " << t << ", " << t << "\n  }\n}\n";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("i32 add and subtract wrap modulo 2^32 and stay exact beyond 2^24") {
+  // 2147483520 + 127 = 2147483647, + 1 wraps to -2147483648; -2147483648 + -1 wraps to
+  // 2147483647, - 2147483520 = 127; 16777216 + 1 + 1 = 16777218 (f32: 16777216);
+  // 16777216 + 1 - 16777216 = 1 (f32: 0).
+  check(
+      R"(func.func public @main(%a: tensor<4xi32>, %b: tensor<4xi32>, %c: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = stablehlo.add %a, %b : tensor<4xi32>
+  %1 = stablehlo.add %0, %c : tensor<4xi32>
+  return %1 : tensor<4xi32>
+})",
+      {{2147483520.0f, -2147483648.0f, 16777216.0f, 16777216.0f},
+       {127, -1, 1, 1},
+       {1, -2147483520.0f, 1, -16777216.0f}},
+      {{-2147483648.0f, 127, 16777218.0f, 1}});
+}
+
+TEST_CASE("i32 multiply wraps; divide and remainder truncate") {
+  // 65536 * 65536 = 2^32 -> 0; 46341^2 = 2147488281 -> -2147479015, + 2147483648 = 4633;
+  // -65536 * 65537 = -4295032832 -> -65536; 4097^2 = 16785409, - 16777216 = 8193 (f32: 8192).
+  check(
+      R"(func.func public @main(%a: tensor<4xi32>, %b: tensor<4xi32>, %c: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = stablehlo.multiply %a, %b : tensor<4xi32>
+  %1 = stablehlo.subtract %0, %c : tensor<4xi32>
+  return %1 : tensor<4xi32>
+})",
+      {{65536, 46341, -65536, 4097}, {65536, 46341, 65537, 4097}, {0, -2147483648.0f, 0, 16777216}},
+      {{0, 4633, -65536, 8193}});
+  // Truncating division; x / 0 = -1 and x % 0 = x, INT_MIN / -1 = INT_MIN and INT_MIN % -1 = 0
+  // (XLA's results); (16777216 + 1) % 2 = 1 and (16777216 + 1) / 16777217 = 1 (f32: 0 and 0).
+  check(
+      R"(func.func public @main(%a: tensor<8xi32>, %b: tensor<8xi32>, %c: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {
+  %x = stablehlo.add %a, %c : tensor<8xi32>
+  %0 = stablehlo.divide %x, %b : tensor<8xi32>
+  %1 = stablehlo.remainder %x, %b : tensor<8xi32>
+  return %0, %1 : tensor<8xi32>, tensor<8xi32>
+})",
+      {{7, -7, 7, -7, -2147483648.0f, 5, 16777216, 16777216},
+       {2, 2, -2, -2, -1, 0, 2, 16777216},
+       {0, 0, 0, 0, 0, 0, 1, 1}},
+      {{3, -3, -3, 3, -2147483648.0f, -1, 8388608, 1}, {1, -1, 1, -1, 0, 5, 1, 1}});
+}
+
+TEST_CASE("i32 compare, select, maximum, negate, abs and sign beyond 2^24") {
+  // x = a + 1 = [16777217, -2147483647, 6]: x > b = [1 (f32: equal), 0, 0];
+  // max(x, b) - b = [1, 0, 0]; -a = [-16777216, -2147483648 (wraps), -5], abs of it =
+  // [16777216, -2147483648 (wraps), 5], sign [1, -1, 1], their product [16777216, -2147483648
+  // (wraps), 5].
+  check(
+      R"(func.func public @main(%a: tensor<3xi32>, %b: tensor<3xi32>) -> (tensor<3xi32>, tensor<3xi32>, tensor<3xi32>) {
+  %one = stablehlo.constant dense<1> : tensor<3xi32>
+  %zero = stablehlo.constant dense<0> : tensor<3xi32>
+  %x = stablehlo.add %a, %one : tensor<3xi32>
+  %gt = stablehlo.compare GT, %x, %b, SIGNED : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
+  %s = stablehlo.select %gt, %one, %zero : tensor<3xi1>, tensor<3xi32>
+  %m = stablehlo.maximum %x, %b : tensor<3xi32>
+  %d = stablehlo.subtract %m, %b : tensor<3xi32>
+  %n = stablehlo.negate %a : tensor<3xi32>
+  %ab = stablehlo.abs %n : tensor<3xi32>
+  %sg = stablehlo.sign %ab : tensor<3xi32>
+  %r = stablehlo.multiply %ab, %sg : tensor<3xi32>
+  return %s, %d, %r : tensor<3xi32>, tensor<3xi32>, tensor<3xi32>
+})",
+      {{16777216, -2147483648.0f, 5}, {16777216, 0, 7}},
+      {{1, 0, 0}, {1, 0, 0}, {16777216, -2147483648.0f, 5}});
+}
+
+TEST_CASE("i32 reductions (sum, max, min, product) are exact and wrap") {
+  // x = a + 1 = [16777217, 16777217]: sum 33554434 - 33554432 = 2 (f32: 0); max and min
+  // 16777217 - 16777216 = 1 (f32: 0); 65537 * 65535 * 1 = 4294967295, which wraps to -1.
+  check(
+      R"(func.func public @main(%a: tensor<2xi32>, %b: tensor<3xi32>) -> (tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>) {
+  %one = stablehlo.constant dense<1> : tensor<2xi32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %e = stablehlo.constant dense<1> : tensor<i32>
+  %lo = stablehlo.constant dense<-2147483648> : tensor<i32>
+  %hi = stablehlo.constant dense<2147483520> : tensor<i32>
+  %c = stablehlo.constant dense<16777216> : tensor<i32>
+  %c2 = stablehlo.constant dense<33554432> : tensor<i32>
+  %x = stablehlo.add %a, %one : tensor<2xi32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<2xi32>, tensor<i32>) -> tensor<i32>
+  %m = stablehlo.reduce(%x init: %lo) applies stablehlo.maximum across dimensions = [0] : (tensor<2xi32>, tensor<i32>) -> tensor<i32>
+  %n = stablehlo.reduce(%x init: %hi) applies stablehlo.minimum across dimensions = [0] : (tensor<2xi32>, tensor<i32>) -> tensor<i32>
+  %p = stablehlo.reduce(%b init: %e) applies stablehlo.multiply across dimensions = [0] : (tensor<3xi32>, tensor<i32>) -> tensor<i32>
+  %s2 = stablehlo.subtract %s, %c2 : tensor<i32>
+  %m2 = stablehlo.subtract %m, %c : tensor<i32>
+  %n2 = stablehlo.subtract %n, %c : tensor<i32>
+  return %s2, %m2, %n2, %p : tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>
+})",
+      {{16777216, 16777216}, {65537, 65535, 1}}, {{2}, {1}, {1}, {-1}});
+}
+
+TEST_CASE("bitwise ops and shifts on i32 and ui32 (StableHLO shift amounts >= 32)") {
+  check(
+      R"(func.func public @main(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
+  %0 = stablehlo.and %a, %b : tensor<4xi32>
+  %1 = stablehlo.or %a, %b : tensor<4xi32>
+  %2 = stablehlo.xor %a, %b : tensor<4xi32>
+  %3 = stablehlo.not %b : tensor<4xi32>
+  return %0, %1, %2, %3 : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>
+})",
+      {{12, -1, 16777216, -2147483648.0f}, {10, 255, 2, 0}},
+      {{8, 255, 0, 0},
+       {14, -1, 16777218, -2147483648.0f},
+       {6, -256, 16777218, -2147483648.0f},
+       {-11, -256, -3, -1}});
+  // Amounts are unsigned (-1 is 2^32 - 1); >= 32 gives 0, or the sign fill for arithmetic.
+  check(
+      R"(func.func public @main(%a: tensor<8xi32>, %b: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>, tensor<8xi32>) {
+  %0 = stablehlo.shift_left %a, %b : tensor<8xi32>
+  %1 = stablehlo.shift_right_logical %a, %b : tensor<8xi32>
+  %2 = stablehlo.shift_right_arithmetic %a, %b : tensor<8xi32>
+  return %0, %1, %2 : tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
+})",
+      {{-1, 1, 1, -2147483648.0f, -5, 5, 3, -2147483648.0f}, {28, 31, 32, 2, 40, 40, -1, 31}},
+      {{-268435456, -2147483648.0f, 0, 0, 0, 0, 0, 0},
+       {15, 0, 0, 536870912, 0, 0, 0, 1},
+       {-1, 0, 0, -536870912, -1, 0, 0, -1}});
+  // ui32: convert(-1) = 4294967295 (wraps), >> 28 = 15; unsigned 4294967295 > 1 (signed: less);
+  // 4294967295 -> f32 rounds to 4294967296.
+  check(
+      R"(func.func public @main(%a: tensor<2xi32>) -> (tensor<2xui32>, tensor<2xui32>, tensor<2xf32>) {
+  %u = stablehlo.convert %a : (tensor<2xi32>) -> tensor<2xui32>
+  %c28 = stablehlo.constant dense<28> : tensor<2xui32>
+  %one = stablehlo.constant dense<1> : tensor<2xui32>
+  %zero = stablehlo.constant dense<0> : tensor<2xui32>
+  %s = stablehlo.shift_right_logical %u, %c28 : tensor<2xui32>
+  %gt = stablehlo.compare GT, %u, %one, UNSIGNED : (tensor<2xui32>, tensor<2xui32>) -> tensor<2xi1>
+  %g = stablehlo.select %gt, %one, %zero : tensor<2xi1>, tensor<2xui32>
+  %f = stablehlo.convert %u : (tensor<2xui32>) -> tensor<2xf32>
+  return %s, %g, %f : tensor<2xui32>, tensor<2xui32>, tensor<2xf32>
+})",
+      {{-1, -2147483648.0f}}, {{15, 8}, {1, 1}, {4294967296.0f, 2147483648.0f}});
+}
+
+TEST_CASE("popcnt and count_leading_zeros (lowered onto shifts, ands and adds)") {
+  check(R"(func.func public @main(%a: tensor<7xi32>) -> (tensor<7xi32>, tensor<7xi32>) {
+  %0 = stablehlo.popcnt %a : tensor<7xi32>
+  %1 = stablehlo.count_leading_zeros %a : tensor<7xi32>
+  return %0, %1 : tensor<7xi32>, tensor<7xi32>
+})",
+        {{0, 1, -1, 7, 16777215, -2147483648.0f, 65536}},
+        {{0, 1, 32, 3, 24, 1, 1}, {32, 31, 0, 29, 8, 0, 15}});
+}
+
+TEST_CASE("bitcast_convert reinterprets the stored words") {
+  // 1.0f = 0x3f800000 = 1065353216, -2.0f = 0xc0000000 = -1073741824.
+  check(
+      R"(func.func public @main(%a: tensor<3xf32>, %b: tensor<3xi32>) -> (tensor<3xi32>, tensor<3xf32>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<3xf32>) -> tensor<3xi32>
+  %1 = stablehlo.bitcast_convert %b : (tensor<3xi32>) -> tensor<3xf32>
+  return %0, %1 : tensor<3xi32>, tensor<3xf32>
+})",
+      {{1.0f, -2.0f, 0.0f}, {1065353216.0f, -1073741824.0f, 0}},
+      {{1065353216.0f, -1073741824.0f, 0}, {1.0f, -2.0f, 0.0f}});
+}
+
+TEST_CASE("integer bit ops on types the device does not hold at their width are located errors") {
+  std::string e = lower_error(R"(func.func public @main(%a: tensor<2xi8>) -> tensor<2xi8> {
+  %0 = stablehlo.shift_left %a, %a : tensor<2xi8>
+  return %0 : tensor<2xi8>
+})");
+  CHECK(e.find("bad.mlir:2:") != std::string::npos);
+  CHECK(e.find("i8") != std::string::npos);
+  e = lower_error(R"(func.func public @main(%a: tensor<2xf64>) -> tensor<2xi64> {
+  %0 = stablehlo.bitcast_convert %a : (tensor<2xf64>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+})");
+  CHECK(e.find("bad.mlir:2:") != std::string::npos);
+}
+
+TEST_CASE("jax.random's threefry2x32 on ui32: Random123's known answer") {
+  // Expected: tests/planner/threefry_ref.py (plain integer arithmetic), as 16-bit halves. Lane
+  // 0: key (0x13198a2e, 0x03707344), counter (0x243f6a88, 0x85a308d3) -> (0xc4923a9c,
+  // 0x483df7a0); lane 1: the same key, counter (0, 1) -> (0xd1d7b310, 0x1a231911).
+  check(threefry_module(), {{0, 0}},
+        {{50322, 53719}, {15004, 45840}, {18493, 6691}, {63392, 6417}});
+}
