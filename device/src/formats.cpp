@@ -35,13 +35,17 @@ Status pack_elements(DType dtype, const float* values, size_t count, std::byte* 
       return {};
     case DType::i32:
       for (size_t i = 0; i < count; ++i) {
-        int32_t v = static_cast<int32_t>(values[i]);
+        // Saturating, NaN to 0: a float at or beyond 2^31 (INT32_MAX rounds up to it in f32)
+        // stores the largest word instead of an undefined conversion.
+        const double x = std::isnan(values[i]) ? 0.0 : static_cast<double>(values[i]);
+        int32_t v = static_cast<int32_t>(std::clamp(x, -2147483648.0, 2147483647.0));
         std::memcpy(out + 4 * i, &v, 4);
       }
       return {};
     case DType::u32:
       for (size_t i = 0; i < count; ++i) {
-        uint32_t v = values[i] <= 0.0f ? 0u : static_cast<uint32_t>(values[i]);
+        const double x = std::isnan(values[i]) ? 0.0 : static_cast<double>(values[i]);
+        uint32_t v = static_cast<uint32_t>(std::clamp(x, 0.0, 4294967295.0));
         std::memcpy(out + 4 * i, &v, 4);
       }
       return {};

@@ -134,6 +134,21 @@ TEST_CASE("i32 add and subtract wrap modulo 2^32 and stay exact beyond 2^24") {
       {{-2147483648.0f, 127, 16777218.0f, 1}});
 }
 
+TEST_CASE(
+    "the largest i32 and ui32 constants are stored exactly (f32 rounds them up to 2^31, 2^32)") {
+  // dense<2147483647> - 2147483520 = 127 (an INT_MIN word would give 128);
+  // dense<4294967295> - 4294967040 = 255 (a zero word would give 256).
+  check(
+      R"(func.func public @main(%a: tensor<2xi32>, %b: tensor<2xui32>) -> (tensor<2xi32>, tensor<2xui32>) {
+  %0 = stablehlo.constant dense<2147483647> : tensor<2xi32>
+  %1 = stablehlo.subtract %0, %a : tensor<2xi32>
+  %2 = stablehlo.constant dense<4294967295> : tensor<2xui32>
+  %3 = stablehlo.subtract %2, %b : tensor<2xui32>
+  return %1, %3 : tensor<2xi32>, tensor<2xui32>
+})",
+      {{2147483520.0f, 2147483520.0f}, {4294967040.0f, 4294967040.0f}}, {{127, 127}, {255, 255}});
+}
+
 TEST_CASE("i32 multiply wraps; divide and remainder truncate") {
   // 65536 * 65536 = 2^32 -> 0; 46341^2 = 2147488281 -> -2147479015, + 2147483648 = 4633;
   // -65536 * 65537 = -4295032832 -> -65536; 4097^2 = 16785409, - 16777216 = 8193 (f32: 8192).
