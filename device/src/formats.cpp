@@ -50,6 +50,7 @@ Status pack_elements(DType dtype, const float* values, size_t count, std::byte* 
       }
       return {};
     case DType::bf8b:
+    case DType::bf4b:
       break;
   }
   return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
@@ -82,6 +83,7 @@ Status unpack_elements(DType dtype, const std::byte* in, size_t count, float* va
       }
       return {};
     case DType::bf8b:
+    case DType::bf4b:
       break;
   }
   return fail(ErrorCode::unimplemented, "dtype ", dtype_name(dtype), " has no element encoding");
@@ -198,12 +200,17 @@ void unpack_bf4b_tile(const std::byte* tile, float* values) {
 
 Status pack_tile(DType dtype, const float* values, std::byte* out) {
   if (dtype == DType::bf8b) return pack_bf8b_tile(values, out);
+  if (dtype == DType::bf4b) return pack_bf4b_tile(values, out);
   return pack_elements(dtype, values, kTileElems, out);
 }
 
 Status unpack_tile(DType dtype, const std::byte* tile, float* values) {
   if (dtype == DType::bf8b) {
     unpack_bf8b_tile(tile, values);
+    return {};
+  }
+  if (dtype == DType::bf4b) {
+    unpack_bf4b_tile(tile, values);
     return {};
   }
   return unpack_elements(dtype, tile, kTileElems, values);

@@ -163,6 +163,7 @@ float storage_value(DType dtype, float v) {
       return v;
     case DType::bf16:
     case DType::bf8b:
+    case DType::bf4b:
       return round_bf16(v);
     // Out-of-range values saturate (NaN becomes 0), so the integer encoding never overflows.
     case DType::i32:

@@ -12,7 +12,7 @@
 namespace meshplan::device {
 
 Status check_placement(const TensorPlacement& t, const ChipDesc& chip) {
-  if (static_cast<uint8_t>(t.dtype) > static_cast<uint8_t>(DType::u32))
+  if (static_cast<uint8_t>(t.dtype) > static_cast<uint8_t>(DType::bf4b))
     return fail(ErrorCode::invalid_argument, "tensor '", t.name, "': unknown dtype ",
                 static_cast<int>(t.dtype));
   if (static_cast<uint8_t>(t.memory) > static_cast<uint8_t>(MemLayout::block_sharded) ||

@@ -60,7 +60,8 @@ std::optional<OpKind> op_from_name(std::string_view name) {
 }
 
 namespace {
-constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "bf16", "bf8b", "i32", "u32"};
+constexpr std::array<std::string_view, 6> kDTypeNames = {"f32", "bf16", "bf8b",
+                                                         "i32", "u32",  "bf4b"};
 }
 
 std::string_view dtype_name(DType dtype) {
@@ -118,6 +119,8 @@ uint32_t tile_bytes(DType dtype) {
       return 2048;
     case DType::bf8b:
       return 1088;
+    case DType::bf4b:
+      return 576;
   }
   return 0;
 }
@@ -131,6 +134,7 @@ uint32_t element_bytes(DType dtype) {
     case DType::bf16:
       return 2;
     case DType::bf8b:
+    case DType::bf4b:
       return 0;
   }
   return 0;

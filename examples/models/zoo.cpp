@@ -93,6 +93,17 @@ Result<planner::Graph> llama_decoder(const LlamaConfig& c, const std::string& na
     V down = b.op("matmul", {prod, w2}, {}, p + "down_proj");
     x = b.op("add", {x1, down}, {}, p + "ffn_residual");
   }
+  if (c.vocab > 0) {
+    V norm_w = b.parameter("norm.weight", {c.hidden});
+    V lm_head = b.parameter("lm_head", {c.hidden, c.vocab});
+    if (c.seq > 1)  // The next token comes from the last position's logits only.
+      x = b.op("slice", {x},
+               {attr("begins", ints({c.seq - 1, 0})), attr("ends", ints({c.seq, c.hidden})),
+                attr("steps", ints({1, 1}))},
+               "last_token");
+    V h = b.op("rms_norm", {x, norm_w}, {attr("epsilon", c.epsilon)}, "norm");
+    x = b.op("matmul", {h, lm_head}, {}, "lm_head_proj");
+  }
   b.output(x);
   return b.build();
 }

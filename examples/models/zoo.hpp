@@ -23,10 +23,15 @@ struct LlamaConfig {
   int64_t past = 0;   ///< Cached tokens (decode): the K/V cache inputs hold `past` positions.
   int layers = 1;
   double epsilon = 1e-5;
+  /// Vocabulary of the LM head (128256 for Llama-3.1): > 0 adds the final RMSNorm and the LM
+  /// head matmul (on the last token only) after the layers; 0 ends with the hidden states.
+  int64_t vocab = 0;
 };
 /// Llama-3-8B-shaped decoder layers: RMSNorm, Q/K/V projections, attention as matmul + softmax
 /// + matmul (K/V cache as inputs when past > 0), output projection, SwiGLU MLP, residual adds.
 /// Rotary position embeddings are not modelled (they change values, not shapes or data flow).
+/// With config.vocab > 0: final RMSNorm ("norm.weight") and LM head ("lm_head", [hidden, vocab])
+/// on the last token; the logits [1, vocab] are the last output.
 Result<planner::Graph> llama_decoder(const LlamaConfig& config, const std::string& name);
 
 struct BertConfig {
@@ -72,7 +77,10 @@ std::vector<ModelSpec> zoo();
 ///     heads (and the K/V cache's kv-head dim) split 8 ways;
 ///   "galaxy" (mesh ["x"=8, "y"=4]): attention TP 8 over "x" (32 query / 8 KV heads: one KV head
 ///     and its 4 query heads per "x" position, replicated along "y"), FFN 2-D over {"x", "y"}
-///     (32-way, 14336 / 32 = 448 columns per chip).
+///     (32-way, 14336 / 32 = 448 columns per chip);
+///   "n300_tp" (mesh ["x"=1, "y"=2]): as t3k over the two chips of an n300 card.
+/// With config.vocab > 0 the LM head is column-parallel over the FFN axes (a vocab slice per
+/// chip) and the final norm's weight replicated.
 /// Activations, norms' weights and the mask are replicated. Each layer then needs exactly two
 /// all_reduces of the [seq, hidden] activations: after wo (over the attention axes) and after
 /// w2 (over the FFN axes). Needs kv_heads divisible by the attention TP size.

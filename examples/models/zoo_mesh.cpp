@@ -16,6 +16,7 @@ std::string axes_text(const std::vector<std::string>& axes) {
 std::vector<std::pair<std::string, int64_t>> mesh_axes(std::string_view mesh) {
   if (mesh == "galaxy") return {{"x", 8}, {"y", 4}};
   if (mesh == "n300") return {{"model", 1}, {"batch", 2}};
+  if (mesh == "n300_tp") return {{"x", 1}, {"y", 2}};
   return {{"x", 2}, {"y", 4}};
 }
 
@@ -39,9 +40,9 @@ std::vector<std::string> llama_ffn_axes(std::string_view) {
 
 Result<planner::MeshAnnotations> llama_tensor_parallel(const LlamaConfig& c,
                                                        std::string_view mesh) {
-  if (mesh != "t3k" && mesh != "galaxy")
+  if (mesh != "t3k" && mesh != "galaxy" && mesh != "n300_tp")
     return fail(ErrorCode::invalid_argument, "llama_tensor_parallel: mesh '", mesh,
-                "' (expected t3k or galaxy)");
+                "' (expected t3k, galaxy or n300_tp)");
   const auto attn = llama_attention_axes(mesh), ffn = llama_ffn_axes(mesh);
   const int64_t tp = axes_size(mesh, attn), tf = axes_size(mesh, ffn);
   if (c.kv_heads % tp != 0 || c.heads % tp != 0 || c.ffn % tf != 0)
@@ -67,6 +68,13 @@ Result<planner::MeshAnnotations> llama_tensor_parallel(const LlamaConfig& c,
       a.arguments.emplace_back(p + "k_cache", "[" + axes_text(attn) + ", {}, {}]");
       a.arguments.emplace_back(p + "v_cache", "[" + axes_text(attn) + ", {}, {}]");
     }
+  }
+  if (c.vocab > 0) {  // LM head column-parallel over every chip: each computes a vocab slice
+    if (c.vocab % tf != 0)
+      return fail(ErrorCode::invalid_argument, "llama_tensor_parallel on ", mesh, ": vocabulary ",
+                  c.vocab, " does not split ", tf, " ways");
+    a.arguments.emplace_back("norm.weight", "[{}]");
+    a.arguments.emplace_back("lm_head", col_f);
   }
   return a;
 }

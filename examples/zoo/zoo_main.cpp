@@ -4,6 +4,7 @@
 //
 //   meshplan-zoo [--cache PATH] [--policies dram,...] [--models a,b] [--bench-json FILE] [--no-run]
 //                [--no-flatten-spatial]
+//   meshplan-zoo --hardware-check [--policies P] [--no-prefill] [--no-calibrate]
 //
 // Plans are made for the full published shapes (the figures) and for reduced widths with the same
 // structure (those are executed and checked, since the emulator runs on the host CPU).
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "hardware_check.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/formats.hpp"
@@ -48,6 +50,9 @@ struct Args {
   std::string write_json;  ///< Folder to write each model's graph.json (full size) into.
   bool run = true;
   bool flatten_spatial = true;  ///< --no-flatten-spatial: plan conv activations NHWC as given.
+  bool hardware_check = false;  ///< --hardware-check: published Llama-3.1-8B points vs the plan.
+  bool prefill = true;          ///< --no-prefill: the hardware check plans decode only.
+  bool calibrate = true;        ///< --no-calibrate: the hardware check keeps dispatch_ns.
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -192,7 +197,48 @@ uint32_t count_collectives(const planner::Graph& g) {
   return n;
 }
 
+/// --hardware-check: one line per published point, `model device published_tps simulated_tps
+/// ratio`, then the prefill (time to first token) lines where a TTFT is published.
+Result<int> hardware_check(const Args& args) {
+  models::HardwareCheckOptions options;
+  if (!args.policies.empty()) options.policy = args.policies.front();
+  options.prefill = args.prefill;
+  options.calibrate = args.calibrate;
+  auto t0 = Clock::now();
+  models::HardwareCheck check = MESHPLAN_TRY(models::hardware_check(options));
+  std::printf("model device published_tps simulated_tps ratio\n");
+  for (const models::HardwareCheckRow& r : check.rows)
+    std::printf("%s %s %.1f %.1f %.3f%s\n", r.point.model.c_str(), r.point.device.c_str(),
+                r.point.decode_tps, r.simulated_tps, r.ratio,
+                r.calibration_point ? " (calibration point)" : "");
+  if (options.prefill) {
+    std::printf("model device published_ttft_ms simulated_prefill_ms ratio\n");
+    for (const models::HardwareCheckRow& r : check.rows)
+      if (r.prefill_ms > 0)
+        std::printf("%s %s %.1f %.2f %.3f\n", r.point.model.c_str(), r.point.device.c_str(),
+                    r.point.ttft_ms, r.prefill_ms, r.ttft_ratio);
+  }
+  std::printf(
+      "(policy %s; batch 1, decode at position %lld; bfp4_b FF1/FF3, bfp8_b other weights; "
+      "dispatch %llu ns per op",
+      options.policy.c_str(), static_cast<long long>(models::kCheckDecodePast),
+      static_cast<unsigned long long>(check.dispatch_ns));
+  if (check.dispatch_ns != check.descriptor_dispatch_ns)
+    std::printf(" (fitted on the calibration point; the descriptors' %llu ns gives",
+                static_cast<unsigned long long>(check.descriptor_dispatch_ns));
+  for (const models::HardwareCheckRow& r : check.rows)
+    if (check.dispatch_ns != check.descriptor_dispatch_ns)
+      std::printf(" %s %.1f t/s", r.point.device.c_str(), r.uncalibrated_tps);
+  if (check.dispatch_ns != check.descriptor_dispatch_ns) std::printf(")");
+  std::printf("; ops and weights read per decode step per chip:");
+  for (const models::HardwareCheckRow& r : check.rows)
+    std::printf(" %s %u ops %.2f GB", r.point.device.c_str(), r.decode_ops, r.weight_bytes / 1e9);
+  std::printf("; planned in %.1f s)\n", ms_since(t0) / 1000.0);
+  return 0;
+}
+
 Result<int> run(const Args& args) {
+  if (args.hardware_check) return hardware_check(args);
   std::vector<models::ModelSpec> zoo = models::zoo();
   if (!args.models.empty()) {
     std::vector<models::ModelSpec> chosen;
@@ -471,7 +517,16 @@ int main(int argc, char** argv) {
       ->type_name("DIR");
   cli.app().add_flag("--no-flatten-spatial", no_flatten,
                      "Plan conv2d / pool activations NHWC as given");
+  bool no_prefill = false;
+  cli.app().add_flag("--hardware-check", args.hardware_check,
+                     "Plan Llama-3.1-8B as tt-metal's published runs and compare throughput");
+  cli.app().add_flag("--no-prefill", no_prefill, "--hardware-check: decode only (no TTFT)");
+  bool no_calibrate = false;
+  cli.app().add_flag("--no-calibrate", no_calibrate,
+                     "--hardware-check: keep the descriptors' dispatch time (no fit)");
   if (auto exit = cli.parse(argc, argv)) return *exit;
+  args.prefill = !no_prefill;
+  args.calibrate = !no_calibrate;
   args.run = !no_run;
   args.flatten_spatial = !no_flatten;
   args.policies = split(policies);

@@ -193,6 +193,31 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
   LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
+  // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
+  // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
+  // upload follow the planned dtype.
+  const std::vector<WeightStorage> stored =
+      MESHPLAN_TRY(weight_storage(*source, options.weight_dtype, options.weight_dtype_overrides));
+  if (!stored.empty()) {
+    std::vector<bool> block(planned.graph.values.size(), false);
+    auto store = [&](ValueId v, device::DType dtype) {
+      TensorLayout& t = planned.layout.tensors[v];
+      if (t.layout != device::TileLayout::tile) {
+        planned.notes.push_back("weight '" + planned.graph.values[v].name +
+                                "' is planned row-major: kept in " +
+                                std::string(device::dtype_name(t.dtype)));
+        return;
+      }
+      t.dtype = dtype;
+      block[v] = true;
+    };
+    for (const WeightStorage& w : stored) store(w.value, w.dtype);
+    for (OpId o = 0; o < planned.graph.ops.size(); ++o) {
+      const Op& op = planned.graph.ops[o];
+      if (planned.origin[o] != OpOrigin::graph && !op.operands.empty() && block[op.operands[0]])
+        for (ValueId r : op.results) store(r, planned.layout.tensors[op.operands[0]].dtype);
+    }
+  }
   const Graph& g = planned.graph;
   const LayoutPlan& layout = planned.layout;
   Schedule schedule = Schedule::build(g);

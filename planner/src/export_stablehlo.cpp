@@ -27,6 +27,7 @@ Result<std::string> element_type(DType t, std::string_view what) {
     case DType::u32:
       return std::string("ui32");
     case DType::bf8b:
+    case DType::bf4b:
       break;
   }
   return fail(ErrorCode::unimplemented, what, ": dtype ", device::dtype_name(t),

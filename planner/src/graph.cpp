@@ -143,7 +143,8 @@ Result<bool> parse_attribute(const Op& op, const Attribute& a, device::OpConfig&
   } else if (n == "dtype" && (k == OpKind::typecast || k == OpKind::bitcast)) {
     const std::string* s = std::get_if<std::string>(&a.value);
     auto dt = s ? device::dtype_from_name(*s) : std::nullopt;
-    if (!dt || *dt == DType::bf8b) return bad("must be one of \"f32\", \"bf16\", \"i32\", \"u32\"");
+    if (!dt || *dt == DType::bf8b || *dt == DType::bf4b)
+      return bad("must be one of \"f32\", \"bf16\", \"i32\", \"u32\"");
     c.dtype = *dt;
     *required_seen = true;
   } else if (n == "kernel" && (is_pool(k) || k == OpKind::conv2d)) {

@@ -98,6 +98,12 @@ Hash128 plan_key(const Hash128& gk, const device::ChipDesc& chip, const PlannerO
   if (!options.prepare_weights) h.string("no-prepare-weights");
   // Flattening conv regions is the default (plans of graphs without one are unchanged by it).
   if (!options.flatten_spatial) h.string("no-flatten-spatial");
+  // Weights as given (bf16) is the default and keeps the keys of earlier plans.
+  if (options.weight_dtype != device::DType::bf16 || !options.weight_dtype_overrides.empty()) {
+    h.string("weight-dtype").u8(static_cast<uint8_t>(options.weight_dtype));
+    h.u64(options.weight_dtype_overrides.size());
+    for (const std::string& s : options.weight_dtype_overrides) h.string(s);
+  }
   // A mesh other than the built-in one of its shape (a ring T3000, a mesh JSON file): plans made
   // for the default mesh keep their keys, and a ring plan never answers for a linear mesh.
   if (options.mesh && options.mesh->chips() > 1 &&

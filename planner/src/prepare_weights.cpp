@@ -99,6 +99,110 @@ Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& g) {
   return prepared;
 }
 
+Result<device::DType> parse_weight_dtype(std::string_view text) {
+  if (text == "bf16") return device::DType::bf16;
+  if (text == "bfp8_b" || text == "bf8b") return device::DType::bf8b;
+  if (text == "bfp4_b" || text == "bf4b") return device::DType::bf4b;
+  return fail(ErrorCode::invalid_argument, "weight dtype '", text,
+              "' (expected bf16, bfp8_b or bfp4_b)");
+}
+
+std::string_view weight_dtype_name(device::DType dtype) {
+  switch (dtype) {
+    case device::DType::bf8b:
+      return "bfp8_b";
+    case device::DType::bf4b:
+      return "bfp4_b";
+    default:
+      return device::dtype_name(dtype);
+  }
+}
+
+namespace {
+
+/// `*` matches any run of characters, every other character itself.
+bool glob_match(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace
+
+Result<std::vector<WeightStorage>> weight_storage(const Graph& g, device::DType default_dtype,
+                                                  const std::vector<std::string>& overrides) {
+  if (default_dtype != device::DType::bf16 && default_dtype != device::DType::bf8b &&
+      default_dtype != device::DType::bf4b)
+    return fail(ErrorCode::invalid_argument, "weight dtype ", device::dtype_name(default_dtype),
+                " (expected bf16, bfp8_b or bfp4_b)");
+  // Per value: the ops using it as a matmul/linear weight; a value with any other use (or not a
+  // float parameter, or a graph output) is not a weight.
+  std::vector<bool> weight(g.values.size(), false);
+  for (ValueId a : g.arguments) {
+    const Value& v = g.values[a];
+    weight[a] = v.kind == ArgKind::parameter &&
+                (v.dtype == device::DType::bf16 || v.dtype == device::DType::f32);
+  }
+  for (ValueId out : g.outputs) weight[out] = false;
+  std::vector<std::vector<OpId>> users(g.values.size());
+  for (OpId o = 0; o < g.ops.size(); ++o)
+    for (size_t k = 0; k < g.ops[o].operands.size(); ++k) {
+      ValueId v = g.ops[o].operands[k];
+      bool weight_use =
+          (g.ops[o].kind == OpKind::matmul || g.ops[o].kind == OpKind::linear) && k == 1;
+      if (!weight_use)
+        weight[v] = false;
+      else
+        users[v].push_back(o);
+    }
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    if (users[v].empty()) weight[v] = false;
+  std::vector<device::DType> chosen(g.values.size(), default_dtype);
+  for (const std::string& o : overrides) {
+    size_t eq = o.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail(ErrorCode::invalid_argument, "weight dtype override '", o,
+                  "': expected PATTERN=dtype (bf16, bfp8_b, bfp4_b)");
+    std::string_view pattern = std::string_view(o).substr(0, eq);
+    auto dtype = parse_weight_dtype(std::string_view(o).substr(eq + 1));
+    if (!dtype)
+      return fail(ErrorCode::invalid_argument, "weight dtype override '", o,
+                  "': ", dtype.error().message);
+    bool matched = false;
+    for (ValueId v = 0; v < g.values.size(); ++v) {
+      if (!weight[v]) continue;
+      bool hit = glob_match(pattern, g.values[v].name);
+      for (OpId u : users[v]) hit = hit || glob_match(pattern, g.ops[u].name);
+      if (!hit) continue;
+      chosen[v] = *dtype;
+      matched = true;
+    }
+    if (!matched)
+      return fail(ErrorCode::invalid_argument, "weight dtype override '", o, "' in graph '", g.name,
+                  "': '", pattern,
+                  "' names no weight parameter of a matmul or linear (nor such an op)");
+  }
+  std::vector<WeightStorage> out;
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    if (weight[v] && chosen[v] != device::DType::bf16 && chosen[v] != g.values[v].dtype)
+      out.push_back(WeightStorage{v, chosen[v]});
+  return out;
+}
+
 std::string print_prepared(const Graph& g, const std::vector<PreparedWeight>& prepared) {
   std::ostringstream out;
   for (const PreparedWeight& p : prepared)

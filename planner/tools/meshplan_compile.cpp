@@ -5,7 +5,8 @@
 //                    OP:I=l1|dram]
 //                    [--device NAME|FILE.json] [--emit=plan-json|graph-json|dot]
 //                    [--report=PLAN.html] [--spill=belady|dp] [--no-prepare-weights]
-//                    [--no-flatten-spatial]
+//                    [--no-flatten-spatial] [--weight-dtype=bf16|bfp8_b|bfp4_b]
+//                    [--weight-dtype-override=PATTERN=DTYPE,...]
 //   meshplan-compile A.json B.json C.mlir ... -o CACHE.mpc [--jobs N] [--fail-fast] [...]
 //   meshplan-compile MODEL.mlir --mesh RxC --emit=sdy|stablehlo [--stop-after=STAGE]
 //                    [--arg-types=input,parameter,...] [-o OUT.mlir]
@@ -38,6 +39,7 @@
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/report.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -75,6 +77,12 @@ constexpr const char* kFooter =
     "  of conv2d, pools and elementwise ops run on flattened [1, 1, N*H*W, C] activations (as\n"
     "  TTNN runs them, no per-image-row tile padding) with reshapes at the region edges; an\n"
     "  NHWC input only they use is planned flat (plan input transform reshape: same bytes).\n"
+    "  --weight-dtype: storage of the weight parameters of matmul and linear ops: bf16 (as\n"
+    "  given, default), bfp8_b or bfp4_b (block floats; the runtime quantizes them at upload,\n"
+    "  the device computes with the quantized values). --weight-dtype-override=PATTERN=DTYPE\n"
+    "  (repeatable, comma-separated, the last match wins) sets the weights whose name, or the\n"
+    "  name of a matmul/linear using them, PATTERN matches (`*`: any characters). The summary\n"
+    "  then gives the simulated time next to that of bf16 weights.\n"
     "  Plans MODEL.json for DEVICE (default wormhole_b0) and adds the plan to CACHE.mpc under "
     "NAME\n"
     "  (default: the graph's name), replacing an entry with the same name; the same plan\n"
@@ -154,6 +162,8 @@ Result<uint32_t> positive(const std::string& flag, const std::string& text) {
 struct NumberArgs {
   std::string beam_width, beam_max_combinations, beam_max_evaluations, max_legal_layouts, jobs;
   std::string beam_score, spill, compare;
+  std::string weight_dtype;
+  std::vector<std::string> weight_dtype_overrides;
   bool no_prepare_weights = false, no_flatten_spatial = false;
 };
 
@@ -194,6 +204,12 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
                "Plan conv2d weights as given, [O, KH, KW, I/groups]");
   app.add_flag("--no-flatten-spatial", n.no_flatten_spatial,
                "Plan conv2d / pool activations NHWC as given");
+  app.add_option("--weight-dtype", n.weight_dtype, "Storage of matmul/linear weights")
+      ->type_name("bf16|bfp8_b|bfp4_b");
+  app.add_option("--weight-dtype-override", n.weight_dtype_overrides,
+                 "Storage of the weights a pattern names (repeatable)")
+      ->type_name("PATTERN=DTYPE,...")
+      ->allow_extra_args(false);
   app.add_option("--emit", a.emit, "Print the plan, the graph or the module instead")
       ->type_name("plan-json|graph-json|dot|sdy|stablehlo");
   app.add_option("--report", a.report, "Write an HTML report of the plan")->type_name("PLAN.html");
@@ -275,6 +291,20 @@ Result<Args> finish_args(Args a, const NumberArgs& n, const CLI::App& app) {
     a.options.max_legal_layouts =
         MESHPLAN_TRY(positive("--max-legal-layouts", n.max_legal_layouts));
   if (!n.jobs.empty()) a.jobs = MESHPLAN_TRY(positive("--jobs", n.jobs));
+  if (!n.weight_dtype.empty()) {
+    auto dtype = planner::parse_weight_dtype(n.weight_dtype);
+    if (!dtype) return std::unexpected(with_context(dtype.error(), "--weight-dtype"));
+    a.options.weight_dtype = *dtype;
+  }
+  for (const std::string& list : n.weight_dtype_overrides)
+    for (const std::string& o : tools::split_commas(list)) {
+      if (o.find('=') == std::string::npos)
+        return fail(ErrorCode::invalid_argument,
+                    "--weight-dtype-override takes PATTERN=DTYPE, not '", o, "'");
+      auto dtype = planner::parse_weight_dtype(o.substr(o.rfind('=') + 1));
+      if (!dtype) return std::unexpected(with_context(dtype.error(), "--weight-dtype-override"));
+      a.options.weight_dtype_overrides.push_back(o);
+    }
   if (!n.beam_score.empty()) {
     if (n.beam_score != "cost" && n.beam_score != "heuristic")
       return fail(ErrorCode::invalid_argument, "--beam-score takes cost or heuristic, not '",
@@ -569,6 +599,29 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Block-float weights: the time they gain, against the same plan with bf16 weights.
+  std::string weights;
+  if (options.weight_dtype != device::DType::bf16 || !options.weight_dtype_overrides.empty()) {
+    planner::PlannerOptions as_given = options;
+    as_given.weight_dtype = device::DType::bf16;
+    as_given.weight_dtype_overrides.clear();
+    planner::CompiledPlan base = MESHPLAN_TRY(planner::compile(graph, chip, as_given));
+    auto simulated_us = [](const planner::CompiledPlan& p) {
+      return static_cast<double>(
+                 fb::GetSizePrefixedPlan(p.bytes.data())->header()->metrics()->estimated_ns()) /
+             1000.0;
+    };
+    double now = simulated_us(plan), before = simulated_us(base);
+    size_t stored = MESHPLAN_TRY(planner::weight_storage(graph, options.weight_dtype,
+                                                         options.weight_dtype_overrides))
+                        .size();
+    char times[160];
+    std::snprintf(times, sizeof times, "simulated %.1f us vs %.1f us with bf16 weights (%.3fx)",
+                  now, before, before > 0 ? now / before : 1.0);
+    weights = str(", weights ", planner::weight_dtype_name(options.weight_dtype), " (",
+                  options.weight_dtype_overrides.size(), " overrides, ", stored,
+                  " weights stored as block floats): ", times);
+  }
   if (args.emit == "plan-json") std::cout << MESHPLAN_TRY(plan_json(plan.bytes));
   std::string stem = tools::name_from_path(args.model);
   std::string graph_name = !graph.name.empty() ? graph.name : stem;
@@ -584,7 +637,7 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
     on_mesh = str(", mesh ",
                   device::mesh_summary(MESHPLAN_TRY(planner::planning_mesh(graph, chip, options))));
   out.summary = str("policy ", args.policy, ", device ", chip.name, on_mesh, ", ", graph.ops.size(),
-                    " ops, ", plan.bytes.size(), " bytes, key ", plan.key.hex());
+                    " ops, ", plan.bytes.size(), " bytes, key ", plan.key.hex(), weights);
   // Which spill selection the plan records (--spill=dp may fall back to Belady past its limits).
   if (const fb::PlanMetrics* m = fb::GetSizePrefixedPlan(plan.bytes.data())->header()->metrics();
       m && m->spill_selection() != fb::SpillSelection::belady)

@@ -7,6 +7,7 @@
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/stablehlo.hpp"
 
@@ -102,6 +103,12 @@ Result<CompiledModel> compile_model(const CompileRequest& request) {
 
   planner::PlannerOptions options;
   options.policy = request.policy.value_or(kDefaultPolicy);
+  if (request.weight_dtype) {
+    auto dtype = planner::parse_weight_dtype(*request.weight_dtype);
+    if (!dtype) return std::unexpected(with_context(dtype.error(), "weight_dtype"));
+    options.weight_dtype = *dtype;
+  }
+  options.weight_dtype_overrides = request.weight_dtype_overrides;
   if (!graph.mesh.single_chip() || rows * cols > 1) {
     if (mesh_file) {
       options.mesh = mesh_file;

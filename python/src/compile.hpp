@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "meshplan/planner/planner.hpp"
 
@@ -17,6 +18,10 @@ struct CompileRequest {
   std::string device = "wormhole_b0";
   std::optional<std::string> mesh;    ///< n300, t3k, galaxy, RxC[:ring|:linear] or MESH.json.
   std::optional<std::string> policy;  ///< Unset: kDefaultPolicy.
+  /// Storage of matmul/linear weights: bf16 (unset: as given), bfp8_b, bfp4_b
+  /// (PlannerOptions::weight_dtype), and "PATTERN=DTYPE" overrides.
+  std::optional<std::string> weight_dtype;
+  std::vector<std::string> weight_dtype_overrides;
 };
 
 struct CompiledModel {

@@ -288,8 +288,10 @@ PYBIND11_MODULE(_meshplan, m) {
   m.def(
       "compile",
       [](const std::string& source, const std::string& device, std::optional<std::string> mesh,
-         std::optional<std::string> policy, std::optional<std::string> name) {
-        python::CompileRequest request{source, device, mesh, policy};
+         std::optional<std::string> policy, std::optional<std::string> name,
+         std::optional<std::string> weight_dtype, std::vector<std::string> weight_dtype_overrides) {
+        python::CompileRequest request{source, device,       mesh,
+                                       policy, weight_dtype, weight_dtype_overrides};
         python::CompiledModel model;
         {
           py::gil_scoped_release release;
@@ -305,6 +307,11 @@ PYBIND11_MODULE(_meshplan, m) {
       },
       py::arg("source"), py::arg("device") = "wormhole_b0", py::arg("mesh") = py::none(),
       py::arg("policy") = py::none(), py::arg("name") = py::none(),
-      "Plans a model: a graph.json or StableHLO (.mlir) file path, or the model's text.");
+      py::arg("weight_dtype") = py::none(),
+      py::arg("weight_dtype_overrides") = std::vector<std::string>{},
+      "Plans a model: a graph.json or StableHLO (.mlir) file path, or the model's text. "
+      "weight_dtype (bf16, bfp8_b, bfp4_b) stores matmul/linear weights in a block float; "
+      "weight_dtype_overrides lists PATTERN=DTYPE exceptions (meshplan-compile "
+      "--weight-dtype-override).");
   m.attr("__version__") = MESHPLAN_VERSION;
 }

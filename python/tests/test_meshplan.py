@@ -132,3 +132,26 @@ def test_threads_share_and_own_executables(affine_path):
 
 def test_version():
     assert meshplan.__version__.count(".") == 2
+
+
+def test_weight_dtype_quantizes_the_weight_within_the_bfp8_bound(affine_path):
+    as_given = meshplan.compile(affine_path, policy="greedy")
+    assert meshplan.compile(affine_path, policy="greedy", weight_dtype="bf16").key == as_given.key
+    bfp8 = meshplan.compile(affine_path, policy="greedy", weight_dtype="bfp8_b")
+    assert bfp8.key != as_given.key
+    with pytest.raises(Exception, match="fp8"):
+        meshplan.compile(affine_path, weight_dtype="fp8")
+    with pytest.raises(Exception, match="nothing=bfp4_b"):
+        meshplan.compile(affine_path, weight_dtype_overrides=["nothing=bfp4_b"])
+    inputs = affine_inputs(2)
+    x, w = (inputs[k].astype(np.float32) for k in ("x", "w"))
+    x = x.astype(np.float64)
+    want = affine_expected(inputs)
+    err16 = np.abs(as_given.bind().run(inputs)["y"] - want)
+    err8 = np.abs(bfp8.bind().run(inputs)["y"] - want)
+    assert err8.max() > err16.max()  # the device computes with the quantized weight
+    # bfloat8_b shares one exponent per 16 consecutive columns of a row: |dw| <= 2^-6 * the
+    # group's largest |w|. x is rounded to bf16 (2^-9 |x|), the result too (2^-9 |y|).
+    group_max = np.repeat(np.abs(w).reshape(64, 2, 16).max(axis=2), 16, axis=1)
+    bound = np.abs(x) @ (group_max * 2.0**-6 + np.abs(w) * 2.0**-8) + np.abs(want) * 2.0**-8
+    assert (err8 <= bound + 1e-3).all()

@@ -40,6 +40,7 @@ fb::Segment segment_at(const fb::Plan& plan, uint32_t i) {
 static_assert(static_cast<int>(fb::OpKind::MAX) + 1 == device::kNumOpKinds,
               "ops.def and plan.fbs list the same ops");
 static_assert(static_cast<int>(fb::DType::bf8b) == static_cast<int>(device::DType::bf8b));
+static_assert(static_cast<int>(fb::DType::bf4b) == static_cast<int>(device::DType::bf4b));
 static_assert(static_cast<int>(fb::MemLayout::block_sharded) ==
               static_cast<int>(device::MemLayout::block_sharded));
 static_assert(static_cast<int>(fb::BufferType::l1) == static_cast<int>(device::BufferType::l1));

@@ -12,7 +12,8 @@
 namespace meshplan::device {
 
 /// Values match fb::DType.
-enum class DType : uint8_t { f32 = 0, bf16 = 1, bf8b = 2, i32 = 3, u32 = 4 };
+/// Append only: plans store the value. bf4b (bfloat4_b) is the 4-bit-mantissa block float.
+enum class DType : uint8_t { f32 = 0, bf16 = 1, bf8b = 2, i32 = 3, u32 = 4, bf4b = 5 };
 /// Values match fb::BufferType.
 enum class BufferType : uint8_t { dram = 0, l1 = 1 };
 /// Values match fb::MemLayout.
@@ -169,9 +170,10 @@ inline constexpr int64_t kTileH = 32;
 inline constexpr int64_t kTileW = 32;
 inline constexpr int64_t kTileElems = kTileH * kTileW;
 
-/// Bytes of one 32x32 tile in `dtype` (bf8b: 1024 mantissas + 64 shared exponents).
+/// Bytes of one 32x32 tile in `dtype` (bf8b: 1024 mantissas + 64 shared exponents; bf4b: 1024
+/// nibbles + 64 shared exponents).
 uint32_t tile_bytes(DType dtype);
-/// Bytes of one element in row-major layout; 0 for block formats (bf8b), which must be tiled.
+/// Bytes of one element in row-major layout; 0 for block formats (bf8b, bf4b), which must be tiled.
 uint32_t element_bytes(DType dtype);
 
 /// Matmul programs, after TTNN's program configs. Values match fb::MatmulProgram.

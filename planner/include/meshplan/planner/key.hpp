@@ -55,6 +55,14 @@ struct PlannerOptions {
   /// planned on flattened [1, 1, N*H*W, C] activations, as TTNN runs them; graph inputs only
   /// regions use are planned flat with a `reshape` host transform. Off: planned NHWC as given.
   bool flatten_spatial = true;
+  /// Storage dtype of weight parameters (prepare_weights.hpp, weight_storage()): the parameters
+  /// every use of which is the weight of a matmul or linear are stored, uploaded and read in it.
+  /// bf16 (the default) keeps them as given; bf8b / bf4b quantize them. Enters the key only when
+  /// not bf16 or with overrides, so default plans keep their keys.
+  device::DType weight_dtype = device::DType::bf16;
+  /// Per-weight exceptions, "PATTERN=dtype" in order (the last match wins): PATTERN, with `*`
+  /// matching any run of characters, names the weight parameter or an op using it as weight.
+  std::vector<std::string> weight_dtype_overrides;
 
   /// The default options with `name` as the policy.
   static PlannerOptions with_policy(std::string name) {

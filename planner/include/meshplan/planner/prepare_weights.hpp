@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshplan/planner/graph.hpp"
@@ -39,6 +40,33 @@ std::vector<PreparedWeight> conv_constant_candidates(const Graph& graph);
 /// graph. Returns the inputs and parameters it rewrote (the host transforms the plan records;
 /// empty with only constants rewritten, or nothing).
 Result<std::vector<PreparedWeight>> prepare_conv_weights(Graph& graph);
+
+// ---- Weight storage precision (PlannerOptions::weight_dtype) ----
+//
+// Tenstorrent runs LLM weights in block floats: bfloat8_b, and bfloat4_b for the MLP's gate and
+// up projections. The graph stays logical (bf16 values); only the stored form of the chosen
+// weights changes: their planned tensors are block-float tiles, the runtime quantizes what the
+// user passes when it uploads them, and the kernels read the dequantized values.
+
+/// "bf16", "bfp8_b" / "bf8b", "bfp4_b" / "bf4b" (tt-metal's and meshplan's spellings).
+Result<device::DType> parse_weight_dtype(std::string_view text);
+/// tt-metal's spelling: bf16, bfp8_b, bfp4_b.
+std::string_view weight_dtype_name(device::DType dtype);
+
+/// One weight parameter stored in a dtype other than its own.
+struct WeightStorage {
+  ValueId value = 0;
+  device::DType dtype = device::DType::bf16;
+};
+
+/// The weights `default_dtype` and `overrides` (PlannerOptions::weight_dtype_overrides) store
+/// differently from their value's dtype, in value order. A weight is a parameter (never an input,
+/// constant or graph output) of dtype bf16 or f32 every use of which is operand 1 of a matmul or
+/// linear. Each override "PATTERN=dtype" applies to the weights whose name, or the name of an op
+/// using them, PATTERN matches (`*` matches any run of characters); a later override wins. An
+/// override without `=`, with an unknown dtype or matching no weight is an error naming it.
+Result<std::vector<WeightStorage>> weight_storage(const Graph& graph, device::DType default_dtype,
+                                                  const std::vector<std::string>& overrides);
 
 /// Deterministic dump of a pass result, one line per prepared argument:
 /// `w1 [64x3x3x32] -> [288x64] groups 1`.
