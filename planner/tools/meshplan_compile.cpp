@@ -132,7 +132,8 @@ constexpr const char* kFooter =
     "  Removes entries from CACHE.mpc (atomically, under the cache's writer lock).\n";
 
 struct Args {
-  std::string model, output, name, policy = "greedy", device = "wormhole_b0", emit;
+  std::string model, output, name, device = "wormhole_b0", emit;
+  std::string policy = planner::PlannerOptions{}.policy;  // the library's default (greedy)
   bool device_given = false;  // --device was written (a mesh JSON file's chip must agree)
   std::string mesh, stop_after, arg_types;  // mesh "" = not given (1x1)
   std::string propagation;                  // --propagation=STRATEGY (sdy-propagation stage)

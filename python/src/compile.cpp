@@ -102,7 +102,7 @@ Result<CompiledModel> compile_model(const CompileRequest& request) {
   }
 
   planner::PlannerOptions options;
-  options.policy = request.policy.value_or(kDefaultPolicy);
+  if (request.policy) options.policy = *request.policy;
   if (request.weight_dtype) {
     auto dtype = planner::parse_weight_dtype(*request.weight_dtype);
     if (!dtype) return std::unexpected(with_context(dtype.error(), "weight_dtype"));

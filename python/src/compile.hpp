@@ -10,14 +10,11 @@
 
 namespace meshplan::python {
 
-/// The tools' default policy (meshplan-compile --help says why).
-inline constexpr const char* kDefaultPolicy = "greedy";
-
 struct CompileRequest {
   std::string source;  ///< A path (.json / .mlir) or the model's text.
   std::string device = "wormhole_b0";
   std::optional<std::string> mesh;    ///< n300, t3k, galaxy, RxC[:ring|:linear] or MESH.json.
-  std::optional<std::string> policy;  ///< Unset: kDefaultPolicy.
+  std::optional<std::string> policy;  ///< Unset: PlannerOptions' default (greedy).
   /// Storage of matmul/linear weights: bf16 (unset: as given), bfp8_b, bfp4_b
   /// (PlannerOptions::weight_dtype), and "PATTERN=DTYPE" overrides.
   std::optional<std::string> weight_dtype;
