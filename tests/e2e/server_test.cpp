@@ -230,8 +230,8 @@ TEST_CASE("meshplan-server on stdin: start-up report, requests from several thre
   text +=
       "run nope\nrun tiny --input=3x3xf32=1\nfrobnicate\nquit\nrun mlp\n";  // after quit: ignored
   test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
-  auto out =
-      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 4 < " + requests);
+  auto out = test::run_shell(kBin + "/examples/meshplan-server " + cache +
+                             " --threads 4 --shutdown-timeout 300 < " + requests);
   INFO(out.text);
   CHECK(out.status == 0);
   CHECK(out.text.find("ready: 2 of 2 plans from") != std::string::npos);
@@ -428,8 +428,10 @@ TEST_CASE("meshplan-server serves a mesh plan on an emulated t3k next to a singl
   for (int i = 0; i < 4; ++i) text += "run tp_mlp_t3k random " + std::to_string(i) + " check\n";
   text += "run mlp random 1 check\nrun tp_mlp_t3k --input=2x2xf32=1\nquit\n";
   test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
-  auto out =
-      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 2 < " + requests);
+  // quit is read at once, and queued work is answered for --shutdown-timeout seconds after it:
+  // generous, so that a slow (sanitized) build still answers all six requests.
+  auto out = test::run_shell(kBin + "/examples/meshplan-server " + cache +
+                             " --threads 2 --shutdown-timeout 300 < " + requests);
   INFO(out.text);
   CHECK(out.status == 0);
   CHECK(out.text.find("2 of 2 plans from") != std::string::npos);
@@ -543,8 +545,8 @@ TEST_CASE("meshplan-server serves a ring and a linear plan of one model on two m
   std::string requests = dir.file("r.txt");
   std::string text = "run ring random 3 check\nrun linear random 3 check\nquit\n";
   test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
-  auto out =
-      test::run_shell(kBin + "/examples/meshplan-server " + cache + " --threads 1 < " + requests);
+  auto out = test::run_shell(kBin + "/examples/meshplan-server " + cache +
+                             " --threads 1 --shutdown-timeout 300 < " + requests);
   INFO(out.text);
   CHECK(out.status == 0);
   CHECK(out.text.find("and 2 bound") != std::string::npos);
