@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core_pool.hpp"
@@ -63,34 +65,46 @@ inline void output_index(std::span<const int64_t> shape, const TileCoords& tc, i
 
 /// Computes result 0 tile by tile on `cores` cores (for_each_core: on the pool when
 /// tiles * ns_per_tile is large enough): each element inside the logical shape is fn(logical
-/// index), padding is 0. fn is called concurrently from several threads and must only read.
-template <class Fn>
-Status write_elements(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores,
-                      Fn&& fn, int64_t ns_per_tile = kTileGatherNs) {
+/// index), padding is 0. T is float (values, written in the result's dtype) or uint32_t (the
+/// stored words of an i32/u32 result). fn is called concurrently from several threads and must
+/// only read.
+template <class T, class Fn>
+Status write_tiles(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores,
+                   Fn&& fn, int64_t ns_per_tile) {
   TileIO out(memory, chip, *op.results[0]);
   const TileGrid& og = out.grid();
   auto shape = op.results[0]->shape;
   if (shape.size() > static_cast<size_t>(kMaxRank))
     return fail(ErrorCode::unimplemented, "result rank ", shape.size(), " exceeds ", kMaxRank);
   auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    float tile[kTileElems];
+    T tile[kTileElems];
     int64_t idx[kMaxRank] = {};
     for (int64_t p = begin; p < end; ++p) {
       TileCoords tc = tile_coords(og, p);
       for (int r = 0; r < kTileH; ++r)
         for (int c = 0; c < kTileW; ++c) {
-          float v = 0.0f;
+          T v = 0;
           if (tc.row0 + r < og.rows && tc.col0 + c < og.cols) {
             output_index(shape, tc, r, c, idx);
             v = fn(static_cast<const int64_t*>(idx));
           }
           tile[tile_offset(r, c)] = v;
         }
-      MESHPLAN_TRY(out.write(p, tile));
+      if constexpr (std::is_same_v<T, float>)
+        MESHPLAN_TRY(out.write(p, tile));
+      else
+        out.write_words(p, tile);
     }
     return {};
   };
   return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
+}
+
+/// write_tiles for float values.
+template <class Fn>
+Status write_elements(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores,
+                      Fn&& fn, int64_t ns_per_tile = kTileGatherNs) {
+  return write_tiles<float>(memory, chip, op, cores, std::forward<Fn>(fn), ns_per_tile);
 }
 
 /// An i32/u32 (or f32) operand's tiles as raw 4-byte words in tile order, addressed by logical
@@ -130,30 +144,7 @@ inline WordBlocks load_words(ChipMemory& memory, const ChipDesc& chip, const Ten
 template <class Fn>
 Status write_word_elements(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
                            uint32_t cores, Fn&& fn, int64_t ns_per_tile = kTileGatherNs) {
-  TileIO out(memory, chip, *op.results[0]);
-  const TileGrid& og = out.grid();
-  auto shape = op.results[0]->shape;
-  if (shape.size() > static_cast<size_t>(kMaxRank))
-    return fail(ErrorCode::unimplemented, "result rank ", shape.size(), " exceeds ", kMaxRank);
-  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    uint32_t tile[kTileElems];
-    int64_t idx[kMaxRank] = {};
-    for (int64_t p = begin; p < end; ++p) {
-      TileCoords tc = tile_coords(og, p);
-      for (int r = 0; r < kTileH; ++r)
-        for (int c = 0; c < kTileW; ++c) {
-          uint32_t v = 0;
-          if (tc.row0 + r < og.rows && tc.col0 + c < og.cols) {
-            output_index(shape, tc, r, c, idx);
-            v = fn(static_cast<const int64_t*>(idx));
-          }
-          tile[tile_offset(r, c)] = v;
-        }
-      out.write_words(p, tile);
-    }
-    return {};
-  };
-  return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
+  return write_tiles<uint32_t>(memory, chip, op, cores, std::forward<Fn>(fn), ns_per_tile);
 }
 
 }  // namespace meshplan::device

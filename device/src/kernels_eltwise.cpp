@@ -91,45 +91,27 @@ Status run_eltwise_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunc
   Blocks cond;
   if (where) cond = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[0]));
   bool unary = is_unary(op.kind), relu = op.config.activation == Activation::relu;
-  TileIO out(memory, chip, *op.results[0]);
-  const TileGrid& og = out.grid();
-  auto oshape = op.results[0]->shape;
-  size_t rank = oshape.size();
-  bool words_out = is_int_dtype(op.results[0]->dtype);
-  auto per_core = [&](uint32_t, int64_t begin, int64_t end) -> Status {
-    uint32_t tile[kTileElems];
-    int64_t idx[kMaxRank] = {};
-    for (int64_t p = begin; p < end; ++p) {
-      TileCoords tc = tile_coords(og, p);
-      for (int r = 0; r < kTileH; ++r)
-        for (int c = 0; c < kTileW; ++c) {
-          uint32_t v = 0;
-          if (tc.row0 + r < og.rows && tc.col0 + c < og.cols) {
-            output_index(oshape, tc, r, c, idx);
-            IntWord a{in[0].at_broadcast(idx, rank), sgn};
-            if (where)
-              v = cond.at_broadcast(idx, rank) != 0.0f ? a.w : in[1].at_broadcast(idx, rank);
-            else if (unary)
-              unary_word(op.kind, a, v);
-            else
-              binary_word(op.kind, a, IntWord{in[1].at_broadcast(idx, rank), sgn}, v);
-            if (relu) v = scalar::relu::word(IntWord{v, sgn});
-          }
-          tile[tile_offset(r, c)] = v;
-        }
-      if (words_out) {
-        out.write_words(p, tile);
-      } else {  // A comparison into a float dtype: 1/0.
-        float f[kTileElems];
-        for (int i = 0; i < kTileElems; ++i) f[i] = static_cast<float>(tile[i]);
-        MESHPLAN_TRY(out.write(p, f));
-      }
-    }
-    return {};
+  size_t rank = op.results[0]->shape.size();
+  auto word = [&](const int64_t* idx) {
+    uint32_t v = 0;
+    IntWord a{in[0].at_broadcast(idx, rank), sgn};
+    if (where)
+      v = cond.at_broadcast(idx, rank) != 0.0f ? a.w : in[1].at_broadcast(idx, rank);
+    else if (unary)
+      unary_word(op.kind, a, v);
+    else
+      binary_word(op.kind, a, IntWord{in[1].at_broadcast(idx, rank), sgn}, v);
+    if (relu) v = scalar::relu::word(IntWord{v, sgn});
+    return v;
   };
   bool cheap = timing_class(op.kind) == TimingClass::eltwise;
   int64_t ns_per_tile = cheap && !relu ? kTileCopyNs : 8 * kTileCopyNs;
-  return for_each_core(memory, chip, *op.results[0], og.pages(), cores, ns_per_tile, per_core);
+  if (is_int_dtype(op.results[0]->dtype))
+    return write_word_elements(memory, chip, op, cores, word, ns_per_tile);
+  // A comparison into a float dtype: 1/0.
+  return write_elements(
+      memory, chip, op, cores, [&](const int64_t* idx) { return static_cast<float>(word(idx)); },
+      ns_per_tile);
 }
 
 }  // namespace

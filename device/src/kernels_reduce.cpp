@@ -3,8 +3,10 @@
 // whole tile rows of the operand for each output tile; and softmax over any other dim, which reads
 // the line of operand values along that dim through each output element.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "kernel_blocks.hpp"
 #include "op_semantics_ext.hpp"
@@ -14,25 +16,53 @@ namespace meshplan::device {
 
 namespace {
 
+/// The dims a reduction folds and, for each kept dim, the output dim it comes from; `count`
+/// operand elements fold into each output element.
+struct ReducedDims {
+  std::array<bool, kMaxRank> mask{};
+  int reduced[kMaxRank] = {};
+  int n_reduced = 0;
+  int out_dim[kMaxRank] = {};
+  int64_t count = 1;
+  std::span<const int64_t> shape;
+
+  /// Sets `idx` (operand rank) to the kept dims of output element `out_idx`.
+  void start(const int64_t* out_idx, int64_t* idx) const {
+    for (size_t d = 0; d < shape.size(); ++d) idx[d] = mask[d] ? 0 : out_idx[out_dim[d]];
+  }
+  /// Sets the reduced dims of `idx` to the i-th of the `count` elements (row-major).
+  void visit(int64_t i, int64_t* idx) const {
+    for (int j = n_reduced; j-- > 0;) {
+      idx[reduced[j]] = i % shape[reduced[j]];
+      i /= shape[reduced[j]];
+    }
+  }
+};
+
+Result<ReducedDims> reduced_dims(const OpConfig& config, std::span<const int64_t> shape) {
+  ReducedDims r;
+  r.shape = shape;
+  r.mask = MESHPLAN_TRY(reduce_mask(config, shape.size()));
+  for (size_t d = 0, o = 0; d < shape.size(); ++d) {
+    if (r.mask[d]) {
+      r.reduced[r.n_reduced++] = static_cast<int>(d);
+      r.count *= shape[d];
+      if (config.keepdim) ++o;
+    } else {
+      r.out_dim[d] = static_cast<int>(o++);
+    }
+  }
+  return r;
+}
+
 /// reduce_sum / max / min / prod of an i32 or u32 operand into its own dtype: on the stored
 /// words, exactly (sum and product wrap modulo 2^32; max and min in the dtype's signedness).
 Status run_reduce_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op,
                         uint32_t cores) {
   WordBlocks in = load_words(memory, chip, *op.operands[0]);
-  size_t rank = in.shape.size();
   bool sgn = op.operands[0]->dtype == DType::i32;
-  auto mask = MESHPLAN_TRY(reduce_mask(op.config, rank));
-  int reduced[kMaxRank], n_reduced = 0, out_dim[kMaxRank];
-  int64_t count = 1;
-  for (size_t d = 0, o = 0; d < rank; ++d) {
-    if (mask[d]) {
-      reduced[n_reduced++] = static_cast<int>(d);
-      count *= in.shape[d];
-      if (op.config.keepdim) ++o;
-    } else {
-      out_dim[d] = static_cast<int>(o++);
-    }
-  }
+  ReducedDims rd = MESHPLAN_TRY(reduced_dims(op.config, in.shape));
+  size_t rank = in.shape.size();
   OpKind k = op.kind;
   // The identities: 0, 1, the dtype's lowest (max) and highest (min) values.
   uint32_t init = k == OpKind::reduce_prod  ? 1u
@@ -43,14 +73,10 @@ Status run_reduce_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunch
       memory, chip, op, cores,
       [&](const int64_t* out_idx) {
         int64_t idx[kMaxRank];
-        for (size_t d = 0; d < rank; ++d) idx[d] = mask[d] ? 0 : out_idx[out_dim[d]];
+        rd.start(out_idx, idx);
         uint32_t acc = init;
-        for (int64_t i = 0; i < count; ++i) {
-          int64_t rem = i;
-          for (int j = n_reduced; j-- > 0;) {
-            idx[reduced[j]] = rem % in.shape[reduced[j]];
-            rem /= in.shape[reduced[j]];
-          }
+        for (int64_t i = 0; i < rd.count; ++i) {
+          rd.visit(i, idx);
           IntWord a{acc, sgn}, v{in.at_broadcast(idx, rank), sgn};
           acc = k == OpKind::reduce_sum    ? scalar::add::word(a, v)
                 : k == OpKind::reduce_prod ? scalar::multiply::word(a, v)
@@ -59,7 +85,7 @@ Status run_reduce_words(ChipMemory& memory, const ChipDesc& chip, const OpLaunch
         }
         return acc;
       },
-      std::max<int64_t>(count, 1) * kTileElems * kElementVisitNs);
+      std::max<int64_t>(rd.count, 1) * kTileElems * kElementVisitNs);
 }
 
 Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, uint32_t cores) {
@@ -67,35 +93,19 @@ Status run_reduce(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& op, 
   if (is_int_dtype(dt) && op.results[0]->dtype == dt && op.kind != OpKind::reduce_mean)
     return run_reduce_words(memory, chip, op, cores);
   Blocks in = MESHPLAN_TRY(load_blocks(memory, chip, *op.operands[0]));
-  size_t rank = in.shape.size();
-  auto mask = MESHPLAN_TRY(reduce_mask(op.config, rank));
-  // The reduced dims, and for each kept dim the output dim it comes from.
-  int reduced[kMaxRank], n_reduced = 0, out_dim[kMaxRank];
-  int64_t count = 1;
-  for (size_t d = 0, o = 0; d < rank; ++d) {
-    if (mask[d]) {
-      reduced[n_reduced++] = static_cast<int>(d);
-      count *= in.shape[d];
-      if (op.config.keepdim) ++o;
-    } else {
-      out_dim[d] = static_cast<int>(o++);
-    }
-  }
+  ReducedDims rd = MESHPLAN_TRY(reduced_dims(op.config, in.shape));
+  const int64_t count = rd.count;
   bool is_max = op.kind == OpKind::reduce_max, is_mean = op.kind == OpKind::reduce_mean;
   bool is_min = op.kind == OpKind::reduce_min, is_prod = op.kind == OpKind::reduce_prod;
   return write_elements(
       memory, chip, op, cores,
       [&](const int64_t* out_idx) {
         int64_t idx[kMaxRank];
-        for (size_t d = 0; d < rank; ++d) idx[d] = mask[d] ? 0 : out_idx[out_dim[d]];
+        rd.start(out_idx, idx);
         float best = -std::numeric_limits<float>::infinity();
         double sum = 0.0, least = std::numeric_limits<double>::infinity(), prod = 1.0;
         for (int64_t i = 0; i < count; ++i) {
-          int64_t rem = i;
-          for (int k = n_reduced; k-- > 0;) {
-            idx[reduced[k]] = rem % in.shape[reduced[k]];
-            rem /= in.shape[reduced[k]];
-          }
+          rd.visit(i, idx);
           float v = in.at(idx);
           // max / min propagate NaN (StableHLO's maximum / minimum).
           best = scalar::maximum{}(best, v);
