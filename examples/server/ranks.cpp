@@ -20,18 +20,6 @@ namespace {
 Ranks g_ranks;
 constexpr int64_t kQuit = -1;  ///< The command that ends the followers; >= 0: run mesh plan N.
 
-/// Seconds a rank waits for another inside a run (MESHPLAN_MPI_TIMEOUT, default 300, as for
-/// meshplan-run: a peer may spend minutes emulating one full-size op).
-double timeout_s() {
-  const char* t = std::getenv("MESHPLAN_MPI_TIMEOUT");
-  double v = t ? std::atof(t) : 0.0;
-  return v > 0 ? v : 300.0;
-}
-
-bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
-}
-
 [[noreturn]] void end_job(const Error& e) {
   std::fprintf(stderr, "meshplan-server: rank %d of %d: error: %s; ending the MPI job\n",
                g_ranks.rank, g_ranks.size, e.to_string().c_str());
@@ -45,7 +33,7 @@ void announce(int64_t command) {
                          command == kQuit ? std::string("stop") : str("run mesh plan ", command));
   MPI_Request r;
   Status s = device::mpi_check(MPI_Ibcast(&command, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &r), what);
-  if (s) s = device::mpi_wait(r, timeout_s(), what);
+  if (s) s = device::mpi_wait(r, device::mpi_timeout_seconds(), what);
   if (!s) end_job(s.error());
 }
 
@@ -56,7 +44,7 @@ void finished(bool ok) {
   MPI_Request r;
   Status s =
       device::mpi_check(MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r), what);
-  if (s) s = device::mpi_wait(r, timeout_s(), what);
+  if (s) s = device::mpi_wait(r, device::mpi_timeout_seconds(), what);
   if (!s) end_job(s.error());
   if (all[0] && all[1])
     end_job(Error{ErrorCode::io,
@@ -67,7 +55,7 @@ void finished(bool ok) {
 }  // namespace
 
 Result<Ranks> start_ranks() {
-  if (!launched_by_mpi()) return Ranks{};
+  if (!device::launched_by_mpi()) return Ranks{};
   int provided = 0;
   // Serialized: the worker thread makes the calls while serving, the main thread before and after.
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
@@ -85,7 +73,8 @@ Result<Ranks> start_ranks() {
 Worker::MeshFactory mesh_factory() {
   if (!g_ranks.mpi) return {};
   return [](const device::MeshDesc& desc) -> Result<std::unique_ptr<device::Mesh>> {
-    return MESHPLAN_TRY(device::MpiMesh::create(desc, MPI_COMM_WORLD, timeout_s()));
+    return MESHPLAN_TRY(
+        device::MpiMesh::create(desc, MPI_COMM_WORLD, device::mpi_timeout_seconds()));
   };
 }
 
@@ -99,7 +88,7 @@ Status compare_mesh_plans(const Worker& worker) {
   MESHPLAN_TRY(device::mpi_check(
       MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &r),
       what));
-  MESHPLAN_TRY(device::mpi_wait(r, timeout_s(), what));
+  MESHPLAN_TRY(device::mpi_wait(r, device::mpi_timeout_seconds(), what));
   for (int k = 0; k < g_ranks.size; ++k) {
     Hash128 theirs{all[2 * static_cast<size_t>(k)], all[2 * static_cast<size_t>(k) + 1]};
     if (theirs != digest)

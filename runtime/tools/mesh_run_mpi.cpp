@@ -23,30 +23,17 @@ namespace {
 bool g_mpi = false;  ///< MPI was initialised by make_run_mesh.
 int g_rank = 0;
 
-/// Seconds a rank waits for another before it gives up (MESHPLAN_MPI_TIMEOUT, default 300: a
-/// peer may legitimately spend minutes emulating a full-size op before the next collective).
-double timeout_s() {
-  const char* t = std::getenv("MESHPLAN_MPI_TIMEOUT");
-  double v = t ? std::atof(t) : 0.0;
-  return v > 0 ? v : 300.0;
-}
-
-/// Started by an MPI launcher (Open MPI, or a PMI-based one).
-bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
-}
-
 Status bcast(void* data, int count, MPI_Datatype type, const std::string& what) {
   MPI_Request r;
   MESHPLAN_TRY(device::mpi_check(MPI_Ibcast(data, count, type, 0, MPI_COMM_WORLD, &r), what));
-  return device::mpi_wait(r, timeout_s(), what);
+  return device::mpi_wait(r, device::mpi_timeout_seconds(), what);
 }
 
 }  // namespace
 
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
                                                     const runtime::PlanRef& plan) {
-  if (!launched_by_mpi()) return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  if (!device::launched_by_mpi()) return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     return fail(ErrorCode::io, "MPI_Init failed");
@@ -65,7 +52,7 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
   MESHPLAN_TRY(device::mpi_check(
       MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &r),
       what));
-  MESHPLAN_TRY(device::mpi_wait(r, timeout_s(), what));
+  MESHPLAN_TRY(device::mpi_wait(r, device::mpi_timeout_seconds(), what));
   for (int k = 0; k < ranks; ++k) {
     Hash128 theirs{all[2 * static_cast<size_t>(k)], all[2 * static_cast<size_t>(k) + 1]};
     if (theirs != key)
@@ -73,7 +60,8 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
                   key.hex(), ", rank ", k, " has key ", theirs.hex(),
                   " (every rank must map the same plan cache)");
   }
-  auto mesh = MESHPLAN_TRY(device::MpiMesh::create(desc, MPI_COMM_WORLD, timeout_s()));
+  auto mesh =
+      MESHPLAN_TRY(device::MpiMesh::create(desc, MPI_COMM_WORLD, device::mpi_timeout_seconds()));
   if (g_rank != 0 && !std::freopen("/dev/null", "w", stdout))
     return fail(ErrorCode::io, "rank ", g_rank, ": cannot silence stdout");
   return std::unique_ptr<device::Mesh>(std::move(mesh));

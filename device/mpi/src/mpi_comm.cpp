@@ -1,11 +1,22 @@
 // MPI waits with a deadline and MPI return codes as Status values.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "meshplan/device/mpi_mesh.hpp"
 
 namespace meshplan::device {
+
+double mpi_timeout_seconds() {
+  const char* t = std::getenv("MESHPLAN_MPI_TIMEOUT");
+  double v = t ? std::atof(t) : 0.0;
+  return v > 0 ? v : 300.0;
+}
+
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
 
 Status mpi_check(int code, const std::string& what) {
   if (code == MPI_SUCCESS) return {};

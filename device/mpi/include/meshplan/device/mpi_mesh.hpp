@@ -116,5 +116,10 @@ Status mpi_wait(MPI_Request& request, double timeout_s, const std::string& what)
 Status mpi_wait_all(std::span<MPI_Request> requests, double timeout_s, const std::string& what);
 /// An MPI return code as a Status naming `what`.
 Status mpi_check(int code, const std::string& what);
+/// Seconds a rank waits for another before it gives up: MESHPLAN_MPI_TIMEOUT, default 300 (a
+/// peer may legitimately spend minutes emulating a full-size op before the next collective).
+double mpi_timeout_seconds();
+/// Whether this process was started by an MPI launcher (Open MPI, or a PMI-based one).
+bool launched_by_mpi();
 
 }  // namespace meshplan::device
