@@ -1,16 +1,19 @@
 // Plans a graph for one Wormhole chip and runs the plan on the emulator: the path every
 // conformance test takes (compile → verify → bind → run), with each step's error failing the
-// test with its message.
+// test with its message; and the lowering error of a StableHLO module the conformance tests refuse.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/stablehlo.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
 
@@ -34,6 +37,16 @@ inline std::vector<runtime::Tensor> plan_and_run(const planner::Graph& g, const 
   auto got = (*exe)->run(inputs);
   REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
   return std::move(got->outputs);
+}
+
+/// The located error of lowering StableHLO `text` (named bad.mlir), which must parse and must
+/// fail to lower.
+inline std::string lower_error(const std::string& text) {
+  auto m = planner::shlo::parse_module(text, "bad.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = planner::shlo::lower_to_graph(*m);
+  REQUIRE_FALSE(g.has_value());
+  return g.error().message;
 }
 
 }  // namespace meshplan::test

@@ -27,6 +27,7 @@
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
+using meshplan::test::lower_error;
 
 namespace {
 
@@ -71,14 +72,6 @@ void check(const std::string& text, const std::vector<Input>& inputs,
         bad = i;
     if (bad < out.size()) FAIL_CHECK("element ", bad, " is ", out[bad], ", expected ", want[bad]);
   }
-}
-
-std::string lower_error(const std::string& text) {
-  auto m = parse_module(text, "bad.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_FALSE(g.has_value());
-  return g.error().message;
 }
 
 /// The StableHLO spec's gather example (operand 3x4x2, indices 2x3x2, the last start index 9

@@ -18,6 +18,7 @@
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
+using meshplan::test::lower_error;
 
 namespace {
 
@@ -50,14 +51,6 @@ void check(const std::string& text, const std::vector<Values>& inputs,
       CHECK(got == want[r]);
     }
   }
-}
-
-std::string lower_error(const std::string& text) {
-  auto m = parse_module(text, "bad.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_FALSE(g.has_value());
-  return g.error().message;
 }
 
 /// jax.random's threefry2x32 (20 rounds) as JAX prints it: a private function of ui32 adds

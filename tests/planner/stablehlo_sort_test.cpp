@@ -20,6 +20,7 @@
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
+using meshplan::test::lower_error;
 
 namespace {
 
@@ -61,14 +62,6 @@ void check(const std::string& text, const std::vector<Input>& inputs,
       }
     }
   }
-}
-
-std::string lower_error(const std::string& text) {
-  auto m = parse_module(text, "bad.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_FALSE(g.has_value());
-  return g.error().message;
 }
 
 /// JAX's _canonicalize_float_for_sort of block argument `arg` (-0 -> +0, NaN -> one NaN) into
