@@ -2,6 +2,7 @@
 // through during it, and unflattened after (sdy_import_passes.md -sdy-flatten-call-graph,
 // sdy_export_passes.md -sdy-unflatten-call-graph).
 #include "sharding_calls.hpp"
+#include "stablehlo_clone.hpp"
 
 #include <algorithm>
 #include <map>
@@ -96,27 +97,10 @@ class Flattener {
     return {};
   }
 
+  /// A copy of op `o` with its regions (region arguments keep their shardings).
   OpId clone_op(OpId o, std::map<ValueId, ValueId>& vmap) {
-    Op op = m_.ops[o];
-    for (ValueId& v : op.operands)
-      if (auto it = vmap.find(v); it != vmap.end()) v = it->second;
-    for (Block& r : op.regions) {
-      for (ValueId& a : r.args) {
-        ValueId n = m_.add_value(m_.values[a].type, kNone, m_.values[a].index);
-        m_.values[n].sharding = m_.values[a].sharding;
-        vmap[a] = n;
-        a = n;
-      }
-      for (OpId& ro : r.ops) ro = clone_op(ro, vmap);
-    }
-    OpId id = static_cast<OpId>(m_.ops.size());
-    for (ValueId& v : op.results) {
-      ValueId n = m_.add_value(m_.values[v].type, id, m_.values[v].index);
-      vmap[v] = n;
-      v = n;
-    }
-    m_.ops.push_back(std::move(op));
-    return id;
+    // No op limit, so the copy cannot fail.
+    return *shlo::clone_op(m_, o, vmap, CloneOptions{.region_arg_shardings = true});
   }
 
   /// A copy of function `f` and of everything it calls; returns the copy's index.

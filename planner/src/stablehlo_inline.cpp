@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "stablehlo_clone.hpp"
 #include "stablehlo_parser.hpp"
 
 namespace meshplan::planner::shlo {
@@ -299,28 +300,7 @@ class Inliner {
 
   /// A copy of op `o` (and its regions) reading mapped operands; its results join `vmap`.
   Result<OpId> clone(OpId o, std::map<ValueId, ValueId>& vmap, const Location& at) {
-    if (m_.ops.size() >= kMaxInlinedOps)
-      return fail(ErrorCode::invalid_argument, at.str(), ": inlining calls makes more than ",
-                  kMaxInlinedOps, " ops");
-    Op op = m_.ops[o];
-    for (ValueId& v : op.operands)
-      if (auto it = vmap.find(v); it != vmap.end()) v = it->second;
-    for (Block& r : op.regions) {
-      for (ValueId& a : r.args) {
-        ValueId n = m_.add_value(m_.values[a].type, kNone, m_.values[a].index);
-        vmap[a] = n;
-        a = n;
-      }
-      for (OpId& ro : r.ops) ro = MESHPLAN_TRY(clone(ro, vmap, at));
-    }
-    OpId id = static_cast<OpId>(m_.ops.size());
-    for (ValueId& v : op.results) {
-      ValueId n = m_.add_value(m_.values[v].type, id, m_.values[v].index);
-      vmap[v] = n;
-      v = n;
-    }
-    m_.ops.push_back(std::move(op));
-    return id;
+    return clone_op(m_, o, vmap, CloneOptions{.max_ops = kMaxInlinedOps, .at = &at});
   }
 
   static constexpr int kMaxCallDepth = 1000;
