@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "layout_rules.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/conv_blocking.hpp"
 #include "meshplan/device/formats.hpp"
@@ -41,6 +42,38 @@ bool is_sharded(const TensorPlacement& t) {
   return t.memory != MemLayout::interleaved;
 }
 
+/// tt-metal's reshard rules for to_memory_config between two sharded layouts (tt-metal:
+/// ttnn/cpp/ttnn/operations/data_movement/sharded/reshard/device/reshard_device_operation.cpp,
+/// its input validation): the dtype and the tile layout stay ("Input tensor dtype must equal
+/// output tensor dtype", "... layout must equal ..."), and row-major shards' rows are whole
+/// L1-aligned pages on both sides unless both are height-sharded (the one path that re-strides
+/// unaligned rows).
+std::string sharded_reshard_rule(const TensorPlacement& in, const TensorPlacement& out,
+                                 const ChipDesc& chip) {
+  if (in.dtype != out.dtype)
+    return str("operand '", in.name, "' (", dtype_name(in.dtype), ") and result '", out.name, "' (",
+               dtype_name(out.dtype),
+               ") are both sharded: tt-metal's reshard does not cast (\"Input tensor dtype must "
+               "equal output tensor dtype\")");
+  if (in.layout != out.layout)
+    return str("operand '", in.name, "' and result '", out.name,
+               "' are both sharded: tt-metal's reshard keeps the tile or row-major layout "
+               "(\"Input tensor layout must equal output tensor layout\")");
+  bool height_to_height =
+      in.memory == MemLayout::height_sharded && out.memory == MemLayout::height_sharded;
+  if (in.layout == TileLayout::row_major && !height_to_height)
+    for (const TensorPlacement* t : {&in, &out}) {
+      uint64_t row = static_cast<uint64_t>(t->shard.shape[1]) * element_bytes(t->dtype);
+      if (row % chip.l1_alignment != 0)
+        return str("tensor '", t->name, "' shards rows of ", row, " bytes, not a multiple of the ",
+                   chip.l1_alignment,
+                   "-byte L1 alignment; tt-metal reshards unaligned row-major shards only "
+                   "between height-sharded layouts (\"row-major shard width ... must be aligned "
+                   "... for reshard\")");
+    }
+  return {};
+}
+
 /// tt-metal's interleaved_to_sharded rules for to_memory_config from an interleaved to a sharded
 /// tensor (docs/hardware-rules.md): a row-major shard's row must be a whole number of L1-aligned
 /// bytes ("Shard page size must currently have L1 aligned page size"), and a cast needs tiled
@@ -49,6 +82,7 @@ std::string reshard_rule(const OpLaunch& op, const ChipDesc& chip) {
   if (op.kind != OpKind::to_memory_config || op.operands.empty() || op.results.empty()) return {};
   const TensorPlacement& in = *op.operands[0];
   const TensorPlacement& out = *op.results[0];
+  if (is_sharded(in) && is_sharded(out)) return sharded_reshard_rule(in, out, chip);
   if (in.memory != MemLayout::interleaved || !is_sharded(out)) return {};
   if (in.dtype != out.dtype &&
       (in.layout == TileLayout::row_major || out.layout == TileLayout::row_major))
@@ -185,6 +219,7 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }
   if (auto why = reshard_rule(op, chip_); !why.empty()) return reject(why);
+  if (auto why = layout_rule(op); !why.empty()) return reject(why);
   if (is_matmul_family(op.kind)) {
     auto m = resolve_matmul(op, chip_);
     if (!m) return reject(m.error().message);

@@ -307,8 +307,9 @@ TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layou
     }
   MESSAGE("eltwise/reshard sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  CHECK(s.accepted > 1000);
-  CHECK(s.accepted_sharded > 900);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
+  CHECK(s.accepted > 800);
+  CHECK(s.accepted_sharded > 700);
   CHECK(s.rejected > 50);
 }
 
@@ -383,8 +384,9 @@ TEST_CASE("the rest of the op set: validate() and launch() agree over operand an
       }
   MESSAGE("op-set sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  CHECK(s.accepted > 1250);
-  CHECK(s.accepted_sharded > 1150);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
+  CHECK(s.accepted > 1100);
+  CHECK(s.accepted_sharded > 1000);
   CHECK(s.rejected > 100);
 }
 
@@ -457,9 +459,10 @@ TEST_CASE(
   MESSAGE("dims sweep: ", s.accepted, " accepted (", s.accepted_sharded, " with sharded tensors; ",
           softmax_accepted, " softmax, ", reduce_accepted, " reductions, ", norm_accepted,
           " norms), ", s.rejected, " rejected");
-  CHECK(softmax_accepted > 300);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
+  CHECK(softmax_accepted > 100);
   CHECK(reduce_accepted > 300);
-  CHECK(norm_accepted > 150);
+  CHECK(norm_accepted > 70);
   CHECK(s.rejected > 50);
 }
 
@@ -527,10 +530,11 @@ TEST_CASE(
   MESSAGE("new-op sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors; ", compare_accepted, " comparisons, ", where_accepted, " where, ",
           clamp_accepted, " clamp, ", reduce_accepted, " reductions), ", s.rejected, " rejected");
-  CHECK(compare_accepted > 900);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
+  CHECK(compare_accepted > 420);
   CHECK(where_accepted > 140);
   CHECK(clamp_accepted > 70);
   CHECK(reduce_accepted > 300);
-  CHECK(s.accepted_sharded > 1300);
+  CHECK(s.accepted_sharded > 900);
   CHECK(s.rejected > 300);
 }

@@ -1,5 +1,5 @@
-// tt-metal's interleaved_to_sharded rules for to_memory_config (docs/hardware-rules.md): what
-// OpModel::validate refuses.
+// tt-metal's interleaved_to_sharded and reshard rules for to_memory_config
+// (docs/hardware-rules.md): what OpModel::validate refuses.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -61,4 +61,62 @@ TEST_CASE("to_memory_config: row-major shard rows L1-aligned, casts between tile
   v = OpModel(chip).validate(OpLaunch{OpKind::to_memory_config, "op", ins, outs, c});
   REQUIRE_FALSE(v.ok);
   CHECK(has(v.reason, "converts dtypes between tiled tensors only"));
+}
+
+TEST_CASE("to_memory_config between shards: no cast, same layout, aligned rows unless height") {
+  ChipDesc chip = wormhole_b0();
+  uint64_t lo = (chip.l1_usable_top() - 65536) / 64 * 64;
+  auto validate = [&](const TensorPlacement& in, const TensorPlacement& out, uint16_t gx) {
+    OpConfig c;
+    c.grid_x = gx;
+    c.grid_y = 1;
+    const TensorPlacement* ins[] = {&in};
+    const TensorPlacement* outs[] = {&out};
+    OpValidation v = OpModel(chip).validate(OpLaunch{OpKind::to_memory_config, "op", ins, outs, c});
+    return v.ok ? std::string("accepted") : v.reason;
+  };
+  // Tiled [64, 128]: height shards on 2 cores to width shards on 4.
+  const std::vector<int64_t> tiled{64, 128};
+  auto hs = even_shard_spec(tiled, MemLayout::height_sharded, CoreRange{0, 0, 1, 0});
+  auto ws = even_shard_spec(tiled, MemLayout::width_sharded, CoreRange{0, 0, 3, 0});
+  REQUIRE(hs);
+  REQUIRE(ws);
+  TensorPlacement a = make_sharded("a", tiled, DType::bf16, MemLayout::height_sharded, *hs, lo);
+  TensorPlacement b = make_sharded("b", tiled, DType::bf16, MemLayout::width_sharded, *ws, lo);
+  CHECK(validate(a, b, 4) == "accepted");
+  TensorPlacement b8 = make_sharded("b", tiled, DType::bf8b, MemLayout::width_sharded, *ws, lo);
+  std::string r = validate(a, b8, 4);
+  CHECK(has(r, "operand 'a' (bf16) and result 'b' (bf8b) are both sharded"));
+  CHECK(has(r, "Input tensor dtype must equal output tensor dtype"));
+  // Row-major [32, 24] bf16: 12-byte shard rows (4 shards of 6 values) reshard only between
+  // height-sharded layouts.
+  const std::vector<int64_t> rm{32, 24};
+  ShardSpec w6;
+  w6.grid = CoreRange{0, 0, 3, 0};
+  w6.shape[0] = 32;
+  w6.shape[1] = 6;
+  ShardSpec w8 = w6;
+  w8.grid = CoreRange{0, 0, 2, 0};
+  w8.shape[1] = 8;
+  TensorPlacement x8 =
+      make_sharded("x", rm, DType::bf16, MemLayout::width_sharded, w8, lo, TileLayout::row_major);
+  TensorPlacement y6 =
+      make_sharded("y", rm, DType::bf16, MemLayout::width_sharded, w6, lo, TileLayout::row_major);
+  r = validate(x8, y6, 4);
+  CHECK(has(r, "tensor 'y' shards rows of 12 bytes"));
+  CHECK(has(r, "only between height-sharded layouts"));
+  // Height shards of rows of 20 values (40 bytes, unaligned) reshard to other height shards.
+  const std::vector<int64_t> rm20{32, 20};
+  ShardSpec h8;
+  h8.grid = CoreRange{0, 0, 3, 0};
+  h8.shape[0] = 8;
+  h8.shape[1] = 20;
+  ShardSpec h16 = h8;
+  h16.grid = CoreRange{0, 0, 1, 0};
+  h16.shape[0] = 16;
+  TensorPlacement p = make_sharded("p", rm20, DType::bf16, MemLayout::height_sharded, h8, lo,
+                                   TileLayout::row_major);
+  TensorPlacement q = make_sharded("q", rm20, DType::bf16, MemLayout::height_sharded, h16, lo,
+                                   TileLayout::row_major);
+  CHECK(validate(p, q, 4) == "accepted");
 }

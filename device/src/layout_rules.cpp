@@ -1,0 +1,137 @@
+// Layout and dtype rules of tt-metal's binary eltwise, conv2d, softmax and layer/RMS norm device
+// operations, written from the rules (docs/hardware-rules.md), not from tt-metal's code.
+#include "layout_rules.hpp"
+
+#include "meshplan/device/placement.hpp"
+
+namespace meshplan::device {
+
+namespace {
+
+bool sharded(const TensorPlacement& t) {
+  return t.memory != MemLayout::interleaved;
+}
+
+std::string shard_text(const TensorPlacement& t) {
+  const CoreRange& g = t.shard.grid;
+  return str(memory_name(t.memory), " [", t.shard.shape[0], ", ", t.shard.shape[1], "] on (", g.x0,
+             ",", g.y0, ")-(", g.x1, ",", g.y1, ")",
+             t.shard.extra_ranges ? str(" and ", int(t.shard.extra_ranges), " more ranges") : "",
+             t.shard.orientation == ShardOrientation::col_major ? " col-major" : "");
+}
+
+/// The dtypes tt-metal's softmax and layernorm kernels read.
+bool row_op_dtype(DType d) {
+  return d == DType::f32 || d == DType::bf16 || d == DType::bf8b;
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/device/binary_device_operation.cpp
+// (validate_on_program_cache_miss, and compute_output_specs for the result's shard spec).
+std::string binary_rule(const OpLaunch& op) {
+  const TensorPlacement& a = *op.operands[0];
+  const TensorPlacement& b = *op.operands[1];
+  const TensorPlacement& out = *op.results[0];
+  if (sharded(a) && sharded(b) && (a.memory != b.memory || !(a.shard == b.shard)))
+    return str("operands '", a.name, "' (", shard_text(a), ") and '", b.name, "' (", shard_text(b),
+               ") are both sharded but differently; tt-metal's binary op needs two sharded "
+               "operands to share their memory layout and shard spec");
+  if (!sharded(out)) return {};
+  const TensorPlacement* src = sharded(a) ? &a : sharded(b) ? &b : nullptr;
+  if (!src) return {};
+  if (out.memory != src->memory)
+    return str("result '", out.name, "' is ", memory_name(out.memory), " but operand '", src->name,
+               "' is ", memory_name(src->memory),
+               "; tt-metal's binary op gives a sharded result only in its sharded operand's "
+               "memory layout");
+  if (!(out.shard == src->shard))
+    return str("result '", out.name, "' (", shard_text(out), ") is not sharded like operand '",
+               src->name, "' (", shard_text(*src),
+               "); tt-metal's binary op takes a sharded result's shard spec from its sharded "
+               "operand");
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/conv/conv2d/device/conv2d_device_operation.cpp
+// (validate_on_program_cache_miss).
+std::string conv_rule(const OpLaunch& op) {
+  const TensorPlacement& w = *op.operands[1];
+  if (sharded(w))
+    return str("weights '", w.name, "' are ", memory_name(w.memory),
+               "; tt-metal: \"Weights tensor should not be sharded\"");
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/normalization/softmax/device/softmax_device_operation.cpp
+// (validate_on_program_cache_miss and select_program_factory: only
+// SoftmaxShardedMultiCoreProgramConfig reads a sharded input, over the last dim, in place).
+std::string softmax_rule(const OpLaunch& op) {
+  const TensorPlacement& in = *op.operands[0];
+  const TensorPlacement& out = *op.results[0];
+  if (!row_op_dtype(in.dtype))
+    return str("operand '", in.name, "' is ", dtype_name(in.dtype),
+               "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
+  if (!sharded(in)) return {};
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t d = op.config.num_dims == 1 ? op.config.dims[0] : rank - 1;
+  if (d < 0) d += rank;
+  if (d != rank - 1)
+    return str("operand '", in.name, "' is ", memory_name(in.memory),
+               " and the softmax is over dim ", d, " of ", rank,
+               "; tt-metal's sharded softmax program runs over the last dim only");
+  int64_t width = in.shape.empty() ? 1 : in.shape.back();
+  int64_t padded = (width + kTileW - 1) / kTileW * kTileW;
+  if (in.shard.shape[1] != padded)
+    return str("operand '", in.name, "' (", shard_text(in), ") splits its rows of ", padded,
+               " columns; tt-metal's sharded softmax needs whole rows per shard (\"shard width "
+               "must equal to input tensor shape[3]\")");
+  if (out.buffer != in.buffer || out.memory != in.memory || !(out.shard == in.shard) ||
+      out.dtype != in.dtype)
+    return str("result '", out.name, "' is not placed like operand '", in.name, "' (",
+               shard_text(in),
+               "); tt-metal's sharded softmax runs in place (\"Operation must be inplace for "
+               "sharded multi-core program config\")");
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/normalization/layernorm/device/layernorm_device_operation.cpp
+// (validate_on_program_cache_miss; RMS norm is the same device operation).
+std::string norm_rule(const OpLaunch& op) {
+  const TensorPlacement& in = *op.operands[0];
+  const TensorPlacement& out = *op.results[0];
+  if (!row_op_dtype(in.dtype))
+    return str("operand '", in.name, "' is ", dtype_name(in.dtype),
+               "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
+  if (!sharded(in)) return {};
+  if (in.memory == MemLayout::height_sharded)
+    return str("operand '", in.name,
+               "' is height_sharded; tt-metal: \"Height sharded inputs are not supported.\"");
+  if (!sharded(out) || out.memory == MemLayout::height_sharded)
+    return str("operand '", in.name, "' is ", memory_name(in.memory), " but result '", out.name,
+               "' is ", memory_name(out.memory),
+               "; tt-metal: \"Sharded inputs require sharded outputs.\" (width or block sharded)");
+  if (out.memory != in.memory)
+    return str("operand '", in.name, "' is ", memory_name(in.memory), " but result '", out.name,
+               "' is ", memory_name(out.memory),
+               "; tt-metal: \"Input and output memory layouts must match\"");
+  return {};
+}
+
+}  // namespace
+
+std::string layout_rule(const OpLaunch& op) {
+  switch (op_family(op.kind)) {
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+      return binary_rule(op);
+    case OpFamily::conv:
+      return op.kind == OpKind::conv2d ? conv_rule(op) : std::string();
+    case OpFamily::softmax:
+      return softmax_rule(op);
+    case OpFamily::norm:
+      return norm_rule(op);
+    default:
+      return {};
+  }
+}
+
+}  // namespace meshplan::device
