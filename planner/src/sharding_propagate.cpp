@@ -7,6 +7,8 @@
 
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
+#include "sharding_op_priority.hpp"
+#include "sharding_rules_shardy.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -98,8 +100,11 @@ class Propagator {
                : priority_of(d);
   }
 
-  /// One application of `rule` to the tensors; true when a tensor's sharding grew.
-  bool step(const FactorRule& rule, std::vector<Slot>& slots) {
+  /// One application of `rule` to the tensors; true when a tensor's sharding grew. `dirs`
+  /// (op-priority propagation) gives each factor's allowed directions: only the tensors on an
+  /// allowed side may extend a factor's axes, the others only limit them.
+  bool step(const FactorRule& rule, std::vector<Slot>& slots,
+            const std::vector<uint8_t>* dirs = nullptr) {
     // Shardy propagates only between shardings of one mesh: an op (or a return edge) whose
     // tensors' shardings name two different meshes (other axes or device order; two names for
     // one mesh are the same mesh) is left as it is.
@@ -123,6 +128,7 @@ class Propagator {
       int64_t priority;
       int64_t elements;  ///< Size of the tensor the axes come from.
       bool closed = false;
+      bool result = false;  ///< From an op result.
     };
     std::vector<std::vector<Cand>> cands(nf);
     for (const Slot& s : slots) {
@@ -138,7 +144,7 @@ class Propagator {
           bool closed = strategy_ == PropagationStrategy::basic && !sh.dims[d].open;
           if (!proj[static_cast<size_t>(f)].empty() || closed)
             cands[static_cast<size_t>(f)].push_back(
-                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed});
+                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed, s.result});
         }
     }
     // Per factor: the longest compatible major axes among the candidates of the best priority
@@ -147,11 +153,21 @@ class Propagator {
     std::vector<int64_t> source(nf, 0);
     for (size_t f = 0; f < nf; ++f) {
       if (rule.need_replication[f] || cands[f].empty()) continue;
+      const uint8_t dir = dirs ? (*dirs)[f] : kDirBoth;
+      if (dir == kDirNone) continue;
+      // Shardy's user-priority iteration p sees every dim of priority <= p as a plain
+      // sharding; the mesh pipeline lets the best priority among them decide.
       int64_t best = INT64_MAX;
       for (const Cand& c : cands[f]) best = std::min(best, c.priority);
+      if (!fill_all_)
+        for (Cand& c : cands[f]) c.priority = best;
       const std::vector<AxisRef>* longest = nullptr;
-      for (const Cand& c : cands[f])
-        if (c.priority == best && (!longest || c.axes.size() > longest->size())) longest = &c.axes;
+      for (const Cand& c : cands[f]) {
+        const bool may_extend = (dir & (c.result ? kDirBackward : kDirForward)) != 0;
+        if (c.priority == best && may_extend && (!longest || c.axes.size() > longest->size()))
+          longest = &c.axes;
+      }
+      if (!longest) continue;
       std::vector<AxisRef> pick = *longest;
       for (const Cand& c : cands[f]) {
         if (c.priority != best) continue;
@@ -171,17 +187,18 @@ class Propagator {
         if (part) pick[k] = *part;
         pick.resize(k + (part ? 1 : 0));
       }
-      // An axis a tensor of this factor explicitly replicates is incompatible.
+      // An axis a tensor of this factor explicitly replicates, or holds unreduced (its
+      // values there are partial), is incompatible.
       for (const Slot& sl : slots) {
-        if (!sl.sharding->has_value() || (**sl.sharding).replicated.empty()) continue;
+        if (!sl.sharding->has_value()) continue;
+        const TensorSharding& ts = **sl.sharding;
+        if (ts.replicated.empty() && ts.unreduced.empty()) continue;
         bool has_f = false;
         for (const auto& dfs : *sl.dims)
           has_f |= std::find(dfs.begin(), dfs.end(), static_cast<int>(f)) != dfs.end();
         if (!has_f) continue;
-        const auto& rep = (**sl.sharding).replicated;
         for (size_t k = 0; k < pick.size(); ++k)
-          if (std::any_of(rep.begin(), rep.end(),
-                          [&](const AxisRef& r) { return math_.overlaps(r, pick[k]); })) {
+          if (excluded(ts, pick[k])) {
             pick.resize(k);
             break;
           }
@@ -263,11 +280,11 @@ class Propagator {
           want.insert(want.end(), axes.begin(), axes.end());
           if (math_.product(axes) != rule.factor_sizes[static_cast<size_t>(f)]) break;
         }
-        // Never use a replicated axis, nor an axis another dim of this tensor holds.
+        // Never use a replicated or unreduced axis, nor an axis another dim of this tensor
+        // holds.
         std::vector<AxisRef> keep;
         for (const AxisRef& a : want) {
-          bool bad = std::any_of(sh.replicated.begin(), sh.replicated.end(),
-                                 [&](const AxisRef& r) { return math_.overlaps(r, a); });
+          bool bad = excluded(sh, a);
           for (size_t e = 0; e < s.rank && !bad; ++e)
             if (e != d)
               bad = std::any_of(sh.dims[e].axes.begin(), sh.dims[e].axes.end(),
@@ -287,34 +304,26 @@ class Propagator {
         changed = true;
       }
     };
-    // Results first. Shardy propagates sideways (operand to operand) only through what the
-    // results hold: a factor the op's results have reaches an operand only as far as the
-    // results' sharding of it goes (after this step).
+    // Results first. Through an elementwise op Shardy propagates sideways (operand to
+    // operand) only as far as the results hold the factor (after this step): a result whose
+    // axes for it are a strict prefix of the new axes cuts them there. A dim of a later user
+    // priority is empty (and closed) until its iteration.
     for (Slot& s : slots)
       if (s.result) grow(s, chosen);
     std::vector<std::vector<AxisRef>> sideways = chosen;
-    if (!fill_all_) {
-      std::vector<bool> in_result(nf, false);
-      std::vector<std::vector<AxisRef>> held(nf);
+    if (!fill_all_ && elementwise_op_) {
       for (const Slot& s : slots) {
-        if (!s.result) continue;
+        if (!s.result || !s.sharding->has_value() || (**s.sharding).dims.size() != s.rank) continue;
+        TensorSharding now = **s.sharding;
+        for (DimSharding& d : now.dims)
+          if (priority(d) > level_) d.axes.clear();
+        auto proj = project_uneven(math_, rule, *s.dims, now);
         for (const auto& dfs : *s.dims)
-          for (int f : dfs) in_result[static_cast<size_t>(f)] = true;
-        if (!s.sharding->has_value() || (**s.sharding).dims.size() != s.rank) continue;
-        auto proj = project_uneven(math_, rule, *s.dims, **s.sharding);
-        for (size_t f = 0; f < nf; ++f)
-          if (proj[f].size() > held[f].size()) held[f] = proj[f];
-      }
-      for (size_t f = 0; f < nf; ++f) {
-        if (!in_result[f]) continue;
-        size_t k = 0;
-        while (k < sideways[f].size() && k < held[f].size() && sideways[f][k] == held[f][k]) ++k;
-        // The results hold a major part (sub-axis) of the next axis: that part may go.
-        std::optional<AxisRef> part = k < sideways[f].size() && k < held[f].size()
-                                          ? major_part(sideways[f][k], held[f][k])
-                                          : std::nullopt;
-        if (part) sideways[f][k] = *part;
-        sideways[f].resize(k + (part ? 1 : 0));
+          for (int fi : dfs) {
+            const auto f = static_cast<size_t>(fi);
+            if (proj[f].size() < sideways[f].size() && is_prefix(proj[f], sideways[f]))
+              sideways[f] = proj[f];
+          }
       }
     }
     for (Slot& s : slots)
@@ -471,8 +480,26 @@ class Propagator {
         dims.push_back({static_cast<int>(d)});
       group_dims.push_back(dims);
     }
+    // Op-priority propagation: the round being run (-1: no schedule) and what the schedule
+    // needs per op. Uses count operand slots (`add %x, %x` uses %x twice), the function's
+    // return and the terminators of nested regions included.
+    int op_round = -1;
+    std::vector<OpPriorityInfo> op_info(body.size());
+    if (!fill_all_) {
+      std::vector<int> uses(m_.values.size(), 0);
+      auto count = [&](auto& self, const Block& b) -> void {
+        for (OpId o : b.ops) {
+          for (ValueId v : m_.ops[o].operands) ++uses[v];
+          for (const Block& r : m_.ops[o].regions) self(self, r);
+        }
+      };
+      count(count, f.body);
+      for (size_t i = 0; i < body.size(); ++i)
+        op_info[i] = op_priority_info(m_, m_.ops[body[i]], uses);
+    }
     auto visit = [&](size_t i) -> bool {
       ++stats_.op_visits;
+      elementwise_op_ = false;
       if (i >= body.size()) {
         size_t g = i - body.size();
         FactorRule r = identity_rule(groups[g].second[0]);
@@ -516,7 +543,10 @@ class Propagator {
         slots.push_back(
             {&shard_[op.results[k]], &rule.results[k], m_.values[op.results[k]].type.shape.size(),
              !fixed(op.results[k]) && dir != "BACKWARD", elements(op.results[k]), true});
-      return step(rule, slots);
+      elementwise_op_ = op_info[i].elementwise;
+      if (op_round < 0) return step(rule, slots);
+      std::vector<uint8_t> dirs = op_priority_directions(op_info[i], rule, op_round);
+      return step(rule, slots, &dirs);
     };
 
     // User priorities: iteration p propagates the dims of priority <= p to the whole program
@@ -535,31 +565,24 @@ class Propagator {
     std::sort(levels.begin(), levels.end());
     levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
     if (!by_user) levels = {INT64_MAX};
-    // Op priorities (Shardy's heuristics): a pass-through op reading a value that has several
-    // uses waits for the second round in both directions, so that one use does not decide the
-    // sharding of the others.
-    std::vector<bool> deferred(body.size(), false);
-    if (!fill_all_) {
-      std::vector<int> uses(m_.values.size(), 0);  // distinct user ops
-      for (OpId o : body) {
-        const auto& ops = m_.ops[o].operands;
-        for (size_t k = 0; k < ops.size(); ++k)
-          if (std::find(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(k), ops[k]) ==
-              ops.begin() + static_cast<std::ptrdiff_t>(k))
-            ++uses[ops[k]];
-      }
-      for (size_t i = 0; i < body.size(); ++i)
-        for (ValueId v : m_.ops[body[i]].operands) deferred[i] = deferred[i] || uses[v] > 1;
-    }
+    // Op priorities (Shardy's op-based schedule, sharding_op_priority.hpp): each round
+    // propagates to a fixpoint, letting more ops, factors and directions through. The mesh
+    // pipeline runs pass-through ops first, then every op.
+    const int rounds = !by_op ? 1 : fill_all_ ? 2 : kOpPriorityRounds;
     for (int64_t level : levels)
-      for (int round = by_op ? 0 : 1; round < 2; ++round) {
+      for (int round = 0; round < rounds; ++round) {
         level_ = level;
+        op_round = by_op && !fill_all_ ? round : -1;
         std::deque<size_t> work;
         const size_t items = body.size() + groups.size();
         std::vector<bool> queued(items, false);
         auto eligible = [&](size_t i) {
-          return round == 1 || i >= body.size() || m_.ops[body[i]].name == "func.return" ||
-                 (rules[i].pass_through && !deferred[i]);
+          if (fill_all_ && by_op && round == 0 && i < body.size())
+            return rules[i].pass_through || m_.ops[body[i]].name == "func.return";
+          if (op_round < 0 || op_round >= 2 || i >= body.size()) return true;
+          if (m_.ops[body[i]].name == "func.return") return true;
+          return op_info[i].kind == OpPriorityInfo::pass_through ||
+                 op_info[i].kind == OpPriorityInfo::forward_only;
         };
         for (size_t i = 0; i < items; ++i)
           if (eligible(i)) {
@@ -676,8 +699,10 @@ class Propagator {
     const Attr* dims = op.prop("dimensions");
     const size_t n = op.results.size();
     if (op.name != "stablehlo.reduce" || n < 2 || op.operands.size() != 2 * n || !dims ||
-        dims->ints.empty())
+        dims->ints.empty()) {
+      if (auto r = shardy_stage_rule(m_, op)) return *r;
       return sharding_rule(m_, op);
+    }
     FactorRule r;
     const auto& shape = m_.values[op.operands[0]].type.shape;
     std::vector<std::vector<int>> in(shape.size()), out;
@@ -694,6 +719,14 @@ class Propagator {
     for (size_t k = 0; k < n; ++k) r.operands.push_back({});
     for (size_t k = 0; k < n; ++k) r.results.push_back(out);
     return r;
+  }
+
+  /// True when `s` states `a` (or an axis overlapping it) replicated or unreduced: no dim of
+  /// `s` may take it.
+  bool excluded(const TensorSharding& s, const AxisRef& a) const {
+    auto hit = [&](const AxisRef& r) { return math_.overlaps(r, a); };
+    return std::any_of(s.replicated.begin(), s.replicated.end(), hit) ||
+           std::any_of(s.unreduced.begin(), s.unreduced.end(), hit);
   }
 
   /// When one of `a`, `b` is a major sub-axis of the other (same axis, same start, sizes that
@@ -719,7 +752,8 @@ class Propagator {
   bool fill_all_;  ///< Every op result gets a sharding (the mesh pipeline's convention).
   std::vector<std::optional<TensorSharding>> shard_;
   std::vector<std::optional<TensorSharding>> result_shard_;
-  int64_t level_ = INT64_MAX;  ///< The user-priority iteration being run.
+  int64_t level_ = INT64_MAX;    ///< The user-priority iteration being run.
+  bool elementwise_op_ = false;  ///< step() runs an elementwise op (sideways limit).
 };
 
 }  // namespace
