@@ -113,7 +113,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
   std::vector<uint16_t> combos;
   std::vector<TensorLayout> extra;
   std::vector<const TensorLayout*> reads;
-  std::vector<TensorLayout> override_result(1);
+  std::vector<TensorLayout> override_result;
   std::vector<uint32_t> cap;
   std::vector<uint16_t> pick;
   BeamStats st;
@@ -171,9 +171,11 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                               base.reshards + 1});
       }
     }
+    // An override narrows the result layouts to the ones it allows (tt-mlir's legal layouts).
+    const OutputOverride* overridden = ov.output_for(o);
     const std::vector<TensorLayout>* results_ptr = &override_result;
-    if (ov.output[o])
-      override_result[0] = interleaved_layout(result, *ov.output[o]);
+    if (overridden)
+      override_result = overridden->allowed(true);
     else
       results_ptr = &candidates_of(op.results[0]);
     const std::vector<TensorLayout>& results = *results_ptr;
@@ -206,7 +208,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     // tried per combination) pass it is planned greedily: its operands' best entries, else one
     // operand resharded, and the single best result.
     const uint64_t per_combination =
-        std::max<uint64_t>(1, results.size() + (ov.output[o] ? 0 : arity));
+        std::max<uint64_t>(1, results.size() + (overridden ? 0 : arity));
     const uint64_t work =
         combinations > kInf / per_combination ? kInf : combinations * per_combination;
     const bool degraded = options.beam_max_evaluations != 0 && work > options.beam_max_evaluations;
@@ -243,7 +245,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       for (uint32_t r = 0; r < results.size(); ++r) consider(r);
       // A layout OpModel accepts that the pool may not hold (seed 002 §5.4.5): the result sharded
       // exactly like an operand of its shape, as an elementwise op writes it in place.
-      if (!ov.output[o])
+      if (!overridden)
         for (uint32_t i = 0; i < reads.size(); ++i) {
           TensorLayout same = *reads[i];
           same.dtype = results.back().dtype;
@@ -297,9 +299,9 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       std::string reason = q.explain(op.kind, op.name, op.operands, reads, op.results[0],
                                      results.back(), config_for(d.configs[o], results.back(), chip))
                                .reason;
-      if (ov.output[o])
+      if (overridden)
         return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
-                    "' is illegal: ", reason);
+                    "' is illegal: ", reason, " (override '", overridden->entry, "')");
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     }
     // The K best in the order a stable sort gives: candidates were scored in (combination,

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/shard_solver.hpp"
 
 namespace meshplan::planner {
@@ -67,17 +68,20 @@ class OpModelChecker final : public ShardChecker {
     const Op& op = g_.ops[o];
     const Value& r = g_.values[op.results[0]];
     std::vector<TensorLayout> out;
-    for (const TensorLayout& c : layout_candidates(r, chip_, max_)) {
-      if (!is_sharded(c)) continue;
-      std::vector<TensorLayout> in = dram_operands(op);
-      bool ok = valid_all(o, in, c, nullptr);
-      if (!ok && g_.values[op.operands[0]].shape == r.shape) {
-        in[0] = c;
-        ok = valid_all(o, in, c, nullptr);
-      }
-      if (ok) out.push_back(c);
-    }
+    for (const TensorLayout& c : layout_candidates(r, chip_, max_))
+      if (is_sharded(c) && legal_config(o, c)) out.push_back(c);
     return out;
+  }
+  bool legal_config(OpId o, const TensorLayout& c) const override {
+    const Op& op = g_.ops[o];
+    std::vector<TensorLayout> in = dram_operands(op);
+    bool ok = valid_all(o, in, c, nullptr);
+    if (!ok && !op.operands.empty() &&
+        g_.values[op.operands[0]].shape == g_.values[op.results[0]].shape) {
+      in[0] = c;
+      ok = valid_all(o, in, c, nullptr);
+    }
+    return ok;
   }
   bool valid(OpId o, uint32_t operand, const TensorLayout& in,
              const TensorLayout& out) const override {
@@ -178,8 +182,9 @@ std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& g, const device:
 }
 
 Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc& chip,
-                                         const PlannerOptions&, const ShardChecker& checker,
+                                         const PlannerOptions& options, const ShardChecker& checker,
                                          bool record_solver) {
+  const Overrides overrides = MESHPLAN_TRY(parse_overrides(g, chip, options));
   DfShardingResult out;
   out.decision = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
   LayoutDecision& d = out.decision;
@@ -204,7 +209,14 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     current = L1Chain{};
   };
   for (OpId o = 0; o < g.ops.size(); ++o) {
-    configs[o] = checker.legal_configs(o);
+    if (const OutputOverride* w = overrides.output_for(o)) {
+      // The override narrows the op's legal configs to its sharded layouts (the solver's bitset
+      // for this op holds only those).
+      for (const TensorLayout& t : w->layouts)
+        if (is_sharded(t) && checker.legal_config(o, t)) configs[o].push_back(t);
+    } else {
+      configs[o] = checker.legal_configs(o);
+    }
     if (configs[o].size() > ShardSolver::kMaxConfigs) configs[o].resize(ShardSolver::kMaxConfigs);
     if (g.ops[o].kind == device::OpKind::concat) {
       // Concats get single-op chains of their own, resolved after the regular chains (§4.1.6).
@@ -257,6 +269,29 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     if (uses[r].size() == 1 && chain_first[uses[r][0].first] >= 0 &&
         !out.chains[chain_first[uses[r][0].first]].concat)
       out.chains[chain_first[uses[r][0].first]].preferred = want;
+  }
+
+  // Overridden ops in no chain take their first allowed interleaved layout OpModel accepts (their
+  // readers' chains then see it at their entry).
+  std::vector<int> chain_index(g.ops.size(), -1);
+  for (size_t c = 0; c < out.chains.size(); ++c)
+    for (OpId o : out.chains[c].ops) chain_index[o] = static_cast<int>(c);
+  for (const auto& [o, w] : overrides.output) {
+    if (chain_index[o] >= 0 && !out.chains[chain_index[o]].concat) continue;
+    std::vector<TensorLayout> in;
+    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
+    bool set = false;
+    for (const TensorLayout& t : w.layouts)
+      if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
+        d.tensors[g.ops[o].results[0]] = t;
+        d.configs[o] = config_for(d.configs[o], t, chip);
+        set = true;
+        break;
+      }
+    if (!set && !(chain_index[o] >= 0))
+      return fail(ErrorCode::invalid_argument, "output override for op '", g.ops[o].name,
+                  "' is illegal: no layout it allows is valid for the op (override '", w.entry,
+                  "'; sharded ones: OpModel rejects them with DRAM operands)");
   }
 
   // 2. Resolve each regular chain with a ShardSolver; any failure fails the whole chain (it stays
@@ -558,6 +593,32 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     chain.spill = SpillLocation::dram;
     d.spills.push_back(v);
   }
+
+  // Overrides the chains did not hold: an interleaved layout the override allows when OpModel
+  // accepts it with the operands as decided, else a located error.
+  for (const auto& [o, w] : overrides.output) {
+    const TensorLayout& got = d.tensors[g.ops[o].results[0]];
+    if (std::find(w.layouts.begin(), w.layouts.end(), got) != w.layouts.end()) continue;
+    std::vector<TensorLayout> in;
+    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
+    bool set = false;
+    for (const TensorLayout& t : w.layouts)
+      if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
+        d.tensors[g.ops[o].results[0]] = t;
+        d.configs[o] = config_for(d.configs[o], t, chip);
+        set = true;
+        break;
+      }
+    if (set) continue;
+    int c = chain_index[o];
+    std::string why = c < 0 ? std::string("the op joins no chain")
+                      : out.chains[c].failure.empty()
+                          ? str("its chain ends ", chain_state_name(out.chains[c].state),
+                                " with the result ", layout_string(got))
+                          : str("its chain failed: ", out.chains[c].failure);
+    return fail(ErrorCode::invalid_argument, "output override '", w.entry, "' for op '",
+                g.ops[o].name, "' cannot hold under df-sharding: ", why);
+  }
   return out;
 }
 
@@ -565,7 +626,11 @@ Result<LayoutDecision> df_sharding(const Graph& g, const device::ChipDesc& chip,
                                    const PlannerOptions& options, const Overrides& overrides) {
   std::unique_ptr<ShardChecker> checker = make_opmodel_checker(g, chip, options);
   DfShardingResult r = MESHPLAN_TRY(run_df_sharding(g, chip, options, *checker));
-  MESHPLAN_TRY(apply_overrides(g, chip, overrides, r.decision));
+  // Output overrides constrained the solver (run_df_sharding); forced moves are applied to its
+  // result.
+  Overrides moves;
+  moves.moves = overrides.moves;
+  MESHPLAN_TRY(apply_overrides(g, chip, moves, r.decision));
   return std::move(r.decision);
 }
 

@@ -1,58 +1,10 @@
-// Overrides and greedy layout propagation (policies `l1-interleaved` and `greedy`).
+// Applying overrides, and greedy layout propagation (policies `l1-interleaved` and `greedy`).
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 #include "meshplan/planner/policies.hpp"
 
 namespace meshplan::planner {
-
-namespace {
-
-Result<device::BufferType> memory_of(std::string_view text, std::string_view entry) {
-  if (text == "l1") return device::BufferType::l1;
-  if (text == "dram") return device::BufferType::dram;
-  return fail(ErrorCode::invalid_argument, "override '", entry, "': memory '", text,
-              "' is not l1 or dram");
-}
-
-Result<OpId> op_named(const Graph& g, std::string_view name, std::string_view entry) {
-  for (OpId o = 0; o < g.ops.size(); ++o)
-    if (g.ops[o].name == name) return o;
-  return fail(ErrorCode::invalid_argument, "override '", entry, "': graph '", g.name,
-              "' has no op named '", name, "'");
-}
-
-}  // namespace
-
-Result<Overrides> parse_overrides(const Graph& g, const PlannerOptions& options) {
-  Overrides out;
-  out.output.assign(g.ops.size(), std::nullopt);
-  for (const std::string& e : options.output_overrides) {
-    size_t eq = e.rfind('=');
-    if (eq == std::string::npos)
-      return fail(ErrorCode::invalid_argument, "override '", e, "' is not of the form op=l1|dram");
-    OpId o = MESHPLAN_TRY(op_named(g, std::string_view(e).substr(0, eq), e));
-    out.output[o] = MESHPLAN_TRY(memory_of(std::string_view(e).substr(eq + 1), e));
-  }
-  for (const std::string& e : options.memreconfig) {
-    size_t colon = e.rfind(':'), eq = e.rfind('=');
-    if (colon == std::string::npos || eq == std::string::npos || eq < colon)
-      return fail(ErrorCode::invalid_argument, "memreconfig '", e,
-                  "' is not of the form op:operand=l1|dram");
-    OpId o = MESHPLAN_TRY(op_named(g, std::string_view(e).substr(0, colon), e));
-    std::string index(e.substr(colon + 1, eq - colon - 1));
-    uint32_t i = 0;
-    auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
-    bool digits = !index.empty() && ec == std::errc() && end == index.data() + index.size();
-    if (!digits || i >= g.ops[o].operands.size())
-      return fail(ErrorCode::invalid_argument, "memreconfig '", e, "': op '", g.ops[o].name,
-                  "' has no operand '", index, "'");
-    out.moves.push_back(
-        Overrides::Move{o, i, MESHPLAN_TRY(memory_of(std::string_view(e).substr(eq + 1), e))});
-  }
-  return out;
-}
 
 namespace {
 
@@ -107,8 +59,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
   std::vector<bool> fixed(g.values.size(), false);
   for (const LayoutDecision::Reshard& r : d.reshards)
     fixed[g.ops[r.before].operands[r.operand]] = true;
-  for (OpId o = 0; o < g.ops.size(); ++o)
-    if (ov.output[o]) fixed[g.ops[o].results[0]] = true;
+  for (const auto& [o, w] : ov.output) fixed[g.ops[o].results[0]] = true;
   using Change = std::pair<ValueId, TensorLayout>;
   std::vector<std::optional<uint64_t>> known(g.ops.size());  // cost of each op as decided
   // Simulated time of the ops that produce or read a changed value, with the changes applied
@@ -182,21 +133,35 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
 }  // namespace
 
 Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overrides& ov,
-                       LayoutDecision& d) {
+                       LayoutDecision& d, bool sharded_policy) {
   if (ov.empty()) return {};
   OpQuery q(g, chip);
   for (OpId o = 0; o < g.ops.size(); ++o) {
     std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
-    if (!ov.output[o]) continue;
+    const OutputOverride* w = ov.output_for(o);
+    if (!w) continue;
     const Op& op = g.ops[o];
-    TensorLayout t = interleaved_layout(g.values[op.results[0]], *ov.output[o]);
-    device::OpConfig c = config_for(d.configs[o], t, chip);
-    device::OpValidation ok = check(q, op, in, t, c);
-    if (!ok.ok)
+    std::vector<const TensorLayout*> ptrs;
+    for (const TensorLayout& t : in) ptrs.push_back(&t);
+    // The cheapest allowed layout OpModel accepts with the operands as decided.
+    std::vector<TensorLayout> allowed = w->allowed(sharded_policy);
+    std::optional<TensorLayout> best;
+    uint64_t best_ns = 0;
+    for (const TensorLayout& t : allowed) {
+      std::optional<uint64_t> ns = q.cost_if_valid(
+          op.kind, op.name, op.operands, ptrs, op.results[0], t, config_for(d.configs[o], t, chip));
+      if (ns && (!best || *ns < best_ns)) {
+        best = t;
+        best_ns = *ns;
+      }
+    }
+    if (!best)
       return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
-                  "' is illegal: ", why(q, op, in, t, c));
-    d.tensors[op.results[0]] = t;
-    d.configs[o] = c;
+                  "' is illegal: ",
+                  why(q, op, in, allowed.back(), config_for(d.configs[o], allowed.back(), chip)),
+                  " (override '", w->entry, "')");
+    d.tensors[op.results[0]] = *best;
+    d.configs[o] = config_for(d.configs[o], *best, chip);
   }
   return {};
 }
@@ -226,9 +191,10 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
     std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    const OutputOverride* w = ov.output_for(o);
     std::vector<TensorLayout> fixed;
-    if (ov.output[o]) fixed.push_back(interleaved_layout(result, *ov.output[o]));
-    const std::vector<TensorLayout>& cands = ov.output[o] ? fixed : candidates(result);
+    if (w) fixed = w->allowed(sharded);
+    const std::vector<TensorLayout>& cands = w ? fixed : candidates(result);
     auto pick = [&](const std::vector<TensorLayout>& operands,
                     std::string* reason) -> std::optional<TensorLayout> {
       // The cheapest valid L1 layout by OpModel's cost (ties: the pool's order), else the first
@@ -258,9 +224,6 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     };
     std::string reason;
     std::optional<TensorLayout> chosen = pick(in, &reason);
-    if (!chosen && ov.output[o])
-      return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
-                  "' is illegal: ", reason);
     // No valid result with the operands as they are: reshard one operand (bounded exploration).
     for (uint32_t i = 0; !chosen && i < op.operands.size(); ++i) {
       std::vector<TensorLayout> targets = candidates(g.values[op.operands[i]]);  // a copy
@@ -275,6 +238,9 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         }
       }
     }
+    if (!chosen && w)
+      return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
+                  "' is illegal: ", reason, " (override '", w->entry, "')");
     if (!chosen)
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     d.tensors[op.results[0]] = *chosen;

@@ -444,7 +444,7 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
   if (options.spill != "belady" && options.spill != "dp")
     return fail(ErrorCode::invalid_argument, "unknown spill selection '", options.spill,
                 "' (belady, dp)");
-  Overrides overrides = MESHPLAN_TRY(parse_overrides(g, options));
+  Overrides overrides = MESHPLAN_TRY(parse_overrides(g, chip, options));
   // --spill=dp also keeps Belady's plan: the DP scores conv2d at the block heights OpQuery picks
   // on its own, while fit_and_validate() below picks them again around the L1 tensors each spill
   // choice leaves live, so the two fitted plans are compared once more at the end.
@@ -494,7 +494,7 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
   } else if (options.policy == "df-sharding") {
     // The legacy pipeline builds its chains on a DFS schedule and runs the ops in that order.
     Graph dfs = dfs_ordered(g);
-    Overrides dfs_overrides = MESHPLAN_TRY(parse_overrides(dfs, options));
+    Overrides dfs_overrides = MESHPLAN_TRY(parse_overrides(dfs, chip, options));
     LayoutDecision d = MESHPLAN_TRY(df_sharding(dfs, chip, options, dfs_overrides));
     r = MESHPLAN_TRY(materialize(dfs, d));
     r.mesh = options.mesh;
@@ -516,6 +516,7 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
       r.spill_dp_states = states;
     }
   }
+  MESHPLAN_TRY(check_overrides_held(g, overrides, r));
   r.notes = std::move(notes);
   return r;
 }

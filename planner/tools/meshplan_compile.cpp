@@ -1,8 +1,9 @@
 // meshplan-compile: plans a graph for a device and adds the plan to a plan cache.
 //
 //   meshplan-compile MODEL.json -o CACHE.mpc [--name NAME] [--policy NAME] [--beam-width K]
-//                    [--beam-score cost|heuristic] [--override OP=l1|dram] [--memreconfig
-//                    OP:I=l1|dram]
+//                    [--beam-score cost|heuristic] [--override-output-layout OP=LAYOUT,...]
+//                    [--override-conv2d-config OP=PARAM#VALUE:...,...]
+//                    [--memreconfig OP:I=l1|dram]
 //                    [--device NAME|FILE.json] [--emit=plan-json|graph-json|dot]
 //                    [--report=PLAN.html] [--spill=belady|dp] [--no-prepare-weights]
 //                    [--no-flatten-spatial] [--weight-dtype=bf16|bfp8_b|bfp4_b]
@@ -39,6 +40,7 @@
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/report.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
@@ -65,7 +67,12 @@ constexpr const char* kSynopsis =
 constexpr const char* kFooter =
     "  POLICY: greedy (default: within 1% of beam's simulated time over the model zoo, planned\n"
     "  8x faster), beam, l1-interleaved, df-sharding, dram (every tensor in DRAM: 1.28x slower).\n"
-    "  --override fixes an op's result memory; --memreconfig forces a move before an operand.\n"
+    "  --override-output-layout (or --override) constrains an op's result layout in tt-mlir's\n"
+    "  syntax, OP=PARAM:PARAM:... with PARAM a grid RxC, l1|dram, interleaved|height_sharded|\n"
+    "  width_sharded|block_sharded, tile|row_major or a data type (OP=l1:block_sharded:8x8:tile);\n"
+    "  every policy plans within it. --override-conv2d-config=OP=act_block_h_override#ROWS:\n"
+    "  act_block_w_div#N:shard_layout#LAYOUT fixes a conv2d's blocking (tt-mlir's syntax).\n"
+    "  --memreconfig forces a move before an operand.\n"
     "  --beam-max-combinations: operand-option combinations beam scores per op (default\n"
     "  (K + 2)^2, a binary op's); --beam-max-evaluations: OpModel evaluations per op past which\n"
     "  beam plans the op greedily and says so (default 65536, 0 = no cap).\n"
@@ -147,8 +154,9 @@ struct Args {
   bool fail_fast = false;           // --fail-fast: one failed model writes nothing
   bool presharded = false;          // --presharded: sharded arguments arrive split per chip
   // The per-chip pipeline made visible (explain.hpp).
-  std::string explain;       // --explain OP
-  bool dump_solver = false;  // --dump-solver
+  std::string explain;                        // --explain OP
+  bool dump_solver = false;                   // --dump-solver
+  std::vector<std::string> conv2d_overrides;  // --override-conv2d-config (tt-mlir's syntax)
 };
 
 Result<uint32_t> positive(const std::string& flag, const std::string& text) {
@@ -194,8 +202,13 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
   app.add_option("--beam-max-evaluations", n.beam_max_evaluations,
                  "beam: OpModel evaluations per op (0: no cap)")
       ->type_name("N");
-  app.add_option("--override", a.options.output_overrides, "Fix an op's result memory")
-      ->type_name("OP=l1|dram")
+  app.add_option("--override-output-layout,--override", a.options.output_overrides,
+                 "Constrain an op's result layout (tt-mlir's override-output-layout)")
+      ->type_name("OP=PARAM:...,...")
+      ->allow_extra_args(false);
+  app.add_option("--override-conv2d-config", a.conv2d_overrides,
+                 "Fix conv2d blocking (tt-mlir's override-conv2d-config)")
+      ->type_name("OP=PARAM#VALUE:...,...")
       ->allow_extra_args(false);
   app.add_option("--memreconfig", a.options.memreconfig, "Force a move before an operand")
       ->type_name("OP:OPERAND=l1|dram")
@@ -595,6 +608,8 @@ Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   const device::ChipDesc& chip = mesh_arg.chip;
   planner::PlannerOptions options = args.options;
   options.policy = args.policy;
+  MESHPLAN_TRY(planner::apply_conv2d_config_overrides(graph, args.conv2d_overrides,
+                                                      options.output_overrides));
   options.mesh = planning_mesh_of(mesh_arg, graph);
   if (MESHPLAN_TRY(print_explain_views(args, graph, chip, options))) return std::nullopt;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));

@@ -62,7 +62,7 @@ planner::Graph densenet_block(int layers = 7) {
 /// Beam over `g` with the default bounds; fails the test on an error.
 planner::BeamStats beam_stats(const planner::Graph& g, const planner::PlannerOptions& o,
                               planner::LayoutDecision* decision = nullptr) {
-  auto ov = planner::parse_overrides(g, o);
+  auto ov = planner::parse_overrides(g, device::wormhole_b0(), o);
   REQUIRE(ov);
   planner::BeamStats st;
   auto d = planner::beam_search(g, device::wormhole_b0(), o, *ov, &st);

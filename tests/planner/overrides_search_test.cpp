@@ -113,7 +113,7 @@ TEST_CASE("an override OpModel rejects fails with OpModel's reason; unknown ops 
   o.output_overrides = {"q_proj=sram"};
   r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message.find("'sram' is not l1 or dram") != std::string::npos);
+  CHECK(r.error().message.find("invalid layout parameter 'sram'") != std::string::npos);
   o.output_overrides = {};
   o.memreconfig = {"out:2=l1"};
   r = planner::plan_layout(qkv_graph(), device::wormhole_b0(), o);

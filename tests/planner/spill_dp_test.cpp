@@ -25,7 +25,7 @@ namespace {
 LayoutResult unspilled(const Graph& g, const device::ChipDesc& chip) {
   PlannerOptions o;
   o.policy = "greedy";
-  auto ov = parse_overrides(g, o);
+  auto ov = parse_overrides(g, chip, o);
   REQUIRE(ov);
   auto d = greedy_propagation(g, chip, o, *ov, /*sharded=*/true);
   REQUIRE_MESSAGE(d, (d ? std::string() : d.error().message));

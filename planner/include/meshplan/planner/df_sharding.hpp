@@ -5,6 +5,8 @@
 // against the L1 reservation timeline.
 #pragma once
 
+#include <algorithm>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +23,12 @@ class ShardChecker {
   virtual ~ShardChecker() = default;
   /// Legal sharded result layouts of `op`, best first (the precomputed pool, bounded).
   virtual std::vector<TensorLayout> legal_configs(OpId op) const = 0;
+  /// Whether sharded `layout` is a legal config of `op` by legal_configs()'s test (for layouts
+  /// an override names that the bounded pool may not hold). By default: whether the pool has it.
+  virtual bool legal_config(OpId op, const TensorLayout& layout) const {
+    auto pool = legal_configs(op);
+    return std::find(pool.begin(), pool.end(), layout) != pool.end();
+  }
   /// Is `op` valid with result `out` and operand `operand` in `in` (other operands as decided)?
   virtual bool valid(OpId op, uint32_t operand, const TensorLayout& in,
                      const TensorLayout& out) const = 0;
@@ -78,6 +86,11 @@ struct DfShardingResult {
 };
 
 /// Runs DFShardingPolicy with `checker`. `record_solver` keeps each chain's solver dump.
+/// Output overrides in `options` constrain the solver as tt-mlir's legal-layout analysis does: an
+/// overridden op's configs are the sharded layouts its override allows (none: it joins no
+/// chain); an op whose override allows no sharded layout takes its first allowed interleaved
+/// layout OpModel accepts before chains are solved. An override the policy cannot hold (its
+/// chain failed, or no allowed layout is valid) fails naming the op and the reason.
 Result<DfShardingResult> run_df_sharding(const Graph& graph, const device::ChipDesc& chip,
                                          const PlannerOptions& options, const ShardChecker& checker,
                                          bool record_solver = false);

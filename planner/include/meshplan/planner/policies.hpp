@@ -3,16 +3,32 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "meshplan/planner/policy.hpp"
 
 namespace meshplan::planner {
 
+/// One op's override-output-layout, resolved to the result layouts it allows.
+struct OutputOverride {
+  std::string entry;                        ///< As written ("op=l1:block_sharded:8x8:tile").
+  std::optional<device::MemLayout> memory;  ///< The tensor memory layout it names, if any.
+  /// Every layout meshplan can give the result that matches the override, best first (the
+  /// candidate order of layout_candidates, uncapped). Never empty.
+  std::vector<TensorLayout> layouts;
+
+  /// `layouts` for a policy: a policy without sharding (dram, l1-interleaved) keeps the
+  /// interleaved ones unless the override names a memory layout or allows only sharded ones.
+  std::vector<TensorLayout> allowed(bool sharded_policy) const;
+};
+
 /// User overrides (tt-mlir's override-output-layout and insert-memreconfig), resolved to ops.
 struct Overrides {
-  std::vector<std::optional<device::BufferType>> output;  ///< By OpId: a fixed result memory.
+  std::map<OpId, OutputOverride> output;  ///< By OpId: the layouts its result may take.
   struct Move {
     OpId op;
     uint32_t operand;
@@ -20,20 +36,43 @@ struct Overrides {
   };
   std::vector<Move> moves;  ///< Forced moves before an op's operand.
 
-  bool empty() const {
-    return moves.empty() &&
-           std::none_of(output.begin(), output.end(), [](auto& o) { return o.has_value(); });
-  }
+  /// The override of op `o`, or null.
+  const OutputOverride* output_for(OpId o) const;
+  bool empty() const { return moves.empty() && output.empty(); }
 };
 
-/// Parses PlannerOptions::output_overrides ("op=l1|dram") and memreconfig ("op:operand=l1|dram");
-/// errors name the unknown op, operand or memory.
-Result<Overrides> parse_overrides(const Graph& graph, const PlannerOptions& options);
+/// Parses PlannerOptions::output_overrides in tt-mlir's override-output-layout syntax
+/// ("op=param:param:...", comma-separated lists allowed; params in any order, each kind once: a
+/// grid RxC, l1|dram, interleaved|height_sharded|width_sharded|block_sharded, tile|row_major, a
+/// data type) and memreconfig ("op:operand=l1|dram"). Errors name the entry and the unknown op,
+/// operand or parameter, a grid no layout of the result has on `chip`, or a data type other
+/// than the result's.
+Result<Overrides> parse_overrides(const Graph& graph, const device::ChipDesc& chip,
+                                  const PlannerOptions& options);
 
-/// Applies overrides to a decision in op order (operand layouts as the decision has them);
-/// an override OpModel rejects fails with OpModel's reason.
+/// Applies tt-mlir's override-conv2d-config lists
+/// ("conv1=act_block_h_override#64:act_block_w_div#2, conv2=shard_layout#height_sharded") to `g`'s
+/// conv2d ops: act_block_h_override (rows, a multiple of 32; 0 leaves the planner's choice) and
+/// act_block_w_div become the op's act_block_h (tiles) and act_block_w_div attributes, so every
+/// policy plans the op with that blocking; shard_layout#X appends "op=l1:X" to `output_overrides`.
+/// activation, output_layout and deallocate_activation are accepted only when they state what
+/// meshplan does (the graph's activation, tile, false); other tt-mlir parameters are refused as not
+/// modelled. Errors name the entry and the op, parameter or value.
+Status apply_conv2d_config_overrides(Graph& g, std::span<const std::string> lists,
+                                     std::vector<std::string>& output_overrides);
+
+/// Fails, naming the override and the layout the result got, when a planned op's result (by name,
+/// ops of `r.graph` that came from `original`) is outside its override's layouts (spill
+/// management moved it to DRAM).
+Status check_overrides_held(const Graph& original, const Overrides& overrides,
+                            const LayoutResult& r);
+
+/// Applies output overrides and forced moves to a decision in op order (operand layouts as the
+/// decision has them): each overridden result takes its cheapest allowed layout OpModel accepts
+/// (`sharded_policy` as in OutputOverride::allowed); an override OpModel rejects in every
+/// allowed layout fails with OpModel's reason.
 Status apply_overrides(const Graph& graph, const device::ChipDesc& chip, const Overrides& overrides,
-                       LayoutDecision& d);
+                       LayoutDecision& d, bool sharded_policy = false);
 
 /// Greedy layout propagation over all operands in schedule order (K = 1): per op the first valid
 /// result among L1 sharded (most cores first; only when `sharded`), L1 interleaved, DRAM, given
