@@ -388,10 +388,16 @@ class Propagator {
     // Sharding groups (sdy.sharding_group): every member ends with one sharding; each group
     // is visited like an op whose tensors are its members, one factor per dim.
     std::vector<std::pair<int64_t, std::vector<ValueId>>> groups;
+    peer_group_.assign(m_.values.size(), SIZE_MAX);
+    peers_.clear();
     for (OpId o : body) {
       const Op& op = m_.ops[o];
       if (op.name != "sdy.sharding_group" || op.props.empty() || op.operands.empty()) continue;
       int64_t id = op.props[0].second.i;
+      if (!fill_all_) {  // Shardy's groups: a member's new sharding is every member's
+        note_peer(static_cast<size_t>(std::max<int64_t>(id, 0)), op.operands[0]);
+        continue;
+      }
       auto it =
           std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == id; });
       if (it == groups.end()) it = groups.insert(groups.end(), {id, {}});
@@ -428,7 +434,12 @@ class Propagator {
     for (size_t i = 0; i < body.size(); ++i) {
       const Op& op = m_.ops[body[i]];
       if (op.name == "func.return" || op.name == "sdy.sharding_group") continue;
-      auto rule = fill_all_ ? sharding_rule(m_, op) : variadic_reduce_rule(op);
+      // A reshape from or to an empty tensor relates no dims (Shardy passes nothing).
+      const bool empty_reshape = !fill_all_ && op.name == "stablehlo.reshape" && has_size_zero(op);
+      Result<FactorRule> rule = empty_reshape
+                                    ? fail(ErrorCode::unimplemented, "reshape of an empty tensor")
+                                : fill_all_ ? sharding_rule(m_, op)
+                                            : variadic_reduce_rule(op);
       if (!rule && !fill_all_ && rule.error().code == ErrorCode::unimplemented) {
         // Shardy propagates nothing through an op without a sharding rule: one factor of its
         // own per tensor dim.
@@ -497,7 +508,7 @@ class Propagator {
       for (size_t i = 0; i < body.size(); ++i)
         op_info[i] = op_priority_info(m_, m_.ops[body[i]], uses);
     }
-    auto visit = [&](size_t i) -> bool {
+    auto visit_item = [&](size_t i) -> bool {
       ++stats_.op_visits;
       elementwise_op_ = false;
       if (i >= body.size()) {
@@ -547,6 +558,31 @@ class Propagator {
       if (op_round < 0) return step(rule, slots);
       std::vector<uint8_t> dirs = op_priority_directions(op_info[i], rule, op_round);
       return step(rule, slots, &dirs);
+    };
+    // A group member whose sharding the item changed gives it to the other members (woken
+    // with the item's own values).
+    std::vector<ValueId> synced;
+    auto visit = [&](size_t i) -> bool {
+      synced.clear();
+      std::vector<std::pair<ValueId, std::optional<TensorSharding>>> before;
+      auto note = [&](ValueId v) {
+        if (peer_group_[v] != SIZE_MAX) before.emplace_back(v, shard_[v]);
+      };
+      if (i >= body.size()) {
+        for (ValueId v : groups[i - body.size()].second) note(v);
+      } else {
+        for (ValueId v : m_.ops[body[i]].operands) note(v);
+        for (ValueId v : m_.ops[body[i]].results) note(v);
+      }
+      bool changed = visit_item(i);
+      for (const auto& [v, was] : before)
+        if (shard_[v] != was)
+          for (ValueId p : peers_[peer_group_[v]])
+            if (p != v) {
+              shard_[p] = shard_[v];
+              synced.push_back(p);
+            }
+      return changed;
     };
 
     // User priorities: iteration p propagates the dims of priority <= p to the whole program
@@ -604,6 +640,7 @@ class Propagator {
             push(producer[v]);
             for (size_t u : users[v]) push(u);
           };
+          for (ValueId v : synced) wake(v);
           if (i >= body.size()) {
             for (ValueId v : groups[i - body.size()].second) wake(v);
             continue;
@@ -679,6 +716,13 @@ class Propagator {
   PropagationStats stats_;
 
  private:
+  void note_peer(size_t group, ValueId v) {
+    if (peers_.size() <= group) peers_.resize(group + 1);
+    if (peer_group_[v] != SIZE_MAX) return;  // in one group only (import merged them)
+    peer_group_[v] = group;
+    peers_[group].push_back(v);
+  }
+
   /// Values whose sharding an op fixes (constraint, reshard and collective results, constants).
   bool fixed(ValueId v) const {
     OpId d = m_.values[v].def;
@@ -739,6 +783,15 @@ class Propagator {
     return AxisRef{a.name, pa, std::min(sa, sb)};
   }
 
+  bool has_size_zero(const Op& op) const {
+    auto zero = [&](ValueId v) {
+      const auto& sh = m_.values[v].type.shape;
+      return std::find(sh.begin(), sh.end(), int64_t{0}) != sh.end();
+    };
+    return std::any_of(op.operands.begin(), op.operands.end(), zero) ||
+           std::any_of(op.results.begin(), op.results.end(), zero);
+  }
+
   int64_t elements(ValueId v) const {
     int64_t n = 1;
     for (int64_t d : m_.values[v].type.shape) n *= d;
@@ -752,8 +805,10 @@ class Propagator {
   bool fill_all_;  ///< Every op result gets a sharding (the mesh pipeline's convention).
   std::vector<std::optional<TensorSharding>> shard_;
   std::vector<std::optional<TensorSharding>> result_shard_;
-  int64_t level_ = INT64_MAX;    ///< The user-priority iteration being run.
-  bool elementwise_op_ = false;  ///< step() runs an elementwise op (sideways limit).
+  int64_t level_ = INT64_MAX;                ///< The user-priority iteration being run.
+  bool elementwise_op_ = false;              ///< step() runs an elementwise op (sideways limit).
+  std::vector<size_t> peer_group_;           ///< Per value: its sharding group, or SIZE_MAX.
+  std::vector<std::vector<ValueId>> peers_;  ///< Per sharding group: its values.
 };
 
 }  // namespace

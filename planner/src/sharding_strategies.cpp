@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sharding_calls.hpp"
+#include "sharding_groups.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -116,6 +117,7 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
   const bool pipeline = strategy == PropagationStrategy::pipeline;
   const bool calls =
       std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.name == "func.call"; });
+  MESHPLAN_TRY(import_sharding_groups(m));
   CallView view;
   if (calls) MESHPLAN_TRY(flatten_call_graph(m, view));
   if (pipeline)
@@ -123,6 +125,7 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
       split_constants(m, fn);
       apply_sharding_constraints(m, fn);
     }
+  sync_sharding_groups(m);
   if (calls) MESHPLAN_TRY(inline_for_propagation(m, view));
   auto propagated = propagate(m, strategy);
   restore_calls(m, view, pipeline);

@@ -25,7 +25,7 @@ std::string shape_text(std::span<const int64_t> shape) {
 
 class Verifier {
  public:
-  explicit Verifier(const Module& m) : m_(m) {}
+  Verifier(const Module& m, bool size_zero) : m_(m), size_zero_(size_zero) {}
 
   Status run() {
     for (const MeshDecl& mesh : m_.meshes) MESHPLAN_TRY(check_mesh(mesh));
@@ -58,7 +58,9 @@ class Verifier {
   const TensorType& type_of(ValueId v) const { return m_.values[v].type; }
 
   Status check_type(const TensorType& t, const Location& loc, const std::string& what) const {
-    auto volume = device::checked_volume(t.shape);
+    std::vector<int64_t> shape = t.shape;
+    if (size_zero_) std::replace(shape.begin(), shape.end(), int64_t{0}, int64_t{1});
+    auto volume = device::checked_volume(shape);
     if (!volume) return bad(loc, what, " ", type_string(t), ": ", volume.error().message);
     return {};
   }
@@ -434,13 +436,14 @@ class Verifier {
   }
 
   const Module& m_;
+  bool size_zero_ = false;                            ///< Dimensions of size 0 are accepted.
   mutable std::deque<std::vector<int64_t>> scratch_;  ///< Stable storage for ints() results.
 };
 
 }  // namespace
 
-Status verify_module(const Module& module) {
-  return Verifier(module).run();
+Status verify_module(const Module& module, bool size_zero) {
+  return Verifier(module, size_zero).run();
 }
 
 }  // namespace meshplan::planner::shlo

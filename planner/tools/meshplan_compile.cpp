@@ -403,7 +403,10 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                   "' (basic, aggressive, op-priority, user-priority, pipeline)");
     if (args.emit != "sdy" && args.emit != "stablehlo")
       return fail(ErrorCode::invalid_argument, "--stop-after=sdy-propagation needs --emit=sdy");
+    const size_t noted = module.notes.size();
     MESHPLAN_TRY(planner::shlo::run_sdy_propagation(module, *strategy));
+    for (size_t i = noted; i < module.notes.size(); ++i)  // the stage's warnings
+      if (!g_quiet) std::fprintf(stderr, "%s\n", module.notes[i].c_str());
     std::string text = planner::shlo::print_module(module);
     if (args.output.empty()) {
       std::cout << text;
