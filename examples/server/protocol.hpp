@@ -22,7 +22,14 @@
 //   list    names of the plans being served
 //   quit    stops the whole server: no new requests are read, queued ones are answered (for at
 //           most --shutdown-timeout seconds; later ones get an error), then it exits 0 (as on
-//           SIGTERM or SIGINT). Accepted from stdin; from TCP clients only with --remote-quit.
+//           SIGTERM or SIGINT). Accepted from stdin; from TCP clients only with --remote-admin.
+//   reload  loads the cache file again (after meshplan-compile rewrote it) as at start-up: map,
+//           verify every entry, bind on every worker's chips, warm up; then swaps the new plans
+//           in at once. Requests accepted before the swap finish on the old plans; later ones
+//           run on the new. If the file is missing or unreadable, any entry fails
+//           verification, or binding or warm-up fails, the old plans keep being served and the
+//           error names the file (and the entry). The session waits for the reply; other
+//           sessions are served meanwhile. Admin only, as quit; refused under mpirun.
 //
 // Limits: a session has at most 8 requests queued or running (its further lines are read as
 // those are answered), so one pipelining client cannot starve the others. Replies are queued
@@ -43,6 +50,8 @@
 //       %3D) and its values in the input's base64 form.
 //   ok #ID plans=N NAME...          (list)
 //   bye #ID                         (quit)
+//   ok #ID reloaded plans=N bound=K ms=T open_ms=.. verify_ms=.. bind_ms=.. warm_up_ms=..
+//       (reload: N verified entries, K of them bound; T the whole reload, warm-up included)
 //   error #ID CODE: MESSAGE         the request failed; the server keeps serving. CODE is one
 //       of invalid_argument, not_found, incompatible, ... (meshplan::ErrorCode names); a plan
 //       whose cache entry is damaged is `corrupt` with the reason.

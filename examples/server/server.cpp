@@ -1,7 +1,9 @@
 // meshplan-server: a small inference server that embeds the runtime (never the planner). At
-// start-up it maps a plan cache, verifies every plan and binds each to an emulated chip of every
-// worker thread, and prints how long that took; then it serves the line protocol of
-// protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM or SIGINT.
+// start-up it maps a plan cache, verifies every plan, binds each to an emulated chip of every
+// worker thread and runs it once there (warm-up), and prints how long that took; then it serves
+// the line protocol of protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM
+// or SIGINT. `reload` on the admin channel loads the cache file again the same way and swaps the
+// new plans in; requests already accepted finish on the plans they were accepted under.
 //
 //   meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] [--verify full|checksummed]
 //                   [--device FILE.json]... [--core-threads K] [--max-connections C]
@@ -44,6 +46,7 @@
 
 #include "cli.hpp"
 #include "meshplan/device/descriptor_json.hpp"
+#include "plans.hpp"
 #include "protocol.hpp"
 #include "ranks.hpp"
 #include "session.hpp"
@@ -87,16 +90,22 @@ struct Job {
   std::shared_ptr<Session> session;
   size_t id;
   std::string line;
+  std::shared_ptr<server::Plans> plans;  ///< The plans being served when it was accepted.
 };
 
 class Server {
  public:
-  Server(std::vector<std::string> names, std::map<std::string, std::string, std::less<>> damaged,
+  /// Serves `plans`; `reload` loads `reload_options` (strict) and swaps the result in, except
+  /// under MPI (`mpi`), where the ranks would have to reload together.
+  Server(std::shared_ptr<server::Plans> plans, server::LoadOptions reload_options, bool mpi,
          Timeouts timeouts, size_t max_line)
-      : names_(std::move(names)),
-        damaged_(std::move(damaged)),
+      : plans_(std::move(plans)),
+        reload_options_(std::move(reload_options)),
+        mpi_(mpi),
         timeouts_(timeouts),
-        max_line_(max_line) {}
+        max_line_(max_line) {
+    reload_options_.strict = true;
+  }
 
   /// Serves session `s`: reads request lines (at most kMaxInFlight of its requests queued at
   /// once), writes its replies as the client takes them, and closes it when the client ends its
@@ -221,8 +230,9 @@ class Server {
     }
   }
 
-  /// Worker thread body: answers queued run requests until the queue is closed and empty.
-  void work(server::Worker& worker) {
+  /// Body of worker thread `w`: answers queued run requests, each on worker `w` of the plans it
+  /// was accepted under, until the queue is closed and empty.
+  void work(size_t w) {
     while (true) {
       Job job;
       {
@@ -237,7 +247,7 @@ class Server {
       bool expired = g_stop.load() && stop_deadline_passed();
       if (!expired) {
         try {
-          r = worker.run(job.line);
+          r = job.plans->workers[w]->run(job.line);
         } catch (const std::bad_alloc&) {
           r = fail(ErrorCode::resource_exhausted, "out of host memory running the request");
         }
@@ -270,8 +280,62 @@ class Server {
   size_t served() const { return served_.load(); }
   size_t failed() const { return failed_.load(); }
   size_t dropped() const { return dropped_.load(); }
+  size_t reloads() const { return reloads_.load(); }
 
  private:
+  std::shared_ptr<server::Plans> current() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return plans_;
+  }
+
+  /// `reload`: loads the cache file again beside the plans being served (map, verify every
+  /// entry, bind on every worker's chips, warm up), then swaps the new plans in. Requests
+  /// accepted before the swap finish on the old plans, which are freed with the last of them.
+  /// If the file is missing or any entry is damaged, or binding or warm-up fails, the old plans
+  /// stay and the error names the file. One reload at a time; the session waits for its reply.
+  void reload(Session& s, size_t id) {
+    std::lock_guard<std::mutex> one_at_a_time(reload_mu_);
+    auto refuse = [&](const Error& e) {
+      failed_++;
+      std::string line = str("error #", id, " ", e.to_string());
+      std::fprintf(stderr, "meshplan-server: %s\n", server::escape_line(e.to_string()).c_str());
+      s.send(line);
+    };
+    if (mpi_)
+      return refuse(Error{ErrorCode::unimplemented,
+                          "reload is not available under mpirun (every rank would have to load "
+                          "the new plans together); restart the job to serve a new cache"});
+    auto t0 = Clock::now();
+    Result<std::shared_ptr<server::Plans>> next = server::load_plans(reload_options_);
+    Status warmed = next && reload_options_.warm_up ? server::warm_up(**next) : Status{};
+    if (!next || !warmed) {
+      Error e = !next ? next.error() : warmed.error();
+      e.message = str("reload of ", reload_options_.path, " failed; still serving the ",
+                      current()->bound(), " plans loaded before: ", e.message);
+      return refuse(e);
+    }
+    if (g_stop.load())
+      return refuse(Error{ErrorCode::resource_exhausted,
+                          "the server is stopping; the reloaded plans are not swapped in"});
+    const server::Plans& p = **next;
+    for (const std::string& why : p.unbound)
+      std::fprintf(stderr, "meshplan-server: not serving: %s\n", server::escape_line(why).c_str());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      plans_ = *next;
+    }
+    reloads_++;
+    std::string text = str("reloaded plans=", p.names.size(), " bound=", p.bound());
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  " ms=%.3f open_ms=%.3f verify_ms=%.3f bind_ms=%.3f warm_up_ms=%.3f",
+                  ms_between(t0, Clock::now()), p.open_ms, p.verify_ms, p.bind_ms, p.warm_up_ms);
+    text += buf;
+    std::fprintf(stderr, "meshplan-server: %s from %s\n", text.c_str(),
+                 reload_options_.path.c_str());
+    s.send(str("ok #", id, " ", text));
+  }
+
   void too_long(Session& s) {
     failed_++;
     s.send(str("error #", s.next_id(), " invalid_argument: request line longer than ", max_line_,
@@ -285,28 +349,33 @@ class Server {
     if (first == std::string::npos) return true;
     line.erase(0, first);
     size_t id = s->next_id();
+    if ((line == "quit" || line == "reload") && !s->admin()) {
+      failed_++;
+      s->send(str("error #", id, " invalid_argument: ", line,
+                  " is accepted only from the admin channel (stdin, or TCP when the server runs "
+                  "with --remote-admin)"));
+      return true;
+    }
     if (line == "quit") {
-      if (!s->admin()) {
-        failed_++;
-        s->send(str("error #", id,
-                    " invalid_argument: quit is accepted only from the admin channel (stdin, or "
-                    "TCP when the server runs with --remote-quit)"));
-        return true;
-      }
       s->send(str("bye #", id));
       request_stop();
       return false;
     }
+    if (line == "reload") {
+      reload(*s, id);
+      return true;
+    }
+    std::shared_ptr<server::Plans> plans = current();
     if (line == "list") {
-      std::string text = str("ok #", id, " plans=", names_.size());
-      for (const std::string& n : names_)
+      std::string text = str("ok #", id, " plans=", plans->names.size());
+      for (const std::string& n : plans->names)
         text += " " + server::escape_line(n, server::kMaxEchoedName);
       s->send(text);
       return true;
     }
     if (line.starts_with("run ")) {
       std::string name = line.substr(4, line.find(' ', 4) - 4);
-      if (auto d = damaged_.find(name); d != damaged_.end()) {
+      if (auto d = plans->damaged.find(name); d != plans->damaged.end()) {
         failed_++;
         s->send(str("error #", id, " corrupt: plan '",
                     server::escape_line(name, server::kMaxEchoedName),
@@ -317,7 +386,7 @@ class Server {
     s->in_flight++;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(Job{s, id, std::move(line)});
+      queue_.push_back(Job{s, id, std::move(line), std::move(plans)});
     }
     cv_.notify_one();
     return true;
@@ -328,8 +397,10 @@ class Server {
     if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
   }
 
-  std::vector<std::string> names_;
-  std::map<std::string, std::string, std::less<>> damaged_;  ///< name -> why it fails to verify
+  std::shared_ptr<server::Plans> plans_;  // guarded by mu_: what new requests are served by
+  server::LoadOptions reload_options_;
+  bool mpi_;
+  std::mutex reload_mu_;  // one reload at a time
   Timeouts timeouts_;
   size_t max_line_;                ///< Longest request line (--max-request-bytes).
   Clock::time_point stop_seen_{};  // guarded by mu_
@@ -337,7 +408,7 @@ class Server {
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool closing_ = false;
-  std::atomic<size_t> served_{0}, failed_{0}, dropped_{0};
+  std::atomic<size_t> served_{0}, failed_{0}, dropped_{0}, reloads_{0};
 };
 
 /// The open TCP connections, one reader thread each, at most `limit` at once. A reader that
@@ -346,7 +417,7 @@ class Server {
 /// up. All members but finish() are called from the acceptor thread only.
 class Connections {
  public:
-  Connections(size_t limit, bool remote_quit) : limit_(limit), remote_quit_(remote_quit) {
+  Connections(size_t limit, bool remote_admin) : limit_(limit), remote_admin_(remote_admin) {
     if (::pipe2(done_, O_CLOEXEC | O_NONBLOCK) != 0) done_[0] = done_[1] = -1;
   }
   ~Connections() {
@@ -383,7 +454,7 @@ class Connections {
   template <typename Read>
   void admit(int fd, Read read) {
     reap();
-    auto session = std::make_shared<Session>(fd, fd, true, remote_quit_);
+    auto session = std::make_shared<Session>(fd, fd, true, remote_admin_);
     std::lock_guard<std::mutex> lock(mu_);
     if (live_.size() >= limit_) {
       refused_++;
@@ -430,7 +501,7 @@ class Connections {
   }
 
   size_t limit_;
-  bool remote_quit_;
+  bool remote_admin_;
   int done_[2] = {-1, -1};
   std::mutex mu_;
   std::map<uint64_t, std::thread> live_;  // guarded by mu_
@@ -449,7 +520,7 @@ struct Options {
   std::vector<std::string> devices;
   size_t max_connections = 64;  // TCP connections read at once
   Timeouts timeouts;
-  bool remote_quit = false;                              // TCP clients may send quit
+  bool remote_admin = false;                             // TCP clients may quit and reload
   size_t max_line_bytes = server::kDefaultMaxLineBytes;  // longest request line
   bool warm_up = true;  // run every plan once on every worker before serving
   bool threads_given = false;
@@ -461,11 +532,12 @@ constexpr const char* kSynopsis =
     "without --port or with --stdin. Requests, one per line (examples/server/protocol.hpp):\n"
     "  run NAME [random SEED] [--input=[NAME=]SHAPExf32=VALUES|base64:DATA]... [check]\n"
     "      [tensors]\n"
-    "  list | quit";
+    "  list | quit | reload";
 
 constexpr const char* kFooter =
     "`tensors` returns each output's values (base64 of little-endian f32) after its digests.\n"
-    "quit is accepted from stdin, and from TCP clients only with --remote-quit.\n"
+    "quit and reload (load CACHE.mpc again and swap its plans in) are accepted from stdin,\n"
+    "and from TCP clients only with --remote-admin.\n"
     "Exit codes: 0 after quit, SIGTERM, SIGINT or the end of stdin; 1 on a start-up error.\n";
 
 /// Options as text, checked after parsing so the messages name the option and its range.
@@ -508,7 +580,8 @@ void add_options(tools::Cli& cli, Options& o, TextOptions& t) {
   app.add_option("--shutdown-timeout", t.shutdown,
                  "After a stop, answer queued work for at most S seconds (default 10)")
       ->type_name("S");
-  app.add_flag("--remote-quit", o.remote_quit, "Accept quit from TCP clients");
+  app.add_flag("--remote-admin,--remote-quit", o.remote_admin,
+               "Accept quit and reload from TCP clients");
   app.add_flag("--no-warm-up", t.no_warm_up,
                "Skip running every plan once at start-up (a plan's first request then pays for "
                "what the first run sets up)");
@@ -582,7 +655,8 @@ Result<std::pair<int, int>> listen_loopback(int port) {
 }
 
 Result<int> serve(Options opt) {
-  // Start-up: open the cache, verify every entry, bind every plan on every worker's chips.
+  // Start-up: open the cache, verify every entry, bind every plan on every worker's chips, warm
+  // up; the time printed covers all of it.
   auto t0 = Clock::now();
   server::Ranks ranks = MESHPLAN_TRY(server::start_ranks());
   if (ranks.mpi) {
@@ -593,76 +667,54 @@ Result<int> serve(Options opt) {
                   "requests in order)");
     opt.threads = 1;
   }
-  runtime::PlanCache cache =
-      MESHPLAN_TRY(runtime::PlanCache::open(opt.cache, runtime::PlanCacheOptions{opt.verify}));
-  auto t_open = Clock::now();
-  std::vector<runtime::PlanRef> plans;
-  std::vector<std::string> names;  // the cache entry names, parallel to plans
-  std::map<std::string, std::string, std::less<>> damaged;
-  for (size_t i = 0; i < cache.size(); ++i) {
-    auto plan = cache.load(i);
-    if (plan) {
-      plans.push_back(*plan);
-      names.emplace_back(cache.entry(i).name);
-    } else {  // A damaged entry is skipped (clients asking for it hear why); the others are served.
-      damaged.emplace(std::string(cache.entry(i).name), plan.error().message);
-      std::fprintf(stderr, "meshplan-server: skipping entry %zu: %s\n", i,
-                   server::escape_line(plan.error().to_string()).c_str());
-    }
-  }
-  auto t_verify = Clock::now();
-  std::map<std::string, device::ChipDesc, std::less<>> chips;
+  server::LoadOptions load;
+  load.path = opt.cache;
+  load.verify = opt.verify;
+  load.threads = opt.threads;
+  load.core_threads = opt.core_threads;
   for (std::string_view n : device::builtin_chip_names())
-    chips.emplace(std::string(n), *device::builtin_chip(n));
+    load.chips.emplace(std::string(n), *device::builtin_chip(n));
   for (const std::string& file : opt.devices) {
     device::ChipDesc chip = MESHPLAN_TRY(device::load_chip_file(file));
-    chips[chip.name] = chip;
+    load.chips[chip.name] = chip;
   }
-  std::vector<std::unique_ptr<server::Worker>> workers;
-  std::vector<std::string> skipped;
-  for (int t = 0; t < opt.threads; ++t)
-    workers.push_back(
-        MESHPLAN_TRY(server::Worker::create(plans, chips, opt.core_threads, t ? nullptr : &skipped,
-                                            &names, server::mesh_factory(), ranks.rank != 0)));
+  load.make_mesh = server::mesh_factory();
+  load.mesh_only = ranks.rank != 0;
+  load.warm_up = opt.warm_up;
+  std::shared_ptr<server::Plans> plans = MESHPLAN_TRY(server::load_plans(load));
+  // A damaged entry is skipped (clients asking for it hear why); the others are served.
+  for (const auto& [name, why] : plans->damaged)
+    std::fprintf(stderr, "meshplan-server: skipping entry '%s': %s\n",
+                 server::escape_line(name, server::kMaxEchoedName).c_str(),
+                 server::escape_line(why).c_str());
+  server::Worker& first = *plans->workers[0];
   if (ranks.mpi) {
-    MESHPLAN_TRY(server::compare_mesh_plans(*workers[0]));
-    workers[0]->set_hooks(server::mesh_run_hooks());
+    MESHPLAN_TRY(server::compare_mesh_plans(first));
+    first.set_hooks(server::mesh_run_hooks());
   }
   if (ranks.rank != 0) {
     // A follower: no clients, nothing on stdout; it runs rank 0's mesh runs until quit.
     if (!std::freopen("/dev/null", "w", stdout))
       return fail(ErrorCode::io, "rank ", ranks.rank, ": cannot silence stdout");
-    if (opt.warm_up) MESHPLAN_TRY(workers[0]->warm_up(true));
-    MESHPLAN_TRY(server::follow(*workers[0], g_stop, opt.timeouts.shutdown + 10));
+    if (opt.warm_up) MESHPLAN_TRY(first.warm_up(true));
+    MESHPLAN_TRY(server::follow(first, g_stop, opt.timeouts.shutdown + 10));
     return 0;
   }
-  auto t_bind = Clock::now();
   // Warm-up: every worker runs every plan once, in parallel, so a client's first request on a
   // plan costs what its second does.
-  std::vector<Status> warmed(workers.size());
-  if (opt.warm_up) {
-    std::vector<std::thread> warming;
-    for (size_t w = 0; w < workers.size(); ++w)
-      warming.emplace_back([&, w] { warmed[w] = workers[w]->warm_up(); });
-    for (std::thread& t : warming) t.join();
-  }
-  for (const Status& st : warmed)
-    if (!st) return std::unexpected(st.error());
-  auto t_warm = Clock::now();
-  for (const std::string& why : skipped)
+  if (load.warm_up) MESHPLAN_TRY(server::warm_up(*plans));
+  for (const std::string& why : plans->unbound)
     std::fprintf(stderr, "meshplan-server: not serving: %s\n", why.c_str());
-  std::vector<std::string> listed = names;
-  std::sort(listed.begin(), listed.end());
 
   if (ranks.mpi)
     std::printf("mpi: %zu mesh plans run over %d ranks; rank 0 (pid %d) serves\n",
-                workers[0]->mesh_plan_names().size(), ranks.size, static_cast<int>(::getpid()));
+                first.mesh_plan_names().size(), ranks.size, static_cast<int>(::getpid()));
+  const server::Plans& p = *plans;
   std::printf(
       "ready: %zu of %zu plans from %s verified and %zu bound on %d worker threads in %.3f ms "
       "(open %.3f ms, verify %.3f ms, bind %.3f ms, warm-up %.3f ms)\n",
-      plans.size(), cache.size(), opt.cache.c_str(), plans.size() - skipped.size(), opt.threads,
-      ms_between(t0, t_warm), ms_between(t0, t_open), ms_between(t_open, t_verify),
-      ms_between(t_verify, t_bind), ms_between(t_bind, t_warm));
+      p.names.size(), p.entries, opt.cache.c_str(), p.bound(), opt.threads,
+      ms_between(t0, Clock::now()), p.open_ms, p.verify_ms, p.bind_ms, p.warm_up_ms);
   int listen_fd = -1;
   if (opt.port >= 0) {
     auto [fd, port] = MESHPLAN_TRY(listen_loopback(opt.port));
@@ -671,10 +723,11 @@ Result<int> serve(Options opt) {
   }
   std::fflush(stdout);
 
-  Server server(listed, std::move(damaged), opt.timeouts, opt.max_line_bytes);
+  Server server(std::move(plans), std::move(load), ranks.mpi, opt.timeouts, opt.max_line_bytes);
   std::vector<std::thread> pool;
-  for (auto& w : workers) pool.emplace_back([&server, &w] { server.work(*w); });
-  Connections connections(opt.max_connections, opt.remote_quit);
+  for (int w = 0; w < opt.threads; ++w)
+    pool.emplace_back([&server, w] { server.work(static_cast<size_t>(w)); });
+  Connections connections(opt.max_connections, opt.remote_admin);
   std::thread acceptor;
   if (listen_fd >= 0)
     acceptor = std::thread([&] {
@@ -715,6 +768,7 @@ Result<int> serve(Options opt) {
               " reader threads joined as they closed");
   if (server.dropped() > 0)
     tcp += str("; ", server.dropped(), " connections dropped for not reading their replies");
+  if (server.reloads() > 0) tcp += str("; reloads: ", server.reloads());
   for (int fd : {STDIN_FILENO, STDOUT_FILENO})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::printf("done: %zu served, %zu failed%s\n", server.served(), server.failed(), tcp.c_str());

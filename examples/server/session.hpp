@@ -49,7 +49,7 @@ inline std::string escape_line(std::string_view text, size_t max = std::string::
 /// and never blocks; the reader thread writes queued replies when the client can take them.
 class Session {
  public:
-  /// `admin`: may stop the server with `quit` (stdin, or TCP with --remote-quit).
+  /// `admin`: may send `quit` and `reload` (stdin, or TCP with --remote-admin).
   Session(int in_fd, int out_fd, bool owns_fd, bool admin)
       : in_(in_fd), out_(out_fd), owns_(owns_fd), admin_(admin) {
     if (::pipe2(notify_, O_CLOEXEC | O_NONBLOCK) != 0) notify_[0] = notify_[1] = -1;

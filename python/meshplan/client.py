@@ -89,6 +89,18 @@ class Client:
         words = self._request("list").split(" ")
         return words[1:]
 
+    def reload(self):
+        """Asks the server to load its cache file again and serve the new plans (an admin
+        request: the server must run with --remote-admin). Returns the reply's fields
+        ({"plans": "2", "bound": "2", "ms": ...}, as text); a failed reload raises ServerError
+        and the server keeps serving its old plans."""
+        fields = {}
+        for word in self._request("reload").split(" ")[1:]:
+            key, eq, value = word.partition("=")
+            if eq:
+                fields[key] = value
+        return fields
+
     def run(self, name, inputs=None, seed=None, check=False):
         """Runs plan `name` with `inputs` ({input name: array} or [array, ...] in plan order;
         any real dtype, sent as float32), or with the server's seeded random inputs when None.

@@ -23,12 +23,13 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def served(tmp_path, affine_path):
-    """A cache holding the affine plan, served on a free loopback port; yields (port, plan)."""
+    """A cache holding the affine plan, served on a free loopback port with TCP admin requests
+    allowed; yields (port, plan, start-up log, cache path)."""
     plan = meshplan.compile(affine_path, policy="greedy")
     cache = tmp_path / "plans.mpc"
     plan.save(str(cache))
     proc = subprocess.Popen(
-        [str(SERVER), str(cache), "--port", "0", "--threads", "2"],
+        [str(SERVER), str(cache), "--port", "0", "--threads", "2", "--remote-admin"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -45,13 +46,13 @@ def served(tmp_path, affine_path):
     if port is None:
         proc.kill()
         pytest.fail("meshplan-server did not start:\n" + "".join(log))
-    yield port, plan, log
+    yield port, plan, log, cache
     proc.terminate()
     assert proc.wait(timeout=30) == 0
 
 
 def test_server_returns_the_tensors_a_local_run_computes(served):
-    port, plan, log = served
+    port, plan, log, _ = served
     assert any("warm-up" in line for line in log)
     inputs = affine_inputs(3)
     local = plan.bind().run(inputs)
@@ -70,7 +71,7 @@ def test_server_returns_the_tensors_a_local_run_computes(served):
 
 
 def test_server_errors_are_exceptions_and_the_session_goes_on(served):
-    port, _, _ = served
+    port, _, _, _ = served
     inputs = affine_inputs(4)
     with Client(port) as server:
         with pytest.raises(ServerError) as e:
@@ -87,3 +88,23 @@ def test_server_errors_are_exceptions_and_the_session_goes_on(served):
         out = server.run("affine", seed=7, check=True)
         assert out["y"].shape == (32, 32)
         assert float(server.last["rel_err"]) <= 0.03
+
+
+def test_server_reload_serves_a_plan_saved_after_start_up(served):
+    port, plan, _, cache = served
+    inputs = affine_inputs(5)
+    with Client(port) as server:
+        assert server.list() == ["affine"]
+        plan.save(str(cache), "affine2")  # a second entry, written while the server runs
+        assert server.list() == ["affine"]
+        fields = server.reload()
+        assert fields["plans"] == "2" and fields["bound"] == "2"
+        assert server.list() == ["affine", "affine2"]
+        np.testing.assert_array_equal(
+            server.run("affine2", inputs)["y"], plan.bind().run(inputs)["y"]
+        )
+        os.remove(cache)
+        with pytest.raises(ServerError) as e:
+            server.reload()
+        assert e.value.code == "not_found" and str(cache) in e.value.message
+        assert server.list() == ["affine", "affine2"]  # the old plans are still served

@@ -114,6 +114,13 @@ int main(int argc, char** argv) {
       {"cold start: plan JSON parse+verify+bind vs cache",
        {"BM_LoadPlanFromJson", "BM_ColdStartFromCache"}},
       {"cold start vs warm find (verified once)", {"BM_ColdStartFromCache", "BM_WarmFind"}},
+      // A server's first request on a plan against its second (tests/bench/server_bench.cpp).
+      {"server: first vs second request (warm-up at load)",
+       {"BM_ServerFirstRequest/iterations:20/manual_time",
+        "BM_ServerSecondRequest/iterations:20/manual_time"}},
+      {"server: first vs second request (no warm-up)",
+       {"BM_ServerFirstRequestNoWarmUp/iterations:20/manual_time",
+        "BM_ServerSecondRequestNoWarmUp/iterations:20/manual_time"}},
       {"cold start: full structural verify vs checksummed",
        {"BM_ColdStartFullVerify", "BM_ColdStartFromCache"}},
       {"verify_plan vs checksum alone", {"BM_VerifyPlanOnly", "BM_ChecksumOnly"}},

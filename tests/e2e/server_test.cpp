@@ -24,12 +24,14 @@
 #include <string>
 #include <thread>
 
+#include "e2e/server_client.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
+using namespace meshplan::server_test;
 
 namespace {
 
@@ -37,140 +39,6 @@ size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
-}
-
-const std::string kBin = MESHPLAN_BINARY_DIR;
-const std::string kTiny =
-    R"({ name: "tiny", arguments: [{ value: { name: "x", shape: [2, 3], dtype: "bf16" } }],
-    ops: [{ kind: "relu", operands: ["x"], results: [{ name: "r" }] }], outputs: ["r"] })";
-
-/// A cache with the mlp example and a one-op relu plan.
-std::string make_cache(const test::TempDir& dir) {
-  std::string cache = dir.file("plans.mpc"), tiny = dir.file("tiny.json");
-  test::write_bytes(tiny, std::vector<uint8_t>(kTiny.begin(), kTiny.end()));
-  REQUIRE(test::run_shell(kBin + "/planner/meshplan-compile " +
-                          test::source_path("examples/models/mlp.json") + " " + tiny + " -o " +
-                          cache)
-              .status == 0);
-  return cache;
-}
-
-/// Reads one '\n'-terminated line from fd, waiting at most `seconds`; false on EOF or timeout.
-bool read_line(int fd, std::string* pending, std::string* line, int seconds = 120) {
-  while (true) {
-    size_t nl = pending->find('\n');
-    if (nl != std::string::npos) {
-      *line = pending->substr(0, nl);
-      pending->erase(0, nl + 1);
-      return true;
-    }
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, seconds * 1000) <= 0) return false;
-    char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) return false;
-    pending->append(buf, static_cast<size_t>(n));
-  }
-}
-
-/// meshplan-server as a child process whose stdout and stderr come back through a pipe.
-struct ServerProcess {
-  pid_t pid = -1;
-  int out = -1;
-  std::string pending, log;
-  int port = -1;
-
-  explicit ServerProcess(const std::vector<std::string>& args) {
-    // Everything the child needs is built before fork(): between fork and exec it may only
-    // make async-signal-safe calls (another thread could hold the allocator's lock).
-    std::string bin = kBin + "/examples/meshplan-server";
-    std::vector<char*> argv;
-    argv.push_back(bin.data());
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    int p[2];
-    REQUIRE(::pipe(p) == 0);
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::dup2(p[1], 1);
-      ::dup2(p[1], 2);
-      ::close(p[0]);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      ::dup2(devnull, 0);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(p[1]);
-    out = p[0];
-    // Start-up lines up to "listening on 127.0.0.1:PORT".
-    std::string line;
-    while (port < 0 && read_line(out, &pending, &line)) {
-      log += line + "\n";
-      if (line.rfind("listening on 127.0.0.1:", 0) == 0) port = std::stoi(line.substr(23));
-    }
-  }
-  /// Waits for the exit; returns the exit status (-1 if killed by a signal) and keeps the output.
-  int wait() {
-    std::string line;
-    while (read_line(out, &pending, &line)) log += line + "\n";
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    ::close(out);
-    pid = -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
-  ~ServerProcess() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      ::close(out);
-    }
-  }
-};
-
-/// A connected loopback client socket.
-int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
-
-/// A loopback client: sends every request at once, then collects one response per request,
-/// keyed by request number.
-std::map<size_t, std::string> exchange(int port, const std::vector<std::string>& requests,
-                                       size_t expected_responses) {
-  int fd = connect_to(port);
-  std::string text;
-  for (const std::string& r : requests) text += r + "\n";
-  for (size_t at = 0; at < text.size();) {
-    ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
-    REQUIRE(n > 0);
-    at += static_cast<size_t>(n);
-  }
-  std::map<size_t, std::string> responses;
-  std::string pending, line;
-  while (responses.size() < expected_responses && read_line(fd, &pending, &line)) {
-    size_t hash = line.find('#');
-    REQUIRE(hash != std::string::npos);
-    responses[std::stoul(line.substr(hash + 1))] = line;
-  }
-  ::close(fd);
-  return responses;
-}
-
-/// key=value fields of a response line.
-std::map<std::string, std::string> fields(const std::string& line) {
-  std::map<std::string, std::string> f;
-  std::istringstream in(line);
-  for (std::string w; in >> w;)
-    if (size_t eq = w.find('='); eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
-  return f;
 }
 
 /// What the server must answer for `run NAME random SEED`, from a local run on the same
@@ -265,6 +133,7 @@ TEST_CASE("meshplan-server takes and returns tensors as base64 of little-endian 
   text += "run tiny --input=2x3xf32=base64:" + std::string(x.size(), '!') + "\n";
   text += "run tiny --input=y=2x3xf32=base64:" + x + "\n";
   text += "run tiny --input=x=@/etc/passwd\n";
+  text += "reload\nrun tiny --input=2x3xf32=base64:" + x + " tensors\n";  // stdin is the admin
   std::string requests = dir.file("requests.txt");
   test::write_bytes(requests, std::vector<uint8_t>(text.begin(), text.end()));
   auto out =
@@ -273,7 +142,6 @@ TEST_CASE("meshplan-server takes and returns tensors as base64 of little-endian 
   CHECK(out.status == 0);
   CHECK(out.text.find("warm-up") != std::string::npos);
   CHECK(out.text.find(" sum0=9 absmax0=5 ") != std::string::npos);
-  CHECK(count(out.text, "name0=r tensor0=2x3xf32=base64:" + r + "\n") == 2);
   CHECK(out.text.find("error #2 invalid_argument: input 0 ('x'): 28 base64 characters, expected "
                       "32 for 24 bytes of f32") != std::string::npos);
   CHECK(out.text.find("error #3 invalid_argument: input 0 ('x'): the data after base64: is not "
@@ -281,6 +149,9 @@ TEST_CASE("meshplan-server takes and returns tensors as base64 of little-endian 
   CHECK(out.text.find("error #4 invalid_argument: plan 'tiny' has no input named 'y'") !=
         std::string::npos);
   CHECK(out.text.find("error #5 invalid_argument: file inputs") != std::string::npos);
+  CHECK(out.text.find("ok #6 reloaded plans=2 bound=2 ms=") != std::string::npos);
+  CHECK(out.text.find("ok #7 tiny ") != std::string::npos);
+  CHECK(count(out.text, "name0=r tensor0=2x3xf32=base64:" + r + "\n") == 3);
 }
 
 TEST_CASE("meshplan-server on a loopback port: concurrent clients get the reference's answers") {
@@ -453,14 +324,6 @@ TEST_CASE("meshplan-server serves a mesh plan on an emulated t3k next to a singl
 
 namespace {
 
-/// Sends one request line and reads one response line.
-std::string ask(int fd, const std::string& request) {
-  std::string text = request + "\n", pending, line;
-  REQUIRE(::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
-  REQUIRE(read_line(fd, &pending, &line));
-  return line;
-}
-
 /// Threads of process `pid` (entries of /proc/PID/task).
 size_t thread_count(pid_t pid) {
   size_t n = 0;
@@ -567,15 +430,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-/// Sends `text` whole (blocking socket).
-void send_all(int fd, const std::string& text) {
-  for (size_t at = 0; at < text.size();) {
-    ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
-    REQUIRE(n > 0);
-    at += static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -658,7 +512,7 @@ TEST_CASE(
   CHECK(server.log.find("ready: 1 of 2 plans") != std::string::npos);
   int a = connect_to(server.port), b = connect_to(server.port);
   std::string pa, pb, line;
-  send_all(a, "run tiny random 1\nquit\nlist\n");
+  send_all(a, "run tiny random 1\nquit\nreload\nlist\n");
   REQUIRE(read_line(a, &pa, &line, 10));
   CHECK(line.rfind("error #0 corrupt: plan 'tiny' is damaged in the cache and not served: ", 0) ==
         0);
@@ -666,7 +520,10 @@ TEST_CASE(
   CHECK(line.rfind("error #1 invalid_argument: quit is accepted only from the admin channel", 0) ==
         0);
   REQUIRE(read_line(a, &pa, &line, 10));
-  CHECK(line == "ok #2 plans=1 mlp");
+  CHECK(line.rfind("error #2 invalid_argument: reload is accepted only from the admin channel",
+                   0) == 0);
+  REQUIRE(read_line(a, &pa, &line, 10));
+  CHECK(line == "ok #3 plans=1 mlp");
   // b started a line and never finished it; a stays idle. Both are closed with a reason.
   send_all(b, "run ml");
   auto t0 = std::chrono::steady_clock::now();
@@ -676,7 +533,7 @@ TEST_CASE(
         "connection");
   CHECK_FALSE(read_line(b, &pb, &line, 10));
   REQUIRE(read_line(a, &pa, &line, 10));
-  CHECK(line == "error #3 resource_exhausted: idle for more than 1 s; closing the connection");
+  CHECK(line == "error #4 resource_exhausted: idle for more than 1 s; closing the connection");
   CHECK_FALSE(read_line(a, &pa, &line, 10));
   CHECK(seconds_since(t0) < 5);
   ::close(a);
