@@ -9,8 +9,8 @@
 //   dot_general         zeros (the contracting dim is empty: a sum of no products);
 //   dynamic_update_slice, scatter with empty updates
 //                       the operand(s) unchanged (nothing is written).
-// Any other op reading an empty value for a non-empty result is refused by Lowering::use at the
-// op's location.
+// Any other op with an empty operand and a non-empty result is refused at the op's location, so
+// no other lowering sees an empty operand.
 #include <algorithm>
 
 #include "meshplan/device/op_semantics.hpp"
@@ -125,7 +125,13 @@ Result<bool> lower_empty(Lowering& l, const Op& op) {
       return true;
     }
   }
-  return false;  // Lowering::use refuses the empty operand, located at `op`.
+  // No other lowering sees an empty operand: refused here, at the op.
+  const ValueId e = *std::ranges::find_if(op.operands, [&](ValueId v) { return is_empty(l, v); });
+  return l.unimplemented(
+      op, str(n, " of the zero-size ", type_string(l.type(e)),
+              " with a non-empty result (a zero-size operand is supported where the result is "
+              "empty too, and in concatenate, reduce, pad, dot_general, dynamic_update_slice and "
+              "scatter)"));
 }
 
 }  // namespace meshplan::planner::shlo::lowering

@@ -103,8 +103,9 @@ Result<GValue> interior_pad(Lowering& l, GValue x, std::vector<int64_t>& shape, 
 
 /// Zero-size tensors (stablehlo_lower_empty.cpp): folds an op whose results are all empty and
 /// replaces the ops that make a non-empty result from an empty operand (concatenate, reduce,
-/// pad, dot_general, dynamic_update_slice, scatter) by what they compute without it. false when
-/// `op` has no empty operand or result, or is not one of those (use() then refuses the operand).
+/// pad, dot_general, dynamic_update_slice, scatter) by what they compute without it; any other
+/// op with an empty operand and a non-empty result is a located error. false when `op` has no
+/// empty operand or result (lower it as usual).
 Result<bool> lower_empty(Lowering& l, const Op& op);
 
 /// i8, i16, ui8 and ui16 are computed in 32-bit words (i32, u32). After an op that can leave

@@ -146,7 +146,7 @@ TEST_CASE("zero-size values meshplan does not compute are located errors") {
 )");
   CHECK(e.starts_with("bad.mlir:3:3:"));
   CHECK(e.find("result 0 of @main is the zero-size tensor<0xf32>") != std::string::npos);
-  // A window over only padding: a non-empty result from an empty operand reduce_window refuses.
+  // A window over only padding: a non-empty result from an empty operand, not computed.
   e = test::lower_error(R"(func.func public @main(%arg0: tensor<0xf32>) -> tensor<1xf32> {
   %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
   %0 = "stablehlo.reduce_window"(%arg0, %cst) <{padding = dense<[[1, 1]]> : tensor<1x2xi64>, window_dimensions = array<i64: 2>}> ({
@@ -158,8 +158,19 @@ TEST_CASE("zero-size values meshplan does not compute are located errors") {
 }
 )");
   CHECK(e.starts_with("bad.mlir:3:3:"));
-  CHECK(e.find("unimplemented: stablehlo.reduce_window with an empty operand") !=
-        std::string::npos);
+  CHECK(e.find("unimplemented: stablehlo.reduce_window of the zero-size tensor<0xf32> with a "
+               "non-empty result") != std::string::npos);
+  // Malformed: a select of an empty and a non-empty operand is refused before it is folded.
+  e = test::lower_error(R"(func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %e = stablehlo.constant dense<> : tensor<0xf32>
+  %p = stablehlo.constant dense<true> : tensor<4xi1>
+  %0 = stablehlo.select %p, %e, %arg0 : (tensor<4xi1>, tensor<0xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)");
+  CHECK(
+      e.starts_with("bad.mlir:4:3: unimplemented: stablehlo.select of the zero-size "
+                    "tensor<0xf32> with a non-empty result"));
   // The mesh passes do not handle zero-size tensors: refused where a mesh has several devices.
   auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
 func.func public @main(%arg0: tensor<0x4xf32>, %arg1: tensor<2x4xf32>) -> tensor<2x4xf32> {
