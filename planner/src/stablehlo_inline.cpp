@@ -175,20 +175,34 @@ class Inliner {
         if (cond.args[i] == v) return static_cast<int>(i);
       return -1;
     };
+    const Op& bret = m_.ops[body.ops.back()];
+    if (bret.operands.size() != body.args.size() || w.operands.size() != body.args.size() ||
+        cond.args.size() != body.args.size())
+      return std::nullopt;
+    // The bound: a constant, or (jax.lax.fori_loop with an upper bound that is a traced value
+    // JAX could not fold) a loop slot the body returns unchanged whose initial value is a
+    // constant.
+    auto bound_of = [&](ValueId v) -> std::optional<double> {
+      if (auto c = constant_of(v)) return c;
+      int j = slot_of(v);
+      if (j < 0 || bret.operands[static_cast<size_t>(j)] != body.args[static_cast<size_t>(j)])
+        return std::nullopt;
+      return constant_of(w.operands[static_cast<size_t>(j)]);
+    };
+    // The counter: the slot compared with the bound (either side).
     int k = slot_of(cmp.operands[0]);
-    std::optional<double> bound = constant_of(cmp.operands[1]);
-    if (k < 0) {
+    std::optional<double> bound = bound_of(cmp.operands[1]);
+    if (k < 0 || !bound) {
       counter_lhs = false;
       k = slot_of(cmp.operands[1]);
-      bound = constant_of(cmp.operands[0]);
+      bound = bound_of(cmp.operands[0]);
     }
     if (k < 0 || !bound) return std::nullopt;
     // Mirror `bound > i` to `i < bound`.
     if (!counter_lhs) dir = dir == "GT" ? "LT" : dir == "GE" ? "LE" : "";
     if (dir != "LT" && dir != "LE") return std::nullopt;
     std::optional<double> start = constant_of(w.operands[static_cast<size_t>(k)]);
-    const Op& bret = m_.ops[body.ops.back()];
-    if (!start || bret.operands.size() != body.args.size()) return std::nullopt;
+    if (!start) return std::nullopt;
     OpId inc = m_.values[bret.operands[static_cast<size_t>(k)]].def;
     if (inc == kNone || m_.ops[inc].name != "stablehlo.add") return std::nullopt;
     const Op& add = m_.ops[inc];

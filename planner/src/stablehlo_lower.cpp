@@ -36,7 +36,8 @@ Result<DType> dtype_of(const TensorType& t, const Location& loc) {
   const std::string& e = t.element;
   // Wider and narrower types compute in the device's nearest dtype: f64 and f16 in f32 (every
   // f16 value is an f32 value), signed integers in i32, unsigned ones in u32. Constants are
-  // range-checked when converted (check_constant_range).
+  // range-checked when converted (fold_constant); i8/i16/ui8/ui16 results are wrapped to their
+  // width after the ops that can leave it (wrap_narrow).
   if (e == "f32" || e == "f64" || e == "f16") return DType::f32;
   if (e == "bf16") return DType::bf16;
   if (e == "i32" || e == "i64" || e == "i16" || e == "i8") return DType::i32;
@@ -127,6 +128,12 @@ Result<GValue> Lowering::permute(GValue v, const std::vector<int64_t>& perm) {
 Result<GValue> Lowering::use(ValueId v, const Op& user) {
   if (auto it = map_.find(v); it != map_.end()) return it->second;
   const TensorType& t = type(v);
+  if (std::ranges::find(t.shape, 0) != t.shape.end())
+    return fail(ErrorCode::unimplemented, user.loc.str(), ": unimplemented: ", user.name,
+                " reads the zero-size value ", type_string(t),
+                " (no device buffer holds zero bytes; zero-size operands are supported where the "
+                "result is empty too, and in concatenate, reduce, pad, dot_general, "
+                "dynamic_update_slice and scatter)");
   if (auto it = pending_.find(v); it != pending_.end()) {
     // Materialise: source * ones, where ones spans only the broadcast dims.
     std::vector<int64_t> src = g_.values[it->second].shape;
@@ -207,8 +214,9 @@ Result<Folded> fold_constant(const Lowering& l, const Op& op) {
   // 2^24; integer types beyond that range would wrap or round on the device).
   const bool is_uint = e.starts_with("ui");
   const bool is_int = (e.starts_with("i") && e != "i1") || is_uint;
-  const double lo = is_uint ? 0.0 : -2147483648.0;
-  const double hi = is_uint ? 4294967295.0 : 2147483647.0;
+  const auto narrow = lowering::narrow_range(e);  // i8 .. ui16: their own range
+  const double lo = narrow ? narrow->first : is_uint ? 0.0 : -2147483648.0;
+  const double hi = narrow ? narrow->second : is_uint ? 4294967295.0 : 2147483647.0;
   size_t n = static_cast<size_t>(device::volume(f.shape));
   for (size_t i = 0; i < n; ++i) {
     double v = a->values.size() == 1 ? a->values[0] : a->values.at(i);
@@ -217,10 +225,11 @@ Result<Folded> fold_constant(const Lowering& l, const Op& op) {
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": stablehlo.constant: value ",
                   is_int ? std::to_string(static_cast<int64_t>(v)) : std::to_string(v), " of type ",
                   e, " (element ", i, ") is outside the range of ",
-                  is_uint  ? "u32"
-                  : is_int ? "i32"
-                           : "f32",
-                  ", the device dtype it is computed in");
+                  narrow    ? e
+                  : is_uint ? "u32"
+                  : is_int  ? "i32"
+                            : "f32",
+                  narrow ? "" : ", the device dtype it is computed in");
     f.data.push_back(static_cast<float>(v));
   }
   return f;
@@ -496,14 +505,13 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   return l.unimplemented(
-      op,
-      str(n,
-          " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
-          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
-          "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-          "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
-          "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
-          "optimization_barrier, the collectives and @meshplan.* custom calls)"));
+      op, str(n,
+              " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
+              "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
+              "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
+              "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
+              "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
+              "optimization_barrier, the collectives and @meshplan.* custom calls)"));
 }
 
 /// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result
@@ -582,7 +590,19 @@ Result<Graph> lower_to_graph(const Module& m) {
       body = &m.ops[o].regions[0];
       args = body->args;
     }
+  size_t program_args = 0;
   for (size_t i = 0; i < args.size(); ++i) {
+    const TensorType& t = m.values[args[i]].type;
+    if (std::ranges::find(t.shape, 0) != t.shape.end()) {
+      // A zero-size argument holds no data: the plan takes no input for it. (A mesh of more
+      // devices refuses zero-size tensors before the lowering.)
+      if (manual && m.main_mesh() && m.main_mesh()->devices() > 1)
+        return fail(ErrorCode::unimplemented, manual->loc.str(), ": unimplemented: argument ", i,
+                    " of sdy.manual_computation is the zero-size ", type_string(t));
+      l.fold(args[i], Folded{t.shape, {}});
+      continue;
+    }
+    ++program_args;
     // A boolean argument (a mask) arrives as bf16 0/1 values: nonzero is true.
     DType dt = m.values[args[i]].type.element == "i1"
                    ? DType::bf16
@@ -593,7 +613,7 @@ Result<Graph> lower_to_graph(const Module& m) {
     g.values[pv].kind = i < kinds.size() && kinds[i] != ArgKind::constant ? kinds[i]
                         : i < kinds.size()                                ? ArgKind::parameter
                                                                           : ArgKind::input;
-    g.values[pv].argument = static_cast<int>(i);
+    g.values[pv].argument = static_cast<int>(g.arguments.size());
     g.arguments.push_back(pv);
     l.bind(args[i], pv);
   }
@@ -602,13 +622,21 @@ Result<Graph> lower_to_graph(const Module& m) {
     const Op& op = m.ops[o];
     size_t first = g.ops.size();
     if (op.name == "func.return" || op.name == "sdy.return") {
-      for (ValueId v : op.operands) g.outputs.push_back(MESHPLAN_TRY(l.use(v, op)));
-    } else {
+      for (size_t i = 0; i < op.operands.size(); ++i) {
+        const TensorType& t = m.values[op.operands[i]].type;
+        if (std::ranges::find(t.shape, 0) != t.shape.end())
+          return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: result ", i,
+                      " of @", f->name, " is the zero-size ", type_string(t),
+                      " (a plan has no zero-size outputs)");
+        g.outputs.push_back(MESHPLAN_TRY(l.use(op.operands[i], op)));
+      }
+    } else if (!MESHPLAN_TRY(lowering::lower_empty(l, op))) {
       MESHPLAN_TRY(lower_op(l, op));
+      MESHPLAN_TRY(lowering::wrap_narrow(l, op));
     }
     for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }
-  MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, args.size()));
+  MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, program_args));
   if (auto valid = validate(g); !valid)
     return std::unexpected(locate_validation_error(valid.error(), source));
   return std::move(g);

@@ -810,48 +810,50 @@ Result<DimFields> scatter_dims(const Op& op) {
 
 enum class Combine { replace, add, max, min };
 
-/// The update region: returns the update (replace) or add / maximum / minimum of its two
-/// arguments.
-Result<Combine> scatter_combine(const Lowering& l, const Op& op) {
+/// How result `i` of a scatter with `n` inputs combines: its update region returns the update
+/// (replace) or add / maximum / minimum of its own two arguments (input i and update i; the
+/// region has 2n arguments and returns n values). A combiner that reads another result's
+/// arguments (a variadic scatter whose results depend on each other) is refused.
+Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_t n) {
   const Module& m = l.module();
   auto refuse = [&](std::string_view what) {
-    return l.unimplemented(op, str("stablehlo.scatter whose update region ", what,
-                                   " (supported: add, maximum, minimum of the two arguments, or "
-                                   "returning the update: replace)"));
+    return l.unimplemented(
+        op, str("stablehlo.scatter whose update region ", what,
+                " (supported: add, maximum, minimum of the two arguments of each result, or "
+                "returning the update: replace)"));
   };
-  if (op.regions.size() != 1 || op.regions[0].args.size() != 2)
-    return refuse("is not one block of two arguments");
+  if (op.regions.size() != 1 || op.regions[0].args.size() != 2 * n)
+    return refuse(str("is not one block of ", 2 * n, " arguments"));
   const Block& b = op.regions[0];
   if (b.ops.empty()) return refuse("is empty");
   const Op& ret = m.ops[b.ops.back()];
-  if (ret.operands.size() != 1) return refuse("returns more than one value");
-  if (b.ops.size() == 1 && ret.operands[0] == b.args[1]) return Combine::replace;
-  if (b.ops.size() != 2) return refuse(str("has ", b.ops.size() - 1, " ops"));
-  const Op& body = m.ops[b.ops[0]];
-  bool args = body.operands.size() == 2 && body.results.size() == 1 &&
-              ret.operands[0] == body.results[0] &&
-              ((body.operands[0] == b.args[0] && body.operands[1] == b.args[1]) ||
-               (body.operands[0] == b.args[1] && body.operands[1] == b.args[0]));
-  if (!args) return refuse(str("computes ", body.name, " of something other than its arguments"));
-  if (body.name == "stablehlo.add") return Combine::add;
-  if (body.name == "stablehlo.maximum") return Combine::max;
-  if (body.name == "stablehlo.minimum") return Combine::min;
-  return refuse(str("computes ", body.name));
+  if (ret.operands.size() != n) return refuse(str("returns ", ret.operands.size(), " values"));
+  const ValueId a = b.args[i], u = b.args[n + i], v = ret.operands[i];
+  if (v == u) return Combine::replace;
+  const OpId d = m.values[v].def;
+  const Op* body = d == kNone ? nullptr : &m.ops[d];
+  if (!body || std::find(b.ops.begin(), b.ops.end(), d) == b.ops.end())
+    return refuse(str("returns for result ", i, " something other than its update or an op"));
+  bool args = body->operands.size() == 2 && body->results.size() == 1 &&
+              ((body->operands[0] == a && body->operands[1] == u) ||
+               (body->operands[0] == u && body->operands[1] == a));
+  if (!args) return refuse(str("computes ", body->name, " of something other than its arguments"));
+  if (body->name == "stablehlo.add") return Combine::add;
+  if (body->name == "stablehlo.maximum") return Combine::max;
+  if (body->name == "stablehlo.minimum") return Combine::min;
+  return refuse(str("computes ", body->name));
 }
 
 constexpr int64_t kScatterElements = int64_t{1} << 22;
 
-}  // namespace
-
-Status lower_scatter(Lowering& l, const Op& op) {
-  if (op.operands.size() != 3 || op.results.size() != 1)
-    return l.unimplemented(op, str("stablehlo.scatter of ", op.operands.size(),
-                                   " operands (supported: one operand, indices and updates)"));
+/// Result `i` of scatter `op`: input `in`, `indices` and updates `updates`, combined by
+/// `combine`.
+Status lower_scatter_one(Lowering& l, const Op& op, ValueId in, ValueId indices, ValueId updates,
+                         ValueId result, Combine combine) {
   auto dims = MESHPLAN_TRY(scatter_dims(op));
-  const Combine combine = MESHPLAN_TRY(scatter_combine(l, op));
-  const auto& os = l.type(op.operands[0]).shape;
-  const auto& is = l.type(op.operands[1]).shape;
-  const auto& us = l.type(op.operands[2]).shape;
+  const auto& os = l.type(in).shape;
+  const auto& is = l.type(indices).shape;
+  const auto& us = l.type(updates).shape;
   const int64_t rank = static_cast<int64_t>(os.size()), irank = static_cast<int64_t>(is.size());
   const auto& uwd = dims["update_window_dims"];
   const auto& iwd = dims["inserted_window_dims"];
@@ -914,8 +916,12 @@ Status lower_scatter(Lowering& l, const Op& op) {
     p.batching.emplace_back(ibd[i], sibd[i] - (sibd[i] < ivd ? 0 : 1));
   }
   p.start_index_map = sdod;
-  MESHPLAN_TRY(check_result(l, op, os));
-  MESHPLAN_TRY(no_empty(l, op));
+  if (l.type(result).shape != os)
+    return bad(str("result shape ", dims_text(l.type(result).shape), " differs from its input's, ",
+                   dims_text(os)));
+  for (ValueId v : {in, indices, updates, result})
+    if (std::ranges::find(l.type(v).shape, 0) != l.type(v).shape.end())
+      return l.unimplemented(op, "stablehlo.scatter of a zero-size tensor");
   // The operand as [rows, C] (C: trailing dims every window covers whole).
   const size_t r = os.size();
   size_t lead = r;
@@ -940,8 +946,8 @@ Status lower_scatter(Lowering& l, const Op& op) {
                 " (meshplan's scatter compares every update row with "
                 "every operand row: at most ",
                 kScatterElements, " pairs)"));
-  const DType idx_dt = index_dtype(l.type(op.operands[1]));
-  Val starts = MESHPLAN_TRY(start_rows(l, op, op.operands[1], ivd, n, k));
+  const DType idx_dt = index_dtype(l.type(indices));
+  Val starts = MESHPLAN_TRY(start_rows(l, op, indices, ivd, n, k));
   // Target row of each update row (n, w): start row + window offset, or -1 when the window
   // does not fit (XLA skips such updates; the spec leaves them to the implementation).
   Folded hi{{1, k}, {}}, mul{{1, k}, {}}, woff{{1, wn}, {}};
@@ -1021,11 +1027,11 @@ Status lower_scatter(Lowering& l, const Op& op) {
       MESHPLAN_TRY(l.emit(OpKind::eq, {target, MESHPLAN_TRY(l.constant(row_ids, DType::i32))}, {},
                           {nu, rows}, DType::i32));
   // Updates as [nu, C] rows: scatter dims first, then the window dims.
-  GValue upd = MESHPLAN_TRY(l.use(op.operands[2], op));
+  GValue upd = MESHPLAN_TRY(l.use(updates, op));
   std::vector<int64_t> uperm = scatter_dims_of_update;
   uperm.insert(uperm.end(), uwd.begin(), uwd.end());
   upd = MESHPLAN_TRY(l.permute(upd, uperm));
-  GValue operand = MESHPLAN_TRY(l.use(op.operands[0], op));
+  GValue operand = MESHPLAN_TRY(l.use(in, op));
   const DType dt = l.graph().values[operand].dtype;
   if (l.graph().values[upd].dtype != dt)
     return bad("the updates' element type differs from the operand's");
@@ -1073,7 +1079,24 @@ Status lower_scatter(Lowering& l, const Op& op) {
     // Rows no update lands on keep their values exactly (x + 0 would turn -0.0 into +0.0).
     out = MESHPLAN_TRY(l.emit(OpKind::where, {any, joined, table}, {}, {rows, width}, dt));
   }
-  l.bind(op.results[0], MESHPLAN_TRY(l.reshape(out, os)));
+  l.bind(result, MESHPLAN_TRY(l.reshape(out, os)));
+  return {};
+}
+
+}  // namespace
+
+Status lower_scatter(Lowering& l, const Op& op) {
+  // (inputs..., indices, updates...): results as independent scatters with the same indices
+  // when each result's combiner reads only its own arguments.
+  const size_t n = op.results.size();
+  if (n == 0 || op.operands.size() != 2 * n + 1)
+    return l.unimplemented(op, str("stablehlo.scatter of ", op.operands.size(), " operands and ", n,
+                                   " results (expected n inputs, indices and n updates)"));
+  std::vector<Combine> combine;
+  for (size_t i = 0; i < n; ++i) combine.push_back(MESHPLAN_TRY(scatter_combine(l, op, i, n)));
+  for (size_t i = 0; i < n; ++i)
+    MESHPLAN_TRY(lower_scatter_one(l, op, op.operands[i], op.operands[n], op.operands[n + 1 + i],
+                                   op.results[i], combine[i]));
   return {};
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ class Lowering {
   Result<GValue> use_broadcasting(ValueId v, const Op& user);
 
   void bind(ValueId v, GValue g) { map_[v] = g; }
+  /// The graph value `v` is bound to, if any (not folded, not a pending broadcast).
+  std::optional<GValue> bound(ValueId v) const {
+    auto it = map_.find(v);
+    return it == map_.end() ? std::nullopt : std::optional<GValue>(it->second);
+  }
   void fold(ValueId v, Folded f) { folded_[v] = std::move(f); }
   const Folded* folded(ValueId v) const;
   /// `v` is `source` (rank-aligned, numpy-broadcastable to v's shape) broadcast.
@@ -94,6 +100,23 @@ Result<ConvSpec> conv_spec(const Op& op, bool allow_lhs_dilation = false,
 /// between neighbours, n -> (n - 1) f + 1 (stablehlo_lower_window.cpp).
 Result<GValue> interior_pad(Lowering& l, GValue x, std::vector<int64_t>& shape, size_t d, int64_t f,
                             float fill);
+
+/// Zero-size tensors (stablehlo_lower_empty.cpp): folds an op whose results are all empty and
+/// replaces the ops that make a non-empty result from an empty operand (concatenate, reduce,
+/// pad, dot_general, dynamic_update_slice, scatter) by what they compute without it; any other
+/// op with an empty operand and a non-empty result is a located error. false when `op` has no
+/// empty operand or result (lower it as usual).
+Result<bool> lower_empty(Lowering& l, const Op& op);
+
+/// i8, i16, ui8 and ui16 are computed in 32-bit words (i32, u32). After an op that can leave
+/// the type's range (add, subtract, multiply, negate, abs, divide, power, convert, iota, reduce,
+/// reduce_window, dot_general, convolution, scatter, select_and_scatter), its narrow results are
+/// wrapped modulo 2^8 / 2^16 as the spec says (stablehlo_lower_narrow.cpp): ui8/ui16 keep the
+/// low bits (x & 0xff), i8/i16 sign-extend them ((x << 24) >> 24, arithmetic). Folded values
+/// wrap on the host.
+Status wrap_narrow(Lowering& l, const Op& op);
+/// The range of a narrow integer type `e` (i8, i16, ui8, ui16); nullopt for other types.
+std::optional<std::pair<double, double>> narrow_range(std::string_view e);
 
 // Op lowerings (stablehlo_lower_ops.cpp). Each lowers one module op, binding its results.
 Status lower_dot_general(Lowering& l, const Op& op);
@@ -149,7 +172,8 @@ Status lower_reverse(Lowering& l, const Op& op);
 /// pad with interior or negative padding: operand rows placed on the padded grid (constant
 /// indices), the padding value elsewhere.
 Status lower_pad_general(Lowering& l, const Op& op);
-/// scatter with an add / maximum / minimum / replace region: every update row compared with
+/// scatter (variadic: each result's region combines only its own input and update) with an
+/// add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
 /// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then

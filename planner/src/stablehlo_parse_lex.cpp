@@ -479,7 +479,7 @@ Result<Attr> Parser::dense() {
     size_t b = pos_;
     MESHPLAN_TRY(string_lit());
     a.text = std::string(t_.substr(b, pos_ - b));
-  } else {
+  } else if (ws(); !peek('>')) {  // `dense<>` has no elements (a zero-size tensor)
     size_t elems_at = pos_;
     MESHPLAN_TRY(dense_elems(a.values, is_float));
     hex_at = elems_at;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -23,9 +24,23 @@ std::string shape_text(std::span<const int64_t> shape) {
   return device::shape_limit_text(shape);
 }
 
+/// The element count of a shape whose dims are non-negative; nullopt when it overflows.
+std::optional<int64_t> volume_of(std::span<const int64_t> shape) {
+  int64_t v = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(v, d, &v)) return std::nullopt;
+  return v;
+}
+
 class Verifier {
  public:
-  Verifier(const Module& m, bool size_zero) : m_(m), size_zero_(size_zero) {}
+  Verifier(const Module& m, bool size_zero) : m_(m), size_zero_(size_zero) {
+    // Zero-size tensors (a dim of size 0) are read where no mesh splits the program: the
+    // lowering folds them away; the mesh passes do not handle them. The sdy-propagation stage
+    // (size_zero) reads them on any mesh, as Shardy does.
+    for (const MeshDecl& d : m.meshes)
+      for (const auto& axis : d.axes) allow_empty_ &= axis.second <= 1;
+  }
 
   Status run() {
     for (const MeshDecl& mesh : m_.meshes) MESHPLAN_TRY(check_mesh(mesh));
@@ -59,7 +74,14 @@ class Verifier {
 
   Status check_type(const TensorType& t, const Location& loc, const std::string& what) const {
     std::vector<int64_t> shape = t.shape;
-    if (size_zero_) std::replace(shape.begin(), shape.end(), int64_t{0}, int64_t{1});
+    for (int64_t& d : shape)
+      if (d == 0) {
+        if (!allow_empty_ && !size_zero_)
+          return bad(loc, what, " ", type_string(t),
+                     " has a dimension of size 0; zero-size tensors are supported in programs "
+                     "on one device (no mesh of more than one device)");
+        d = 1;  // the other limits still apply
+      }
     auto volume = device::checked_volume(shape);
     if (!volume) return bad(loc, what, " ", type_string(t), ": ", volume.error().message);
     return {};
@@ -359,8 +381,8 @@ class Verifier {
     if (n == "convolution" && op.operands.size() >= 2 && !op.results.empty())
       return check_conv_dims(op);
     if (n == "reshape" && !op.operands.empty() && !op.results.empty()) {
-      auto in = device::checked_volume(shape_of(0));
-      auto out = device::checked_volume(type_of(op.results[0]).shape);
+      auto in = volume_of(shape_of(0));
+      auto out = volume_of(type_of(op.results[0]).shape);
       if (in && out && *in != *out)
         return bad(op.loc, op.name, ": ", type_string(type_of(op.operands[0])), " and ",
                    type_string(type_of(op.results[0])), " hold different numbers of elements");
@@ -436,7 +458,8 @@ class Verifier {
   }
 
   const Module& m_;
-  bool size_zero_ = false;                            ///< Dimensions of size 0 are accepted.
+  bool size_zero_ = false;  ///< Dimensions of size 0 are accepted on any mesh.
+  bool allow_empty_ = true;  ///< No mesh splits the program, so size-0 dims are accepted.
   mutable std::deque<std::vector<int64_t>> scratch_;  ///< Stable storage for ints() results.
 };
 

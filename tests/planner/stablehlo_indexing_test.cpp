@@ -433,7 +433,7 @@ TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
                                  "stablehlo.multiply"))
             .starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
                          "computes stablehlo.multiply (supported: add, maximum, minimum of the two "
-                         "arguments, or returning the update: replace)"));
+                         "arguments of each result, or returning the update: replace)"));
   CHECK(lower_error(R"(func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
   ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):

@@ -81,12 +81,8 @@ TEST_CASE("reshape to rank 0 keeps the value bit for bit (-0.0, NaN, inf)") {
 }
 
 TEST_CASE("every module of the JAX corpus imports unchanged or is a located refusal") {
-  // Known refusals: the op each must name.
-  const std::map<std::string, std::string> refused = {
-      {"cumsum_scan.mlir", "stablehlo.slice"},  // a zero-size slice (associative_scan)
-      {"empty.mlir", "@main argument 0"},       // a zero-size argument
-      {"fori_loop.mlir", "stablehlo.while"},    // the bound travels in the loop state
-  };
+  // Known refusals: the op each must name (none today).
+  const std::map<std::string, std::string> refused = {};
   int lowered = 0, files = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(test::source_path("tests/planner/jax/corpus"))) {
@@ -118,7 +114,7 @@ TEST_CASE("every module of the JAX corpus imports unchanged or is a located refu
     REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
     CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
   }
-  CHECK(files >= 50);
+  CHECK(files >= 66);
   CHECK(lowered == files - static_cast<int>(refused.size()));
 }
 
@@ -202,4 +198,65 @@ TEST_CASE("chlo's hyperbolic and inverse trigonometric ops (jnp.sinh ... jnp.arc
       else
         CHECK(o == doctest::Approx(w).epsilon(1e-4));
     }
+}
+
+TEST_CASE("jax.lax.fori_loop with its bound in the loop state is unrolled") {
+  std::string text = read_text(test::source_path("tests/planner/jax/corpus/fori_loop.mlir"));
+  auto got = run(text, {{4}}, {{0.5f, -1, 2, 3}});
+  // x <- sin(x * x / 2) three times, in double precision (Python's math module).
+  const std::vector<double> want = {3.0200564548195863e-05, 0.0065747417925877015,
+                                    0.08060804150140705, 0.10551637903231102};
+  REQUIRE(got.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-3));
+  // A bound slot the body changes is no trip count: the loop stays and is refused, located.
+  std::string changed = text;
+  const std::string ret = "stablehlo.return %2, %iterArg_1, %1";
+  REQUIRE(changed.find(ret) != std::string::npos);
+  changed.replace(changed.find(ret), ret.size(), "stablehlo.return %2, %2, %1");
+  auto m2 = parse_module(changed, "fori_loop.mlir");
+  REQUIRE_MESSAGE(m2, (m2 ? "" : m2.error().message));
+  auto g2 = lower_to_graph(*m2);
+  REQUIRE_FALSE(g2.has_value());
+  CHECK(g2.error().message.starts_with("fori_loop.mlir:"));
+  CHECK(g2.error().message.find("stablehlo.while whose trip count") != std::string::npos);
+}
+
+TEST_CASE("a variadic scatter: each result combines its own input and update") {
+  std::string text = read_text(test::source_path("tests/planner/jax/corpus/scatter_variadic.mlir"));
+  auto m = parse_module(text, "scatter_variadic.mlir");
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  std::vector<float> x(15), n(15);
+  for (size_t i = 0; i < 15; ++i) {
+    x[i] = static_cast<float>(i);
+    n[i] = 100.0f + static_cast<float>(i);
+  }
+  const std::vector<float> idx = {4, 1}, u = {1, 2, 3, 10, 20, 30}, v = {-1, -2, -3, 7, 8, 9};
+  const std::vector<std::vector<int64_t>> shapes = {{5, 3}, {5, 3}, {2}, {2, 3}, {2, 3}};
+  const std::vector<const std::vector<float>*> data = {&x, &n, &idx, &u, &v};
+  std::vector<runtime::TensorView> views;
+  for (size_t i = 0; i < shapes.size(); ++i) views.push_back({shapes[i], *data[i]});
+  auto out = test::plan_and_run(*g, "greedy", "scatter_variadic", views);
+  REQUIRE(out.size() == 2);
+  // Row 4 of x gets u[0] added, row 1 gets u[1]; the same rows of n become v[0] and v[1].
+  CHECK(std::vector<float>(out[0].data.begin(), out[0].data.end()) ==
+        std::vector<float>{0, 1, 2, 13, 24, 35, 6, 7, 8, 9, 10, 11, 13, 15, 17});
+  CHECK(std::vector<float>(out[1].data.begin(), out[1].data.end()) ==
+        std::vector<float>{100, 101, 102, 7, 8, 9, 106, 107, 108, 109, 110, 111, -1, -2, -3});
+  // A result whose combiner reads another result's update is refused, located.
+  std::string cross =
+      R"(func.func public @main(%arg0: tensor<5x3xf32>, %arg1: tensor<5x3xf32>, %arg2: tensor<2x1xi32>, %arg3: tensor<2x3xf32>, %arg4: tensor<2x3xf32>) -> tensor<5x3xf32> {
+  %0:2 = "stablehlo.scatter"(%arg0, %arg1, %arg2, %arg3, %arg4) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %u0: tensor<f32>, %u1: tensor<f32>):
+    %1 = stablehlo.add %a0, %u1 : tensor<f32>
+    stablehlo.return %1, %u1 : tensor<f32>, tensor<f32>
+  }) : (tensor<5x3xf32>, tensor<5x3xf32>, tensor<2x1xi32>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<5x3xf32>, tensor<5x3xf32>)
+  return %0#0 : tensor<5x3xf32>
+}
+)";
+  std::string e = test::lower_error(cross);
+  CHECK(
+      e.starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
+                    "computes stablehlo.add of something other than its arguments"));
 }

@@ -1,3 +1,7 @@
+// Hand-written in the form `jax.jit(f).lower(x).as_text()` prints (JAX 0.4.3x), not a real
+// export: jax.lax.fori_loop(0, n, body, x) on its while_loop path (bounds that are not Python
+// ints): the counter and the upper bound travel in the loop state; here the bound is the
+// constant 3.
 module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<4xf32> {mhlo.layout_mode = "default"}) -> (tensor<4xf32> {jax.result_info = "", mhlo.layout_mode = "default"}) {
     %c = stablehlo.constant dense<0> : tensor<i32>

@@ -2,7 +2,8 @@
 # Compiles every module here with meshplan-compile and runs it with meshplan-run --check:
 # prints one line per module (ok / compile: first error line / run: last output line).
 # Float arguments get meshplan-run's random values; integer and i1 arguments get small
-# non-negative integers (valid indices for every module here), as meshplan-run takes them (f32).
+# non-negative integers (valid indices for every module here), as meshplan-run takes them (f32);
+# zero-size arguments take no input.
 # Usage: tests/planner/jax/corpus/survey.sh BUILD_DIR
 B=${1:-build}
 T=$(mktemp -d)
@@ -21,6 +22,8 @@ for shape, el in re.findall(r"tensor<((?:\d+x)*)(\w+)>", sig):
     dims = [int(d) for d in shape.split("x") if d]
     n = 1
     for d in dims: n *= d
+    if n == 0:
+        continue  # a zero-size argument takes no input
     if el.startswith("f") or el == "bf16":
         vals = [round(rng.uniform(-2, 2), 3) for _ in range(n)]
     else:
