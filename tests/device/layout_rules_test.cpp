@@ -116,7 +116,7 @@ TEST_CASE("conv2d: the weights are not sharded") {
   CHECK(has(r, "Weights tensor should not be sharded"));
 }
 
-TEST_CASE("softmax: dtypes, and a sharded softmax runs in place over whole rows of the last dim") {
+TEST_CASE("softmax: dtypes, and a sharded softmax runs in place over the last dim") {
   CHECK(reason(Launch(OpKind::softmax, {dram("x", kX), dram("y", kX)})) == "accepted");
   CHECK(reason(Launch(OpKind::softmax, {dram("x", kX, DType::f32), dram("y", kX, DType::f32)})) ==
         "accepted");
@@ -130,11 +130,6 @@ TEST_CASE("softmax: dtypes, and a sharded softmax runs in place over whole rows 
   r = reason(Launch(OpKind::softmax, {hs("x"), dram("y", kX)}));
   CHECK(has(r, "result 'y' is not placed like operand 'x'"));
   CHECK(has(r, "Operation must be inplace"));
-  // Width shards split each row of 256 columns over 4 cores.
-  auto ws = [](const char* n) { return l1(n, kX, MemLayout::width_sharded, kFour); };
-  r = reason(Launch(OpKind::softmax, {ws("x"), ws("y")}));
-  CHECK(has(r, "splits its rows of 256 columns"));
-  CHECK(has(r, "shard width must equal to input tensor shape[3]"));
   // Over the rows dim.
   Launch rows(OpKind::softmax, {hs("x"), hs("y")});
   rows.config.num_dims = 1;
