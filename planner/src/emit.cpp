@@ -55,84 +55,63 @@ device::TensorPlacement placement(const Graph& g, const LayoutPlan& l, const Mem
   return p;
 }
 
-/// The op config as a plan.fbs OpConfig; attribute vectors are written only when set, so plans
-/// of ops without attributes stay as small as before.
+/// The flatbuffers::Vector<T> element type of an fb::OpConfig vector accessor's result.
+template <class V>
+struct FbElement;
+template <class T>
+struct FbElement<const flatbuffers::Vector<T>*> {
+  using type = T;
+};
+template <auto Accessor>
+using FbVectorElement =
+    typename FbElement<std::invoke_result_t<decltype(Accessor), const fb::OpConfig*>>::type;
+template <auto Accessor>
+using FbScalar = std::invoke_result_t<decltype(Accessor), const fb::OpConfig*>;
+
+template <class T, class From>
+flatbuffers::Offset<flatbuffers::Vector<T>> fb_vector(flatbuffers::FlatBufferBuilder& b,
+                                                      const From* v, size_t n) {
+  if (n == 0) return 0;
+  if constexpr (std::is_same_v<T, From>) {
+    return b.CreateVector(v, n);
+  } else {
+    std::vector<T> x(v, v + n);
+    return b.CreateVector(x);
+  }
+}
+
+/// The op config as a plan.fbs OpConfig, field by field as op_config_fields.def lists them;
+/// attribute vectors are written only when set and scalars at their defaults are not stored,
+/// so plans of ops without attributes stay small.
 flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b,
                                                const device::OpConfig& c) {
-  auto ints = [&](const auto* v, size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int32_t>> {
-    if (n == 0) return 0;
-    std::vector<int32_t> x(v, v + n);
-    return b.CreateVector(x);
-  };
-  auto longs = [&](const int64_t* v,
-                   size_t n) -> flatbuffers::Offset<flatbuffers::Vector<int64_t>> {
-    return n == 0 ? 0 : b.CreateVector(v, n);
-  };
-  auto dims = ints(c.dims, c.num_dims);
-  auto shape = longs(c.shape, c.num_shape);
-  auto begins = longs(c.begins, c.num_slice), ends = longs(c.ends, c.num_slice),
-       steps = longs(c.steps, c.num_slice);
-  // Window attributes only when they differ from the defaults (the runtime reads absent as
-  // default).
-  auto is = [](const int32_t* v, std::initializer_list<int32_t> want) {
-    return std::equal(want.begin(), want.end(), v);
-  };
-  auto kernel = ints(c.kernel, is(c.kernel, {1, 1}) ? 0 : 2),
-       stride = ints(c.stride, is(c.stride, {1, 1}) ? 0 : 2);
-  auto padding = ints(c.padding, is(c.padding, {0, 0, 0, 0}) ? 0 : 4);
-  auto dilation = ints(c.dilation, is(c.dilation, {1, 1}) ? 0 : 2);
-  auto pairs = ints(c.pairs.data(), c.pairs.size());
+  const device::OpConfig d{};
+  // Vectors first: a table is built with no other object under way.
+#define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) \
+  auto name##_v = fb_vector<FbVectorElement<&fb::OpConfig::name>>(b, c.name, c.count);
+#define MESHPLAN_CONFIG_FIXED(name, type, n, fbs, ...)             \
+  auto name##_v = fb_vector<FbVectorElement<&fb::OpConfig::name>>( \
+      b, c.name, std::equal(c.name, c.name + (n), d.name) ? 0 : (n));
+#define MESHPLAN_CONFIG_VECTOR(name, type, max, multiple, fbs) \
+  auto name##_v = fb_vector<FbVectorElement<&fb::OpConfig::name>>(b, c.name.data(), c.name.size());
+#include "meshplan/device/op_config_fields.def"
   fb::OpConfigBuilder ob(b);
-  ob.add_transpose_a(c.transpose_a);
-  ob.add_transpose_b(c.transpose_b);
-  ob.add_activation(static_cast<fb::Activation>(c.activation));
-  ob.add_fidelity(static_cast<fb::MathFidelity>(c.fidelity));
-  ob.add_grid_x(c.grid_x);
-  ob.add_grid_y(c.grid_y);
-  if (!dims.IsNull()) ob.add_dims(dims);
-  ob.add_keepdim(c.keepdim);
-  ob.add_axis(c.axis);
-  ob.add_epsilon(c.epsilon);
-  ob.add_dtype(static_cast<fb::DType>(c.dtype));
-  if (!shape.IsNull()) ob.add_shape(shape);
-  if (!begins.IsNull()) {
-    ob.add_begins(begins);
-    ob.add_ends(ends);
-    ob.add_steps(steps);
-  }
-  if (!kernel.IsNull()) ob.add_kernel(kernel);
-  if (!stride.IsNull()) ob.add_stride(stride);
-  if (!padding.IsNull()) ob.add_padding(padding);
-  if (!dilation.IsNull()) ob.add_dilation(dilation);
-  ob.add_groups(c.groups);
-  // Matmul program config (scalars at their defaults are not stored).
-  ob.add_program(static_cast<fb::MatmulProgram>(c.program));
-  ob.add_mcast_in0(c.mcast_in0);
-  ob.add_transpose_mcast(c.transpose_mcast);
-  ob.add_per_core_m(c.per_core_m);
-  ob.add_per_core_n(c.per_core_n);
-  ob.add_in0_block_w(c.in0_block_w);
-  ob.add_out_subblock_h(c.out_subblock_h);
-  ob.add_out_subblock_w(c.out_subblock_w);
-  ob.add_cluster_axis(c.cluster_axis);
-  ob.add_reduce(static_cast<uint8_t>(c.reduce));
-  ob.add_collective_dim(c.collective_dim);
-  ob.add_split_dim(c.split_dim);
-  ob.add_concat_dim(c.concat_dim);
-  if (!pairs.IsNull()) ob.add_pairs(pairs);
-  ob.add_act_block_h(c.act_block_h);
-  ob.add_act_block_w_div(c.act_block_w_div);
-  ob.add_stream_weights(c.stream_weights);
-  ob.add_input_n(c.input_n);
-  ob.add_input_h(c.input_h);
-  ob.add_input_w(c.input_w);
-  bool no_min = std::isinf(c.clamp_min) && c.clamp_min < 0;
-  bool no_max = std::isinf(c.clamp_max) && c.clamp_max > 0;
-  if (!no_min || !no_max) {  // Only clamp sets bounds; other ops store nothing.
-    if (!no_min) ob.add_clamp_min(c.clamp_min);
-    if (!no_max) ob.add_clamp_max(c.clamp_max);
-    ob.add_clamp_bounds(static_cast<uint8_t>(4 | (no_min ? 1 : 0) | (no_max ? 2 : 0)));
-  }
+#define MESHPLAN_CONFIG_SCALAR(name, type, init, fbs) \
+  ob.add_##name(static_cast<FbScalar<&fb::OpConfig::name>>(c.name));
+#define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) \
+  if (!name##_v.IsNull()) ob.add_##name(name##_v);
+#define MESHPLAN_CONFIG_FIXED(name, type, n, fbs, ...) \
+  if (!name##_v.IsNull()) ob.add_##name(name##_v);
+#define MESHPLAN_CONFIG_VECTOR(name, type, max, multiple, fbs) \
+  if (!name##_v.IsNull()) ob.add_##name(name##_v);
+  // Bounds are stored only when given (not their infinite default); the flags say which.
+#define MESHPLAN_CONFIG_BOUND(name, type, init, fbs) \
+  if (c.name != d.name) ob.add_##name(c.name);
+#define MESHPLAN_CONFIG_FLAGS(name, lower, upper, fbs) \
+  if (c.lower != d.lower || c.upper != d.upper)        \
+    ob.add_##name(                                     \
+        static_cast<uint8_t>(4 | (c.lower == d.lower ? 1 : 0) | (c.upper == d.upper ? 2 : 0)));
+#include "meshplan/device/op_config_fields.def"
   return ob.Finish();
 }
 

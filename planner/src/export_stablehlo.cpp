@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "meshplan/device/mesh_spec.hpp"
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan_custom_call.hpp"
 
@@ -322,7 +323,45 @@ class Exporter {
         r = line(str("stablehlo.slice ", in[0], " [", spec, "] : (", in_types[0], ") -> ", rt));
         break;
       }
-      default: {
+      // The other ops of the families handled above, then every op of the other families.
+      case OpKind::linear:
+      case OpKind::gelu:
+      case OpKind::silu:
+      case OpKind::reciprocal:
+      case OpKind::reduce_mean:
+      case OpKind::clamp:
+      case OpKind::reduce_min:
+      case OpKind::reduce_prod:
+      case OpKind::gelu_tanh:
+      case OpKind::sin:
+      case OpKind::cos:
+      case OpKind::tan:
+      case OpKind::floor:
+      case OpKind::ceil:
+      case OpKind::round_even:
+      case OpKind::round_afz:
+      case OpKind::sign:
+      case OpKind::atan2:
+      case OpKind::power:
+      case OpKind::remainder:
+      case OpKind::log1p:
+      case OpKind::expm1:
+      case OpKind::cbrt:
+      case OpKind::isfinite:
+      case OpKind::erf:
+      case OpKind::bitwise_and:
+      case OpKind::bitwise_or:
+      case OpKind::bitwise_xor:
+      case OpKind::bitwise_not:
+      case OpKind::shift_left:
+      case OpKind::shift_right_arithmetic:
+      case OpKind::shift_right_logical:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar)                       \
+  MESHPLAN_CASE_OUTSIDE6_(family, convert, eltwise_binary, eltwise_unary, matmul, reduction, \
+                          shape, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+      {
         // Other pointwise ops with a one-to-one StableHLO op (ops.def's stablehlo column), in
         // the generic form, which every op name parses in.
         std::string_view shlo = device::op_info(op.kind).stablehlo;

@@ -212,9 +212,16 @@ std::string_view required_attribute(OpKind k) {
     case OpKind::max_pool2d:
     case OpKind::avg_pool2d:
       return "kernel";
-    default:
+    case OpKind::concat:
+    case OpKind::slice:
+    case OpKind::global_avg_pool2d:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE3_(family, shape, convert, pool, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return {};
   }
+  return {};
 }
 
 /// Attributes a collective cannot do without (MESH-SPEC §1: only reduce has a default).

@@ -113,9 +113,13 @@ std::string_view weight_dtype_name(device::DType dtype) {
       return "bfp8_b";
     case device::DType::bf4b:
       return "bfp4_b";
-    default:
+    case device::DType::f32:
+    case device::DType::bf16:
+    case device::DType::i32:
+    case device::DType::u32:
       return device::dtype_name(dtype);
   }
+  return device::dtype_name(dtype);
 }
 
 namespace {

@@ -258,7 +258,7 @@ std::string html_escape(std::string_view text) {
       case '\'':
         out += "&#39;";
         break;
-      default:
+      default:  // Any other character (an open set) stands for itself.
         out += c;
     }
   }

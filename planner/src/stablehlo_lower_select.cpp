@@ -4,9 +4,11 @@
 // meshplan dtype: a lowered i1 value is 0/1 in the dtype of the values that made it (compare's
 // operands), and a folded i1 constant becomes bf16 (0 and 1 are exact).
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <optional>
 
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "stablehlo_lower_internal.hpp"
 
@@ -48,9 +50,16 @@ bool relation(OpKind k, float a, float b) {
       return a <= b;
     case OpKind::gt:
       return a > b;
-    default:
+    case OpKind::ge:
       return a >= b;
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, compare, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
+      break;  // comparison_kind() yields compare ops only.
   }
+  assert(false && "relation: not a compare op");
+  return false;
 }
 
 /// Element `i` of `f` broadcast to `n` elements (StableHLO operands match the result's shape,

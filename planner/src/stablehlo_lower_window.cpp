@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "stablehlo_lower_internal.hpp"
 
@@ -58,9 +59,25 @@ bool is_identity(OpKind k, float v) {
       return v == std::numeric_limits<float>::infinity();
     case OpKind::multiply:
       return v == 1.0f;
-    default:
+    // Binary ops binary_body() does not take as a combiner: no identity.
+    case OpKind::subtract:
+    case OpKind::divide:
+    case OpKind::atan2:
+    case OpKind::power:
+    case OpKind::remainder:
+    case OpKind::bitwise_and:
+    case OpKind::bitwise_or:
+    case OpKind::bitwise_xor:
+    case OpKind::shift_left:
+    case OpKind::shift_right_arithmetic:
+    case OpKind::shift_right_logical:
+#define MESHPLAN_OP(name, lo, hi, family, timing, flags, shlo, scalar) \
+  MESHPLAN_CASE_OUTSIDE_(family, eltwise_binary, name)
+#include "meshplan/device/ops.def"
+#undef MESHPLAN_OP
       return false;
   }
+  return false;
 }
 
 /// The window attributes, each with one entry per operand dim (defaults filled in).

@@ -80,74 +80,53 @@ Status check_placements_fit(const PlanRef& p, const device::ChipDesc& chip) {
   return {};
 }
 
+/// A plan scalar as its device::OpConfig type; a reduce op past the last one reads as the last
+/// (verify_plan refuses those on collectives, the only ops that read it).
+template <class T, class From>
+T from_fb(From v) {
+  if constexpr (std::is_same_v<T, device::ReduceOp>)
+    return static_cast<T>(std::min<uint8_t>(v, static_cast<uint8_t>(device::ReduceOp::min)));
+  else
+    return static_cast<T>(v);
+}
+
+/// Copies at most `max` entries of a plan vector (verify_plan bounds them; copy at most that
+/// many regardless); returns how many.
+template <class V, class T>
+size_t copy_vector(const V* v, T* dst, size_t max) {
+  size_t n = v ? std::min<size_t>(v->size(), max) : 0;
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(v->Get(static_cast<uint32_t>(i)));
+  return n;
+}
+
 }  // namespace
 
 device::OpConfig op_config_of(const fb::OpPlan& op) {
   device::OpConfig c;
-  if (const fb::OpConfig* f = op.config()) {
-    c.transpose_a = f->transpose_a();
-    c.transpose_b = f->transpose_b();
-    c.activation = static_cast<device::Activation>(f->activation());
-    c.fidelity = static_cast<device::MathFidelity>(f->fidelity());
-    c.grid_x = f->grid_x();
-    c.grid_y = f->grid_y();
-    // Attribute vectors: verify_plan bounds them by kMaxRank; copy at most that many regardless.
-    auto copy = [](const auto* v, auto* dst, size_t max) -> size_t {
-      size_t n = v ? std::min<size_t>(v->size(), max) : 0;
-      for (size_t i = 0; i < n; ++i)
-        dst[i] = static_cast<std::remove_reference_t<decltype(dst[0])>>(
-            v->Get(static_cast<uint32_t>(i)));
-      return n;
-    };
-    constexpr size_t kRank = device::kMaxRank;
-    c.num_dims = static_cast<uint8_t>(copy(f->dims(), c.dims, kRank));
-    c.keepdim = f->keepdim();
-    c.axis = f->axis();
-    c.epsilon = f->epsilon();
-    c.dtype = static_cast<device::DType>(f->dtype());
-    c.num_shape = static_cast<uint8_t>(copy(f->shape(), c.shape, kRank));
-    c.num_slice = static_cast<uint8_t>(copy(f->begins(), c.begins, kRank));
-    copy(f->ends(), c.ends, kRank);
-    copy(f->steps(), c.steps, kRank);
-    if (f->kernel()) copy(f->kernel(), c.kernel, 2);
-    if (f->stride()) copy(f->stride(), c.stride, 2);
-    if (f->padding()) copy(f->padding(), c.padding, 4);
-    if (f->dilation()) copy(f->dilation(), c.dilation, 2);
-    c.groups = f->groups();
-    c.program = static_cast<device::MatmulProgram>(f->program());
-    c.mcast_in0 = f->mcast_in0();
-    c.transpose_mcast = f->transpose_mcast();
-    c.per_core_m = f->per_core_m();
-    c.per_core_n = f->per_core_n();
-    c.in0_block_w = f->in0_block_w();
-    c.out_subblock_h = f->out_subblock_h();
-    c.out_subblock_w = f->out_subblock_w();
-    // Collectives; the mesh size is the plan header's (set by MeshExecutable).
-    c.cluster_axis = f->cluster_axis();
-    c.reduce = static_cast<device::ReduceOp>(std::min<uint8_t>(f->reduce(), 2));
-    c.collective_dim = f->collective_dim();
-    c.split_dim = f->split_dim();
-    c.concat_dim = f->concat_dim();
-    if (f->pairs()) {
-      // Whole pairs only, at most one per chip (as the inline array held).
-      size_t n = std::min<size_t>(f->pairs()->size(), 2 * device::kMaxMeshChips) / 2 * 2;
-      c.pairs.resize(n);
-      for (size_t i = 0; i < n; ++i)
-        c.pairs[i] = static_cast<uint8_t>(f->pairs()->Get(static_cast<uint32_t>(i)));
-    }
-    c.act_block_h = f->act_block_h();
-    c.act_block_w_div = f->act_block_w_div();
-    c.stream_weights = f->stream_weights();
-    c.input_n = f->input_n();
-    c.input_h = f->input_h();
-    c.input_w = f->input_w();
-    if (f->clamp_bounds() & 4) {  // Given bounds; infinite ones are flags (plan.fbs).
-      c.clamp_min =
-          (f->clamp_bounds() & 1) ? -std::numeric_limits<float>::infinity() : f->clamp_min();
-      c.clamp_max =
-          (f->clamp_bounds() & 2) ? std::numeric_limits<float>::infinity() : f->clamp_max();
-    }
+  const fb::OpConfig* f = op.config();
+  if (!f) return c;
+    // Field by field as op_config_fields.def lists them; the mesh size (a LOCAL row) is the plan
+    // header's, set by MeshExecutable.
+#define MESHPLAN_CONFIG_SCALAR(name, type, init, fbs) c.name = from_fb<decltype(c.name)>(f->name());
+#define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) \
+  {                                                              \
+    size_t n = copy_vector(f->name(), c.name, device::kMaxRank); \
+    if (sets_count) c.count = static_cast<uint8_t>(n);           \
   }
+#define MESHPLAN_CONFIG_FIXED(name, type, n, fbs, ...) copy_vector(f->name(), c.name, n);
+#define MESHPLAN_CONFIG_VECTOR(name, type, max, multiple, fbs)                           \
+  if (f->name()) {                                                                       \
+    using namespace device; /* The row's bound names device constants. */                \
+    c.name.resize(std::min<size_t>(f->name()->size(), (max)) / (multiple) * (multiple)); \
+    copy_vector(f->name(), c.name.data(), c.name.size());                                \
+  }
+    // Given bounds; infinite ones are flags (plan.fbs).
+#define MESHPLAN_CONFIG_FLAGS(name, lower, upper, fbs) \
+  if (f->name() & 4) {                                 \
+    if (!(f->name() & 1)) c.lower = f->lower();        \
+    if (!(f->name() & 2)) c.upper = f->upper();        \
+  }
+#include "meshplan/device/op_config_fields.def"
   return c;
 }
 

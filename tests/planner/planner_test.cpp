@@ -8,6 +8,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/schedule.hpp"
+#include "meshplan/planner/testing.hpp"
 #include "meshplan/runtime/plan.hpp"
 
 #include "test_util.hpp"

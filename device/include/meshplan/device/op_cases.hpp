@@ -39,11 +39,22 @@
 #define MESHPLAN_CAT2_(a, b) a##b
 #define MESHPLAN_KEEP_0(x) x
 #define MESHPLAN_KEEP_1(x)
+#define MESHPLAN_KEEP_000(x) x
+#define MESHPLAN_KEEP_100(x)
+#define MESHPLAN_KEEP_010(x)
+#define MESHPLAN_KEEP_001(x)
 #define MESHPLAN_KEEP_0000(x) x
 #define MESHPLAN_KEEP_1000(x)
 #define MESHPLAN_KEEP_0100(x)
 #define MESHPLAN_KEEP_0010(x)
 #define MESHPLAN_KEEP_0001(x)
+#define MESHPLAN_KEEP_000000(x) x
+#define MESHPLAN_KEEP_100000(x)
+#define MESHPLAN_KEEP_010000(x)
+#define MESHPLAN_KEEP_001000(x)
+#define MESHPLAN_KEEP_000100(x)
+#define MESHPLAN_KEEP_000010(x)
+#define MESHPLAN_KEEP_000001(x)
 /// `case OpKind::name:` unless `family` is `f1`.
 #define MESHPLAN_CASE_OUTSIDE_(family, f1, name) \
   MESHPLAN_CAT_(MESHPLAN_KEEP_, MESHPLAN_SAME_(family, f1))(case ::meshplan::device::OpKind::name:)
@@ -54,4 +65,20 @@
                               MESHPLAN_CAT_(MESHPLAN_SAME_(family, f2),                  \
                                             MESHPLAN_CAT_(MESHPLAN_SAME_(family, f3),    \
                                                           MESHPLAN_SAME_(family, f4))))) \
+  (case ::meshplan::device::OpKind::name:)
+/// `case OpKind::name:` unless `family` is one of f1 .. f3 (three distinct families).
+#define MESHPLAN_CASE_OUTSIDE3_(family, f1, f2, f3, name)                                 \
+  MESHPLAN_CAT_(MESHPLAN_KEEP_, MESHPLAN_CAT_(MESHPLAN_SAME_(family, f1),                 \
+                                              MESHPLAN_CAT_(MESHPLAN_SAME_(family, f2),   \
+                                                            MESHPLAN_SAME_(family, f3)))) \
+  (case ::meshplan::device::OpKind::name:)
+/// `case OpKind::name:` unless `family` is one of f1 .. f6 (six distinct families).
+#define MESHPLAN_CASE_OUTSIDE6_(family, f1, f2, f3, f4, f5, f6, name)                            \
+  MESHPLAN_CAT_(                                                                                 \
+      MESHPLAN_KEEP_,                                                                            \
+      MESHPLAN_CAT_(                                                                             \
+          MESHPLAN_CAT_(MESHPLAN_SAME_(family, f1),                                              \
+                        MESHPLAN_CAT_(MESHPLAN_SAME_(family, f2), MESHPLAN_SAME_(family, f3))),  \
+          MESHPLAN_CAT_(MESHPLAN_SAME_(family, f4),                                              \
+                        MESHPLAN_CAT_(MESHPLAN_SAME_(family, f5), MESHPLAN_SAME_(family, f6))))) \
   (case ::meshplan::device::OpKind::name:)

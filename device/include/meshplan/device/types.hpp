@@ -188,84 +188,14 @@ std::string_view program_name(MatmulProgram program);
 
 /// Per-op settings the planner chooses and the kernels obey.
 struct OpConfig {
-  bool transpose_a = false;
-  bool transpose_b = false;
-  Activation activation = Activation::none;
-  MathFidelity fidelity = MathFidelity::hifi2;
-  /// The op runs on a grid_x by grid_y rectangle of cores starting at (0, 0).
-  uint16_t grid_x = 1;
-  uint16_t grid_y = 1;
-  // Op attributes, fixed-size so an OpConfig stays a plain value the runtime fills from the plan
-  // without allocating. Axes may be negative (counted from the end) until an op normalises them.
-  /// reduce_*: dims reduced (none = all); permute: the permutation; softmax: its dim (one entry).
-  uint8_t num_dims = 0;
-  int8_t dims[kMaxRank] = {};
-  bool keepdim = false;
-  /// concat: the axis joined along.
-  int32_t axis = 0;
-  /// layer_norm / rms_norm.
-  float epsilon = 1e-5f;
-  /// typecast: the result's dtype.
-  DType dtype = DType::bf16;
-  /// reshape: the target shape (one entry may be -1).
-  uint8_t num_shape = 0;
-  int64_t shape[kMaxRank] = {};
-  /// slice: one (begin, end, step) per dim; ends are clamped, negatives count from the end.
-  uint8_t num_slice = 0;
-  int64_t begins[kMaxRank] = {};
-  int64_t ends[kMaxRank] = {};
-  int64_t steps[kMaxRank] = {};
-  /// conv2d and pools (NHWC): window, stride, padding (top, bottom, left, right), dilation, groups.
-  int32_t kernel[2] = {1, 1};
-  int32_t stride[2] = {1, 1};
-  int32_t padding[4] = {0, 0, 0, 0};
-  int32_t dilation[2] = {1, 1};
-  int32_t groups = 1;
-  /// Matmul program config (ignored by other ops). Block sizes are in tiles of the output's
-  /// 2-D view [batch * M, N]; 0 means "derive from the shapes and grid".
-  MatmulProgram program = MatmulProgram::none;
-  bool mcast_in0 = true;         ///< mcast_1d: split N (true) or M (false) over the cores.
-  bool transpose_mcast = false;  ///< mcast_2d: M along x and N along y.
-  uint32_t per_core_m = 0;       ///< Output tile rows per core.
-  uint32_t per_core_n = 0;       ///< Output tile columns per core.
-  uint32_t in0_block_w = 0;      ///< K tiles per step (divides K tiles).
-  uint32_t out_subblock_h = 1;   ///< Output sub-block (in the destination registers), tiles.
-  uint32_t out_subblock_w = 1;
-  /// Collectives (all_gather ... all_slice; see collective_ops.hpp). mesh_rows x mesh_cols is
-  /// the mesh the op runs on: the planner sets it from Graph::mesh, the runtime from the plan's
-  /// header. cluster_axis: 0 = the chips of one column, 1 = of one row, -1 = the whole mesh.
-  uint16_t mesh_rows = 1;
-  uint16_t mesh_cols = 1;
-  int8_t cluster_axis = 0;
-  ReduceOp reduce = ReduceOp::sum;
-  int32_t collective_dim = 0;  ///< all_gather / reduce_scatter / all_slice: the dim.
-  int32_t split_dim = 0;       ///< all_to_all.
-  int32_t concat_dim = 0;      ///< all_to_all.
-  /// collective_permute: its (source, target) chip-index pairs, flattened (at most
-  /// kMaxMeshChips pairs). Out of line: only collective_permute carries any, and an inline array
-  /// for the largest mesh made every op's config ten times its size.
-  std::vector<uint8_t> pairs;
-  /// conv2d: output tile rows of the im2col matrix per block (conv_blocking.hpp); must divide
-  /// the busiest core's tile rows. 0 = auto: one tile row per block.
-  uint32_t act_block_h = 0;
-  /// conv2d: K split (TTNN's act_block_w_div): each block walks the im2col K in this many
-  /// chunks of k_tiles / div tiles, accumulating f32 partials (conv_blocking.hpp); must divide
-  /// the K tiles. 0 = auto = 1.
-  uint32_t act_block_w_div = 0;
-  /// conv2d: stream the weights through L1 (re-read per activation block) even when the whole
-  /// weight block would fit resident; the planner sets it when the L1 tensors live across the
-  /// op leave no room for resident weights. false = resident whenever they fit in usable L1.
-  bool stream_weights = false;
-  /// conv2d and pools on a flattened input (as TTNN runs them): the input's spatial geometry
-  /// (batch N, height H, width W). All 0 = the NHWC form [N, H, W, C]; all set = the input is
-  /// [1, 1, N*H*W, C] and the result [1, 1, N*OH*OW, O] (global_avg_pool2d: [1, 1, N, C]).
-  uint32_t input_n = 0;
-  uint32_t input_h = 0;
-  uint32_t input_w = 0;
-  /// clamp: results are min(max(x, clamp_min), clamp_max); clamp_min <= clamp_max (the shape
-  /// rule checks). The defaults leave values unchanged.
-  float clamp_min = -std::numeric_limits<float>::infinity();
-  float clamp_max = std::numeric_limits<float>::infinity();
+  // The members, their defaults and their documentation are the rows of op_config_fields.def.
+#define MESHPLAN_CONFIG_SCALAR(name, type, init, fbs) type name = init;
+#define MESHPLAN_CONFIG_LOCAL(name, type, init) type name = init;
+#define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) type name[kMaxRank] = {};
+#define MESHPLAN_CONFIG_FIXED(name, type, n, fbs, ...) type name[n] = {__VA_ARGS__};
+#define MESHPLAN_CONFIG_VECTOR(name, type, max, multiple, fbs) std::vector<type> name;
+#define MESHPLAN_CONFIG_BOUND(name, type, init, fbs) type name = init;
+#include "meshplan/device/op_config_fields.def"
 };
 
 /// Product of a shape's dims (1 for a scalar).

@@ -41,9 +41,4 @@ struct LayoutPlan {
 /// Names of the layout policies.
 std::vector<std::string_view> policy_names();
 
-/// Runs the policy named in `options` over the graph when it inserts no moves (see
-/// plan_layout() in policy.hpp for the general case, which returns the planned graph).
-Result<LayoutPlan> run_layout_policy(const Graph& graph, const Schedule& schedule,
-                                     const device::ChipDesc& chip, const PlannerOptions& options);
-
 }  // namespace meshplan::planner

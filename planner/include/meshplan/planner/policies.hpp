@@ -101,17 +101,6 @@ Result<LayoutDecision> beam_search(const Graph& graph, const device::ChipDesc& c
                                    const PlannerOptions& options, const Overrides& overrides,
                                    BeamStats* stats = nullptr);
 
-/// Exhaustive search over every combination of valid result layouts (graphs of at most
-/// `max_ops` ops): the plan with the least simulated time whose L1 tensors all pack without
-/// spills. Fails with invalid_argument on larger graphs.
-struct SearchResult {
-  LayoutDecision decision;
-  uint64_t estimated_ns = 0;
-  uint64_t plans_tried = 0;
-};
-Result<SearchResult> exhaustive_search(const Graph& graph, const device::ChipDesc& chip,
-                                       const PlannerOptions& options, int max_ops = 10);
-
 /// DFShardingPolicy with ShardSolver (seeds 000, 001): the `df-sharding` baseline.
 Result<LayoutDecision> df_sharding(const Graph& graph, const device::ChipDesc& chip,
                                    const PlannerOptions& options, const Overrides& overrides);

@@ -17,8 +17,8 @@
 #include <numeric>
 
 #include "meshplan/planner/memory_plan.hpp"
-#include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/schedule.hpp"
+#include "meshplan/planner/testing.hpp"
 
 namespace meshplan::planner {
 
