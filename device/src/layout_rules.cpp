@@ -20,9 +20,12 @@ std::string shard_text(const TensorPlacement& t) {
              t.shard.orientation == ShardOrientation::col_major ? " col-major" : "");
 }
 
-/// The dtypes tt-metal's softmax and layernorm kernels read.
-bool row_op_dtype(DType d) {
-  return d == DType::f32 || d == DType::bf16 || d == DType::bf8b;
+/// tt-metal's softmax and layernorm kernels read f32, bf16 and bf8_b only: the refusal, or
+/// empty.
+std::string row_op_dtype_rule(const TensorPlacement& in) {
+  if (in.dtype == DType::f32 || in.dtype == DType::bf16 || in.dtype == DType::bf8b) return {};
+  return str("operand '", in.name, "' is ", dtype_name(in.dtype),
+             "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
 }
 
 // tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/device/binary_device_operation.cpp
@@ -67,9 +70,7 @@ std::string conv_rule(const OpLaunch& op) {
 std::string softmax_rule(const OpLaunch& op) {
   const TensorPlacement& in = *op.operands[0];
   const TensorPlacement& out = *op.results[0];
-  if (!row_op_dtype(in.dtype))
-    return str("operand '", in.name, "' is ", dtype_name(in.dtype),
-               "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
+  if (std::string e = row_op_dtype_rule(in); !e.empty()) return e;
   if (!sharded(in)) return {};
   int64_t rank = static_cast<int64_t>(in.shape.size());
   int64_t d = op.config.num_dims == 1 ? op.config.dims[0] : rank - 1;
@@ -95,9 +96,7 @@ std::string softmax_rule(const OpLaunch& op) {
 std::string norm_rule(const OpLaunch& op) {
   const TensorPlacement& in = *op.operands[0];
   const TensorPlacement& out = *op.results[0];
-  if (!row_op_dtype(in.dtype))
-    return str("operand '", in.name, "' is ", dtype_name(in.dtype),
-               "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
+  if (std::string e = row_op_dtype_rule(in); !e.empty()) return e;
   if (!sharded(in)) return {};
   if (in.memory == MemLayout::height_sharded)
     return str("operand '", in.name,
@@ -126,9 +125,19 @@ std::string layout_rule(const OpLaunch& op) {
       return softmax_rule(op);
     case OpFamily::norm:
       return norm_rule(op);
-    default:
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::select:
+    case OpFamily::reduction:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::pool:
+    case OpFamily::collective:
       return {};
   }
+  return {};
 }
 
 }  // namespace meshplan::device

@@ -271,6 +271,19 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       out.chains[chain_first[uses[r][0].first]].preferred = want;
   }
 
+  // The first interleaved layout an output override allows that OpModel accepts with the
+  // operands as decided becomes the op's result; false when there is none.
+  auto take_interleaved = [&](OpId o, const OutputOverride& w) {
+    std::vector<TensorLayout> in;
+    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
+    for (const TensorLayout& t : w.layouts)
+      if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
+        d.tensors[g.ops[o].results[0]] = t;
+        d.configs[o] = config_for(d.configs[o], t, chip);
+        return true;
+      }
+    return false;
+  };
   // Overridden ops in no chain take their first allowed interleaved layout OpModel accepts (their
   // readers' chains then see it at their entry).
   std::vector<int> chain_index(g.ops.size(), -1);
@@ -278,16 +291,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     for (OpId o : out.chains[c].ops) chain_index[o] = static_cast<int>(c);
   for (const auto& [o, w] : overrides.output) {
     if (chain_index[o] >= 0 && !out.chains[chain_index[o]].concat) continue;
-    std::vector<TensorLayout> in;
-    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
-    bool set = false;
-    for (const TensorLayout& t : w.layouts)
-      if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
-        d.tensors[g.ops[o].results[0]] = t;
-        d.configs[o] = config_for(d.configs[o], t, chip);
-        set = true;
-        break;
-      }
+    bool set = take_interleaved(o, w);
     if (!set && !(chain_index[o] >= 0))
       return fail(ErrorCode::invalid_argument, "output override for op '", g.ops[o].name,
                   "' is illegal: no layout it allows is valid for the op (override '", w.entry,
@@ -599,16 +603,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   for (const auto& [o, w] : overrides.output) {
     const TensorLayout& got = d.tensors[g.ops[o].results[0]];
     if (std::find(w.layouts.begin(), w.layouts.end(), got) != w.layouts.end()) continue;
-    std::vector<TensorLayout> in;
-    for (ValueId v : g.ops[o].operands) in.push_back(d.tensors[v]);
-    bool set = false;
-    for (const TensorLayout& t : w.layouts)
-      if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
-        d.tensors[g.ops[o].results[0]] = t;
-        d.configs[o] = config_for(d.configs[o], t, chip);
-        set = true;
-        break;
-      }
+    bool set = take_interleaved(o, w);
     if (set) continue;
     int c = chain_index[o];
     std::string why = c < 0 ? std::string("the op joins no chain")
