@@ -19,8 +19,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 Result<std::shared_ptr<Plans>> load_plans(const LoadOptions& o) {
   auto t0 = Clock::now();
-  runtime::PlanCache cache =
-      MESHPLAN_TRY(runtime::PlanCache::open(o.path, runtime::PlanCacheOptions{o.verify}));
+  runtime::PlanCache cache = MESHPLAN_TRY(runtime::PlanCache::open(
+      o.path, runtime::PlanCacheOptions{.verify = o.verify, .private_copy = true}));
   auto plans = std::make_shared<Plans>(std::move(cache));
   auto t_open = Clock::now();
   const runtime::PlanCache& c = plans->cache;

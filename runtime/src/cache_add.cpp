@@ -39,7 +39,7 @@ Result<CacheEditReport> add_all_to_cache(const std::string& path,
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
   remove_dead_temp_files(path);  // left by killed writers
   std::vector<CacheEntryData> out;
-  auto existing = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
+  auto existing = PlanCache::open(path, PlanCacheOptions{.verify = VerifyMode::full});
   if (existing) {
     for (size_t i = 0; i < existing->size(); ++i) {
       CacheEntryInfo info = existing->entry(i);

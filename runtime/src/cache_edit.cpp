@@ -23,7 +23,8 @@ CacheEntryData copy_entry(const CacheEntryInfo& info, const PlanRef& plan) {
 Result<CacheEditReport> remove_from_cache(const std::string& path,
                                           const std::vector<std::string>& names) {
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
-  PlanCache cache = MESHPLAN_TRY(PlanCache::open(path, PlanCacheOptions{VerifyMode::full}));
+  PlanCache cache =
+      MESHPLAN_TRY(PlanCache::open(path, PlanCacheOptions{.verify = VerifyMode::full}));
   CacheEditReport report;
   for (const std::string& n : names) {
     bool present = false;
@@ -55,7 +56,7 @@ Result<CacheEditReport> gc_cache(const std::string& path, const GcOptions& optio
   CacheLock lock = MESHPLAN_TRY(CacheLock::acquire(path));
   CacheEditReport report;
   if (!options.dry_run) report.removed_temp_files = remove_dead_temp_files(path);
-  auto opened = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
+  auto opened = PlanCache::open(path, PlanCacheOptions{.verify = VerifyMode::full});
   if (!opened)
     return std::unexpected(
         with_context(opened.error(),

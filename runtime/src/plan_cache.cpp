@@ -116,10 +116,39 @@ Result<PlanCache> PlanCache::open(const std::string& path, PlanCacheOptions opti
     return fail(ErrorCode::corrupt, "plan cache '", path, "' is truncated: ", impl->size,
                 " bytes, the header alone is 64");
   }
-  void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (m == MAP_FAILED) return fail(ErrorCode::io, sys_error("cannot map plan cache", path));
-  impl->base = static_cast<const uint8_t*>(m);
+  if (options.private_copy) {
+    // Anonymous pages (page-aligned, so the plans keep their 64-byte alignment), filled by
+    // reading the file; a file that shrinks while it is read is refused.
+    void* m = mmap(nullptr, impl->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      ::close(fd);
+      return fail(ErrorCode::io, sys_error("cannot allocate memory for plan cache", path));
+    }
+    impl->base = static_cast<const uint8_t*>(m);
+    size_t done = 0;
+    while (done < impl->size) {
+      ssize_t got =
+          ::pread(fd, static_cast<uint8_t*>(m) + done, impl->size - done, static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        ::close(fd);
+        return fail(ErrorCode::io, sys_error("cannot read plan cache", path));
+      }
+      if (got == 0) {
+        ::close(fd);
+        return fail(ErrorCode::corrupt, "plan cache '", path, "' shrank to ", done,
+                    " bytes while it was read (", impl->size, " when opened)");
+      }
+      done += static_cast<size_t>(got);
+    }
+    ::close(fd);
+    mprotect(m, impl->size, PROT_READ);
+  } else {
+    void* m = mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) return fail(ErrorCode::io, sys_error("cannot map plan cache", path));
+    impl->base = static_cast<const uint8_t*>(m);
+  }
 
   FileHeader h;
   std::memcpy(&h, impl->base, sizeof h);
@@ -405,7 +434,7 @@ Status add_to_cache(const std::string& path, CacheEntryData entry) {
   if (!new_ref) return std::unexpected(new_ref.error());
   Hash128 new_key = new_ref->key();
   std::vector<CacheEntryData> entries;
-  auto existing = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
+  auto existing = PlanCache::open(path, PlanCacheOptions{.verify = VerifyMode::full});
   if (existing) {
     for (size_t i = 0; i < existing->size(); ++i) {
       CacheEntryInfo info = existing->entry(i);

@@ -96,7 +96,7 @@ int cache_command(int argc, char** argv) {
   if (verb == "ls" || verb == "verify") {
     if (!keep.empty() || !version.empty() || any_version || options.dry_run)
       return cli.usage_error(str("cache ", verb, " takes only CACHE.mpc"));
-    auto cache = PlanCache::open(path, PlanCacheOptions{VerifyMode::full});
+    auto cache = PlanCache::open(path, PlanCacheOptions{.verify = VerifyMode::full});
     if (!cache) return print_error(cache.error());
     return verb == "ls" ? list(*cache) : verify(*cache);
   }

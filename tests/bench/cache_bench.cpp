@@ -138,8 +138,8 @@ namespace {
 void BM_ColdStartFullVerify(benchmark::State& state) {
   Fixture& f = fixture();
   for (auto _ : state) {
-    auto cache = runtime::PlanCache::open(f.cache_path,
-                                          runtime::PlanCacheOptions{runtime::VerifyMode::full});
+    auto cache = runtime::PlanCache::open(
+        f.cache_path, runtime::PlanCacheOptions{.verify = runtime::VerifyMode::full});
     auto plan = cache->find("chain");
     auto exe = runtime::Executable::bind(*plan, *f.dev);
     if (!exe) state.SkipWithError("cold start failed");

@@ -77,7 +77,7 @@ double cold_start_us(runtime::VerifyMode mode, bool* ok, std::vector<double>* cp
   ColdFixture& f = cold();
   double c0 = cpu_now_us();
   auto t0 = Clock::now();
-  auto cache = runtime::PlanCache::open(f.path, runtime::PlanCacheOptions{mode});
+  auto cache = runtime::PlanCache::open(f.path, runtime::PlanCacheOptions{.verify = mode});
   auto plan = cache ? cache->find("chain") : Result<runtime::PlanRef>(std::unexpected(Error{}));
   auto exe = plan ? runtime::Executable::bind(*plan, *f.dev)
                   : Result<std::unique_ptr<runtime::Executable>>(std::unexpected(Error{}));
@@ -138,8 +138,8 @@ void BM_ColdStartFullPhases(benchmark::State& state) {
   getrusage(RUSAGE_SELF, &r0);
   for (auto _ : state) {
     auto t = Clock::now();
-    auto cache =
-        runtime::PlanCache::open(f.path, runtime::PlanCacheOptions{runtime::VerifyMode::full});
+    auto cache = runtime::PlanCache::open(
+        f.path, runtime::PlanCacheOptions{.verify = runtime::VerifyMode::full});
     open_us.push_back(us_since(t));
     t = Clock::now();
     auto found = cache->find("chain");  // checksum + structural verifier + invariants, first touch

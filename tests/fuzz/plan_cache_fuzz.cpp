@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   for (runtime::VerifyMode mode : {runtime::VerifyMode::full, runtime::VerifyMode::checksummed}) {
-    auto cache = runtime::PlanCache::open(path, runtime::PlanCacheOptions{mode});
+    auto cache = runtime::PlanCache::open(path, runtime::PlanCacheOptions{.verify = mode});
     if (!cache) continue;
     for (size_t i = 0; i < cache->size(); ++i) {
       runtime::CacheEntryInfo e = cache->entry(i);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "meshplan/planner/import_json.hpp"
@@ -141,6 +142,31 @@ TEST_CASE("readers that mapped the old file keep working after a rewrite") {
   auto fresh = PlanCache::open(path);
   REQUIRE(fresh);
   CHECK(fresh->find("a")->plan().tensors()->Get(0)->shape()->Get(1) == 40);
+}
+
+TEST_CASE("a private copy survives its file being rewritten in place") {
+  test::TempDir dir;
+  std::string path = dir.file("plans.mpc");
+  REQUIRE(add_to_cache(path, CacheEntryData{"a", plan_bytes(8)}));
+  auto copy = PlanCache::open(path, PlanCacheOptions{.private_copy = true});
+  REQUIRE(copy);
+  // Truncate and rewrite the same inode, as `cp other.mpc plans.mpc` does: a mapping of it
+  // would fault on its next read.
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << "not a cache";
+  }
+  CHECK(std::filesystem::file_size(path) == 11);
+  auto plan = copy->find("a");
+  REQUIRE(plan);
+  CHECK(plan->plan().tensors()->Get(0)->shape()->Get(1) == 8);
+  CHECK(copy->entry(0).name == "a");
+  // Opening the rewritten file, copied or mapped, is a clear error.
+  for (bool private_copy : {true, false}) {
+    auto again = PlanCache::open(path, PlanCacheOptions{.private_copy = private_copy});
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == ErrorCode::corrupt);
+  }
 }
 
 TEST_CASE("damaged caches give clear errors") {

@@ -33,6 +33,12 @@ struct PlanCacheOptions {
   /// trusts the structure the writer verified (the default, for caches this host wrote);
   /// `full` re-runs the FlatBuffers verifier too (caches from untrusted sources).
   VerifyMode verify = VerifyMode::checksummed;
+  /// Read the file into private memory instead of mapping it. A mapping shares the file's
+  /// pages, so a process whose cache file is rewritten in place (`cp new.mpc plans.mpc`, which
+  /// truncates it) faults on the next read; a private copy costs one read of the file at open
+  /// and survives any change to it. meshplan's writers replace the file by rename, which is
+  /// safe for mappings too.
+  bool private_copy = false;
 };
 
 /// A read-only, memory-mapped plan cache. Immutable after open(); find() may be called from many
