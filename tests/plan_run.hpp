@@ -39,6 +39,30 @@ inline std::vector<runtime::Tensor> plan_and_run(const planner::Graph& g, const 
   return std::move(got->outputs);
 }
 
+/// Lowers StableHLO `text` (named `name` in messages), which must parse and lower.
+inline planner::Graph lower_text(const std::string& text, const char* name) {
+  auto m = planner::shlo::parse_module(text, name);
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = planner::shlo::lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  return std::move(*g);
+}
+
+/// Runs `g` under `policy` on rank-1 inputs (one per argument, of their own lengths); returns
+/// each output's values.
+inline std::vector<std::vector<float>> run_rank1(const planner::Graph& g, const char* policy,
+                                                 const char* name,
+                                                 const std::vector<std::vector<float>>& inputs) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& v : inputs) shapes.push_back({static_cast<int64_t>(v.size())});
+  std::vector<runtime::TensorView> views;
+  for (size_t i = 0; i < inputs.size(); ++i) views.push_back({shapes[i], inputs[i]});
+  std::vector<std::vector<float>> out;
+  for (const auto& t : plan_and_run(g, policy, name, views))
+    out.emplace_back(t.data.begin(), t.data.end());
+  return out;
+}
+
 /// The located error of lowering StableHLO `text` (named bad.mlir), which must parse and must
 /// fail to lower.
 inline std::string lower_error(const std::string& text) {

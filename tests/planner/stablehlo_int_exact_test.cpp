@@ -30,21 +30,14 @@ using Values = std::vector<float>;
 /// the matching row of `want` exactly.
 void check(const std::string& text, const std::vector<Values>& inputs,
            const std::vector<Values>& want) {
-  auto m = parse_module(text, "int_exact.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Values& v : inputs) shapes.push_back({static_cast<int64_t>(v.size())});
-  std::vector<runtime::TensorView> views;
-  for (size_t i = 0; i < inputs.size(); ++i) views.push_back({shapes[i], inputs[i]});
+  planner::Graph g = test::lower_text(text, "int_exact.mlir");
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    auto outputs = test::plan_and_run(*g, policy, "int_exact", views);
+    std::vector<Values> outputs = test::run_rank1(g, policy, "int_exact", inputs);
     REQUIRE(outputs.size() == want.size());
     for (size_t r = 0; r < want.size(); ++r) {
       CAPTURE(r);
-      std::vector<float> got(outputs[r].data.begin(), outputs[r].data.end());
+      const std::vector<float>& got = outputs[r];
       std::string text;
       for (float v : got) text += std::to_string(static_cast<int64_t>(v)) + " ";
       CAPTURE(text);

@@ -32,23 +32,11 @@ std::string corpus(const char* name) {
 /// Runs `text` on `inputs` (all rank 1) under two policies; returns the greedy outputs after
 /// checking that the dram policy agrees.
 std::vector<Values> run(const std::string& text, const std::vector<Values>& inputs) {
-  auto m = parse_module(text, "narrow.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Values& v : inputs) shapes.push_back({static_cast<int64_t>(v.size())});
-  std::vector<runtime::TensorView> views;
-  for (size_t i = 0; i < inputs.size(); ++i) views.push_back({shapes[i], inputs[i]});
-  std::vector<Values> result[2];
-  int k = 0;
-  for (const char* policy : {"dram", "greedy"}) {
-    for (const auto& t : test::plan_and_run(*g, policy, "narrow", views))
-      result[k].emplace_back(t.data.begin(), t.data.end());
-    ++k;
-  }
-  CHECK(result[0] == result[1]);
-  return result[1];
+  planner::Graph g = test::lower_text(text, "narrow.mlir");
+  std::vector<Values> dram = test::run_rank1(g, "dram", "narrow", inputs);
+  std::vector<Values> greedy = test::run_rank1(g, "greedy", "narrow", inputs);
+  CHECK(dram == greedy);
+  return greedy;
 }
 
 }  // namespace
