@@ -1,4 +1,4 @@
-// Loading the server's plans: map, verify, bind on every worker, warm up.
+// Loading the server's plans: read the cache into memory, verify, bind on every worker, warm up.
 #include "plans.hpp"
 
 #include <algorithm>
