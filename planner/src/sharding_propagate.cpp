@@ -404,8 +404,9 @@ class Propagator {
       it->second.push_back(op.operands[0]);
     }
     // Data-flow edges (Shardy's sdy.data_flow_edge): a while's operand, block arguments,
-    // yielded value and result; a case's / if's yielded values and result; each set shares one
-    // sharding, like a sharding group.
+    // yielded value and result; a case's / if's yielded values and result; an
+    // optimization_barrier's operand and result; each set shares one sharding, like a sharding
+    // group.
     int64_t edge_id = INT64_MIN;
     auto terminator = [&](const Block& b) -> const Op* {
       return b.ops.empty() ? nullptr : &m_.ops[b.ops.back()];
@@ -414,10 +415,11 @@ class Propagator {
       const Op& op = m_.ops[o];
       const bool is_while = op.name == "stablehlo.while" && op.regions.size() == 2;
       const bool is_case = op.name == "stablehlo.case" || op.name == "stablehlo.if";
-      if (!is_while && !is_case) continue;
+      const bool is_barrier = op.name == "stablehlo.optimization_barrier";
+      if (!is_while && !is_case && !is_barrier) continue;
       for (size_t k = 0; k < op.results.size(); ++k) {
         std::vector<ValueId> members{op.results[k]};
-        if (is_while && k < op.operands.size()) members.push_back(op.operands[k]);
+        if ((is_while || is_barrier) && k < op.operands.size()) members.push_back(op.operands[k]);
         for (const Block& r : op.regions) {
           if (is_while && k < r.args.size()) members.push_back(r.args[k]);
           const Op* t = terminator(r);
@@ -697,7 +699,8 @@ class Propagator {
         Op& op = m_.ops[o];
         if (op.name == "sdy.data_flow_edge" || op.shardings.size() != op.results.size()) continue;
         bool owned = std::all_of(op.results.begin(), op.results.end(), [&](ValueId v) {
-          return uses[v] == 0 || uses[v] == edge_uses[v];
+          return uses[v] == 0 || uses[v] == edge_uses[v] ||
+                 m_.values[v].type.element == kTokenType;  // tokens have no edge
         });
         bool any_edge = std::any_of(op.results.begin(), op.results.end(),
                                     [&](ValueId v) { return edge_uses[v] > 0; });

@@ -1,6 +1,7 @@
 // The `sdy-propagation` stage: Shardy's propagation strategies selectable by name, and the
 // export that Shardy's propagation pipeline applies before printing (sdy_export_passes.md:
-// sharding constraints become reshards, sharding groups go, shardings are closed).
+// sharding constraints become reshards, sharding groups go, shardings are closed, unreduced
+// values are all-reduced where a use drops their unreduced axes).
 #include "meshplan/planner/sharding_strategies.hpp"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "sharding_calls.hpp"
 #include "sharding_groups.hpp"
+#include "sharding_unreduced.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -172,6 +174,7 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
         close);
     for (Op& op : m.ops)
       if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+    insert_unreduced_all_reduces(m);
   }
   if (calls) unflatten_call_graph(m, view);
   return {};

@@ -6,6 +6,11 @@
 
 namespace meshplan::planner::shlo {
 
+/// The inherent attribute (a unit) the sdy-propagation parse leaves on the dot_general a
+/// `stablehlo.dot` becomes, so that the printer writes it back as `stablehlo.dot`, as Shardy's
+/// passes print it.
+inline constexpr std::string_view kWrittenAsDot = "meshplan.written_as_dot";
+
 /// One-operand elementwise math ops.
 inline bool is_elementwise_unary(std::string_view n) {
   static constexpr std::string_view kNames[] = {"abs",

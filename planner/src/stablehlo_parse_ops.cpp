@@ -193,6 +193,7 @@ Status Parser::dot_as_dot_general(Op& op, size_t at) {
   op.set_prop("rhs_batching_dimensions", Attr::ints_array({}));
   op.set_prop("lhs_contracting_dimensions", Attr::ints_array({static_cast<int64_t>(lr - 1)}));
   op.set_prop("rhs_contracting_dimensions", Attr::ints_array({0}));
+  if (import.tokens) op.set_prop(std::string(kWrittenAsDot), Attr{});
   return {};
 }
 

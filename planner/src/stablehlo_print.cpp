@@ -109,42 +109,61 @@ class Printer {
   }
 
  private:
+  /// Names the values of one region as MLIR's printer does: first the results of the region's
+  /// own ops in order (`%N`, or the op's asm name such as `%c`/`%cst` for `stablehlo.constant`,
+  /// made unique with `_K` from one per-function counter), then each nested region, which starts
+  /// from the counters and names in scope at the end of its parent region (so sibling regions
+  /// reuse the same numbers). A while loop's region arguments are named `iterArg`.
   void name_block(const Block& b) {
     for (OpId o : b.ops) {
       const Op& op = m_.ops[o];
-      if (op.results.size() == 1) {
+      std::string asm_name = result_asm_name(op);
+      if (!asm_name.empty()) {
+        names_[op.results[0]] = unique_name(asm_name);
+      } else if (op.results.size() == 1) {
         names_[op.results[0]] = "%" + std::to_string(next_result_++);
       } else if (op.results.size() > 1) {
         std::string base = "%" + std::to_string(next_result_++);
         for (size_t i = 0; i < op.results.size(); ++i)
           names_[op.results[i]] = base + "#" + std::to_string(i);
       }
-      // As MLIR's printer: a region continues the numbering, and the ids it used are free
-      // again after it.
-      // A while loop's region arguments are named `iterArg` (MLIR's asm name for them), made
-      // unique with `_N` from a counter that, like the names, is scoped to the region.
+    }
+    int saved_arg = next_arg_, saved_result = next_result_, saved_conflict = next_conflict_;
+    size_t saved_used = used_.size();
+    for (OpId o : b.ops) {
+      const Op& op = m_.ops[o];
       bool loop = is_pretty_while(op);
       for (const Block& r : op.regions) {
-        int saved_arg = next_arg_, saved_result = next_result_, saved_conflict = next_conflict_;
-        size_t saved_used = used_.size();
-        for (ValueId a : r.args) {
-          if (!loop) {
-            names_[a] = "%arg" + std::to_string(next_arg_++);
-            continue;
-          }
-          std::string n = "%iterArg";
-          while (std::find(used_.begin(), used_.end(), n) != used_.end())
-            n = "%iterArg_" + std::to_string(next_conflict_++);
-          used_.push_back(n);
-          names_[a] = n;
-        }
-        name_block(r);
         next_arg_ = saved_arg;
         next_result_ = saved_result;
         next_conflict_ = saved_conflict;
         used_.resize(saved_used);
+        for (ValueId a : r.args)
+          names_[a] = loop ? unique_name("iterArg") : "%arg" + std::to_string(next_arg_++);
+        name_block(r);
       }
     }
+    next_arg_ = saved_arg;
+    next_result_ = saved_result;
+    next_conflict_ = saved_conflict;
+    used_.resize(saved_used);
+  }
+
+  /// The name MLIR's printer gives the single result of `op` (OpAsmOpInterface), or "".
+  std::string result_asm_name(const Op& op) const {
+    if (op.name != "stablehlo.constant" || op.results.size() != 1) return "";
+    std::string_view t = m_.values[op.results[0]].type.element;
+    bool integer = !t.empty() && (t[0] == 'i' || t.starts_with("ui"));
+    return integer ? "c" : "cst";
+  }
+
+  /// `%base`, or `%base_K` with the next free K when `base` is already in scope.
+  std::string unique_name(const std::string& base) {
+    std::string n = "%" + base;
+    while (std::find(used_.begin(), used_.end(), n) != used_.end())
+      n = "%" + base + "_" + std::to_string(next_conflict_++);
+    used_.push_back(n);
+    return n;
   }
 
   std::string name(ValueId v) {
@@ -573,6 +592,15 @@ bool Printer::pretty(const Op& op, int indent) {
       if (sr[i] != 1) out_ << ":" << sr[i];
     }
     out_ << "]";
+    return attrs_and_type(op);
+  }
+  if (s == "dot_general" && op.operands.size() == 2 && op.prop(kWrittenAsDot)) {
+    // `stablehlo.dot %a, %b[, precision = [...]] : (T, T) -> T`
+    const Attr* prec = op.prop("precision_config");
+    if (prec && prec->kind != Attr::Kind::array) return false;
+    out_ << "stablehlo.dot ";
+    operands(op);
+    if (prec) out_ << ", precision = " << attr_string(*prec);
     return attrs_and_type(op);
   }
   if (s == "dot_general" && op.operands.size() == 2) {

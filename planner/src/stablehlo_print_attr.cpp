@@ -27,6 +27,35 @@ std::string quote(std::string_view s) {
 
 namespace {
 
+/// Opaque attribute text as MLIR prints it, on one line: a line break and the blanks around
+/// it go, or become one space between two tokens (`#stablehlo.scatter<\n  a = [1],\n  b = 1>`
+/// is `#stablehlo.scatter<a = [1], b = 1>`).
+std::string one_line(const std::string& t) {
+  if (t.find('\n') == std::string::npos) return t;
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    size_t j = i;
+    bool newline = false;
+    while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r')) {
+      newline |= t[j] == '\n';
+      ++j;
+    }
+    if (j == i) {
+      out += t[i++];
+      continue;
+    }
+    if (!newline) {
+      out.append(t, i, j - i);
+    } else if (!out.empty() && j < t.size() &&
+               std::string_view("<([{").find(out.back()) == std::string_view::npos &&
+               std::string_view(">)]}").find(t[j]) == std::string_view::npos) {
+      out += ' ';
+    }
+    i = j;
+  }
+  return out;
+}
+
 bool is_float_type(std::string_view t) {
   return !t.empty() && (t[0] == 'f' || t.starts_with("bf"));
 }
@@ -134,8 +163,10 @@ std::string attr_string(const Attr& a) {
       out << quote(a.text);
       break;
     case K::keyword:
-    case K::opaque:
       out << a.text;
+      break;
+    case K::opaque:
+      out << one_line(a.text);
       break;
     case K::symbol:
       out << "@" << a.text;

@@ -85,16 +85,17 @@ func.func @main(%arg0: tensor<8xf32>, %arg1: tensor<i32>) -> tensor<8xf32> {
   std::string printed = print_module(m);
   // (A trip count the parser cannot see, so the loops stay loops.)
   CHECK(has(printed,
-            "%3:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<8xf32>, "
+            "%0:2 = stablehlo.while(%iterArg = %arg0, %iterArg_2 = %c) : tensor<8xf32>, "
             "tensor<i32> attributes {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"a\"}]>, "
             "<@mesh, []>]>}\n   cond {\n"));
   CHECK(has(printed, "stablehlo.add %iterArg, %iterArg : tensor<8xf32>"));
   CHECK(has(printed, "  } do {\n"));
-  // Names are scoped to the regions: the second loop starts over.
+  // Names are scoped to the regions: the second loop starts over. (The constants are %c,
+  // %c_0, %c_1, MLIR's names, so the loop arguments take the next suffix, `_2`.)
   CHECK(has(printed,
-            "stablehlo.while(%iterArg = %3#0, %iterArg_0 = %0) : tensor<8xf32>, "
+            "%1:2 = stablehlo.while(%iterArg = %0#0, %iterArg_2 = %c) : tensor<8xf32>, "
             "tensor<i32>\n   cond {\n"));
-  CHECK(has(printed, "stablehlo.return %iterArg, %iterArg_0 : tensor<8xf32>, tensor<i32>"));
+  CHECK(has(printed, "stablehlo.return %iterArg, %iterArg_2 : tensor<8xf32>, tensor<i32>"));
   CHECK_FALSE(has(printed, "\"stablehlo.while\""));
 
   Module again = parsed(printed, "printed.mlir");
@@ -148,7 +149,7 @@ TEST_CASE("a variadic reduce prints in its pretty form, lhs and rhs paired per i
 )";
   std::string printed = print_module(parsed(text));
   CHECK(has(printed,
-            "%2:2 = stablehlo.reduce(%arg0 init: %0), (%arg1 init: %1) across dimensions = [1] : "
+            "%0:2 = stablehlo.reduce(%arg0 init: %cst), (%arg1 init: %c) across dimensions = [1] : "
             "(tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, "
             "tensor<4xi32>)\n"));
   CHECK(has(printed,
