@@ -255,3 +255,31 @@ TEST_CASE("df-sharding: a memreconfig on a chain edge is the solver's reshard on
   REQUIRE(df->moves_after.size() == 1);
   CHECK(df->moves_after[0].op == 1);
 }
+
+TEST_CASE("df-sharding: a memreconfig on a chain edge is planned once, with the real OpModel") {
+  Graph g = mlp_example();  // chain [bias1 act1]: act1 reads z1 from bias1 on operand 0
+  PlannerOptions o;
+  o.policy = "df-sharding";
+  o.memreconfig = {"act1:0=dram"};
+  auto plan = plan_layout(g, device::wormhole_b0(), o);
+  REQUIRE(plan);
+  // act1 reads a reshard of z1 to DRAM interleaved (the solver's edge), and exactly one: the move
+  // is not applied again after the solver.
+  int moves = 0;
+  for (OpId k = 0; k < plan->graph.ops.size(); ++k) {
+    const Op& op = plan->graph.ops[k];
+    if (op.name != "act1") continue;
+    ValueId in = op.operands[0];
+    OpId p = plan->graph.values[in].producer;
+    REQUIRE(p != kNoOp);
+    CHECK(plan->origin[p] == OpOrigin::reshard);
+    CHECK(plan->layout.tensors[in].buffer == device::BufferType::dram);
+    ValueId src = plan->graph.ops[p].operands[0];
+    OpId q = plan->graph.values[src].producer;
+    CHECK(plan->graph.ops[q].name == "bias1");
+    ++moves;
+  }
+  CHECK(moves == 1);
+  E2E e = run_e2e(g, device::wormhole_b0(), o);  // runs on the emulator and checks the result
+  CHECK(e.reshards >= 1);
+}
