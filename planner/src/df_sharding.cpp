@@ -1,6 +1,6 @@
 // DFShardingPolicy: L1 chains, ShardSolver per chain, chain-output spills, concat (N-way) merges,
 // fork L1 reservations and A->B / 3-way chain merges checked against the L1 reservation timeline
-// (seed 001 §4.1).
+// (seed 001 §4.1), then the L1-interleaved fallback for DRAM results read right after them.
 #include "meshplan/planner/df_sharding.hpp"
 
 #include <algorithm>
@@ -298,6 +298,14 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
                   "'; sharded ones: OpModel rejects them with DRAM operands)");
   }
 
+  // A memreconfig on operand 0 of a chain op (the chain's entry or the edge from the op before)
+  // makes that edge a reshard edge in the solver (tt-mlir's insert-memreconfig); the policy
+  // applies the other moves to its result.
+  auto forced_move = [&](OpId o) -> const Overrides::Move* {
+    for (const Overrides::Move& m : overrides.moves)
+      if (m.op == o && m.operand == 0) return &m;
+    return nullptr;
+  };
   // 2. Resolve each regular chain with a ShardSolver; any failure fails the whole chain (it stays
   // DRAM). A preferred output layout narrows the last op's configs to that layout when it has
   // any; if the chain then fails it is solved again without the preference.
@@ -336,10 +344,21 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         OpId o = chain.ops[node];
         return checker.valid(o, 0, d.tensors[g.ops[o].operands[0]], layout(node, c));
       };
+      cb.forced_reshard = [&](const ShardSolver::Edge& e) {
+        return forced_move(chain.ops[e.consumer]) != nullptr;
+      };
       cb.reshard_for = [&](const ShardSolver::Edge& e, uint32_t c) -> std::optional<TensorLayout> {
         OpId o = chain.ops[e.consumer];
         ValueId v = g.ops[o].operands[0];
         bool entry = e.producer == e.consumer;
+        if (const Overrides::Move* m = forced_move(o)) {
+          // The memreconfig's move is the edge's only reshard: to interleaved in its memory.
+          TensorLayout t = interleaved_layout(g.values[v], m->to);
+          if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
+              (!entry || checker.move_valid(v, d.tensors[v], t)))
+            return t;
+          return std::nullopt;
+        }
         for (const TensorLayout& t : checker.reshard_targets(v))
           if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
               (!entry || checker.move_valid(v, d.tensors[v], t)))
@@ -363,6 +382,19 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       chain.layouts.clear();
       for (uint32_t k = 0; k < chain.ops.size(); ++k)
         chain.layouts.push_back(layout(k, sol.config[k]));
+      // A forced move inside the chain leaves the producer's selected layout.
+      for (const auto& [edge, target] : sol.reshards) {
+        OpId o = chain.ops[edge.consumer];
+        ValueId v = g.ops[o].operands[0];
+        if (edge.producer != edge.consumer && forced_move(o) &&
+            !checker.move_valid(v, chain.layouts[edge.producer], target)) {
+          chain.failure =
+              str("edge ", g.ops[chain.ops[edge.producer]].name, " -> ", g.ops[o].name,
+                  " (operand 0 %", g.values[v].name, "): the memreconfig cannot move ",
+                  layout_string(chain.layouts[edge.producer]), " to ", layout_string(target));
+          return std::nullopt;
+        }
+      }
       return sol;
     };
     std::optional<ShardSolver::Solution> sol;
@@ -381,6 +413,11 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     for (const auto& [edge, target] : sol->reshards)
       d.reshards.push_back(LayoutDecision::Reshard{chain.ops[edge.consumer], 0, target});
     chain.state = ChainState::completed;
+  }
+  for (const Overrides::Move& m : overrides.moves) {
+    int c = m.operand == 0 ? chain_index[m.op] : -1;
+    if (c < 0 || out.chains[c].concat || out.chains[c].state != ChainState::completed)
+      out.moves_after.push_back(m);
   }
 
   // L1 reservation timeline and schedule-range validation (seed 001 §4.1.3, §4.1.5).
@@ -511,6 +548,82 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     chain.state = ChainState::completed;
   }
 
+  // Whether every reader of `v` accepts it in `t` (their results as decided), a reshard before
+  // a reader included (it then moves from `t`).
+  auto readers_accept = [&](ValueId v, const TensorLayout& t) {
+    for (auto [o, i] : uses[v]) {
+      if (!checker.valid(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
+      for (const LayoutDecision::Reshard& m : d.reshards)
+        if (m.before == o && m.operand == i && !checker.move_valid(v, t, m.to)) return false;
+    }
+    return true;
+  };
+  auto user_moves = [&](ValueId v) {
+    return std::any_of(
+        overrides.moves.begin(), overrides.moves.end(),
+        [&](const Overrides::Move& m) { return g.ops[m.op].operands[m.operand] == v; });
+  };
+
+  // applyL1ReservationsForReshapes (seed 001 §4.1.7, step 5): a reshape outside completed chains
+  // (no graph output, no output override) keeps its result L1 interleaved, reserved from the
+  // reshape to its last reader, when it and every op up to that reader fit beside it and its
+  // readers accept it. When it runs right after the last op of a completed chain whose output only
+  // it reads, that output goes to L1 interleaved instead of spilling to DRAM (reserved up to the
+  // reshape), when the op and the reshape accept it and fit.
+  for (OpId p = 0; p < g.ops.size(); ++p) {
+    const Op& op = g.ops[p];
+    if (op.kind != device::OpKind::reshape || op.results.size() != 1) continue;
+    if (chain_of[p] >= 0 && out.chains[chain_of[p]].state == ChainState::completed) continue;
+    ValueId v = op.operands[0];
+    OpId q = g.values[v].producer;
+    if (q != kNoOp && q + 1 == p && chain_last[q] >= 0 && !decided[chain_last[q]] &&
+        out.chains[chain_last[q]].state == ChainState::completed && uses[v].size() == 1 &&
+        !is_output[v] && !user_moves(v)) {
+      L1Chain& chain = out.chains[chain_last[q]];
+      TensorLayout l1 = interleaved_layout(g.values[v], device::BufferType::l1);
+      uint64_t bytes = l1_bytes_per_core(g.values[v], l1, chip);
+      TensorLayout sharded = d.tensors[v];
+      d.tensors[v] = l1;
+      resident[v] = true;
+      size_t before = out.reservations.size();
+      reserve(L1Reservation{v, static_cast<int>(q), static_cast<int>(p), bytes});
+      // The chain's last op is checked without the reservation it carries itself.
+      bool ok = readers_accept(v, l1) && op_fits(p, 0);
+      if (ok) {
+        uint64_t need = 0;
+        ok = checker.valid_all(q, inputs_of(q), l1, &need) &&
+             need + reserved_at(static_cast<int>(q)) - bytes <= usable;
+      }
+      if (ok) {
+        chain.layouts.back() = l1;
+        chain.spill = SpillLocation::l1_interleaved;
+        d.configs[q] = config_for(d.configs[q], l1, chip);
+        decided[chain_last[q]] = true;
+      } else {
+        unreserve_to(before);
+        d.tensors[v] = sharded;
+        resident[v] = false;
+      }
+    }
+    ValueId r = op.results[0];
+    if (d.tensors[r].buffer != device::BufferType::dram || is_output[r] || uses[r].empty() ||
+        overrides.output_for(p) || user_moves(r))
+      continue;
+    TensorLayout l1 = interleaved_layout(g.values[r], device::BufferType::l1);
+    uint64_t bytes = l1_bytes_per_core(g.values[r], l1, chip);
+    TensorLayout dram = d.tensors[r];
+    d.tensors[r] = l1;
+    resident[r] = true;
+    if (op_fits(p, 0) && readers_accept(r, l1) &&
+        range_fits(static_cast<int>(p) + 1, last_use(r), bytes)) {
+      d.configs[p] = config_for(d.configs[p], l1, chip);
+      reserve(L1Reservation{r, static_cast<int>(p), last_use(r), bytes});
+      continue;
+    }
+    d.tensors[r] = dram;
+    resident[r] = false;
+  }
+
   for (size_t ci = 0; ci < out.chains.size(); ++ci) {
     L1Chain& chain = out.chains[ci];
     if (chain.state != ChainState::completed || decided[ci]) continue;
@@ -598,6 +711,50 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     d.spills.push_back(v);
   }
 
+  // 6. L1-interleaved fallback (tt-mlir's L1 interleaved fallback analysis), after the chains, in
+  // schedule order: an op whose result is still DRAM interleaved, that is no graph output, has no
+  // output override and is read by exactly one op, scheduled right after it, gets an L1
+  // interleaved result when OpModel accepts the op with it (operands as decided, earlier
+  // fallbacks in L1), the reader accepts it with its own result as decided (and a reshard at the
+  // reader's entry can move it from L1), and each of the two fits under 80% of usable L1 with its
+  // L1 operands and the reservations active at its position.
+  const uint64_t fallback_cap = usable / 5 * 4;
+  auto fits_with_inputs = [&](OpId o, const std::vector<TensorLayout>& in,
+                              const TensorLayout& result) {
+    uint64_t need = 0;
+    if (!checker.valid_all(o, in, result, &need)) return false;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].in_l1()) need += l1_bytes_per_core(g.values[g.ops[o].operands[i]], in[i], chip);
+    return need + reserved_at(static_cast<int>(o)) < fallback_cap;
+  };
+  for (OpId o = 0; o + 1 < g.ops.size(); ++o) {
+    if (g.ops[o].results.size() != 1 || overrides.output_for(o)) continue;
+    ValueId r = g.ops[o].results[0];
+    if (d.tensors[r].buffer != device::BufferType::dram || is_output[r] || uses[r].size() != 1 ||
+        uses[r][0].first != o + 1)
+      continue;
+    auto [reader, operand] = uses[r][0];
+    if (std::any_of(overrides.moves.begin(), overrides.moves.end(), [&](const Overrides::Move& m) {
+          return m.op == reader && m.operand == operand;
+        }))
+      continue;  // the user placed the reader's operand
+    TensorLayout l1 = interleaved_layout(g.values[r], device::BufferType::l1);
+    if (!fits_with_inputs(o, inputs_of(o), l1)) continue;
+    TensorLayout dram = d.tensors[r];
+    d.tensors[r] = l1;
+    resident[r] = true;
+    bool ok = fits_with_inputs(reader, inputs_of(reader), d.tensors[g.ops[reader].results[0]]);
+    for (const LayoutDecision::Reshard& m : d.reshards)
+      if (ok && m.before == reader && m.operand == operand) ok = checker.move_valid(r, l1, m.to);
+    if (!ok) {
+      d.tensors[r] = dram;
+      resident[r] = false;
+      continue;
+    }
+    d.configs[o] = config_for(d.configs[o], l1, chip);
+    out.l1_fallbacks.push_back(r);
+  }
+
   // Overrides the chains did not hold: an interleaved layout the override allows when OpModel
   // accepts it with the operands as decided, else a located error.
   for (const auto& [o, w] : overrides.output) {
@@ -621,10 +778,12 @@ Result<LayoutDecision> df_sharding(const Graph& g, const device::ChipDesc& chip,
                                    const PlannerOptions& options, const Overrides& overrides) {
   std::unique_ptr<ShardChecker> checker = make_opmodel_checker(g, chip, options);
   DfShardingResult r = MESHPLAN_TRY(run_df_sharding(g, chip, options, *checker));
-  // Output overrides constrained the solver (run_df_sharding); forced moves are applied to its
-  // result.
-  Overrides moves;
-  moves.moves = overrides.moves;
+  // Output overrides and the memreconfigs on chain edges constrained the solver (run_df_sharding);
+  // the other forced moves are applied to its result.
+  // run_df_sharding parsed these same overrides from `options`.
+  Overrides moves = overrides;
+  moves.output.clear();
+  moves.moves = r.moves_after;
   MESHPLAN_TRY(apply_overrides(g, chip, moves, r.decision));
   return std::move(r.decision);
 }
@@ -641,6 +800,7 @@ std::string DfShardingResult::print(const Graph& g) const {
   for (const L1Reservation& r : reservations)
     o << "reserve %" << g.values[r.value].name << " [" << r.first << ", " << r.last << "] "
       << r.bytes << " B/core\n";
+  for (ValueId v : l1_fallbacks) o << "fallback %" << g.values[v].name << " l1_interleaved\n";
   return o.str();
 }
 

@@ -121,10 +121,13 @@ bool ShardSolver::resolve() {
   failed_ = false;
   failure_.reset();
   if (n == 0) return true;
-  // First op: only configs that accept the chain's external input; else a reshard at entry.
+  auto forced = [&](const Edge& e) { return cb_.forced_reshard && cb_.forced_reshard(e); };
+  // First op: only configs that accept the chain's external input; else (or when the entry is a
+  // forced reshard edge) a reshard at entry.
   Bitset first;
-  for (uint32_t c = 0; c < configs_[0]; ++c)
-    if (bitsets_[0][c] && cb_.entry_ok(0, c)) first.set(c);
+  if (!forced(Edge{0, 0, 0}))
+    for (uint32_t c = 0; c < configs_[0]; ++c)
+      if (bitsets_[0][c] && cb_.entry_ok(0, c)) first.set(c);
   if (first.none()) {
     Edge entry{0, 0, 0};
     for (uint32_t c = 0; c < configs_[0]; ++c)
@@ -135,7 +138,9 @@ bool ShardSolver::resolve() {
   }
   if (first.none())
     return fail_at(Failure::At::entry, Edge{0, 0, 0},
-                   "no config accepts the chain's input and no reshard of it enables one");
+                   forced(Edge{0, 0, 0})
+                       ? "the forced reshard (memreconfig) at the chain's input enables no config"
+                       : "no config accepts the chain's input and no reshard of it enables one");
   bitsets_[0] &= first;
   for (uint32_t consumer = 0; consumer < n; ++consumer) {
     for (size_t e = 0; e < edges_.size(); ++e) {
@@ -143,7 +148,7 @@ bool ShardSolver::resolve() {
       if (edge.consumer != consumer) continue;
       Bitset edge_producer, edge_consumer;
       std::vector<Path> paths;
-      for (uint32_t p = 0; p < configs_[edge.producer]; ++p) {
+      for (uint32_t p = 0; p < configs_[edge.producer] && !forced(edge); ++p) {
         if (!bitsets_[edge.producer][p]) continue;
         for (uint32_t c = 0; c < configs_[consumer]; ++c)
           if (bitsets_[consumer][c] && cb_.edge_ok(edge, p, c)) {
@@ -153,7 +158,8 @@ bool ShardSolver::resolve() {
           }
       }
       if (paths.empty()) {
-        // Reshard edge: any producer config, the consumer configs some reshard enables.
+        // Reshard edge (no direct path, or forced): any producer config, the consumer configs
+        // some reshard enables.
         reshard_[e].assign(configs_[consumer], std::nullopt);
         for (uint32_t c = 0; c < configs_[consumer]; ++c)
           if (bitsets_[consumer][c])
@@ -169,7 +175,9 @@ bool ShardSolver::resolve() {
           }
         if (paths.empty())
           return fail_at(Failure::At::edge, edge,
-                         "no valid (producer, consumer) config pair and no reshard");
+                         forced(edge)
+                             ? "the forced reshard (memreconfig) enables no consumer config"
+                             : "no valid (producer, consumer) config pair and no reshard");
       }
       bool producer_narrows = !is_subset(bitsets_[edge.producer], edge_producer);
       bitsets_[edge.producer] &= edge_producer;

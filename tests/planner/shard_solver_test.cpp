@@ -148,3 +148,39 @@ TEST_CASE("PathSet::update narrows both ends and reports change") {
   CHECK(ps.paths.size() == 3);
   CHECK_FALSE(ps.update(bits));
 }
+
+TEST_CASE("ShardSolver: a forced reshard edge (memreconfig) ignores direct paths") {
+  // Two ops, three configs each; every (p, c) pair is directly compatible, and the entry accepts
+  // every config. Edge 0->1 is forced: only the consumer configs a reshard enables stay (here
+  // c = 2, whose layout has 7 shard rows), any producer config pairs with them, and core usage
+  // then picks the producer's widest config 0 (kCores[0][0] = 64).
+  ShardSolver::Callbacks cb;
+  cb.edge_ok = [](const Edge&, uint32_t, uint32_t) { return true; };
+  cb.entry_ok = [](uint32_t, uint32_t) { return true; };
+  TensorLayout moved;
+  moved.shard.shape[0] = 7;
+  cb.reshard_for = [&](const Edge& e, uint32_t c) -> std::optional<TensorLayout> {
+    if (e.producer == e.consumer || c != 2) return std::nullopt;
+    return moved;
+  };
+  cb.cores = [](uint32_t node, uint32_t c) { return kCores[node][c]; };
+  cb.forced_reshard = [](const Edge& e) { return e.producer == 0 && e.consumer == 1; };
+  ShardSolver s({3, 3}, {{0, 1, 0}}, cb);
+  REQUIRE(s.resolve());
+  CHECK(s.print() == "node 0: 0 1 2\nnode 1: 2\nedge 0->1.0: (0,2) (1,2) (2,2) [reshard]\n");
+  REQUIRE(s.pick_max_core_usage());
+  ShardSolver::Solution sol = s.finish();
+  CHECK(sol.config == std::vector<uint32_t>{0, 2});
+  REQUIRE(sol.reshards.size() == 1);
+  CHECK(sol.reshards[0].first == Edge{0, 1, 0});
+  CHECK(sol.reshards[0].second.shard.shape[0] == 7);
+
+  // A forced entry whose reshard enables nothing fails at the entry, naming the memreconfig.
+  cb.forced_reshard = [](const Edge& e) { return e.producer == 0 && e.consumer == 0; };
+  ShardSolver entry({3, 3}, {{0, 1, 0}}, cb);
+  CHECK_FALSE(entry.resolve());
+  REQUIRE(entry.failure());
+  CHECK(entry.failure()->at == ShardSolver::Failure::At::entry);
+  CHECK(entry.failure()->why ==
+        "the forced reshard (memreconfig) at the chain's input enables no config");
+}

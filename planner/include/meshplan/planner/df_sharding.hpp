@@ -2,7 +2,8 @@
 // operand 0 of single-use ops in schedule (DFS) order, each resolved by a ShardSolver; a chain
 // whose solver fails falls back to DRAM entirely; chain outputs spill to DRAM unless kept in L1
 // by a concat (N-way) merge, a fork L1 reservation or an A->B / 3-way chain merge, validated
-// against the L1 reservation timeline.
+// against the L1 reservation timeline; then ops left in DRAM whose only reader runs next fall back
+// to an L1-interleaved result.
 #pragma once
 
 #include <algorithm>
@@ -75,12 +76,19 @@ struct L1Reservation {
 struct DfShardingResult {
   std::vector<L1Chain> chains;
   std::vector<L1Reservation> reservations;
+  /// Results of ops outside chains moved from DRAM to L1 interleaved (the L1-interleaved
+  /// fallback), in schedule order.
+  std::vector<ValueId> l1_fallbacks;
   LayoutDecision decision;
-  /// Deterministic dump: one line per chain (ops, state, spill) and per reservation.
+  /// Deterministic dump: one line per chain (ops, state, spill), per reservation and per
+  /// L1-interleaved fallback.
   std::string print(const Graph& graph) const;
   /// print() with, per regular chain, its configs per op (layouts), the solver's bitsets and
   /// paths (when recorded) and a failed chain's edge (meshplan-compile --dump-solver).
   std::string print_solver(const Graph& graph) const;
+  /// The memreconfig moves the solver did not take (not on operand 0 of an op in a completed
+  /// chain): df_sharding() applies them to the decision.
+  std::vector<Overrides::Move> moves_after;
   /// Legal sharded configs per op (the solver's config indices), by OpId.
   std::vector<std::vector<TensorLayout>> configs;
 };

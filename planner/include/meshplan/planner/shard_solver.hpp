@@ -50,6 +50,10 @@ class ShardSolver {
     std::function<std::optional<TensorLayout>(const Edge&, uint32_t c)> reshard_for;
     /// Cores config `c` of `node` uses.
     std::function<uint32_t(uint32_t node, uint32_t c)> cores;
+    /// Whether the edge (or, with producer == consumer == 0, the entry) must be a reshard edge
+    /// whatever the configs (tt-mlir's insert-memreconfig): its consumer configs are those
+    /// reshard_for() enables. Unset: no forced reshard edges.
+    std::function<bool(const Edge&)> forced_reshard;
   };
 
   /// `configs[i]` = number of legal configs of node i (at most kMaxConfigs).
