@@ -153,3 +153,37 @@ TEST_CASE("manual computation: bad manual axes and local shapes are located erro
   CHECK(e3.error().message.find("manual.mlir:3:3: sdy.manual_computation operand 0") == 0);
   CHECK(e3.error().message.find("has 1 dims for a rank-2 tensor") != std::string::npos);
 }
+
+TEST_CASE("manual computation: block arguments in a sharding group state their in_shardings") {
+  // %arg2 states [{"x"}, {}] and %arg3 [{}, {"y"}] (their in_shardings; no manual axes): the
+  // group's members differ, so each gets an open sharding constraint (inserted at the start of
+  // the body, the later argument's first) which takes its place in the group. Propagation
+  // gives %2 "x" on dim 0 and %1 "y" on dim 1; the group makes them one sharding,
+  // [{"x", ?}, {"y", ?}], and the add takes it. The closed in_shardings stay; the operands
+  // take their local views (here the same) on their open dims.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = sdy.manual_computation(%arg0, %arg1) in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {"y"}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={} (%arg2: tensor<8x8xf32>, %arg3: tensor<8x8xf32>) {
+    sdy.sharding_group %arg2 group_id = 0 : tensor<8x8xf32>
+    sdy.sharding_group %arg3 group_id = 0 : tensor<8x8xf32>
+    %1 = stablehlo.add %arg2, %arg3 : tensor<8x8xf32>
+    sdy.return %1 : tensor<8x8xf32>
+  } : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  std::string out = ok(text, PropagationStrategy::basic);
+  CHECK(has(
+      out, R"(    %1 = sdy.sharding_constraint %arg3 <@mesh, [{"x", ?}, {"y", ?}]> : tensor<8x8xf32>
+    %2 = sdy.sharding_constraint %arg2 <@mesh, [{"x", ?}, {"y", ?}]> : tensor<8x8xf32>
+    sdy.sharding_group %2 group_id=0 : tensor<8x8xf32>
+    sdy.sharding_group %1 group_id=0 : tensor<8x8xf32>
+    %3 = stablehlo.add %2, %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x", ?}, {"y", ?}]>]>})"));
+  CHECK(has(
+      out,
+      R"(in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {"y"}]>] out_shardings=[<@mesh, [{}, {}]>])"));
+  CHECK(
+      has(out, R"(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", ?}, {?}]>})"));
+  CHECK(
+      has(out, R"(%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"y", ?}]>})"));
+}
