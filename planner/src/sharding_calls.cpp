@@ -254,11 +254,20 @@ void restore_calls(Module& m, CallView& view, bool callee_results) {
       for (ValueId v : call.results) u.results.push_back(sharding_of(m, resolve(subst, v)));
       updates.push_back(std::move(u));
     });
+  // An argument whose every use is an sdy.func_data_flow_edge: the edge holds its sharding.
+  auto edge_owned = [&](const Func& fn, ValueId v) {
+    bool used = false, other = false;
+    each_op(m, fn.body, [&](OpId o) {
+      for (ValueId x : m.ops[o].operands)
+        if (x == v) (m.ops[o].name == "sdy.func_data_flow_edge" ? used : other) = true;
+    });
+    return used && !other;
+  };
   for (const Update& u : updates) {
     Func& fn = m.funcs[u.callee];
     for (size_t i = 0; i < fn.args.size(); ++i) {
       Value& a = m.values[fn.args[i].value];
-      if (!a.sharding && u.args[i]) a.sharding = u.args[i];
+      if (!a.sharding && u.args[i] && !edge_owned(fn, fn.args[i].value)) a.sharding = u.args[i];
     }
     // The call's results: the stated callee result shardings, else the returned values'.
     std::vector<std::optional<TensorSharding>> results = u.results;

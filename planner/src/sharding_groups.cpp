@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "meshplan/planner/sharding.hpp"
+#include "sharding_manual.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -85,11 +86,12 @@ bool is_func_arg(const Module& m, ValueId v) {
   });
 }
 
-/// The sharding a group member states: a function argument's, a sharding constraint's or an
-/// op result's; other block arguments state none here.
+/// The sharding a group member states: a function argument's, a sharding constraint's, an
+/// op result's or a manual computation's block argument's (its in_sharding, local); other
+/// block arguments state none here.
 std::optional<TensorSharding> stated(const Module& m, ValueId v) {
   const Value& val = m.values[v];
-  if (val.def == kNone) return is_func_arg(m, v) ? val.sharding : std::nullopt;
+  if (val.def == kNone) return is_func_arg(m, v) ? val.sharding : manual_arg_sharding(m, v);
   const Op& op = m.ops[val.def];
   if (op.name == "sdy.sharding_constraint") return op.sharding;
   if (val.index < op.shardings.size()) return op.shardings[val.index];

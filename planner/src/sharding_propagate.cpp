@@ -7,6 +7,7 @@
 
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
+#include "sharding_manual.hpp"
 #include "sharding_op_priority.hpp"
 #include "sharding_rules_shardy.hpp"
 
@@ -357,11 +358,15 @@ class Propagator {
     for (const ArgInfo& a : f.args) shard_[a.value] = m_.values[a.value].sharding;
     for (OpId o : flat) {
       const Op& op = m_.ops[o];
-      if (op.name == "sdy.manual_computation") return {};  // solved graph
+      if (fill_all_ && op.name == "sdy.manual_computation") return {};  // solved graph
       for (size_t i = 0; i < op.results.size() && i < op.shardings.size(); ++i)
         shard_[op.results[i]] = op.shardings[i];
       if (op.sharding) shard_[op.results[0]] = op.sharding;
     }
+    // Manual computations: edges across the boundary, after the groups (work items).
+    const std::vector<ManualEdge> manual =
+        fill_all_ ? std::vector<ManualEdge>{} : manual_edges(m_, flat);
+    manual_seed(m_, manual, shard_);
     result_shard_.clear();
     for (const ResultInfo& r : f.results) result_shard_.push_back(r.sharding);
     // A sharding on an empty mesh says only which dims are open or closed: it takes the
@@ -477,6 +482,13 @@ class Propagator {
     // Group g is work item body.size() + g; its members wake it.
     for (size_t g = 0; g < groups.size(); ++g)
       for (ValueId v : groups[g].second) users[v].push_back(body.size() + g);
+    // Manual edge e is work item body.size() + groups.size() + e.
+    std::vector<std::vector<ValueId>> item_values;
+    for (const auto& g : groups) item_values.push_back(g.second);
+    for (size_t e = 0; e < manual.size(); ++e) {
+      item_values.push_back({manual[e].global, manual[e].local});
+      for (ValueId v : item_values.back()) users[v].push_back(body.size() + groups.size() + e);
+    }
     auto identity_rule = [&](ValueId v) {
       FactorRule r;
       for (int64_t d : m_.values[v].type.shape) {
@@ -513,6 +525,19 @@ class Propagator {
     auto visit_item = [&](size_t i) -> bool {
       ++stats_.op_visits;
       elementwise_op_ = false;
+      if (i >= body.size() + groups.size()) {
+        const ManualEdge& e = manual[i - body.size() - groups.size()];
+        const size_t rank = m_.values[e.local].type.shape.size();
+        std::optional<TensorSharding> local = manual_view(m_, e, shard_[e.global]);
+        std::vector<std::vector<int>> dims;
+        for (size_t d = 0; d < rank; ++d) dims.push_back({static_cast<int>(d)});
+        std::vector<Slot> slots{
+            {&local, &dims, rank, !fixed(e.global), elements(e.global)},
+            {&shard_[e.local], &dims, rank, !fixed(e.local), elements(e.local)}};
+        bool changed = step(identity_rule(e.local), slots);
+        if (local && !fixed(e.global)) changed |= manual_lift(m_, e, *local, shard_[e.global]);
+        return changed;
+      }
       if (i >= body.size()) {
         size_t g = i - body.size();
         FactorRule r = identity_rule(groups[g].second[0]);
@@ -571,7 +596,7 @@ class Propagator {
         if (peer_group_[v] != SIZE_MAX) before.emplace_back(v, shard_[v]);
       };
       if (i >= body.size()) {
-        for (ValueId v : groups[i - body.size()].second) note(v);
+        for (ValueId v : item_values[i - body.size()]) note(v);
       } else {
         for (ValueId v : m_.ops[body[i]].operands) note(v);
         for (ValueId v : m_.ops[body[i]].results) note(v);
@@ -612,7 +637,7 @@ class Propagator {
         level_ = level;
         op_round = by_op && !fill_all_ ? round : -1;
         std::deque<size_t> work;
-        const size_t items = body.size() + groups.size();
+        const size_t items = body.size() + item_values.size();
         std::vector<bool> queued(items, false);
         auto eligible = [&](size_t i) {
           if (fill_all_ && by_op && round == 0 && i < body.size())
@@ -644,7 +669,7 @@ class Propagator {
           };
           for (ValueId v : synced) wake(v);
           if (i >= body.size()) {
-            for (ValueId v : groups[i - body.size()].second) wake(v);
+            for (ValueId v : item_values[i - body.size()]) wake(v);
             continue;
           }
           const Op& op = m_.ops[body[i]];
@@ -707,6 +732,7 @@ class Propagator {
         if (owned && any_edge) op.shardings.clear();
       }
     }
+    manual_write_back(m_, manual, shard_);
     for (size_t k = 0; k < f.results.size(); ++k) {
       if (!fill_all_ && !result_shard_[k]) continue;
       f.results[k].sharding = result_shard_[k]

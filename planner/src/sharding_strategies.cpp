@@ -10,6 +10,7 @@
 
 #include "sharding_calls.hpp"
 #include "sharding_groups.hpp"
+#include "sharding_manual.hpp"
 #include "sharding_unreduced.hpp"
 
 namespace meshplan::planner::shlo {
@@ -119,6 +120,7 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
   const bool pipeline = strategy == PropagationStrategy::pipeline;
   const bool calls =
       std::any_of(m.ops.begin(), m.ops.end(), [](const Op& op) { return op.name == "func.call"; });
+  MESHPLAN_TRY(verify_manual_computations(m));
   MESHPLAN_TRY(import_sharding_groups(m));
   CallView view;
   if (calls) MESHPLAN_TRY(flatten_call_graph(m, view));
@@ -172,8 +174,11 @@ Status run_sdy_propagation(Module& m, PropagationStrategy strategy) {
                   uses[op.results[0]] == 0);
         },
         close);
-    for (Op& op : m.ops)
+    for (Op& op : m.ops) {
       if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+      for (TensorSharding& s : op.in_shardings) close(s);
+      for (TensorSharding& s : op.out_shardings) close(s);
+    }
     insert_unreduced_all_reduces(m);
   }
   if (calls) unflatten_call_graph(m, view);

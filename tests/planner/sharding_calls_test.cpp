@@ -151,7 +151,8 @@ TEST_CASE("!stablehlo.token values get no sharding and print back") {
 
 TEST_CASE("sdy.func_data_flow_edge passes a sharding through like its operand") {
   // sdy_dialect.md: the edge's result is its operand, so the sharding of %0 flows into the
-  // callee's edge and out through the caller's edge after the call.
+  // callee's edge and out through the caller's edge after the call. The callee's argument is
+  // used only by its edge, which holds the sharding: the argument itself states none.
   std::string in = std::string(kMesh) +
                    "func.func private @f(%arg0: tensor<8x2xi32>) -> tensor<8x2xi32> {\n"
                    "  %0 = sdy.func_data_flow_edge %arg0 : tensor<8x2xi32>\n"
@@ -171,6 +172,7 @@ TEST_CASE("sdy.func_data_flow_edge passes a sharding through like its operand") 
                  " : tensor<8x2xi32>\n") != std::string::npos);
   CHECK(out.find("%2 = sdy.func_data_flow_edge %1 " + per_value(open) + " : tensor<8x2xi32>\n") !=
         std::string::npos);
+  CHECK(out.find("func.func private @f(%arg0: tensor<8x2xi32>) -> ") != std::string::npos);
   auto again = parse_module_for_propagation(out, "printed.mlir");
   REQUIRE_MESSAGE(again.has_value(), again.error().message);
   CHECK(print_module(*again) == out);
