@@ -79,9 +79,14 @@ std::string softmax_rule(const OpLaunch& op) {
     return str("operand '", in.name, "' is ", memory_name(in.memory),
                " and the softmax is over dim ", d, " of ", rank,
                "; tt-metal's sharded softmax program runs over the last dim only");
-  // Not enforced: tt-metal's sharded softmax also wants whole rows per shard ("shard width must
-  // equal to input tensor shape[3]"); beam with a narrow width finds no reshard for a
-  // block-sharded input of the Llama decode layer's softmax when it is (docs/hardware-rules.md).
+  // Whole rows per shard ("shard width must equal to input tensor shape[3]"): each core
+  // reduces its rows alone, so a shard narrower than the (tile-padded) row is refused.
+  int64_t row = view_2d(in.shape, in.layout).cols;
+  if (in.shard.shape[1] != row)
+    return str("operand '", in.name, "' (", shard_text(in), ") holds ", in.shard.shape[1],
+               " of each row's ", row,
+               " columns per shard; tt-metal's sharded softmax needs whole rows per shard "
+               "(\"shard width must equal to input tensor shape[3]\")");
   if (out.buffer != in.buffer || out.memory != in.memory || !(out.shard == in.shard) ||
       out.dtype != in.dtype)
     return str("result '", out.name, "' is not placed like operand '", in.name, "' (",

@@ -55,7 +55,18 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
     // layout must be INTERLEAVED"; "Unsupported op for output sharding"), and
     // MatmulMultiCoreReuseProgramConfig shards an output only like a sharded in0 with
     // per_core_N = N, a blocking program none does not have. Sharded operands are read as the
-    // reuse program reads them (its shard-shape rules are not modelled).
+    // reuse program reads them (its shard-shape rules are not modelled), except width shards,
+    // which the reuse program refuses for in0 and for in1 alike.
+    for (const TensorPlacement* t : {&a, &b})
+      if (t->memory == MemLayout::width_sharded)
+        return fail(ErrorCode::invalid_argument,
+                    "plain multi-core program (tt-metal MatmulMultiCoreReuseProgramConfig): ",
+                    t == &a ? "in0 '" : "in1 '", t->name,
+                    "' is width_sharded; tt-metal's non-multicast program reads height or block "
+                    "shards only (",
+                    t == &a ? "\"Error: memory layout, WIDTH_SHARDED, is not width sharded\""
+                            : "\"Input B memory layout must not be WIDTH_SHARDED\"",
+                    "; use the 1-D in0-multicast program for a width-sharded in0)");
     if (out.memory != MemLayout::interleaved)
       return fail(ErrorCode::invalid_argument,
                   "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): result '",

@@ -74,6 +74,32 @@ std::string sharded_reshard_rule(const TensorPlacement& in, const TensorPlacemen
   return {};
 }
 
+/// tt-metal's sharded_to_interleaved rules for to_memory_config from a sharded to an interleaved
+/// tensor (tt-metal: ttnn/cpp/ttnn/operations/data_movement/sharded/sharded_to_interleaved/device/
+/// sharded_to_interleaved_device_operation.cpp, validate_inputs): a cast needs tiled tensors ("If
+/// diff output type, tensor must be TILED"), and a row-major shard's row is a whole number of
+/// L1-aligned bytes ("Shard page size must be aligned to 16B for L1 Tensor", the alignment being
+/// the chip's).
+std::string sharded_to_interleaved_rule(const TensorPlacement& in, const TensorPlacement& out,
+                                        const ChipDesc& chip) {
+  if (in.dtype != out.dtype &&
+      (in.layout == TileLayout::row_major || out.layout == TileLayout::row_major))
+    return str("operand '", in.name, "' (", dtype_name(in.dtype), ", sharded) and result '",
+               out.name, "' (", dtype_name(out.dtype),
+               "): tt-metal's sharded_to_interleaved converts dtypes between tiled tensors only "
+               "(\"If diff output type, tensor must be TILED\")");
+  if (in.layout == TileLayout::row_major) {
+    uint64_t row = static_cast<uint64_t>(in.shard.shape[1]) * element_bytes(in.dtype);
+    if (row % chip.l1_alignment != 0)
+      return str("operand '", in.name, "' shards rows of ", row, " bytes, not a multiple of the ",
+                 chip.l1_alignment,
+                 "-byte L1 alignment (tt-metal's sharded_to_interleaved: \"Shard page size must "
+                 "be aligned to ",
+                 chip.l1_alignment, "B for L1 Tensor\")");
+  }
+  return {};
+}
+
 /// tt-metal's interleaved_to_sharded rules for to_memory_config from an interleaved to a sharded
 /// tensor (docs/hardware-rules.md): a row-major shard's row must be a whole number of L1-aligned
 /// bytes ("Shard page size must currently have L1 aligned page size"), and a cast needs tiled
@@ -83,6 +109,7 @@ std::string reshard_rule(const OpLaunch& op, const ChipDesc& chip) {
   const TensorPlacement& in = *op.operands[0];
   const TensorPlacement& out = *op.results[0];
   if (is_sharded(in) && is_sharded(out)) return sharded_reshard_rule(in, out, chip);
+  if (is_sharded(in)) return sharded_to_interleaved_rule(in, out, chip);
   if (in.memory != MemLayout::interleaved || !is_sharded(out)) return {};
   if (in.dtype != out.dtype &&
       (in.layout == TileLayout::row_major || out.layout == TileLayout::row_major))

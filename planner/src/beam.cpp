@@ -13,6 +13,7 @@
 // order of candidates and the stable sort are those of the first version, so plans are
 // byte-identical to it (tests/planner/beam_identity_test.cpp).
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <map>
@@ -287,6 +288,51 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                             " operand combinations x ", per_combination,
                             " layouts), more than beam_max_evaluations ",
                             options.beam_max_evaluations, ": planned greedily"));
+    }
+    // No operand option gave a layout the op accepts (the explored reshards are the pool's
+    // first, sharded, targets): read an operand through a reshard to an interleaved layout, L1
+    // then DRAM, one operand at a time, then all of them, as tt-metal's interleaved programs
+    // take any producer's data once it is moved (to_memory_config).
+    if (next.empty()) {
+      std::vector<std::array<int32_t, 2>> moved(arity, {-1, -1});
+      for (uint32_t i = 0; i < arity; ++i) {
+        ValueId v = op.operands[i];
+        if (g.values[v].producer == kNoOp || forced_move(o, i) != ov.moves.end()) continue;
+        const Option base = opts[i].front();
+        const std::vector<TensorLayout>& targets = candidates_of(v);
+        for (size_t t = 0; t < targets.size(); ++t) {
+          const TensorLayout& to = targets[t];
+          if (to.memory != device::MemLayout::interleaved || to == base.reads ||
+              !q.validate_move(v, base.reads, to).ok)
+            continue;
+          auto same = std::find_if(opts[i].begin(), opts[i].end(),
+                                   [&](const Option& x) { return x.reads == to; });
+          if (same == opts[i].end()) {
+            opts[i].push_back(Option{to, Pick{base.pick.parent, static_cast<int16_t>(t), false},
+                                     base.score + q.move_cost(v, base.reads, to), base.min_cores,
+                                     base.reshards + 1});
+            same = opts[i].end() - 1;
+          }
+          moved[i][to.in_l1() ? 0 : 1] = static_cast<int32_t>(same - opts[i].begin());
+        }
+      }
+      for (int b = 0; b < 2; ++b)
+        for (uint32_t i = 0; i < arity; ++i) {
+          if (moved[i][b] < 0) continue;
+          pick.assign(arity, 0);
+          pick[i] = static_cast<uint16_t>(moved[i][b]);
+          score_combination(pick);
+        }
+      for (int b = 0; next.empty() && b < 2; ++b) {
+        pick.assign(arity, 0);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < arity; ++i)
+          if (moved[i][b] >= 0) {
+            pick[i] = static_cast<uint16_t>(moved[i][b]);
+            ++n;
+          }
+        if (n > 1) score_combination(pick);
+      }
     }
     st.evaluations += op_evaluations;
     st.combinations += op_combinations;

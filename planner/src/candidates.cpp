@@ -322,8 +322,20 @@ const device::OpValidation& OpQuery::valid_keyed(
     const TensorLayout& result_layout, const device::OpConfig& config) const {
   if (const device::OpValidation* v = valid_memo_->find(h, key_)) return *v;
   // OpModel does not build keys: key_ still holds this launch's.
-  return valid_memo_->insert(
-      h, key_, explain(kind, name, operands, operand_layouts, result, result_layout, config));
+  device::OpValidation v =
+      explain(kind, name, operands, operand_layouts, result, result_layout, config);
+  // An automatic matmul runs when one of its program configs does (best_keyed picks the
+  // cheapest): the plain program refuses a sharded result and width-sharded operands, which the
+  // multicast programs take.
+  if (!v.ok && is_auto_matmul(kind, config))
+    for (const device::OpConfig& c : matmul_program_configs(config))
+      if (device::OpValidation w =
+              explain(kind, name, operands, operand_layouts, result, result_layout, c);
+          w.ok) {
+        v = std::move(w);
+        break;
+      }
+  return valid_memo_->insert(h, key_, std::move(v));
 }
 
 device::OpValidation OpQuery::explain(device::OpKind kind, std::string_view name,
@@ -395,12 +407,15 @@ const OpQuery::Best& OpQuery::best_keyed(uint64_t h, device::OpKind kind, std::s
   Best b{cost_of(config), config};
   if (is_auto_matmul(kind, config)) {
     // Program configs ranked by cost; the first (cheapest) valid one wins, ties keep the
-    // earlier (program none first, then the order of matmul_program_configs).
+    // earlier (program none first, then the order of matmul_program_configs). When program
+    // none is refused, the cheapest valid multicast program.
+    bool found = explain(kind, name, operands, operand_layouts, result, result_layout, config).ok;
     for (const device::OpConfig& c : matmul_program_configs(config)) {
       device::OpTiming t = cost_of(c);
-      if (t.duration_ns >= b.timing.duration_ns) continue;
+      if (found && t.duration_ns >= b.timing.duration_ns) continue;
       if (!validate(kind, name, operands, operand_layouts, result, result_layout, c).ok) continue;
       b = Best{t, c};
+      found = true;
     }
   }
   if (is_auto_conv(kind, config)) {

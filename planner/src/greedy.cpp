@@ -225,6 +225,8 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     std::string reason;
     std::optional<TensorLayout> chosen = pick(in, &reason);
     // No valid result with the operands as they are: reshard one operand (bounded exploration).
+    // The pool's last eight targets end with L1 and DRAM interleaved (layout_candidates), so an
+    // op that refuses every layout its producer offers still reads the operand interleaved.
     for (uint32_t i = 0; !chosen && i < op.operands.size(); ++i) {
       std::vector<TensorLayout> targets = candidates(g.values[op.operands[i]]);  // a copy
       if (targets.size() > 8) targets.erase(targets.begin(), targets.end() - 8);

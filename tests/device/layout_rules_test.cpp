@@ -130,6 +130,19 @@ TEST_CASE("softmax: dtypes, and a sharded softmax runs in place over the last di
   r = reason(Launch(OpKind::softmax, {hs("x"), dram("y", kX)}));
   CHECK(has(r, "result 'y' is not placed like operand 'x'"));
   CHECK(has(r, "Operation must be inplace"));
+  // Whole rows per shard: [64, 256] width-sharded on 4 cores holds 64 of 256 columns, block
+  // sharded on 2 x 2 cores 128; refused even in place.
+  auto ws = [](const char* n) { return l1(n, kX, MemLayout::width_sharded, kFour); };
+  auto bs = [](const char* n) { return l1(n, kX, MemLayout::block_sharded, kBlock); };
+  r = reason(Launch(OpKind::softmax, {ws("x"), ws("y")}));
+  CHECK(has(r, "operand 'x' (width_sharded [64, 64] on (0,0)-(3,0)) holds 64 of each row's 256"));
+  CHECK(has(r, "shard width must equal to input tensor shape[3]"));
+  r = reason(Launch(OpKind::softmax, {bs("x"), bs("y")}));
+  CHECK(has(r, "holds 128 of each row's 256 columns"));
+  // The padded row: [64, 200] is 7 tile columns, so a height shard is 224 wide and holds it.
+  const std::vector<int64_t> odd{64, 200};
+  auto hs_odd = [&](const char* n) { return l1(n, odd, MemLayout::height_sharded, kTwo); };
+  CHECK(reason(Launch(OpKind::softmax, {hs_odd("x"), hs_odd("y")})) == "accepted");
   // Over the rows dim.
   Launch rows(OpKind::softmax, {hs("x"), hs("y")});
   rows.config.num_dims = 1;

@@ -307,9 +307,10 @@ TEST_CASE("add, relu, to_memory_config: validate() and launch() agree over layou
     }
   MESSAGE("eltwise/reshard sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors), ", s.rejected, " rejected");
-  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
-  CHECK(s.accepted > 800);
-  CHECK(s.accepted_sharded > 700);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp) and the
+  // sharded_to_interleaved rules (row-major shard rows L1-aligned, casts between tiled only).
+  CHECK(s.accepted > 700);
+  CHECK(s.accepted_sharded > 600);
   CHECK(s.rejected > 50);
 }
 

@@ -149,9 +149,12 @@ TEST_CASE("program rules: layouts, blocks, K steps and sub-blocks") {
   CHECK(has(reason(ints, OpConfig{}), "matmul does not support dtype i32"));
 }
 
-TEST_CASE("the plain multi-core program writes interleaved results only, as tt-metal's does") {
+TEST_CASE(
+    "the plain multi-core program writes interleaved results and reads no width shards, as "
+    "tt-metal's does") {
   // tt-metal's non-multicast programs: MatmulMultiCoreProgramConfig takes no sharded output;
-  // sharded operands are read as MatmulMultiCoreReuseProgramConfig reads them.
+  // sharded operands are read as MatmulMultiCoreReuseProgramConfig reads them, which refuses
+  // width-sharded ones.
   Launch l;
   OpConfig none = program(MatmulProgram::none, 2, 1);
   CHECK(reason(l, none) == "accepted");
@@ -170,6 +173,33 @@ TEST_CASE("the plain multi-core program writes interleaved results only, as tt-m
   REQUIRE(spec);
   hs.a = make_sharded("a", kA, DType::bf16, MemLayout::height_sharded, *spec, 0);
   CHECK(reason(hs, none) == "accepted");
+  // Width shards: the reuse program refuses them for in0 and in1. K = 3 tiles over 3 cores:
+  // in0 shards of 64 x 32, in1 (N = 4 tiles over 2 cores) shards of 96 x 64.
+  Launch ws = l;
+  auto wspec = even_shard_spec(kA, MemLayout::width_sharded, {0, 0, 2, 0});
+  REQUIRE(wspec);
+  ws.a = make_sharded("a", kA, DType::bf16, MemLayout::width_sharded, *wspec, 0);
+  r = reason(ws, none);
+  CHECK(has(r, "(tt-metal MatmulMultiCoreReuseProgramConfig): in0 'a' is width_sharded"));
+  CHECK(has(r, "memory layout, WIDTH_SHARDED, is not width sharded"));
+  // The 1-D program multicasting in0 reads it (one K tile per step, as each shard holds one).
+  OpConfig in0_mcast = program(MatmulProgram::mcast_1d, 3, 1);
+  in0_mcast.mcast_in0 = true;
+  in0_mcast.in0_block_w = 1;
+  CHECK(reason(ws, in0_mcast) == "accepted");
+  Launch wb = l;
+  auto bspec = even_shard_spec(kB, MemLayout::width_sharded, {0, 0, 1, 0});
+  REQUIRE(bspec);
+  wb.b = make_sharded("b", kB, DType::bf16, MemLayout::width_sharded, *bspec, 0);
+  r = reason(wb, none);
+  CHECK(has(r, "in1 'b' is width_sharded"));
+  CHECK(has(r, "Input B memory layout must not be WIDTH_SHARDED"));
+  // A height-sharded in1 is read (in1 shards of 48 x 128 on 2 cores).
+  Launch hb = l;
+  auto hbspec = even_shard_spec(kB, MemLayout::height_sharded, {0, 0, 1, 0});
+  REQUIRE(hbspec);
+  hb.b = make_sharded("b", kB, DType::bf16, MemLayout::height_sharded, *hbspec, 0);
+  CHECK(reason(hb, none) == "accepted");
   // The launch refuses with the same reason.
   auto d = EmulatedDevice::create(wormhole_b0());
   REQUIRE(d);

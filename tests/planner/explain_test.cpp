@@ -151,16 +151,26 @@ TEST_CASE("--explain: candidates with costs or OpModel's reason, the L1 budget, 
     CHECK(text->find("    " + layout_string(chosen) + ": valid") != std::string::npos);
     CHECK(text->find("  choice: " + layout_string(chosen)) != std::string::npos);
     if (policy == "df-sharding")
-      CHECK(text->find("  chain: [bias1 act1] completed\n") != std::string::npos);
+      // One chain from fc1: matmuls with sharded results are valid (multicast programs).
+      CHECK(text->find("  chain: [fc1 bias1 act1 fc2 bias2 act2 fc3 bias3] completed\n") !=
+            std::string::npos);
   }
   PlannerOptions o;
   o.policy = "greedy";
   auto planning = planning_graph(g, o);
   REQUIRE(planning);
-  // A matmul's sharded results are refused by OpModel for the plain program, in OpModel's words.
+  // A matmul's sharded results are valid: the plain program refuses them, a multicast program
+  // (1-D in0 multicast for width shards) writes them.
   auto fc1 = explain_op(*planning, device::wormhole_b0(), o, "fc1");
   REQUIRE(fc1);
-  CHECK(fc1->find("rejected by OpModel: op 'fc1' (matmul)") != std::string::npos);
+  CHECK(fc1->find("    l1 width_sharded 8x2 [64x32]: valid") != std::string::npos);
+  CHECK(fc1->find("rejected by OpModel") == std::string::npos);
+  // bias1 adds to fc1's width-sharded result: a result sharded otherwise is refused, in
+  // OpModel's words (tt-metal's binary op takes a sharded result's spec from its operand).
+  auto bias1 = explain_op(*planning, device::wormhole_b0(), o, "bias1");
+  REQUIRE(bias1);
+  CHECK(bias1->find("    l1 block_sharded 8x2 [32x64]: rejected by OpModel: op 'bias1' (add)") !=
+        std::string::npos);
   auto missing = explain_op(*planning, device::wormhole_b0(), o, "no_such_op");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::not_found);
