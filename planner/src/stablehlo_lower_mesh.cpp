@@ -184,6 +184,10 @@ Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_ar
   bool any_minor_first = false;
   std::string first_minor;
   for (const MeshShard& b : shards) {
+    // A zero-size input is no plan input (the lowering folds it): it has no shard.
+    const auto& in_shape =
+        b.to_device ? m.values[mc->operands[b.index]].type.shape : std::vector<int64_t>{1};
+    if (std::ranges::find(in_shape, 0) != in_shape.end()) continue;
     const TensorSharding& s = b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
     std::string what = str(b.to_device ? "input " : "result ", b.index);
     bool minor_first = false;
