@@ -172,6 +172,24 @@ FactorRule elementwise(const Module& m, const Op& op) {
   return b.r;
 }
 
+/// chlo.top_k: like a sort along the last dim (which needs replication; the result's k-sized
+/// last dim is a factor of its own), the other dims pass through to both results.
+FactorRule top_k_rule(const Module& m, const Op& op) {
+  RuleBuilder b;
+  const std::vector<int64_t>& in_shape = shape_of(m, op.operands[0]);
+  std::vector<std::vector<int>> in_d, out_d;
+  for (size_t d = 0; d + 1 < in_shape.size(); ++d) in_d.push_back({b.factor(in_shape[d])});
+  out_d = in_d;
+  if (!in_shape.empty()) {
+    in_d.push_back({b.factor(in_shape.back(), true)});
+    const std::vector<int64_t>& out_shape = shape_of(m, op.results[0]);
+    out_d.push_back({b.factor(out_shape.empty() ? 1 : out_shape.back(), true)});
+  }
+  b.r.operands.push_back(in_d);
+  for (size_t i = 0; i < op.results.size(); ++i) b.r.results.push_back(out_d);
+  return b.r;
+}
+
 /// Separate factors for every tensor: nothing propagates through the op.
 FactorRule opaque(const Module& m, const Op& op, bool need_replication) {
   RuleBuilder b;
@@ -230,6 +248,10 @@ Result<FactorRule> reshape_rule(const Module& m, const Op& op) {
   RuleBuilder b;
   const auto& in_shape = shape_of(m, op.operands[0]);
   const auto& out_shape = shape_of(m, op.results[0]);
+  // A reshape from or to an empty tensor relates no dims: both sides replicated.
+  if (std::ranges::find(in_shape, 0) != in_shape.end() ||
+      std::ranges::find(out_shape, 0) != out_shape.end())
+    return opaque(m, op, true);
   std::vector<std::vector<int>> in_dims(in_shape.size()), out_dims(out_shape.size());
   size_t i = 0, o = 0;
   int64_t ri = i < in_shape.size() ? in_shape[0] : 1, ro = o < out_shape.size() ? out_shape[0] : 1;
@@ -327,7 +349,8 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   std::optional<device::OpKind> direct = device::op_from_stablehlo(op.name);
   if ((stablehlo && (is_elementwise_unary(n) || is_elementwise_binary(n) ||
                      in(n, {"convert", "compare", "select", "clamp"}))) ||
-      (direct && device::is_pointwise(*direct)) || op.name == "sdy.sharding_constraint" ||
+      (direct && device::is_pointwise(*direct)) || is_chlo_decomposed(op.name) ||
+      op.name == "stablehlo.reduce_precision" || op.name == "sdy.sharding_constraint" ||
       op.name == "sdy.reshard" || op.name == "sdy.propagation_barrier" ||
       op.name == "sdy.data_flow_edge" || op.name == "sdy.func_data_flow_edge")
     return elementwise(m, op);
@@ -345,6 +368,7 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   }
   // sdy.constant (Shardy's shardable constant): its result's dims are free factors.
   if (op.name == "sdy.constant") return elementwise(m, op);
+  if (op.name == "chlo.top_k") return top_k_rule(m, op);
   if (!stablehlo)
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
   if (n == "custom_call" && meshplan_call_kind(op)) return meshplan_call_rule(m, op);
@@ -499,18 +523,16 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
       b.r.reduction_kind = "max";
     else if (body == "stablehlo.minimum")
       b.r.reduction_kind = "min";
-    else if (body != "stablehlo.multiply")
-      return fail(ErrorCode::unimplemented, op.loc.str(), ": stablehlo.reduce with body '", body,
-                  "' (only add, maximum, minimum and multiply reductions are supported)");
-    // No collective multiplies partial results: a product's reduced dims must be replicated.
-    const bool product = body == "stablehlo.multiply";
+    // No collective multiplies (or ands, ors, ...) partial results: the reduced dims of any
+    // other reduction must be replicated.
+    const bool other = !in(body, {"stablehlo.add", "stablehlo.maximum", "stablehlo.minimum"});
     std::vector<std::vector<int>> in_d(in_shape.size()), out;
     for (size_t d = 0; d < in_shape.size(); ++d) {
       bool reduced = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
-      int f = b.factor(in_shape[d], reduced && product);
+      int f = b.factor(in_shape[d], reduced && other);
       in_d[d] = {f};
       if (reduced)
-        b.r.reduction[static_cast<size_t>(f)] = !product;
+        b.r.reduction[static_cast<size_t>(f)] = !other;
       else
         out.push_back({f});
     }

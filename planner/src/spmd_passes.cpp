@@ -471,27 +471,6 @@ Status close_shardings(Module& m) {
   return {};
 }
 
-/// Zero-size tensors are lowered on one device only (the mesh passes do not place them): the
-/// first one in a program on a mesh of several devices is a located error.
-static Status refuse_empty_on_mesh(const Module& m) {
-  const MeshDecl* mesh = m.main_mesh();
-  if (!mesh || mesh->devices() <= 1) return {};
-  auto empty = [](const TensorType& t) { return std::ranges::find(t.shape, 0) != t.shape.end(); };
-  auto refuse = [&](const Location& loc, const TensorType& t, const std::string& what) {
-    return fail(ErrorCode::unimplemented, loc.str(), ": unimplemented: ", what,
-                " is the zero-size ", type_string(t), " in a program on a mesh of ",
-                mesh->devices(), " devices (zero-size tensors are supported on one device)");
-  };
-  for (const Func& f : m.funcs)
-    for (size_t i = 0; i < f.args.size(); ++i)
-      if (empty(m.values[f.args[i].value].type))
-        return refuse(f.loc, m.values[f.args[i].value].type, str("argument ", i, " of @", f.name));
-  for (const Op& op : m.ops)
-    for (ValueId r : op.results)
-      if (empty(m.values[r].type)) return refuse(op.loc, m.values[r].type, op.name + " result");
-  return {};
-}
-
 Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (!m.entry()) return fail(ErrorCode::invalid_argument, m.file, ": no function to compile");
   auto done = [&](Stage s) { return o.stop_after == s; };
@@ -502,7 +481,6 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (done(Stage::shard_status)) return {};
   MESHPLAN_TRY(apply_argument_sharding(m, o));
   MESHPLAN_TRY(verify_shardings(m));
-  MESHPLAN_TRY(refuse_empty_on_mesh(m));
   if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
   // On one device every tensor is whole: nothing to propagate and no reshard to add, so an op
   // without a sharding rule (a loop, a window) compiles as it does without a mesh.

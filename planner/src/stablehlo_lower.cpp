@@ -12,6 +12,7 @@
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "stablehlo_lower_internal.hpp"
+#include "stablehlo_ops.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -394,7 +395,7 @@ Status lower_op(Lowering& l, const Op& op) {
     l.fold(op.results[0], std::move(f));
     return {};
   }
-  if (lowering::is_chlo_decomposed(n)) return lowering::lower_chlo(l, op);
+  if (is_chlo_decomposed(n)) return lowering::lower_chlo(l, op);
   if (n == "stablehlo.iota") {
     l.fold(op.results[0], fold_iota(l, op));
     return {};
@@ -594,11 +595,8 @@ Result<Graph> lower_to_graph(const Module& m) {
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorType& t = m.values[args[i]].type;
     if (std::ranges::find(t.shape, 0) != t.shape.end()) {
-      // A zero-size argument holds no data: the plan takes no input for it. (A mesh of more
-      // devices refuses zero-size tensors before the lowering.)
-      if (manual && m.main_mesh() && m.main_mesh()->devices() > 1)
-        return fail(ErrorCode::unimplemented, manual->loc.str(), ": unimplemented: argument ", i,
-                    " of sdy.manual_computation is the zero-size ", type_string(t));
+      // A zero-size argument holds no data: the plan takes no input for it (on a mesh, no
+      // chip's piece: lower_boundary gives it no shard either).
       l.fold(args[i], Folded{t.shape, {}});
       continue;
     }

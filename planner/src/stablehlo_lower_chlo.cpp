@@ -98,13 +98,6 @@ Result<GValue> build(Ew& e, const std::string& n, GValue x) {
 
 }  // namespace
 
-bool is_chlo_decomposed(std::string_view n) {
-  for (std::string_view k : {"chlo.sinh", "chlo.cosh", "chlo.tan", "chlo.asin", "chlo.acos",
-                             "chlo.atan", "chlo.asinh", "chlo.acosh", "chlo.atanh"})
-    if (n == k) return true;
-  return false;
-}
-
 Status lower_chlo(Lowering& l, const Op& op) {
   if (op.operands.size() != 1 || op.results.size() != 1 ||
       !(l.type(op.operands[0]) == l.type(op.results[0])))

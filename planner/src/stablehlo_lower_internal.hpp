@@ -179,9 +179,8 @@ Status lower_scatter(Lowering& l, const Op& op);
 /// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
 /// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);
-/// chlo's hyperbolic and inverse trigonometric ops, written with device ops
-/// (stablehlo_lower_chlo.cpp).
-bool is_chlo_decomposed(std::string_view name);
+/// chlo's hyperbolic and inverse trigonometric ops (is_chlo_decomposed), written with device
+/// ops (stablehlo_lower_chlo.cpp).
 Status lower_chlo(Lowering& l, const Op& op);
 /// chlo.top_k: a stable descending sort of (x, iota) along the last dim, sliced to k.
 Status lower_top_k(Lowering& l, const Op& op);

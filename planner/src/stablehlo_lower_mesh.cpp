@@ -40,6 +40,16 @@ std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
   return s + "]";
 }
 
+/// The collective `kind` of `x` bound to `op`'s result, in x's graph dtype: i1 masks travel as
+/// the values they are held in.
+Status emit_collective(Lowering& l, const Op& op, OpKind kind, GValue x,
+                       std::vector<Attribute> attrs) {
+  GValue r = MESHPLAN_TRY(
+      l.emit(kind, {x}, std::move(attrs), l.type(op.results[0]).shape, l.graph().values[x].dtype));
+  l.bind(op.results[0], r);
+  return {};
+}
+
 }  // namespace
 
 Status lower_collective(Lowering& l, const Op& op) {
@@ -85,7 +95,7 @@ Status lower_collective(Lowering& l, const Op& op) {
       flat.push_back(map.chip(*mesh, to));
     }
     OpKind kind = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
-    MESHPLAN_TRY(l.emit_for(op, kind, {x}, {{"pairs", flat}}));
+    MESHPLAN_TRY(emit_collective(l, op, kind, x, {{"pairs", flat}}));
     return {};
   }
   CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
@@ -126,7 +136,7 @@ Status lower_collective(Lowering& l, const Op& op) {
     attrs.push_back({"concat_dim", c.concat_dim});
   }
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
-  MESHPLAN_TRY(l.emit_for(op, kind, {x}, std::move(attrs)));
+  MESHPLAN_TRY(emit_collective(l, op, kind, x, std::move(attrs)));
   return {};
 }
 
@@ -184,6 +194,10 @@ Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_ar
   bool any_minor_first = false;
   std::string first_minor;
   for (const MeshShard& b : shards) {
+    // A zero-size input is no plan input (the lowering folds it): it has no shard.
+    const auto& in_shape =
+        b.to_device ? m.values[mc->operands[b.index]].type.shape : std::vector<int64_t>{1};
+    if (std::ranges::find(in_shape, 0) != in_shape.end()) continue;
     const TensorSharding& s = b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
     std::string what = str(b.to_device ? "input " : "result ", b.index);
     bool minor_first = false;

@@ -41,15 +41,26 @@ std::optional<std::pair<double, double>> narrow_range(std::string_view e) {
 }
 
 Status wrap_narrow(Lowering& l, const Op& op) {
-  static const std::set<std::string_view> kMayLeaveRange = {
-      "stablehlo.add",           "stablehlo.subtract",
-      "stablehlo.multiply",      "stablehlo.negate",
-      "stablehlo.abs",           "stablehlo.divide",
-      "stablehlo.power",         "stablehlo.convert",
-      "stablehlo.iota",          "stablehlo.reduce",
-      "stablehlo.reduce_window", "stablehlo.dot_general",
-      "stablehlo.dot",           "stablehlo.convolution",
-      "stablehlo.scatter",       "stablehlo.select_and_scatter"};
+  static const std::set<std::string_view> kMayLeaveRange = {"stablehlo.add",
+                                                            "stablehlo.subtract",
+                                                            "stablehlo.multiply",
+                                                            "stablehlo.negate",
+                                                            "stablehlo.abs",
+                                                            "stablehlo.divide",
+                                                            "stablehlo.power",
+                                                            "stablehlo.convert",
+                                                            "stablehlo.iota",
+                                                            "stablehlo.reduce",
+                                                            "stablehlo.reduce_window",
+                                                            "stablehlo.dot_general",
+                                                            "stablehlo.dot",
+                                                            "stablehlo.convolution",
+                                                            "stablehlo.scatter",
+                                                            "stablehlo.select_and_scatter",
+                                                            "stablehlo.not",
+                                                            "stablehlo.shift_left",
+                                                            "stablehlo.shift_right_logical",
+                                                            "stablehlo.shift_right_arithmetic"};
   if (!kMayLeaveRange.contains(op.name)) return {};
   for (ValueId r : op.results) {
     auto [bits, is_signed] = narrow_width(l.type(r).element);

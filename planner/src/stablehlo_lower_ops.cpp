@@ -5,6 +5,7 @@
 // bitcast_convert).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -726,15 +727,35 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
   }
   if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") && rt.element == "i1")
     return lower_logical(l, op);
-  // The device computes integers in 32-bit words: narrower and wider types would not wrap or
-  // shift at their own width.
-  if (!is_32bit_word(rt.element) || !is_32bit_word(xt.element))
-    return l.unimplemented(
-        op, str(n, " on ", xt.element, " (the integer bit ops run on i32 and ui32)"));
+  // The device computes integers in 32-bit words. i8, i16, ui8 and ui16 live there sign- or
+  // zero-extended (wrap_narrow brings every result back to that form), and act at their own
+  // width as below; i64 and ui64 would not shift or count at theirs.
+  const auto narrow = narrow_range(xt.element);
+  if ((!is_32bit_word(xt.element) && !narrow) || rt.element != xt.element)
+    return l.unimplemented(op, str(n, " on ", xt.element,
+                                   " (the integer bit ops run on i8, i16, i32, ui8, ui16, ui32)"));
   DType dt = MESHPLAN_TRY(dtype_of(rt, op.loc));
   const std::vector<int64_t>& shape = rt.shape;
+  const bool is_signed = !xt.element.starts_with("ui");
+  const int bits =
+      narrow
+          ? static_cast<int>(std::bit_width(static_cast<uint64_t>(narrow->second - narrow->first)))
+          : 32;
+  // The narrow value's own bits (zero-extended), and those bits read as signed (sign-extended).
+  auto own_bits = [&](GValue x) -> Result<GValue> {
+    if (bits == 32 || !is_signed) return x;
+    return l.emit(OpKind::bitwise_and,
+                  {x, MESHPLAN_TRY(word_constant(l, (1u << bits) - 1, shape.size(), dt))}, {},
+                  shape, dt);
+  };
+  auto sign_extended = [&](GValue x) -> Result<GValue> {
+    if (bits == 32 || is_signed) return x;
+    GValue s = MESHPLAN_TRY(word_constant(l, static_cast<uint32_t>(32 - bits), shape.size(), dt));
+    x = MESHPLAN_TRY(l.emit(OpKind::shift_left, {x, s}, {}, shape, dt));
+    return l.emit(OpKind::shift_right_arithmetic, {x, s}, {}, shape, dt);
+  };
   if (n == "stablehlo.popcnt" || n == "stablehlo.count_leading_zeros") {
-    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    GValue x = MESHPLAN_TRY(own_bits(MESHPLAN_TRY(l.use(op.operands[0], op))));
     if (n == "stablehlo.count_leading_zeros") {
       // Smear the highest set bit into every lower bit; the zeros left are the leading ones.
       for (uint32_t s : {1u, 2u, 4u, 8u, 16u}) {
@@ -745,7 +766,14 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
       }
       x = MESHPLAN_TRY(l.emit(OpKind::bitwise_not, {x}, {}, shape, dt));
     }
-    l.bind(op.results[0], MESHPLAN_TRY(popcount(l, x, shape, dt)));
+    GValue count = MESHPLAN_TRY(popcount(l, x, shape, dt));
+    if (n == "stablehlo.count_leading_zeros" && bits < 32)  // the word's extra zeros
+      count = MESHPLAN_TRY(l.emit(
+          OpKind::subtract,
+          {count,
+           MESHPLAN_TRY(word_constant(l, static_cast<uint32_t>(32 - bits), shape.size(), dt))},
+          {}, shape, dt));
+    l.bind(op.results[0], count);
     return {};
   }
   OpKind kind = *device::op_from_stablehlo(n);
@@ -758,10 +786,15 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
   GValue a = MESHPLAN_TRY(l.use_broadcasting(op.operands[0], op));
   GValue b = MESHPLAN_TRY(l.use_broadcasting(op.operands[1], op));
   auto bs = device::broadcast_shapes(l.graph().values[a].shape, l.graph().values[b].shape);
-  if (!bs || *bs != shape) {
+  if (!bs || *bs != shape || bits < 32) {
     a = MESHPLAN_TRY(l.use(op.operands[0], op));
     b = MESHPLAN_TRY(l.use(op.operands[1], op));
   }
+  // Shifts at the narrow width: a logical shift moves the value's own bits, an arithmetic one
+  // fills with its sign bit; amounts of the width or more leave 0 (or the sign fill) as in the
+  // 32-bit word, and wrap_narrow takes the result back to the narrow type.
+  if (n == "stablehlo.shift_right_logical") a = MESHPLAN_TRY(own_bits(a));
+  if (n == "stablehlo.shift_right_arithmetic") a = MESHPLAN_TRY(sign_extended(a));
   MESHPLAN_TRY(l.emit_for(op, kind, {a, b}));
   return {};
 }

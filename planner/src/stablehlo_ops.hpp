@@ -45,4 +45,15 @@ inline bool is_elementwise_binary(std::string_view n) {
   return false;
 }
 
+/// chlo's elementwise ops that the lowering writes with device ops (hyperbolic and inverse
+/// trigonometric functions, stablehlo_lower_chlo.cpp).
+inline bool is_chlo_decomposed(std::string_view n) {
+  static constexpr std::string_view kNames[] = {"chlo.sinh",  "chlo.cosh",  "chlo.tan",
+                                                "chlo.asin",  "chlo.acos",  "chlo.atan",
+                                                "chlo.asinh", "chlo.acosh", "chlo.atanh"};
+  for (std::string_view k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
 }  // namespace meshplan::planner::shlo

@@ -34,13 +34,7 @@ std::optional<int64_t> volume_of(std::span<const int64_t> shape) {
 
 class Verifier {
  public:
-  Verifier(const Module& m, bool size_zero) : m_(m), size_zero_(size_zero) {
-    // Zero-size tensors (a dim of size 0) are read where no mesh splits the program: the
-    // lowering folds them away; the mesh passes do not handle them. The sdy-propagation stage
-    // (size_zero) reads them on any mesh, as Shardy does.
-    for (const MeshDecl& d : m.meshes)
-      for (const auto& axis : d.axes) allow_empty_ &= axis.second <= 1;
-  }
+  explicit Verifier(const Module& m) : m_(m) {}
 
   Status run() {
     for (const MeshDecl& mesh : m_.meshes) MESHPLAN_TRY(check_mesh(mesh));
@@ -75,13 +69,7 @@ class Verifier {
   Status check_type(const TensorType& t, const Location& loc, const std::string& what) const {
     std::vector<int64_t> shape = t.shape;
     for (int64_t& d : shape)
-      if (d == 0) {
-        if (!allow_empty_ && !size_zero_)
-          return bad(loc, what, " ", type_string(t),
-                     " has a dimension of size 0; zero-size tensors are supported in programs "
-                     "on one device (no mesh of more than one device)");
-        d = 1;  // the other limits still apply
-      }
+      if (d == 0) d = 1;  // a zero-size tensor: the other dims' limits still apply
     auto volume = device::checked_volume(shape);
     if (!volume) return bad(loc, what, " ", type_string(t), ": ", volume.error().message);
     return {};
@@ -458,15 +446,13 @@ class Verifier {
   }
 
   const Module& m_;
-  bool size_zero_ = false;  ///< Dimensions of size 0 are accepted on any mesh.
-  bool allow_empty_ = true;  ///< No mesh splits the program, so size-0 dims are accepted.
   mutable std::deque<std::vector<int64_t>> scratch_;  ///< Stable storage for ints() results.
 };
 
 }  // namespace
 
-Status verify_module(const Module& module, bool size_zero) {
-  return Verifier(module, size_zero).run();
+Status verify_module(const Module& module) {
+  return Verifier(module).run();
 }
 
 }  // namespace meshplan::planner::shlo

@@ -10,8 +10,8 @@ namespace meshplan::planner::shlo {
 /// transpose, broadcast_in_dim, concatenate, collectives), written result types that follow
 /// from the operands, meshes (axis sizes, device_ids), and shardings (known mesh and axes, rank
 /// equal to the tensor's, no axis used twice). Errors read "file:line:col: op: what". Passes
-/// after it may assume these hold. With `size_zero`, dimensions of size 0 are accepted (the
-/// sdy-propagation stage reads them; nothing is lowered from it).
-Status verify_module(const Module& module, bool size_zero = false);
+/// after it may assume these hold. Dimensions of size 0 are accepted (zero-size tensors; the
+/// size limits apply to the other dims).
+Status verify_module(const Module& module);
 
 }  // namespace meshplan::planner::shlo

@@ -1,9 +1,10 @@
 // Tensors with a dimension of size 0 in the `sdy-propagation` stage: they take part in
 // propagation like any tensor (0 splits evenly over any axis); a reshape from or to an empty
-// tensor relates no dims, so nothing passes through it. The mesh pipeline still refuses them.
+// tensor relates no dims, so nothing passes through it. The mesh pipeline places them too.
 #include <doctest/doctest.h>
 
 #include "meshplan/planner/sharding_strategies.hpp"
+#include "meshplan/planner/spmd.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -42,9 +43,18 @@ TEST_CASE("sdy-propagation: size-zero dims propagate; a reshape of an empty tens
             "{\"y\", ?}]>}, tensor<0x4xf32>)"));
 }
 
-TEST_CASE("the mesh pipeline's import still refuses size-zero dims, where they are written") {
+TEST_CASE("the mesh pipeline places size-zero dims; a zero-size result of @main is refused") {
   auto m = parse_module(kModule, "empty.mlir");
-  REQUIRE_FALSE(m.has_value());
-  CHECK(has(m.error().message, "empty.mlir:2:1"));
-  CHECK(has(m.error().message, "tensor<8x0xf32>"));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  // The per-device program splits 8 rows over "x" and 0 columns over "y".
+  CHECK(has(print_module(*m), "(%arg1: tensor<4x0xf32>)"));
+  auto g = lower_to_graph(*m);
+  REQUIRE_FALSE(g.has_value());
+  CHECK(
+      has(g.error().message, "is the zero-size tensor<4x0xf32> (a plan has no zero-size outputs)"));
 }
