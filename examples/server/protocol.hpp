@@ -66,7 +66,6 @@
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
 namespace meshplan::server {
@@ -79,20 +78,14 @@ inline constexpr size_t kDefaultMaxLineBytes = 16u << 20;
 /// One plan as a worker serves it: bound to a chip (single-chip plans) or to an emulated mesh
 /// (mesh plans: host-shaped inputs and outputs).
 struct Served {
-  std::unique_ptr<runtime::Executable> chip;
-  std::unique_ptr<runtime::MeshExecutable> mesh;
+  std::unique_ptr<runtime::Executable> exe;
+  bool on_mesh = false;  ///< A mesh plan: under MPI its runs are announced to the other ranks.
 
-  const runtime::PlanRef& plan() const { return chip ? chip->plan() : mesh->plan(); }
-  size_t input_count() const { return chip ? chip->input_count() : mesh->input_count(); }
-  std::string_view input_name(size_t i) const {
-    return chip ? chip->input_name(i) : mesh->input_name(i);
-  }
-  std::span<const int64_t> input_shape(size_t i) const {
-    return chip ? chip->input_shape(i) : mesh->input_shape(i);
-  }
-  std::string_view output_name(size_t i) const {
-    return chip ? chip->output_name(i) : mesh->output_name(i);
-  }
+  const runtime::PlanRef& plan() const { return exe->plan(); }
+  size_t input_count() const { return exe->input_count(); }
+  std::string_view input_name(size_t i) const { return exe->input_name(i); }
+  std::span<const int64_t> input_shape(size_t i) const { return exe->input_shape(i); }
+  std::string_view output_name(size_t i) const { return exe->output_name(i); }
 };
 
 /// A worker thread's state: one emulated chip per device and one emulated mesh per mesh the
@@ -141,8 +134,9 @@ class Worker {
   Status warm_up(bool mesh_only = false);
 
  private:
-  Result<runtime::MeshRunResult> run_mesh(runtime::MeshExecutable& exe,
-                                          std::span<const runtime::TensorView> inputs);
+  /// Runs a mesh plan between the MPI hooks.
+  Result<runtime::RunResult> run_mesh(runtime::Executable& exe,
+                                      std::span<const runtime::TensorView> inputs);
   MeshRunHooks hooks_;
   std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
   /// Keyed by the mesh descriptor's hash (hex): one emulated mesh per descriptor.

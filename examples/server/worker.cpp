@@ -146,14 +146,14 @@ size_t mesh_index(const std::map<std::string, Served, std::less<>>& bound, std::
   size_t k = 0;
   for (const auto& [n, exe] : bound) {
     if (n == name) break;
-    k += exe.mesh != nullptr;
+    k += exe.on_mesh;
   }
   return k;
 }
 
 /// The values host input `i` of a mesh plan holds: one piece per chip for a pre-sharded
 /// (identity) input, else its shape's volume.
-size_t input_values(const runtime::MeshExecutable& exe, size_t i) {
+size_t input_values(const runtime::Executable& exe, size_t i) {
   size_t n = static_cast<size_t>(device::volume(exe.input_shape(i)));
   const runtime::PlanRef& p = exe.plan();
   if (runtime::boundary_shard(p, i, false).type == device::MeshShardType::identity)
@@ -164,7 +164,7 @@ size_t input_values(const runtime::MeshExecutable& exe, size_t i) {
 /// Inputs of a mesh plan's shapes over untouched zero pages (no memory until written, and they
 /// are only read by MpiMesh on rank 0): what a rank other than 0 passes to a run.
 struct ZeroInputs {
-  explicit ZeroInputs(const runtime::MeshExecutable& exe) {
+  explicit ZeroInputs(const runtime::Executable& exe) {
     size_t total = 0;
     for (size_t i = 0; i < exe.input_count(); ++i) total += input_values(exe, i);
     bytes = std::max<size_t>(total * sizeof(float), 1);
@@ -218,9 +218,9 @@ Result<std::unique_ptr<Worker>> Worker::create(
           mesh = MESHPLAN_TRY(make_mesh(*desc));
         else if (!mesh)
           mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
-        auto exe = runtime::MeshExecutable::bind(plan, *mesh);
+        auto exe = runtime::Executable::bind(plan, *mesh);
         if (exe)
-          w->bound_[name].mesh = std::move(*exe);
+          w->bound_[name] = Served{std::move(*exe), true};
         else
           why = exe.error().message;
       }
@@ -234,7 +234,7 @@ Result<std::unique_ptr<Worker>> Worker::create(
       }
       auto exe = runtime::Executable::bind(plan, *dev);
       if (exe)
-        w->bound_[name].chip = std::move(*exe);
+        w->bound_[name] = Served{std::move(*exe), false};
       else
         why = exe.error().message;
     }
@@ -304,16 +304,11 @@ Result<std::string> Worker::run(const std::string& line) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<runtime::Tensor> outputs;
   uint64_t device_ns = 0;
-  if (exe.chip) {
-    runtime::RunResult r = MESHPLAN_TRY(exe.chip->run(views));
-    outputs = std::move(r.outputs);
-    device_ns = r.device_ns;
-  } else {
-    if (hooks_.announce) hooks_.announce(mesh_index(bound_, name));
-    runtime::MeshRunResult r = MESHPLAN_TRY(run_mesh(*exe.mesh, views));
-    outputs = std::move(r.outputs);
-    device_ns = r.device_ns;  // The slowest chip's clock.
-  }
+  if (exe.on_mesh && hooks_.announce) hooks_.announce(mesh_index(bound_, name));
+  runtime::RunResult r =
+      MESHPLAN_TRY(exe.on_mesh ? run_mesh(*exe.exe, views) : exe.exe->run(views));
+  outputs = std::move(r.outputs);
+  device_ns = r.device_ns;  // On a mesh: the slowest chip's clock.
   double host_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   char buf[256];
@@ -353,8 +348,8 @@ Result<std::string> Worker::run(const std::string& line) {
   return out;
 }
 
-Result<runtime::MeshRunResult> Worker::run_mesh(runtime::MeshExecutable& exe,
-                                                std::span<const runtime::TensorView> inputs) {
+Result<runtime::RunResult> Worker::run_mesh(runtime::Executable& exe,
+                                            std::span<const runtime::TensorView> inputs) {
   auto r = exe.run(inputs);
   if (hooks_.finished) hooks_.finished(r.has_value());
   return r;
@@ -363,24 +358,24 @@ Result<runtime::MeshRunResult> Worker::run_mesh(runtime::MeshExecutable& exe,
 std::vector<std::string> Worker::mesh_plan_names() const {
   std::vector<std::string> out;
   for (const auto& [name, exe] : bound_)
-    if (exe.mesh) out.push_back(name);
+    if (exe.on_mesh) out.push_back(name);
   return out;
 }
 
 Hash128 Worker::mesh_plans_digest() const {
   std::string text;
   for (const auto& [name, exe] : bound_)
-    if (exe.mesh) text += str(name, '\n', exe.plan().key().hex(), '\n');
+    if (exe.on_mesh) text += str(name, '\n', exe.plan().key().hex(), '\n');
   return xxh3_128(text.data(), text.size());
 }
 
 Status Worker::follow(size_t index) {
   auto it = bound_.begin();
   for (size_t k = 0; it != bound_.end(); ++it)
-    if (it->second.mesh && k++ == index) break;
+    if (it->second.on_mesh && k++ == index) break;
   if (it == bound_.end())
     return fail(ErrorCode::invalid_argument, "mesh plan ", index, " is not served on this rank");
-  runtime::MeshExecutable& exe = *it->second.mesh;
+  runtime::Executable& exe = *it->second.exe;
   ZeroInputs zeros(exe);
   MESHPLAN_TRY(run_mesh(exe, zeros.views));
   return {};
@@ -388,19 +383,14 @@ Status Worker::follow(size_t index) {
 
 Status Worker::warm_up(bool mesh_only) {
   for (auto& [name, exe] : bound_) {
-    if (mesh_only && !exe.mesh) continue;
+    if (mesh_only && !exe.on_mesh) continue;
     std::vector<runtime::Tensor> inputs;
-    if (exe.chip || !mesh_only) inputs = runtime::random_inputs(exe.plan(), 1);
+    if (!exe.on_mesh || !mesh_only) inputs = runtime::random_inputs(exe.plan(), 1);
     std::optional<ZeroInputs> zeros;
-    if (mesh_only) zeros.emplace(*exe.mesh);
+    if (mesh_only) zeros.emplace(*exe.exe);
     auto views = mesh_only ? zeros->views : runtime::views_of(inputs);
-    if (exe.chip) {
-      auto r = exe.chip->run(views);
-      if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
-    } else {
-      auto r = run_mesh(*exe.mesh, views);
-      if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
-    }
+    auto r = exe.on_mesh ? run_mesh(*exe.exe, views) : exe.exe->run(views);
+    if (!r) return std::unexpected(with_context(r.error(), str("warming up plan '", name, "'")));
   }
   return {};
 }

@@ -32,7 +32,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "zoo.hpp"
@@ -406,7 +406,7 @@ Result<int> run(const Args& args) {
     if (row.mesh) {  // On the emulated mesh the plan was made for, host tensors in and out.
       device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, device::wormhole_b0()));
       auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
-      auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
+      auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
       auto r = (*exe).run(views);
       outputs = r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
                   : std::unexpected(r.error());

@@ -16,7 +16,6 @@
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
@@ -49,30 +48,26 @@ struct Cache {
   std::string path;
 };
 
-/// A plan bound to a device (or mesh) it owns.
+/// A plan bound to a mesh it owns (1x1 for a single-chip plan).
 struct Exe {
   Plan plan;
-  std::unique_ptr<device::EmulatedDevice> device;
-  std::unique_ptr<runtime::Executable> exe;
   std::unique_ptr<device::EmulatedMesh> mesh;
-  std::unique_ptr<runtime::MeshExecutable> mesh_exe;
+  std::unique_ptr<runtime::Executable> exe;
   std::atomic<uint64_t> last_device_ns{0};
 
-  size_t input_count() const { return exe ? exe->input_count() : mesh_exe->input_count(); }
-  size_t output_count() const { return exe ? exe->output_count() : mesh_exe->output_count(); }
-  std::string input_name(size_t i) const {
-    return std::string(exe ? exe->input_name(i) : mesh_exe->input_name(i));
-  }
+  size_t input_count() const { return exe->input_count(); }
+  size_t output_count() const { return exe->output_count(); }
+  std::string input_name(size_t i) const { return std::string(exe->input_name(i)); }
   std::string output_name(size_t i) const {
-    std::string n(exe ? exe->output_name(i) : mesh_exe->output_name(i));
+    std::string n(exe->output_name(i));
     return n.empty() ? "output" + std::to_string(i) : n;
   }
   std::vector<int64_t> input_shape(size_t i) const {
-    auto s = exe ? exe->input_shape(i) : mesh_exe->input_shape(i);
+    auto s = exe->input_shape(i);
     return {s.begin(), s.end()};
   }
   std::vector<int64_t> output_shape(size_t i) const {
-    auto s = exe ? exe->output_shape(i) : mesh_exe->output_shape(i);
+    auto s = exe->output_shape(i);
     return {s.begin(), s.end()};
   }
 };
@@ -88,20 +83,18 @@ Result<device::ChipDesc> chip_for(const Plan& p, const std::optional<std::string
   return device::builtin_chip(*device);
 }
 
-/// Binds `p` to a new emulated chip (`device`: a built-in name or a device JSON file; default the
-/// chip the plan was made for) or, for mesh plans, to the emulated mesh the plan names.
+/// Binds `p` to a new emulated 1x1 mesh of a chip (`device`: a built-in name or a device JSON
+/// file; default the chip the plan was made for) or, for mesh plans, to the emulated mesh the
+/// plan names.
 std::unique_ptr<Exe> bind(const Plan& p, const std::optional<std::string>& device) {
   auto out = std::make_unique<Exe>();
   out->plan = p;
   device::ChipDesc chip = value_or_raise(chip_for(p, device));
-  if (runtime::is_mesh_plan(p.ref)) {
-    device::MeshDesc desc = value_or_raise(runtime::plan_mesh_desc(p.ref, chip));
-    out->mesh = value_or_raise(device::EmulatedMesh::create(desc));
-    out->mesh_exe = value_or_raise(runtime::MeshExecutable::bind(out->plan.ref, *out->mesh));
-  } else {
-    out->device = value_or_raise(device::EmulatedDevice::create(chip));
-    out->exe = value_or_raise(runtime::Executable::bind(out->plan.ref, *out->device));
-  }
+  device::MeshDesc desc = runtime::is_mesh_plan(p.ref)
+                              ? value_or_raise(runtime::plan_mesh_desc(p.ref, chip))
+                              : device::single_chip_mesh(chip);
+  out->mesh = value_or_raise(device::EmulatedMesh::create(desc));
+  out->exe = value_or_raise(runtime::Executable::bind(out->plan.ref, *out->mesh));
   return out;
 }
 
@@ -148,22 +141,12 @@ py::dict run(Exe& e, const py::dict& inputs) {
   bool failed = false;
   {
     py::gil_scoped_release release;
-    if (e.exe) {
-      auto r = e.exe->run(std::span<const runtime::NamedTensorView>(views));
-      if (r) {
-        outputs = std::move(r->outputs);
-        e.last_device_ns = r->device_ns;
-      } else {
-        error = r.error(), failed = true;
-      }
+    auto r = e.exe->run(std::span<const runtime::NamedTensorView>(views));
+    if (r) {
+      outputs = std::move(r->outputs);
+      e.last_device_ns = r->device_ns;
     } else {
-      auto r = e.mesh_exe->run(std::span<const runtime::NamedTensorView>(views));
-      if (r) {
-        outputs = std::move(r->outputs);
-        e.last_device_ns = r->device_ns;
-      } else {
-        error = r.error(), failed = true;
-      }
+      error = r.error(), failed = true;
     }
   }
   if (failed) throw PyError{error};

@@ -9,7 +9,6 @@
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/log.hpp"
@@ -21,11 +20,9 @@ struct mp_cache {
 };
 
 struct mp_executable {
-  std::unique_ptr<device::EmulatedDevice> device;
-  std::unique_ptr<runtime::Executable> exe;
-  // Mesh plans: the EmulatedMesh the plan names and its MeshExecutable (exe is then null).
+  // The EmulatedMesh the plan names (1x1 for a single-chip plan) and the plan bound to it.
   std::unique_ptr<device::EmulatedMesh> mesh;
-  std::unique_ptr<runtime::MeshExecutable> mesh_exe;
+  std::unique_ptr<runtime::Executable> exe;
   // NUL-terminated copies of input/output names (plan strings are, but views may not say so).
   std::vector<std::string> input_names, output_names;
 };
@@ -177,31 +174,21 @@ mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_execu
   const fb::DeviceInfo* want = plan->plan().header()->device();
   auto chip = device::builtin_chip(want->name() ? want->name()->string_view() : "");
   if (!chip) return report(chip.error());
-  auto handle = std::make_unique<mp_executable>();
-  if (runtime::is_mesh_plan(*plan)) {
-    // Mesh plans run on the EmulatedMesh their header names, with host (full) tensors.
-    auto desc = runtime::plan_mesh_desc(*plan, *chip);
-    if (!desc) return report(desc.error());
-    auto mesh = device::EmulatedMesh::create(*desc);
-    if (!mesh) return report(mesh.error());
-    auto exe = runtime::MeshExecutable::bind(*plan, **mesh);
-    if (!exe) return report(exe.error());
-    handle->mesh = std::move(*mesh);
-    handle->mesh_exe = std::move(*exe);
-    for (size_t i = 0; i < handle->mesh_exe->input_count(); ++i)
-      handle->input_names.emplace_back(handle->mesh_exe->input_name(i));
-    for (size_t i = 0; i < handle->mesh_exe->output_count(); ++i)
-      handle->output_names.emplace_back(handle->mesh_exe->output_name(i));
-    *out = handle.release();
-    return MP_OK;
-  }
-  auto dev = device::EmulatedDevice::create(*chip);
-  if (!dev) return report(dev.error());
-  auto exe = runtime::Executable::bind(*plan, **dev);
+  // Mesh plans run on the EmulatedMesh their header names, single-chip plans on a 1x1 mesh of
+  // their chip; both with host (full) tensors.
+  bool mesh_plan = runtime::is_mesh_plan(*plan);
+  auto desc = mesh_plan ? runtime::plan_mesh_desc(*plan, *chip)
+                        : Result<device::MeshDesc>(device::single_chip_mesh(*chip));
+  if (!desc) return report(desc.error());
+  auto mesh = device::EmulatedMesh::create(*desc);
+  if (!mesh) return report(mesh.error());
+  auto exe = runtime::Executable::bind(*plan, **mesh);
   if (!exe) return report(exe.error());
-  log(LogLevel::debug, "bound plan '", name, "' (key ", plan->key().hex(), ") to an emulated ",
-      chip->name);
-  handle->device = std::move(*dev);
+  if (!mesh_plan)
+    log(LogLevel::debug, "bound plan '", name, "' (key ", plan->key().hex(), ") to an emulated ",
+        chip->name);
+  auto handle = std::make_unique<mp_executable>();
+  handle->mesh = std::move(*mesh);
   handle->exe = std::move(*exe);
   for (size_t i = 0; i < handle->exe->input_count(); ++i)
     handle->input_names.emplace_back(handle->exe->input_name(i));
@@ -232,7 +219,7 @@ const char* mp_executable_output_name(const mp_executable* exe, size_t i) {
 const int64_t* mp_executable_input_shape(const mp_executable* exe, size_t i, size_t* rank) {
   if (rank) *rank = 0;
   if (!exe || i >= exe->input_names.size()) return nullptr;
-  auto s = exe->mesh_exe ? exe->mesh_exe->input_shape(i) : exe->exe->input_shape(i);
+  auto s = exe->exe->input_shape(i);
   if (rank) *rank = s.size();
   return s.data();
 }
@@ -240,7 +227,7 @@ const int64_t* mp_executable_input_shape(const mp_executable* exe, size_t i, siz
 const int64_t* mp_executable_output_shape(const mp_executable* exe, size_t i, size_t* rank) {
   if (rank) *rank = 0;
   if (!exe || i >= exe->output_names.size()) return nullptr;
-  auto s = exe->mesh_exe ? exe->mesh_exe->output_shape(i) : exe->exe->output_shape(i);
+  auto s = exe->exe->output_shape(i);
   if (rank) *rank = s.size();
   return s.data();
 }
@@ -250,14 +237,12 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
   if (!exe) return invalid("mp_executable_run: exe is NULL");
   if ((input_count && !inputs) || (output_count && !outputs))
     return invalid("mp_executable_run: tensor array is NULL");
-  // The same surface over a single-chip Executable or a MeshExecutable (host shapes).
-  runtime::MeshExecutable* m = exe->mesh_exe.get();
   runtime::Executable* e = exe->exe.get();
-  std::string plan(m ? m->plan().name() : e->plan().name());
-  size_t n_in = m ? m->input_count() : e->input_count();
-  size_t n_out = m ? m->output_count() : e->output_count();
-  auto input_shape = [&](size_t i) { return m ? m->input_shape(i) : e->input_shape(i); };
-  auto output_shape = [&](size_t i) { return m ? m->output_shape(i) : e->output_shape(i); };
+  std::string plan(e->plan().name());
+  size_t n_in = e->input_count();
+  size_t n_out = e->output_count();
+  auto input_shape = [&](size_t i) { return e->input_shape(i); };
+  auto output_shape = [&](size_t i) { return e->output_shape(i); };
   if (input_count != n_in)
     return invalid(str("plan '", plan, "' takes ", n_in, " inputs, got ", input_count));
   if (output_count != n_out)
@@ -269,7 +254,7 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
   for (size_t k = 0; k < input_count; ++k) {
     size_t i = k;
     if (by_name) {
-      auto at = m ? m->input_index(inputs[k].name) : e->input_index(inputs[k].name);
+      auto at = e->input_index(inputs[k].name);
       // An unknown name is a bad argument of this call (meshplan.h), not a missing plan.
       if (!at) return invalid(at.error().message);
       i = *at;
@@ -287,21 +272,13 @@ mp_status mp_executable_run(mp_executable* exe, const mp_tensor* inputs, size_t 
     std::string what = str("plan '", plan, "': output ", o, " '", exe->output_names[o], "'");
     if (auto ok = check_tensor(outputs[o], output_shape(o), what); !ok) return report(ok.error());
   }
-  auto copy_out = [&](const std::vector<runtime::Tensor>& results, uint64_t ns) {
-    for (size_t o = 0; o < output_count; ++o)
-      std::copy(results[o].data.begin(), results[o].data.end(),
-                static_cast<float*>(outputs[o].data));
-    if (device_ns) *device_ns = ns;
-    return MP_OK;
-  };
-  if (m) {
-    auto result = m->run(views);
-    if (!result) return report(result.error());
-    return copy_out(result->outputs, result->device_ns);
-  }
   auto result = e->run(views);
   if (!result) return report(result.error());
-  return copy_out(result->outputs, result->device_ns);
+  for (size_t o = 0; o < output_count; ++o)
+    std::copy(result->outputs[o].data.begin(), result->outputs[o].data.end(),
+              static_cast<float*>(outputs[o].data));
+  if (device_ns) *device_ns = result->device_ns;
+  return MP_OK;
 }
 
 }  // extern "C"

@@ -1,4 +1,5 @@
-// Executing a plan on a device, and the host reference interpreter.
+// Binding a plan to a mesh (or one device), its surface, running a single-chip plan, and the
+// host reference interpreter. Mesh plans run in executable_mesh.cpp.
 #include "meshplan/runtime/executable.hpp"
 
 #include <algorithm>
@@ -7,10 +8,10 @@
 #include <new>
 #include <type_traits>
 
+#include "meshplan/device/mesh.hpp"
 #include "meshplan/device/op_model.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/runtime/input_transform.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "shape_text.hpp"
 
@@ -106,7 +107,7 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
   const fb::OpConfig* f = op.config();
   if (!f) return c;
     // Field by field as op_config_fields.def lists them; the mesh size (a LOCAL row) is the plan
-    // header's, set by MeshExecutable.
+    // header's, set by Executable::run_mesh.
 #define MESHPLAN_CONFIG_SCALAR(name, type, init, fbs) c.name = from_fb<decltype(c.name)>(f->name());
 #define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) \
   {                                                              \
@@ -130,22 +131,67 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
   return c;
 }
 
-Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Device& device) {
-  if (is_mesh_plan(plan))
-    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' is a ", mesh_rows(plan), "x",
-                mesh_cols(plan),
-                " mesh plan: bind it to a device::Mesh (MeshExecutable::bind), not to one device");
+namespace {
+
+/// A single-chip plan meets `have`: the plan's device descriptor, and every placement fits.
+Status check_chip_binding(const PlanRef& plan, const device::ChipDesc& have) {
   const fb::DeviceInfo* d = plan.plan().header()->device();
   Hash128 want{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
-  const device::ChipDesc& have = device.descriptor();
   if (want != have.hash())
     return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for device ",
                 d->name() ? d->name()->string_view() : "?", " ", d->grid_x(), "x", d->grid_y(),
                 " (descriptor ", want.hex().substr(0, 8), "), this device is ", have.name, " ",
                 have.grid_x, "x", have.grid_y, " (descriptor ", have.hash().hex().substr(0, 8),
                 ")");
-  MESHPLAN_TRY(check_placements_fit(plan, have));
-  return std::unique_ptr<Executable>(new Executable(plan, device));
+  return check_placements_fit(plan, have);
+}
+
+/// A mesh plan meets `have`: its mesh shape, chip descriptor and mesh descriptor.
+Status check_mesh_binding(const PlanRef& plan, const device::MeshDesc& have) {
+  if (mesh_rows(plan) != have.rows || mesh_cols(plan) != have.cols)
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for a ",
+                mesh_rows(plan), "x", mesh_cols(plan), " mesh, this mesh ", have.name, " is ",
+                have.rows, "x", have.cols);
+  const fb::DeviceInfo* d = plan.plan().header()->device();
+  Hash128 chip_hash{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
+  if (chip_hash != have.chip.hash())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for chip ",
+                d->name() ? d->name()->string_view() : "?", " (descriptor ",
+                chip_hash.hex().substr(0, 8), "), the mesh's chips are ", have.chip.name,
+                " (descriptor ", have.chip.hash().hex().substr(0, 8), ")");
+  auto desc = plan_mesh_desc(plan, have.chip);
+  if (!desc) return std::unexpected(desc.error());
+  if (desc->hash() != have.hash())
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for mesh ", desc->name,
+                " (", device::topology_name(desc->topology), ", ", desc->links,
+                " links), this mesh is ", have.name, " (", device::topology_name(have.topology),
+                ", ", have.links, " links)");
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Mesh& mesh) {
+  const device::MeshDesc& have = mesh.descriptor();
+  if (is_mesh_plan(plan)) {
+    MESHPLAN_TRY(check_mesh_binding(plan, have));
+    return std::unique_ptr<Executable>(new Executable(plan, &mesh, nullptr));
+  }
+  if (have.rows != 1 || have.cols != 1)
+    return fail(ErrorCode::incompatible, "plan '", plan.name(),
+                "' is a single-chip plan: bind it to a 1x1 mesh or one Device, not to the ",
+                have.rows, "x", have.cols, " mesh ", have.name);
+  MESHPLAN_TRY(check_chip_binding(plan, mesh.chip(0).descriptor()));
+  return std::unique_ptr<Executable>(new Executable(plan, &mesh, &mesh.chip(0)));
+}
+
+Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Device& device) {
+  if (is_mesh_plan(plan))
+    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' is a ", mesh_rows(plan), "x",
+                mesh_cols(plan),
+                " mesh plan: bind it to a device::Mesh of that shape, not to one device");
+  MESHPLAN_TRY(check_chip_binding(plan, device.descriptor()));
+  return std::unique_ptr<Executable>(new Executable(plan, nullptr, &device));
 }
 
 size_t Executable::input_count() const {
@@ -164,7 +210,7 @@ std::string_view Executable::output_name(size_t i) const {
   return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name;
 }
 std::span<const int64_t> Executable::output_shape(size_t i) const {
-  return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).shape;
+  return host_shape(plan_, i, true);
 }
 
 namespace {
@@ -230,31 +276,37 @@ Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
 }
 
 Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
-  MESHPLAN_TRY(check_inputs(plan_, inputs));
+  bool mesh_plan = is_mesh_plan(plan_);
+  MESHPLAN_TRY(mesh_plan ? check_host_inputs(plan_, inputs) : check_inputs(plan_, inputs));
   std::lock_guard<std::mutex> lock(mutex_);
   try {
-    return run_checked(inputs);
+    return mesh_plan ? run_mesh(inputs) : run_chip(inputs);
   } catch (const std::bad_alloc&) {
     return fail(ErrorCode::resource_exhausted, "plan '", plan_.name(),
                 "': the host ran out of memory while running it");
   }
 }
 
-Result<RunResult> Executable::run_checked(std::span<const TensorView> inputs) {
+Result<RunResult> Executable::run_chip(std::span<const TensorView> inputs) {
   const fb::Plan& p = plan_.plan();
-  device_.reset();
+  device::Device& chip = *chip_;
+  // A 1x1 mesh resets its chip and its clock; a lone device resets itself.
+  if (mesh_)
+    mesh_->reset();
+  else
+    chip.reset();
   // Arguments: allocate at their planned addresses, then write inputs and constants.
   for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
     const fb::TensorPlan* t = p.tensors()->Get(id);
     if (t->role() == fb::TensorRole::intermediate) continue;
-    MESHPLAN_TRY(device_.allocate(plan_.placement(id)));
+    MESHPLAN_TRY(chip.allocate(plan_.placement(id)));
     if (t->role() == fb::TensorRole::constant)
-      MESHPLAN_TRY(device_.write(plan_.placement(id), segment_floats(plan_, t->segment())));
+      MESHPLAN_TRY(chip.write(plan_.placement(id), segment_floats(plan_, t->segment())));
   }
   for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
     device::TensorPlacement t = plan_.placement(p.inputs()->Get(i));
     if (!input_transform(plan_, i)) {
-      MESHPLAN_TRY(device_.write(t, inputs[i].data));
+      MESHPLAN_TRY(chip.write(t, inputs[i].data));
       continue;
     }
     // Prepared on the host into a buffer kept across runs (it grows to the largest such input).
@@ -262,7 +314,7 @@ Result<RunResult> Executable::run_checked(std::span<const TensorView> inputs) {
     if (prepared_.size() < n) prepared_.resize(n);
     std::span<float> staged(prepared_.data(), n);
     MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
-    MESHPLAN_TRY(device_.write(t, staged));
+    MESHPLAN_TRY(chip.write(t, staged));
   }
 
   RunResult result;
@@ -278,25 +330,29 @@ Result<RunResult> Executable::run_checked(std::span<const TensorView> inputs) {
     for (uint32_t i = 0; i < op->results()->size(); ++i) {
       out[i] = plan_.placement(op->results()->Get(i));
       outp[i] = &out[i];
-      MESHPLAN_TRY(device_.allocate(out[i]));
+      MESHPLAN_TRY(chip.allocate(out[i]));
     }
     std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
     device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), name,
                             std::span(inp, op->operands()->size()),
                             std::span(outp, op->results()->size()), op_config_of(*op)};
-    device::OpTiming timing = MESHPLAN_TRY(device_.launch(launch));
+    uint64_t start = chip.now_ns();
+    device::OpTiming timing = MESHPLAN_TRY(chip.launch(launch));
     result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used,
-                                   timing.compute_ns, timing.dram_ns});
+                                   timing.compute_ns, timing.dram_ns, 0, start, false});
     if (op->frees())
-      for (uint32_t id : *op->frees()) MESHPLAN_TRY(device_.deallocate(plan_.placement(id)));
+      for (uint32_t id : *op->frees()) MESHPLAN_TRY(chip.deallocate(plan_.placement(id)));
   }
   for (uint32_t id : *p.outputs()) {
     device::TensorPlacement t = plan_.placement(id);
     Tensor out(std::vector<int64_t>(t.shape.begin(), t.shape.end()));
-    MESHPLAN_TRY(device_.read(t, out.data));
+    MESHPLAN_TRY(chip.read(t, out.data));
     result.outputs.push_back(std::move(out));
   }
-  result.device_ns = device_.now_ns();
+  result.device_ns = chip.now_ns();
+  result.chip_ns = {result.device_ns};
+  result.chip_device_ns = {result.device_ns};
+  result.chip_collective_ns = {0};
   return result;
 }
 

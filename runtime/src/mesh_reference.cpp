@@ -7,8 +7,8 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/op_cases.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/input_transform.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 
 namespace meshplan::runtime {

@@ -12,7 +12,7 @@
 #include "mesh_run_mpi.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "tensor_io.hpp"
 
@@ -37,7 +37,7 @@ std::string shard_text(const device::MeshShardSpec& s) {
 
 /// Chrome trace: process 0 is the mesh, one thread (track) per chip; collectives in category
 /// "collective".
-std::string mesh_trace(const runtime::PlanRef& plan, const runtime::MeshRunResult& run,
+std::string mesh_trace(const runtime::PlanRef& plan, const runtime::RunResult& run,
                        const device::MeshDesc& mesh) {
   std::ostringstream out;
   out << "{\"traceEvents\":[";
@@ -54,11 +54,11 @@ std::string mesh_trace(const runtime::PlanRef& plan, const runtime::MeshRunResul
     out << R"({"name":"thread_name","ph":"M","pid":0,"tid":)" << c << R"(,"args":{"name":"chip )"
         << device::coord_name(mesh.coord(c)) << R"("}})";
   }
-  for (const runtime::MeshOpProfile& op : run.ops) {
+  for (const runtime::OpProfile& op : run.ops) {
     sep();
     out << R"({"name":")" << op.name << R"(","cat":")" << (op.collective ? "collective" : "op")
         << R"(","ph":"X","pid":0,"tid":)" << op.chip << R"(,"ts":)" << op.start_ns / 1000.0
-        << R"(,"dur":)" << op.duration_ns / 1000.0 << R"(,"args":{"kind":")"
+        << R"(,"dur":)" << op.device_ns / 1000.0 << R"(,"args":{"kind":")"
         << device::op_name(op.kind) << R"(","cores":)" << op.cores << "}}";
   }
   out << "\n],\"displayTimeUnit\":\"ns\"}\n";
@@ -135,7 +135,7 @@ Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& de
   const device::ChipDesc& chip = desc.chip;
   auto mesh = MESHPLAN_TRY(make_run_mesh(desc, plan));
   auto t_bind = Clock::now();
-  auto exe = MESHPLAN_TRY(runtime::MeshExecutable::bind(plan, *mesh));
+  auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
   double bind_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_bind).count();
   if (o.inspect) {
     if (o.json) {
@@ -210,7 +210,7 @@ Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& de
     std::fprintf(stderr, "%sread %zu per-chip input files\n", rank_label().c_str(), files_read);
   const std::vector<runtime::TensorView>& views = shared->views;
   auto t_run = Clock::now();
-  runtime::MeshRunResult result = MESHPLAN_TRY(exe->run(views));
+  runtime::RunResult result = MESHPLAN_TRY(exe->run(views));
   double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
   report_rank(*mesh, run_ms);
   std::printf("plan '%.*s' (%s, %u ops) on mesh %s %dx%d of %s (%s, %u links)\n",

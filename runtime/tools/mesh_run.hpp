@@ -19,7 +19,7 @@ struct MeshRunOptions {
   bool check = false, print = false, inspect = false, json = false;
 };
 
-/// Runs (or inspects) a mesh plan on an EmulatedMesh of `mesh` (MeshExecutable::bind refuses a
+/// Runs (or inspects) a mesh plan on an EmulatedMesh of `mesh` (Executable::bind refuses a
 /// mesh the plan was not made for); the exit code (0, or 2 when --check fails).
 Result<int> run_mesh_plan(const runtime::PlanRef& plan, const device::MeshDesc& mesh,
                           const MeshRunOptions& options);

@@ -12,7 +12,6 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 
 using namespace meshplan;
 
@@ -54,7 +53,7 @@ void BM_TpMlpT3k(benchmark::State& state) {
     state.SkipWithError("setup failed");
     return;
   }
-  auto mesh_exe = runtime::MeshExecutable::bind(*mesh_plan, **mesh);
+  auto mesh_exe = runtime::Executable::bind(*mesh_plan, **mesh);
   auto single_exe = runtime::Executable::bind(*single_plan, **chip);
   if (!mesh_exe || !single_exe) {
     state.SkipWithError("bind failed");

@@ -1,5 +1,5 @@
 // The C API runs mesh plans through the same handles: host (full) shapes, results equal to
-// MeshExecutable's.
+// the C++ Executable's.
 #include <doctest/doctest.h>
 
 #include <vector>

@@ -1,5 +1,5 @@
 // Mesh plans end to end: per-device graphs with collectives and boundary shards -> planner (every
-// policy) -> MPLN plan with mesh fields -> MeshExecutable on an EmulatedMesh (1x2, 2x4, 8x4),
+// policy) -> MPLN plan with mesh fields -> Executable on an EmulatedMesh (1x2, 2x4, 8x4),
 // checked against the host SPMD reference and, for the tensor-parallel MLP, against the
 // single-device f32 reference of the global MLP. Plus the bad paths.
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_query.hpp"
 
@@ -140,7 +140,7 @@ TEST_CASE("a tensor-parallel MLP on 1x2, 2x4 and 8x4 equals the global single-de
       std::vector<uint8_t> bytes;
       runtime::PlanRef plan = compile(g, policy, bytes, mesh->descriptor().chip);
       CHECK(runtime::is_mesh_plan(plan));
-      auto exe = runtime::MeshExecutable::bind(plan, *mesh);
+      auto exe = runtime::Executable::bind(plan, *mesh);
       REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
       CHECK((*exe)->input_shape(1)[1] == hidden);
       runtime::TensorView views[] = {x.view(), w1.view(), w2.view()};
@@ -215,7 +215,7 @@ TEST_CASE("every collective runs end to end on 1x2, 2x4 and 8x4 under every poli
         INFO("mesh ", std::string(name), " ", label, " policy ", std::string(policy));
         std::vector<uint8_t> bytes;
         runtime::PlanRef plan = compile(g, policy, bytes, mesh->descriptor().chip);
-        auto exe = runtime::MeshExecutable::bind(plan, *mesh);
+        auto exe = runtime::Executable::bind(plan, *mesh);
         REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
         auto inputs = runtime::random_inputs(plan, 7);
         auto views = runtime::views_of(inputs);
@@ -252,7 +252,7 @@ TEST_CASE("mesh plans bind only to the mesh they were made for, with clear error
   auto n300 = make_mesh("n300");
   std::vector<uint8_t> bytes;
   runtime::PlanRef plan = compile(tp_mlp(2, 4, 1, Mlp{}), "greedy", bytes, t3k->descriptor().chip);
-  auto wrong = runtime::MeshExecutable::bind(plan, *n300);
+  auto wrong = runtime::Executable::bind(plan, *n300);
   REQUIRE(!wrong);
   CHECK(wrong.error().code == ErrorCode::incompatible);
   CHECK(wrong.error().message.find("2x4 mesh, this mesh n300 is 1x2") != std::string::npos);
@@ -266,7 +266,7 @@ TEST_CASE("mesh plans bind only to the mesh they were made for, with clear error
   ring.topology = device::Topology::ring;
   auto ring_mesh = device::EmulatedMesh::create(ring);
   REQUIRE(ring_mesh);
-  auto other = runtime::MeshExecutable::bind(plan, **ring_mesh);
+  auto other = runtime::Executable::bind(plan, **ring_mesh);
   REQUIRE(!other);
   CHECK(other.error().message.find("ring") != std::string::npos);
   // plan_query names the mesh in a miss.
@@ -285,11 +285,11 @@ TEST_CASE("mesh plans bind only to the mesh they were made for, with clear error
   REQUIRE(g);
   std::vector<uint8_t> single_bytes;
   runtime::PlanRef single_plan = compile(*g, "dram", single_bytes, t3k->descriptor().chip);
-  auto on_mesh = runtime::MeshExecutable::bind(single_plan, *t3k);
+  auto on_mesh = runtime::Executable::bind(single_plan, *t3k);
   REQUIRE(!on_mesh);
   CHECK(on_mesh.error().message.find("single-chip plan") != std::string::npos);
   // Host inputs of the wrong (local) shape name the input.
-  auto exe = runtime::MeshExecutable::bind(plan, *t3k);
+  auto exe = runtime::Executable::bind(plan, *t3k);
   REQUIRE(exe);
   auto x = random_tensor({32, 64}, 1), w1 = random_tensor({64, 32}, 2),
        w2 = random_tensor({32, 64}, 3);
@@ -299,7 +299,7 @@ TEST_CASE("mesh plans bind only to the mesh they were made for, with clear error
   CHECK(bad.error().message.find("input 1 'w1'") != std::string::npos);
   // The null backend answers unimplemented, naming what.
   device::NullMesh null_mesh(t3k->descriptor());
-  auto null_exe = runtime::MeshExecutable::bind(plan, null_mesh);
+  auto null_exe = runtime::Executable::bind(plan, null_mesh);
   REQUIRE(null_exe);
   auto w1f = random_tensor({64, 128}, 2), w2f = random_tensor({128, 64}, 3);
   runtime::TensorView full[] = {x.view(), w1f.view(), w2f.view()};
@@ -353,7 +353,7 @@ TEST_CASE("corrupted mesh fields are clear errors from verify_plan, never crashe
   auto v = runtime::verify_plan(other, "other");
   REQUIRE(v);
   auto n300 = make_mesh("n300");
-  auto exe = runtime::MeshExecutable::bind(*v, *n300);
+  auto exe = runtime::Executable::bind(*v, *n300);
   REQUIRE(!exe);
   CHECK(exe.error().message.find("mesh descriptor") != std::string::npos);
 }

@@ -12,7 +12,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policy.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_query.hpp"
 
@@ -111,8 +111,8 @@ TEST_CASE("ring and linear plans run on their meshes with equal outputs; a misma
   auto ring_mesh = device::EmulatedMesh::create(ring);
   REQUIRE(line_mesh);
   REQUIRE(ring_mesh);
-  auto on_line = runtime::MeshExecutable::bind(linear.plan, **line_mesh);
-  auto on_ring = runtime::MeshExecutable::bind(ringed.plan, **ring_mesh);
+  auto on_line = runtime::Executable::bind(linear.plan, **line_mesh);
+  auto on_ring = runtime::Executable::bind(ringed.plan, **ring_mesh);
   REQUIRE_MESSAGE(on_line, on_line.error().message);
   REQUIRE_MESSAGE(on_ring, on_ring.error().message);
   std::vector<runtime::Tensor> inputs = runtime::random_inputs(ringed.plan, 5);
@@ -133,12 +133,12 @@ TEST_CASE("ring and linear plans run on their meshes with equal outputs; a misma
   CHECK(b->bytes_moved == a->bytes_moved);
 
   // The ring plan on the linear mesh (and the other way round) is refused with the reason.
-  auto wrong = runtime::MeshExecutable::bind(ringed.plan, **line_mesh);
+  auto wrong = runtime::Executable::bind(ringed.plan, **line_mesh);
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().code == ErrorCode::incompatible);
   CHECK(wrong.error().message.find("(ring, 1 links), this mesh is 1x8 (linear, 1 links)") !=
         std::string::npos);
-  CHECK_FALSE(runtime::MeshExecutable::bind(linear.plan, **ring_mesh));
+  CHECK_FALSE(runtime::Executable::bind(linear.plan, **ring_mesh));
   runtime::PlanQuery q;
   q.mesh = &line;
   auto miss = runtime::check_plan_matches(ringed.plan, q);

@@ -17,7 +17,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "zoo.hpp"
@@ -111,8 +111,8 @@ TEST_CASE("mesh zoo (reduced) on an MpiMesh: bit-identical to EmulatedMesh, own 
     auto mpi = device::MpiMesh::create(*desc, MPI_COMM_WORLD, 30.0);
     REQUIRE(ref);
     REQUIRE_MESSAGE(mpi, mpi.error().message);
-    auto ref_exe = runtime::MeshExecutable::bind(*plan, **ref);
-    auto mpi_exe = runtime::MeshExecutable::bind(*plan, **mpi);
+    auto ref_exe = runtime::Executable::bind(*plan, **ref);
+    auto mpi_exe = runtime::Executable::bind(*plan, **mpi);
     REQUIRE(ref_exe);
     REQUIRE(mpi_exe);
     auto inputs = runtime::random_inputs(*plan, 5);

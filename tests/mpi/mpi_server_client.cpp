@@ -17,8 +17,9 @@
 
 #include "base64.hpp"
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
   if (!desc) return fail(desc.error().to_string());
   auto mesh = device::EmulatedMesh::create(*desc);
   if (!mesh) return fail(mesh.error().to_string());
-  auto exe = runtime::MeshExecutable::bind(*plan, **mesh);
+  auto exe = runtime::Executable::bind(*plan, **mesh);
   if (!exe) return fail(exe.error().to_string());
 
   Connection c;

@@ -13,7 +13,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan.hpp"
 
@@ -235,7 +235,7 @@ TEST_CASE("2x2 end to end: lowered per-device graph compiles and runs on an emul
 
   auto mesh = device::EmulatedMesh::create(device::default_mesh(chip, 2, 2));
   REQUIRE_MESSAGE(mesh.has_value(), mesh.error().message);
-  auto exe = runtime::MeshExecutable::bind(*ref, **mesh);
+  auto exe = runtime::Executable::bind(*ref, **mesh);
   REQUIRE_MESSAGE(exe.has_value(), exe.error().message);
 
   auto global = parse_module(text, "swap.mlir");

@@ -21,7 +21,7 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan.hpp"
 #include "plan_run.hpp"
 
@@ -504,7 +504,7 @@ func.func public @main(%arg0: tensor<6x32xf32> {sdy.sharding = #sdy.sharding<@me
     REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
     auto ref = runtime::verify_plan(plan->bytes, "mesh");
     REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-    auto exe = runtime::MeshExecutable::bind(*ref, **mesh);
+    auto exe = runtime::Executable::bind(*ref, **mesh);
     REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
     const std::vector<float> start = {5};
     const std::vector<int64_t> table_shape = {6, 32}, idx_shape = {64, 1}, scalar;
@@ -558,7 +558,7 @@ func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mes
   REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
   auto ref = runtime::verify_plan(plan->bytes, "mesh_sort");
   REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-  auto exe = runtime::MeshExecutable::bind(*ref, **mesh);
+  auto exe = runtime::Executable::bind(*ref, **mesh);
   REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
   const std::vector<int64_t> shape = {4, 8};
   runtime::TensorView views[] = {{shape, x}};

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "meshplan/device/emulator.hpp"
+#include "meshplan/device/mesh.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"
@@ -90,6 +91,51 @@ TEST_CASE("inputs are checked by position and named") {
     CHECK(rep.relative_error > 0.0);  // bf16 storage does lose something
     CHECK(rep.relative_error < 0.02);
   }
+}
+
+TEST_CASE("a single-chip plan runs on a 1x1 mesh as on its device, and refuses larger meshes") {
+  std::vector<uint8_t> bytes = mlp_plan();
+  auto plan = verify_plan(bytes, "mlp");
+  REQUIRE(plan);
+  std::vector<Tensor> inputs = random_inputs(*plan, 3);
+  auto views = views_of(inputs);
+  auto dev = device::EmulatedDevice::create(device::wormhole_b0());
+  REQUIRE(dev);
+  auto on_device = Executable::bind(*plan, **dev);
+  REQUIRE(on_device);
+  auto mesh = device::EmulatedMesh::create(device::single_chip_mesh(device::wormhole_b0()));
+  REQUIRE(mesh);
+  auto on_mesh = Executable::bind(*plan, **mesh);
+  REQUIRE(on_mesh);
+  CHECK((*on_mesh)->output_shape(0).size() == 2);
+  auto a = (*on_device)->run(views);
+  auto b = (*on_mesh)->run(views);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->outputs[0].shape == b->outputs[0].shape);
+  CHECK(a->outputs[0].data == b->outputs[0].data);
+  CHECK(b->device_ns == a->device_ns);
+  CHECK(b->device_ns == plan->plan().header()->metrics()->estimated_ns());
+  REQUIRE(b->ops.size() == 8);
+  // One chip: every op on chip 0, each starting when the previous one ended.
+  uint64_t clock = 0;
+  for (const OpProfile& op : b->ops) {
+    CHECK(op.chip == 0);
+    CHECK_FALSE(op.collective);
+    CHECK(op.start_ns == clock);
+    clock += op.device_ns;
+  }
+  CHECK(b->chip_ns == std::vector<uint64_t>{b->device_ns});
+  CHECK(b->chip_collective_ns == std::vector<uint64_t>{0});
+  CHECK(b->bytes_moved == 0);
+
+  auto n300 = device::EmulatedMesh::create(*device::builtin_mesh("n300"));
+  REQUIRE(n300);
+  auto wrong = Executable::bind(*plan, **n300);
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().code == ErrorCode::incompatible);
+  CHECK(wrong.error().message.find("single-chip plan") != std::string::npos);
+  CHECK(wrong.error().message.find("1x2 mesh n300") != std::string::npos);
 }
 
 TEST_CASE("check_outputs flags wrong results") {

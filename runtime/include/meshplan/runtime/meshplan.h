@@ -88,8 +88,8 @@ size_t mp_cache_size(const mp_cache* cache);
 /* Name of entry i (NUL-terminated, valid while the cache is open), or NULL if out of range. */
 const char* mp_cache_entry_name(const mp_cache* cache, size_t i);
 
-/* Finds the plan `name`, verifies it, creates the emulated device it was made for and binds
- * the plan to it. Free with mp_executable_destroy. */
+/* Finds the plan `name`, verifies it, creates the emulated mesh it was made for (a 1x1 mesh of
+ * its chip for a single-chip plan) and binds the plan to it. Free with mp_executable_destroy. */
 mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_executable** out);
 void mp_executable_destroy(mp_executable* exe);
 

@@ -1,9 +1,10 @@
-// Running a mesh plan on a device::Mesh (see mesh_executable.hpp).
-#include "meshplan/runtime/mesh_executable.hpp"
-
+// Running a mesh plan on a device::Mesh (Executable::run_mesh, executable.hpp), and checking a
+// mesh plan's host inputs.
 #include <algorithm>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/mesh.hpp"
+#include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/input_transform.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "shape_text.hpp"
@@ -51,91 +52,17 @@ Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
   return {};
 }
 
-Result<std::unique_ptr<MeshExecutable>> MeshExecutable::bind(PlanRef plan, device::Mesh& mesh) {
-  const device::MeshDesc& have = mesh.descriptor();
-  if (!is_mesh_plan(plan))
-    return fail(ErrorCode::incompatible, "plan '", plan.name(),
-                "' is a single-chip plan: bind it to a Device (Executable::bind), not to the ",
-                have.rows, "x", have.cols, " mesh ", have.name);
-  if (mesh_rows(plan) != have.rows || mesh_cols(plan) != have.cols)
-    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for a ",
-                mesh_rows(plan), "x", mesh_cols(plan), " mesh, this mesh ", have.name, " is ",
-                have.rows, "x", have.cols);
-  const fb::DeviceInfo* d = plan.plan().header()->device();
-  Hash128 chip_hash{d->descriptor_hash()->lo(), d->descriptor_hash()->hi()};
-  if (chip_hash != have.chip.hash())
-    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for chip ",
-                d->name() ? d->name()->string_view() : "?", " (descriptor ",
-                chip_hash.hex().substr(0, 8), "), the mesh's chips are ", have.chip.name,
-                " (descriptor ", have.chip.hash().hex().substr(0, 8), ")");
-  auto desc = plan_mesh_desc(plan, have.chip);
-  if (!desc) return std::unexpected(desc.error());
-  if (desc->hash() != have.hash())
-    return fail(ErrorCode::incompatible, "plan '", plan.name(), "' was made for mesh ", desc->name,
-                " (", device::topology_name(desc->topology), ", ", desc->links,
-                " links), this mesh is ", have.name, " (", device::topology_name(have.topology),
-                ", ", have.links, " links)");
-  return std::unique_ptr<MeshExecutable>(new MeshExecutable(plan, mesh));
-}
-
-size_t MeshExecutable::input_count() const {
-  return plan_.plan().inputs()->size();
-}
-std::string_view MeshExecutable::input_name(size_t i) const {
-  return plan_.placement(plan_.plan().inputs()->Get(static_cast<uint32_t>(i))).name;
-}
-std::span<const int64_t> MeshExecutable::input_shape(size_t i) const {
-  return user_input_shape(plan_, i);
-}
-size_t MeshExecutable::output_count() const {
-  return plan_.plan().outputs()->size();
-}
-std::string_view MeshExecutable::output_name(size_t i) const {
-  return plan_.placement(plan_.plan().outputs()->Get(static_cast<uint32_t>(i))).name;
-}
-std::span<const int64_t> MeshExecutable::output_shape(size_t i) const {
-  return host_shape(plan_, i, true);
-}
-
-Result<size_t> MeshExecutable::input_index(std::string_view name) const {
-  for (size_t i = 0; i < input_count(); ++i)
-    if (input_name(i) == name) return i;
-  std::string names;
-  for (size_t i = 0; i < input_count(); ++i) names += str(i ? ", '" : "'", input_name(i), "'");
-  return fail(ErrorCode::not_found, "plan '", plan_.name(), "' has no input named '", name,
-              "' (its inputs: ", names, ")");
-}
-
-Result<MeshRunResult> MeshExecutable::run(std::span<const NamedTensorView> inputs) {
-  std::vector<TensorView> views(input_count());
-  std::vector<bool> seen(input_count(), false);
-  for (const NamedTensorView& in : inputs) {
-    size_t i = MESHPLAN_TRY(input_index(in.name));
-    if (seen[i])
-      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input '", in.name,
-                  "' is given twice");
-    seen[i] = true;
-    views[i] = in.view;
-  }
-  for (size_t i = 0; i < views.size(); ++i)
-    if (!seen[i])
-      return fail(ErrorCode::invalid_argument, "plan '", plan_.name(), "': input ", i, " '",
-                  input_name(i), "' is missing");
-  return run(std::span<const TensorView>(views));
-}
-
-Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
-  MESHPLAN_TRY(check_host_inputs(plan_, inputs));
-  std::lock_guard<std::mutex> lock(mutex_);
+Result<RunResult> Executable::run_mesh(std::span<const TensorView> inputs) {
+  device::Mesh& mesh = *mesh_;
   const fb::Plan& p = plan_.plan();
-  const int chips = mesh_.size();
-  const device::MeshDesc& desc = mesh_.descriptor();
-  mesh_.reset();
+  const int chips = mesh.size();
+  const device::MeshDesc& desc = mesh.descriptor();
+  mesh.reset();
   auto all_chips = [&](const device::TensorPlacement& t) {
     return std::vector<device::TensorPlacement>(static_cast<size_t>(chips), t);
   };
   auto on_every_chip = [&](auto&& f) -> Status {
-    for (int c = 0; c < chips; ++c) MESHPLAN_TRY(f(mesh_.chip(c)));
+    for (int c = 0; c < chips; ++c) MESHPLAN_TRY(f(mesh.chip(c)));
     return {};
   };
   for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
@@ -159,11 +86,11 @@ Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
       MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
       host = staged;
     }
-    MESHPLAN_TRY(mesh_.full_to_shard(host, host_shape(plan_, i, false),
-                                     boundary_shard(plan_, i, false), per_chip));
+    MESHPLAN_TRY(mesh.full_to_shard(host, host_shape(plan_, i, false),
+                                    boundary_shard(plan_, i, false), per_chip));
   }
 
-  MeshRunResult result;
+  RunResult result;
   result.ops.reserve(p.ops()->size() * static_cast<size_t>(chips));
   for (const fb::OpPlan* op : *p.ops()) {
     constexpr size_t kMax = device::kMaxOperands;
@@ -186,29 +113,30 @@ Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
     auto kind = static_cast<device::OpKind>(op->kind());
     if (device::is_collective(kind)) {
       std::vector<uint64_t> start(static_cast<size_t>(chips));
-      for (int c = 0; c < chips; ++c) start[static_cast<size_t>(c)] = mesh_.now_ns(desc.coord(c));
+      for (int c = 0; c < chips; ++c) start[static_cast<size_t>(c)] = mesh.now_ns(desc.coord(c));
       auto ins = all_chips(in[0]), outs = all_chips(out[0]);
-      auto run = device::run_collective_op(mesh_, kind, config, ins, outs);
+      auto run = device::run_collective_op(mesh, kind, config, ins, outs);
       if (!run) return std::unexpected(with_context(run.error(), str("op '", name, "'")));
       result.collective_ns += run->timing.duration_ns;
       result.bytes_moved += run->bytes_moved;
       for (int c = 0; c < chips; ++c) {
-        uint64_t end = mesh_.now_ns(desc.coord(c));
-        result.ops.push_back(MeshOpProfile{name, kind, static_cast<uint32_t>(c),
-                                           start[static_cast<size_t>(c)],
-                                           end - start[static_cast<size_t>(c)], 0, true});
+        uint64_t end = mesh.now_ns(desc.coord(c));
+        result.ops.push_back(OpProfile{name, kind, end - start[static_cast<size_t>(c)], 0, 0, 0,
+                                       static_cast<uint32_t>(c), start[static_cast<size_t>(c)],
+                                       true});
       }
     } else {
       device::OpLaunch launch{kind, name, std::span(inp, op->operands()->size()),
                               std::span(outp, op->results()->size()), config};
       for (int c = 0; c < chips; ++c) {
-        uint64_t start = mesh_.now_ns(desc.coord(c));
-        auto timing = mesh_.chip(c).launch(launch);
+        uint64_t start = mesh.now_ns(desc.coord(c));
+        auto timing = mesh.chip(c).launch(launch);
         if (!timing)
           return std::unexpected(
               with_context(timing.error(), str("chip ", device::coord_name(desc.coord(c)))));
-        result.ops.push_back(MeshOpProfile{name, kind, static_cast<uint32_t>(c), start,
-                                           timing->duration_ns, timing->cores_used, false});
+        result.ops.push_back(OpProfile{name, kind, timing->duration_ns, timing->cores_used,
+                                       timing->compute_ns, timing->dram_ns,
+                                       static_cast<uint32_t>(c), start, false});
       }
     }
     if (op->frees())
@@ -224,11 +152,11 @@ Result<MeshRunResult> MeshExecutable::run(std::span<const TensorView> inputs) {
     if (spec.type == device::MeshShardType::identity)
       t.data.resize(t.data.size() * static_cast<size_t>(chips));
     auto per_chip = all_chips(plan_.placement(p.outputs()->Get(i)));
-    MESHPLAN_TRY(mesh_.shard_to_full(per_chip, spec, full, t.data));
+    MESHPLAN_TRY(mesh.shard_to_full(per_chip, spec, full, t.data));
     result.outputs.push_back(std::move(t));
   }
   for (int c = 0; c < chips; ++c) {
-    uint64_t total = mesh_.now_ns(desc.coord(c)), ops = mesh_.chip(c).now_ns();
+    uint64_t total = mesh.now_ns(desc.coord(c)), ops = mesh.chip(c).now_ns();
     result.chip_ns.push_back(total);
     result.chip_device_ns.push_back(ops);
     result.chip_collective_ns.push_back(total - std::min(total, ops));
