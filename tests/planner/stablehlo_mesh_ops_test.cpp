@@ -21,7 +21,6 @@
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
-#include "meshplan/runtime/mesh_executable.hpp"
 #include "meshplan/runtime/plan.hpp"
 #include "plan_run.hpp"
 
@@ -70,7 +69,7 @@ Outputs run_on_mesh(const std::string& text, const std::vector<Input>& inputs,
   REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
   auto ref = runtime::verify_plan(plan->bytes, "mesh");
   REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-  auto exe = runtime::MeshExecutable::bind(*ref, **mesh);
+  auto exe = runtime::Executable::bind(*ref, **mesh);
   REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
   auto views = views_of(inputs);
   auto run = (*exe)->run(views);

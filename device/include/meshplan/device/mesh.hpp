@@ -60,7 +60,7 @@ struct CollectiveRun {
 /// A mesh of chips: the interface the runtime programs against, as Device is for one chip.
 /// EmulatedMesh is the first backend; NullMesh shows the surface a hardware backend fills in.
 /// Not thread-safe: callers serialise every call, including calls on the chips it hands out
-/// (the runtime's MeshExecutable does).
+/// (the runtime's Executable does).
 class Mesh {
  public:
   virtual ~Mesh() = default;
