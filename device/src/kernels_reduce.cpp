@@ -252,9 +252,22 @@ Status run_reduction(ChipMemory& memory, const ChipDesc& chip, const OpLaunch& o
     }
     case OpFamily::norm:
       return run_row_op(memory, chip, op, cores);
-    default:  // kernels.cpp dispatches only the three row families here
-      return fail(ErrorCode::internal, op_name(op.kind), " is not a reduction");
+    // kernels.cpp dispatches only the three row families here.
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::conv:
+    case OpFamily::pool:
+    case OpFamily::collective:
+      break;
   }
+  return fail(ErrorCode::internal, op_name(op.kind), " is not a reduction");
 }
 
 }  // namespace meshplan::device

@@ -69,9 +69,22 @@ Result<Shape> shape_conv(OpKind kind, Operands in, const OpConfig& c) {
       WindowGeom g = MESHPLAN_TRY(window_geom(kind, in[0], {}, c));
       return g.result_shape();
     }
-    default:
-      return not_in_family(kind, "window");
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::reduction:
+    case OpFamily::softmax:
+    case OpFamily::norm:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::collective:
+      break;
   }
+  return not_in_family(kind, "window");
 }
 
 Status reference_conv(OpKind kind, std::span<const HostView> in, const OpConfig& c,

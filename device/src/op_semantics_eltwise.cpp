@@ -27,9 +27,20 @@ Result<Shape> shape_eltwise(OpKind kind, Operands in, const OpConfig& c) {
                     " do not broadcast");
       return out;
     }
-    default:
-      return not_in_family(kind, "pointwise");
+    case OpFamily::matmul:
+    case OpFamily::reduction:
+    case OpFamily::softmax:
+    case OpFamily::norm:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::conv:
+    case OpFamily::pool:
+    case OpFamily::collective:
+      break;
   }
+  return not_in_family(kind, "pointwise");
 }
 
 Status reference_eltwise(OpKind kind, std::span<const HostView> in, const OpConfig& c,
@@ -57,9 +68,20 @@ Status reference_eltwise(OpKind kind, std::span<const HostView> in, const OpConf
                                                         broadcast_at(in[1], idx, out_rank)));
       }
       return {};
-    default:
-      return not_in_family(kind, "pointwise");
+    case OpFamily::matmul:
+    case OpFamily::reduction:
+    case OpFamily::softmax:
+    case OpFamily::norm:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::conv:
+    case OpFamily::pool:
+    case OpFamily::collective:
+      break;
   }
+  return not_in_family(kind, "pointwise");
 }
 
 }  // namespace meshplan::device

@@ -52,9 +52,21 @@ Result<Shape> shape_reduce(OpKind kind, Operands in, const OpConfig& c) {
         return fail(ErrorCode::invalid_argument, "epsilon ", c.epsilon, " must be >= 0");
       return same();
     }
-    default:
-      return not_in_family(kind, "row");
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::conv:
+    case OpFamily::pool:
+    case OpFamily::collective:
+      break;
   }
+  return not_in_family(kind, "row");
 }
 
 Status reference_reduce(OpKind kind, std::span<const HostView> in, const OpConfig& c,
@@ -141,9 +153,21 @@ Status reference_reduce(OpKind kind, std::span<const HostView> in, const OpConfi
       });
       return {};
     }
-    default:
-      return not_in_family(kind, "row");
+    case OpFamily::matmul:
+    case OpFamily::eltwise_unary:
+    case OpFamily::eltwise_binary:
+    case OpFamily::compare:
+    case OpFamily::select:
+    case OpFamily::memory:
+    case OpFamily::shape:
+    case OpFamily::gather:
+    case OpFamily::convert:
+    case OpFamily::conv:
+    case OpFamily::pool:
+    case OpFamily::collective:
+      break;
   }
+  return not_in_family(kind, "row");
 }
 
 }  // namespace meshplan::device

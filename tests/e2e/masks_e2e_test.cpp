@@ -11,6 +11,7 @@
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"

@@ -9,6 +9,7 @@
 
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "planner/mesh_front_util.hpp"
 #include "test_util.hpp"
 #include "zoo.hpp"

@@ -10,6 +10,7 @@
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/sharding.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "planner/mesh_front_util.hpp"
 
 namespace meshplan::planner {

@@ -12,6 +12,7 @@
 #include "meshplan/device/descriptor.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
 

@@ -14,6 +14,7 @@
 #include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/graph.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 
 namespace meshplan::test {
 

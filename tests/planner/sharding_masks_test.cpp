@@ -9,6 +9,7 @@
 
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;

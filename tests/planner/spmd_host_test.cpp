@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;

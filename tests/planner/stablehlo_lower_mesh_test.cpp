@@ -11,6 +11,7 @@
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;

@@ -135,32 +135,6 @@ Result<CommStats> communication(const Module& local_program);
 
 namespace meshplan::planner::shlo {
 
-/// A row-major f32 host array (integers and booleans are held as floats).
-struct HostArray {
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
-
-/// Evaluates the entry function on one host "device" with f32 math: the single-device
-/// reference. Sharding annotations and sdy.reshard/sharding_constraint are identities.
-/// Errors name the op (file:line:col) that has no host evaluation.
-Result<std::vector<HostArray>> evaluate_reference(const Module& m,
-                                                  const std::vector<HostArray>& inputs);
-
-/// Simulates the SPMD program on the host: the manual computation's operands are split per
-/// in_shardings onto every device of the mesh (mesh_shard FullToShard), each device runs the
-/// body on its local arrays in lockstep, collectives combine host arrays along their replica
-/// groups, and the results are assembled per out_shardings (ShardToFull), checking that
-/// replicated copies agree.
-Result<std::vector<HostArray>> evaluate_spmd(const Module& m, const std::vector<HostArray>& inputs);
-
-/// Deterministic pseudo-random inputs for the entry function's arguments (values in [-1, 1)).
-std::vector<HostArray> random_inputs(const Module& m, uint64_t seed);
-
-}  // namespace meshplan::planner::shlo
-
-namespace meshplan::planner::shlo {
-
 /// Lowers the per-device program (the manual computation's body when there is one, else the
 /// entry function) to the graph IR the layout planner takes, with local shapes:
 ///  - elementwise ops -> the meshplan op of the same meaning; maximum(x, splat 0) -> relu;

@@ -1,6 +1,8 @@
 // Host evaluation of StableHLO modules: the single-device f32 reference, and an SPMD simulation
 // that runs the per-device program on every device of the mesh in lockstep with collectives
 // done on host arrays. Straightforward loops: this is a checker, not a fast path.
+#include "meshplan/planner/spmd_host.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
