@@ -6,6 +6,7 @@
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
 #include "meshplan/planner/spmd.hpp"
+#include "meshplan/planner/spmd_host.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
