@@ -287,11 +287,13 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
         MESHPLAN_TRY(expect("{", "'{' opening an all_to_all parameter"));
         do p.axes.push_back(MESHPLAN_TRY(axis_ref()));
         while (accept(","));
+        // Shardy's form `{"x", "y"}: 0->1`; `{"x", "y": 0->1}` is read too.
+        const bool closed = accept("}");
         MESHPLAN_TRY(expect(":", "':' then src->tgt dimensions"));
         p.src = MESHPLAN_TRY(integer("a source dimension"));
         MESHPLAN_TRY(expect("->", "'->'"));
         p.tgt = MESHPLAN_TRY(integer("a target dimension"));
-        MESHPLAN_TRY(expect("}", "'}' closing an all_to_all parameter"));
+        if (!closed) MESHPLAN_TRY(expect("}", "'}' closing an all_to_all parameter"));
         op.all_to_all.push_back(std::move(p));
       } while (accept(","));
       MESHPLAN_TRY(expect("]", "']' closing the all_to_all parameters"));

@@ -380,9 +380,7 @@ bool Printer::pretty(const Op& op, int indent) {
         out_ << "[";
         for (size_t i = 0; i < op.all_to_all.size(); ++i) {
           const auto& p = op.all_to_all[i];
-          std::string ax = axes_string(p.axes);
-          out_ << (i ? ", " : "") << ax.substr(0, ax.size() - 1) << ": " << p.src << "->" << p.tgt
-               << "}";
+          out_ << (i ? ", " : "") << axes_string(p.axes) << ": " << p.src << "->" << p.tgt;
         }
         out_ << "] ";
       }

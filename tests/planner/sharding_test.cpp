@@ -243,7 +243,7 @@ TEST_CASE("a reshard that moves an axis between dims becomes one all_to_all") {
                      "  return %a : tensor<8x8xf32>\n}\n";
   Module m = compile(text, "collectives", 2, 2);
   CHECK(print_module(m).find(
-            "sdy.all_to_all [{\"x\": 0->1}] %arg1 out_sharding=<@mesh, [{}, {\"x\"}]>") !=
+            "sdy.all_to_all [{\"x\"}: 0->1] %arg1 out_sharding=<@mesh, [{}, {\"x\"}]>") !=
         std::string::npos);
   Module local = compile(text, "close", 2, 2);
   auto cs = collectives(local);

@@ -21,7 +21,7 @@ module {
       %16 = stablehlo.add %arg4, %arg5 : tensor<f32>
       stablehlo.return %16 : tensor<f32>
     }) : (tensor<8x4xf32>) -> tensor<8x4xf32>
-    %12 = sdy.all_to_all [{"x": 0->1}] %11 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x4xf32>
+    %12 = sdy.all_to_all [{"x"}: 0->1] %11 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x4xf32>
     %13 = stablehlo.negate %12 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : tensor<8x4xf32>
     %14 = stablehlo.dot_general %13, %6, batching_dims = [0] x [0], contracting_dims = [1] x [1] : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8xf32>
     return %0, %13 : tensor<4x8xi1>, tensor<8x4xf32>
