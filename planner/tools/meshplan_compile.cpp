@@ -43,6 +43,7 @@
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/report.hpp"
+#include "meshplan/planner/sharding_export.hpp"
 #include "meshplan/planner/sharding_strategies.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
@@ -125,6 +126,10 @@ constexpr const char* kFooter =
     "  --stop-after=sdy-propagation prints the module as Shardy's propagation prints it (no\n"
     "  manual computation, no reshards added); --propagation=basic|aggressive|op-priority|\n"
     "  user-priority|pipeline picks the strategy (default pipeline: shardings closed).\n"
+    "  --stop-after=sdy-PASS runs one of Shardy's export passes alone on the module as written\n"
+    "  and prints it: sdy-sharding-constraint-to-reshard, sdy-remove-sharding-groups,\n"
+    "  sdy-drop-sharding-rules, sdy-close-shardings, sdy-insert-explicit-reshards,\n"
+    "  sdy-reshard-to-collectives.\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
     "  A MODEL.json with sharding annotations (mesh_axes, Argument.sharding) or a --mesh larger\n"
     "  than 1x1 takes the same path: the graph is exported to StableHLO/Shardy first. --mesh also\n"
@@ -372,6 +377,19 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
+/// Prints the module to args.output, or to stdout when none is given.
+Status write_module(const Args& args, const planner::shlo::Module& module) {
+  std::string text = planner::shlo::print_module(module);
+  if (args.output.empty()) {
+    std::cout << text;
+    return {};
+  }
+  std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
+  return {};
+}
+
 /// A .mlir model: the mesh pipeline, then either the printed module (--emit=sdy|stablehlo)
 /// or the per-device program lowered to the graph IR.
 /// (A graph.json exported to StableHLO arrives here as `module` with `options` already set.)
@@ -380,7 +398,8 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
                                                std::optional<planner::shlo::Module> exported = {}) {
   // Shardy's own propagation sees loops and barriers as written; the mesh passes get them
   // unrolled and dropped.
-  bool sdy_stage = args.stop_after == "sdy-propagation";
+  bool sdy_stage = args.stop_after == "sdy-propagation" ||
+                   planner::shlo::export_pass_from_name(args.stop_after).has_value();
   planner::shlo::Module module =
       exported    ? std::move(*exported)
       : sdy_stage ? MESHPLAN_TRY(planner::shlo::parse_module_file_for_propagation(args.model))
@@ -407,14 +426,15 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
     MESHPLAN_TRY(planner::shlo::run_sdy_propagation(module, *strategy));
     for (size_t i = noted; i < module.notes.size(); ++i)  // the stage's warnings
       if (!g_quiet) std::fprintf(stderr, "%s\n", module.notes[i].c_str());
-    std::string text = planner::shlo::print_module(module);
-    if (args.output.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
-      out << text;
-      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
-    }
+    MESHPLAN_TRY(write_module(args, module));
+    return std::nullopt;
+  }
+  if (auto pass = planner::shlo::export_pass_from_name(stage)) {
+    // One of Shardy's export passes alone, on the module as written.
+    if (args.emit != "sdy" && args.emit != "stablehlo")
+      return fail(ErrorCode::invalid_argument, "--stop-after=", stage, " needs --emit=sdy");
+    MESHPLAN_TRY(planner::shlo::run_sdy_export_pass(module, *pass));
+    MESHPLAN_TRY(write_module(args, module));
     return std::nullopt;
   }
   auto stop = planner::shlo::stage_from_name(stage);
@@ -430,14 +450,7 @@ Result<std::optional<planner::Graph>> run_mlir(const Args& args,
   options.notes = &notes;
   MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
   if (args.emit == "sdy" || args.emit == "stablehlo") {
-    std::string text = planner::shlo::print_module(module);
-    if (args.output.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
-      out << text;
-      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
-    }
+    MESHPLAN_TRY(write_module(args, module));
     return std::nullopt;
   }
   // The compile summary of a planned module: what the passes decided, what each collective

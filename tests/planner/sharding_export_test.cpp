@@ -1,0 +1,119 @@
+// Shardy's export passes one at a time (sdy_export_passes.md), each run alone on a module as
+// written, as `--stop-after=sdy-NAME` runs them. Expected texts are worked out from the passes'
+// documented effect, in Shardy's printed syntax.
+#include <doctest/doctest.h>
+
+#include "meshplan/planner/sharding_export.hpp"
+
+using namespace meshplan;
+using namespace meshplan::planner::shlo;
+
+namespace {
+
+constexpr const char* kModule =
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+    "sdy.mesh @other = <[\"a\"=2, \"b\"=2]>\n"
+    "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", ?}, "
+    "{?}], replicated={\"y\"}>}) -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{}p0, {\"x\"}p1]>}) {\n"
+    "  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\", ?}, "
+    "{\"y\", ?}]>]>, sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, j]) {i=8, "
+    "j=16}>} : tensor<8x16xf32>\n"
+    "  %1 = sdy.sharding_constraint %0 <@mesh, [{}, {\"x\", ?}]> : tensor<8x16xf32>\n"
+    "  sdy.sharding_group %1 group_id=3 : tensor<8x16xf32>\n"
+    "  return %1 : tensor<8x16xf32>\n"
+    "}\n";
+
+std::string exported(const std::string& text, std::string_view pass) {
+  auto m = parse_module(text, "doc.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  auto p = export_pass_from_name(pass);
+  REQUIRE(p.has_value());
+  auto s = run_sdy_export_pass(*m, *p);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  return print_module(*m);
+}
+
+/// `text` with its first occurrence of `from` replaced by `to` (which must occur).
+std::string edit(std::string text, std::string_view from, std::string_view to) {
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("export passes are named by Shardy's pass flags") {
+  CHECK(export_pass_from_name("sdy-close-shardings") == ExportPass::close_shardings);
+  CHECK(export_pass_from_name("sdy-reshard-to-collectives") == ExportPass::reshard_to_collectives);
+  CHECK(export_pass_from_name("sdy-insert-explicit-reshards") ==
+        ExportPass::insert_explicit_reshards);
+  CHECK_FALSE(export_pass_from_name("close-shardings").has_value());
+  CHECK_FALSE(export_pass_from_name("sdy-propagation").has_value());
+}
+
+TEST_CASE("sdy-close-shardings: open dims close, priorities and replicated axes leave") {
+  // Only the shardings change: a closed dim already means "replicated on the rest", so the
+  // explicit replicated={"y"} goes; the constraint's target closes too.
+  std::string want = kModule;
+  want = edit(want, "[{\"x\", ?}, {?}], replicated={\"y\"}>", "[{\"x\"}, {}]>");
+  want = edit(want, "[{}p0, {\"x\"}p1]", "[{}, {\"x\"}]");
+  want = edit(want, "[{\"x\", ?}, {\"y\", ?}]", "[{\"x\"}, {\"y\"}]");
+  want = edit(want, "<@mesh, [{}, {\"x\", ?}]>", "<@mesh, [{}, {\"x\"}]>");
+  CHECK(exported(kModule, "sdy-close-shardings") == want);
+}
+
+TEST_CASE("sdy-sharding-constraint-to-reshard keeps the constraint's sharding as written") {
+  std::string want = edit(kModule, "sdy.sharding_constraint %0", "sdy.reshard %0");
+  CHECK(exported(kModule, "sdy-sharding-constraint-to-reshard") == want);
+}
+
+TEST_CASE("sdy-remove-sharding-groups and sdy-drop-sharding-rules remove only their target") {
+  CHECK(exported(kModule, "sdy-remove-sharding-groups") ==
+        edit(kModule, "  sdy.sharding_group %1 group_id=3 : tensor<8x16xf32>\n", ""));
+  CHECK(exported(kModule, "sdy-drop-sharding-rules") ==
+        edit(kModule, ", sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, j]) {i=8, j=16}>",
+             ""));
+}
+
+TEST_CASE("sdy-reshard-to-collectives acts on every function, on the mesh its reshards name") {
+  // @g's mesh is not the module's first: moving "a" from dim 0 to dim 1 is one all_to_all
+  // (each device keeps its shard's bytes, split the other way), then un-sharding dim 1 is an
+  // all_gather over "a". @main (no reshard) is printed unchanged.
+  std::string text = std::string(kModule) +
+                     "func.func @g(%arg0: tensor<8x8xf32> {sdy.sharding = "
+                     "#sdy.sharding<@other, [{\"a\"}, {}]>}) -> tensor<8x8xf32> {\n"
+                     "  %0 = sdy.reshard %arg0 <@other, [{}, {\"a\"}]> : tensor<8x8xf32>\n"
+                     "  %1 = sdy.reshard %0 <@other, [{}, {}]> : tensor<8x8xf32>\n"
+                     "  return %1 : tensor<8x8xf32>\n"
+                     "}\n";
+  std::string want =
+      edit(text,
+           "  %0 = sdy.reshard %arg0 <@other, [{}, {\"a\"}]> : tensor<8x8xf32>\n"
+           "  %1 = sdy.reshard %0 <@other, [{}, {}]> : tensor<8x8xf32>\n",
+           "  %0 = sdy.all_to_all [{\"a\"}: 0->1] %arg0 out_sharding=<@other, [{}, {\"a\"}]> : "
+           "tensor<8x8xf32>\n"
+           "  %1 = sdy.all_gather [{}, {\"a\"}] %0 out_sharding=<@other, [{}, {}]> : "
+           "tensor<8x8xf32>\n");
+  CHECK(exported(text, "sdy-reshard-to-collectives") == want);
+}
+
+TEST_CASE("sdy.all_to_all reads and prints in Shardy's syntax") {
+  // Shardy's form names each parameter's axes, then source->target dims: `{"b"}: 0->2`.
+  std::string text =
+      "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2]>\n"
+      "func.func @main(%arg0: tensor<8x8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\", "
+      "\"b\"}, {\"c\"}, {}]>}) -> tensor<8x8x8xf32> {\n"
+      "  %0 = sdy.all_to_all [{\"b\"}: 0->2, {\"c\"}: 1->0] %arg0 out_sharding=<@mesh, [{\"a\", "
+      "\"c\"}, {}, {\"b\"}]> : tensor<8x8x8xf32>\n"
+      "  return %0 : tensor<8x8x8xf32>\n"
+      "}\n";
+  auto m = parse_module(text, "doc.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  CHECK(print_module(*m) == text);
+  const Op& a2a = m->ops[m->funcs[0].body.ops[0]];
+  REQUIRE(a2a.all_to_all.size() == 2);
+  CHECK(a2a.all_to_all[1].axes[0].name == "c");
+  CHECK(a2a.all_to_all[1].src == 1);
+  CHECK(a2a.all_to_all[1].tgt == 0);
+}
