@@ -647,8 +647,15 @@ class Propagator {
           return op_info[i].kind == OpPriorityInfo::pass_through ||
                  op_info[i].kind == OpPriorityInfo::forward_only;
         };
+        // As Shardy, the function's result shardings reach the returned values first (its
+        // func-results step precedes the op worklist), then ops go in program order.
+        for (size_t i = 0; i < body.size(); ++i)
+          if (m_.ops[body[i]].name == "func.return" && eligible(i)) {
+            work.push_back(i);
+            queued[i] = true;
+          }
         for (size_t i = 0; i < items; ++i)
-          if (eligible(i)) {
+          if (!queued[i] && eligible(i)) {
             work.push_back(i);
             queued[i] = true;
           }

@@ -2,6 +2,7 @@
 #include "meshplan/planner/sharding.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <numeric>
 #include <sstream>
@@ -636,7 +637,16 @@ bool AxisMath::overlaps(const AxisRef& a, const AxisRef& b) const {
   if (a.name != b.name) return false;
   int64_t a0 = a.pre_size, a1 = a.pre_size * size(a);
   int64_t b0 = b.pre_size, b1 = b.pre_size * size(b);
-  return std::max(a0, b0) < std::min(a1, b1);
+  if (std::max(a0, b0) < std::min(a1, b1)) return true;
+  // Sub-axes that cannot coexist count as sharing devices too: two sub-axes of one axis split
+  // it consistently only when their bounds (pre-size, pre-size * size) divide each other in
+  // order, e.g. "a":(1)2 and "a":(4)2 of "a"=8 (1 | 2 | 4 | 8), not "a":(1)2 and "a":(3)2 of
+  // "a"=6 (2 does not divide 3): no device numbering has both.
+  std::array<int64_t, 4> bounds = {a0, a1, b0, b1};
+  std::sort(bounds.begin(), bounds.end());
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    if (bounds[i] <= 0 || bounds[i + 1] % bounds[i] != 0) return true;
+  return false;
 }
 
 std::vector<AxisRef> AxisMath::normalize(std::vector<AxisRef> axes) const {
