@@ -19,6 +19,8 @@
 #include <map>
 #include <optional>
 
+#include "key_memo.hpp"
+#include "launch_key.hpp"
 #include "meshplan/planner/policies.hpp"
 
 namespace meshplan::planner {
@@ -117,6 +119,55 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
   std::vector<TensorLayout> override_result;
   std::vector<uint32_t> cap;
   std::vector<uint16_t> pick;
+  // OpModel's answers for every pool layout of a result, per launch (kind, base config, shapes and
+  // operand reads; names aside) and pool: transformer layers repeat a few launches, and scoring a
+  // combination asked OpModel's memo once per result layout (most of beam's time). An entry
+  // locates its timings: one per pool layout in the pool's order, then the in-place layouts.
+  struct Timed {
+    uint64_t ns;
+    uint32_t cores;
+    bool valid;
+  };
+  struct Timings {
+    uint32_t first, in_place_first, in_place_count;
+  };
+  KeyMemo<Timings> timed_memo;
+  std::vector<Timed> timings;
+  std::vector<std::pair<TensorLayout, Timed>> in_place;  // the in-place layouts below, timed
+  std::string timed_key;
+  // Moves of a value, per pool (its shape and dtype), source and target layouts: whether OpModel
+  // takes the move and what it costs (the move's launch depends on nothing else).
+  struct Move {
+    bool valid;
+    uint64_t ns;
+  };
+  KeyMemo<Move> move_memo;
+  std::string move_key;
+  auto move = [&](ValueId v, const TensorLayout& from, const TensorLayout& to) -> Move {
+    candidates_of(v);  // sets pool_of[v]
+    move_key.clear();
+    auto put = [&](auto x) { move_key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+    auto layout = [&](const TensorLayout& t) {  // as launch_key() writes a layout
+      put(t.dtype);
+      put(t.layout);
+      put(t.buffer);
+      put(t.memory);
+      if (t.memory != device::MemLayout::interleaved) {
+        put(t.shard.grid);
+        put(t.shard.shape[0]);
+        put(t.shard.shape[1]);
+        put(t.shard.orientation);
+      }
+    };
+    put(pool_of[v]);
+    layout(from);
+    layout(to);
+    const uint64_t h = key_hash(move_key);
+    if (const Move* m = move_memo.find(h, move_key)) return *m;
+    Move m{q.validate_move(v, from, to).ok, 0};
+    if (m.valid) m.ns = q.move_cost(v, from, to);
+    return move_memo.insert(h, move_key, m);
+  };
   BeamStats st;
   const uint64_t max_combinations =
       options.beam_max_combinations != 0
@@ -165,11 +216,11 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         if (std::any_of(list.begin(), list.end(),
                         [&](const Option& x) { return x.reads == targets[t]; }))
           continue;
-        if (!q.validate_move(v, base.reads, targets[t]).ok) continue;
+        const Move m = move(v, base.reads, targets[t]);
+        if (!m.valid) continue;
         ++explored;
         list.push_back(Option{targets[t], Pick{base.pick.parent, static_cast<int16_t>(t), false},
-                              base.score + q.move_cost(v, base.reads, targets[t]), base.min_cores,
-                              base.reshards + 1});
+                              base.score + m.ns, base.min_cores, base.reshards + 1});
       }
     }
     // An override narrows the result layouts to the ones it allows (tt-mlir's legal layouts).
@@ -232,21 +283,35 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
       }
       const uint32_t combo = static_cast<uint32_t>(combos.size() / std::max<uint32_t>(arity, 1));
       combos.insert(combos.end(), pick.begin(), pick.end());
-      auto consider = [&](uint32_t r) {
-        ++op_evaluations;
+      auto timed = [&](uint32_t r) -> Timed {
         const TensorLayout& layout = result_layout(r);
         device::OpConfig config = config_for(d.configs[o], layout, chip);
         std::optional<device::OpTiming> t =
             q.timing_if_valid(op.kind, op.name, op.operands, reads, op.results[0], layout, config);
-        if (!t) return false;
-        next.push_back(
-            Scored{score + t->duration_ns, std::min(min_cores, t->cores_used), reshards, combo, r});
+        return t ? Timed{t->duration_ns, t->cores_used, true} : Timed{0, 0, false};
+      };
+      auto consider_timed = [&](uint32_t r, const Timed& t) {
+        ++op_evaluations;
+        if (!t.valid) return false;
+        next.push_back(Scored{score + t.ns, std::min(min_cores, t.cores), reshards, combo, r});
         return true;
       };
-      for (uint32_t r = 0; r < results.size(); ++r) consider(r);
-      // A layout OpModel accepts that the pool may not hold (seed 002 §5.4.5): the result sharded
-      // exactly like an operand of its shape, as an elementwise op writes it in place.
-      if (!overridden)
+      auto consider = [&](uint32_t r) { return consider_timed(r, timed(r)); };
+      if (overridden) {
+        for (uint32_t r = 0; r < results.size(); ++r) consider(r);
+        return;
+      }
+      // Pools live as long as this search (a deque's elements do not move).
+      launch_key(timed_key, g, op.kind, op.operands, reads, op.results[0], TensorLayout{},
+                 d.configs[o]);
+      timed_key.append(reinterpret_cast<const char*>(&results_ptr), sizeof(results_ptr));
+      const uint64_t h = key_hash(timed_key);
+      const Timings* e = timed_memo.find(h, timed_key);
+      if (!e) {
+        Timings n{static_cast<uint32_t>(timings.size()), static_cast<uint32_t>(in_place.size()), 0};
+        for (uint32_t r = 0; r < results.size(); ++r) timings.push_back(timed(r));
+        // A layout OpModel accepts that the pool may not hold (seed 002 §5.4.5): the result
+        // sharded exactly like an operand of its shape, as an elementwise op writes it in place.
         for (uint32_t i = 0; i < reads.size(); ++i) {
           TensorLayout same = *reads[i];
           same.dtype = results.back().dtype;
@@ -257,8 +322,20 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
                           [&](const TensorLayout* x) { return *x == *reads[i]; }))
             continue;
           extra.push_back(same);
-          if (!consider(static_cast<uint32_t>(results.size() + extra.size() - 1))) extra.pop_back();
+          in_place.emplace_back(same,
+                                timed(static_cast<uint32_t>(results.size() + extra.size() - 1)));
+          extra.pop_back();
         }
+        n.in_place_count = static_cast<uint32_t>(in_place.size()) - n.in_place_first;
+        e = &timed_memo.insert(h, timed_key, n);
+      }
+      for (uint32_t r = 0; r < results.size(); ++r) consider_timed(r, timings[e->first + r]);
+      for (uint32_t j = e->in_place_first; j < e->in_place_first + e->in_place_count; ++j) {
+        extra.push_back(in_place[j].first);
+        if (!consider_timed(static_cast<uint32_t>(results.size() + extra.size() - 1),
+                            in_place[j].second))
+          extra.pop_back();
+      }
     };
     pick.assign(arity, 0);
     if (!degraded) {
@@ -403,9 +480,8 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         uint64_t total = 0;
         for (const Request& r : requests[o]) {
           if (r.wants == kept[k].layout) continue;
-          total += q.validate_move(v, kept[k].layout, r.wants).ok
-                       ? q.move_cost(v, kept[k].layout, r.wants)
-                       : kInf;
+          const Move m = move(v, kept[k].layout, r.wants);
+          total += m.valid ? m.ns : kInf;
         }
         if (total < best) {
           best = total;

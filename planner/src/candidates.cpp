@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "key_memo.hpp"
+#include "launch_key.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/formats.hpp"
 
@@ -210,17 +211,16 @@ OpQuery::OpQuery(const Graph& graph, const device::ChipDesc& chip,
 
 OpQuery::~OpQuery() = default;
 
-std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
-                              std::span<const TensorLayout* const> operand_layouts, ValueId result,
-                              const TensorLayout& result_layout,
-                              const device::OpConfig& config) const {
+std::string_view launch_key(std::string& k, const Graph& graph, device::OpKind kind,
+                            std::span<const ValueId> operands,
+                            std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                            const TensorLayout& result_layout, const device::OpConfig& config) {
   // Exact bytes of everything OpModel looks at (names aside): the memos compare them in full.
   // Written through a pointer into a buffer sized for the worst case (no per-field append: the
   // appends' capacity checks were half of the key's time, a sixth of greedy's).
-  std::string& k = key_;
   size_t bound = 256 + config.pairs.size();
-  for (ValueId v : operands) bound += 64 + 8 * graph_.values[v].shape.size();
-  bound += 64 + 8 * graph_.values[result].shape.size();
+  for (ValueId v : operands) bound += 64 + 8 * graph.values[v].shape.size();
+  bound += 64 + 8 * graph.values[result].shape.size();
   k.resize_and_overwrite(bound, [&](char* base, size_t) {
     char* p = base;
     auto put = [&](auto x) {
@@ -266,7 +266,7 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
       p += config.pairs.size();
     }
     auto tensor = [&](ValueId v, const TensorLayout& t) {
-      const Value& val = graph_.values[v];
+      const Value& val = graph.values[v];
       put(static_cast<uint8_t>(val.shape.size()));
       // A rank-0 shape has no data pointer, which memcpy may not be given even for 0 bytes.
       if (!val.shape.empty()) std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
@@ -288,6 +288,13 @@ std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> oper
     return static_cast<size_t>(p - base);
   });
   return k;
+}
+
+std::string_view OpQuery::key(device::OpKind kind, std::span<const ValueId> operands,
+                              std::span<const TensorLayout* const> operand_layouts, ValueId result,
+                              const TensorLayout& result_layout,
+                              const device::OpConfig& config) const {
+  return launch_key(key_, graph_, kind, operands, operand_layouts, result, result_layout, config);
 }
 
 template <typename F>

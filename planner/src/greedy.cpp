@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <map>
 
+#include "key_memo.hpp"
+#include "launch_key.hpp"
 #include "meshplan/planner/policies.hpp"
 
 namespace meshplan::planner {
@@ -43,6 +45,15 @@ std::string why(const OpQuery& q, const Op& op, const std::vector<TensorLayout>&
   return q.explain(op.kind, op.name, op.operands, ptrs, op.results[0], result, config).reason;
 }
 
+// Whether config_for(config, result, chip) would leave `config` as it is.
+bool grid_fits(const device::OpConfig& config, const TensorLayout& result,
+               const device::ChipDesc& chip) {
+  if (result.memory != device::MemLayout::interleaved)
+    return config.grid_x == result.shard.grid.x1 - result.shard.grid.x0 + 1 &&
+           config.grid_y == result.shard.grid.y1 - result.shard.grid.y0 + 1;
+  return config.grid_x == chip.grid_x && config.grid_y == chip.grid_y;
+}
+
 /// Greedy picks each result's layout for its producer alone, so a sharded result can make its
 /// readers slow (BERT: a width-sharded FFN activation made the next matmul 2.5x slower than with
 /// interleaved operands). One pass in schedule order over the sharded L1 results that no
@@ -61,7 +72,19 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
     fixed[g.ops[r.before].operands[r.operand]] = true;
   for (const auto& [o, w] : ov.output) fixed[g.ops[o].results[0]] = true;
   using Change = std::pair<ValueId, TensorLayout>;
+  // A try changes one value, or a value and one reader's result.
+  struct Try {
+    Change c[2];
+    size_t n = 1;
+    std::span<const Change> changes() const { return {c, n}; }
+  };
   std::vector<std::optional<uint64_t>> known(g.ops.size());  // cost of each op as decided
+  // Buffers reused across tries: this pass runs on every sharded result, and their allocations
+  // were a quarter of its time.
+  std::vector<OpId> ops;
+  std::vector<const TensorLayout*> in;
+  std::vector<Try> tries;
+  device::OpConfig scratch;
   // Simulated time of the ops that produce or read a changed value, with the changes applied
   // (nullopt when OpModel rejects one of them). `as_decided`: the changes are the decision's own
   // layouts, whose per-op costs are cached until a change touches the op.
@@ -71,7 +94,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
         if (c.first == v) return c.second;
       return d.tensors[v];
     };
-    std::vector<OpId> ops;
+    ops.clear();
     for (const Change& c : changes) {
       ops.push_back(g.values[c.first].producer);
       ops.insert(ops.end(), readers[c.first].begin(), readers[c.first].end());
@@ -85,11 +108,17 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
         continue;
       }
       const Op& op = g.ops[o];
-      std::vector<const TensorLayout*> in;
+      in.clear();
       for (ValueId u : op.operands) in.push_back(&layout(u));
       const TensorLayout& result = layout(op.results[0]);
-      std::optional<uint64_t> ns = q.cost_if_valid(op.kind, op.name, op.operands, in, op.results[0],
-                                                   result, config_for(d.configs[o], result, chip));
+      // config_for(d.configs[o], result), without copying the config when its grid already fits.
+      const device::OpConfig* config = &d.configs[o];
+      if (!grid_fits(*config, result, chip)) {
+        scratch = config_for(*config, result, chip);
+        config = &scratch;
+      }
+      std::optional<uint64_t> ns =
+          q.cost_if_valid(op.kind, op.name, op.operands, in, op.results[0], result, *config);
       if (!ns) return std::nullopt;
       if (as_decided) known[o] = ns;
       sum += *ns;
@@ -104,22 +133,24 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
     if (!movable(v) || readers[v].empty() || d.tensors[v].memory == device::MemLayout::interleaved)
       continue;
     TensorLayout interleaved = interleaved_layout(g.values[v], device::BufferType::l1);
-    std::vector<std::vector<Change>> tries = {{{v, interleaved}}};
+    tries.clear();
+    tries.push_back(Try{{{v, interleaved}, {}}, 1});
     for (OpId r : readers[v]) {
       ValueId w = g.ops[r].results[0];
       if (!movable(w)) continue;
       if (g.values[w].shape == g.values[v].shape && d.tensors[w].dtype == d.tensors[v].dtype &&
           !(d.tensors[w] == d.tensors[v]))
-        tries.push_back({{v, d.tensors[w]}});
+        tries.push_back(Try{{{v, d.tensors[w]}, {}}, 1});
       TensorLayout w_interleaved = interleaved_layout(g.values[w], device::BufferType::l1);
-      if (!(d.tensors[w] == w_interleaved)) tries.push_back({{v, interleaved}, {w, w_interleaved}});
+      if (!(d.tensors[w] == w_interleaved))
+        tries.push_back(Try{{{v, interleaved}, {w, w_interleaved}}, 2});
     }
-    for (const std::vector<Change>& t : tries) {
-      std::vector<Change> now;
-      for (const Change& c : t) now.push_back({c.first, d.tensors[c.first]});
-      std::optional<uint64_t> before = cost(now, true), after = cost(t, false);
+    for (const Try& t : tries) {
+      Try now = t;
+      for (size_t i = 0; i < now.n; ++i) now.c[i].second = d.tensors[now.c[i].first];
+      std::optional<uint64_t> before = cost(now.changes(), true), after = cost(t.changes(), false);
       if (!before || !after || *after >= *before) continue;
-      for (const Change& c : t) {
+      for (const Change& c : t.changes()) {
         d.tensors[c.first] = c.second;
         OpId p = g.values[c.first].producer;
         d.configs[p] = config_for(d.configs[p], c.second, chip);
@@ -187,6 +218,12 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     it->second = std::move(c);
     return it->second;
   };
+  // A pick depends only on the launch (kind, base config, shapes and operand layouts; names
+  // aside) and the candidate pool: transformer layers repeat a few launches, so each is scored
+  // once and later ops reuse its choice (index into the pool; failures are not kept, their
+  // reason names the op). Two thirds of greedy's OpModel lookups were such repeats.
+  KeyMemo<uint32_t> picks;
+  std::string pick_key;
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
@@ -203,11 +240,24 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       uint64_t best_ns = 0;
       std::vector<const TensorLayout*> ptrs;
       for (const TensorLayout& t : operands) ptrs.push_back(&t);
+      uint64_t h = 0;
+      if (!w) {  // pools live as long as `picks` (std::map nodes do not move)
+        launch_key(pick_key, g, op.kind, op.operands, ptrs, op.results[0], TensorLayout{},
+                   d.configs[o]);
+        const std::vector<TensorLayout>* pool = &cands;
+        pick_key.append(reinterpret_cast<const char*>(&pool), sizeof(pool));
+        h = key_hash(pick_key);
+        if (const uint32_t* i = picks.find(h, pick_key)) return cands[*i];
+      }
+      auto chosen = [&](const TensorLayout& c) {
+        if (!w) picks.insert(h, pick_key, static_cast<uint32_t>(&c - cands.data()));
+        return c;
+      };
       for (const TensorLayout& c : cands) {
         device::OpConfig config = config_for(d.configs[o], c, chip);
         if (!c.in_l1()) {
           if (best) continue;
-          if (check(q, op, operands, c, config).ok) return c;
+          if (check(q, op, operands, c, config).ok) return chosen(c);
           continue;
         }
         std::optional<uint64_t> ns =
@@ -217,7 +267,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
           best_ns = *ns;
         }
       }
-      if (best) return *best;
+      if (best) return chosen(*best);
       if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
         *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
       return std::nullopt;

@@ -3,6 +3,7 @@
 # scale_bench.cpp and graph.json import of the 100k-op one, each in its own process (so its
 # peak_rss_mb counter is its own); medians of 3 runs up to 10k ops, one run above. Given two
 # bench binaries (e.g. the previous build and this one) it runs them in turn per row.
+# The reporter colours its lines whatever --benchmark_color says: the colour codes are dropped.
 # usage: tests/bench/scale_curve.sh BUILD/tests/bench/meshplan_bench [OTHER/meshplan_bench]
 set -eu
 row() {
@@ -12,7 +13,7 @@ row() {
   printf '%s: ' "$bin"
   "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
     --benchmark_report_aggregates_only=true --benchmark_color=false 2>/dev/null |
-    grep -E '^BM_' | grep -vE '_(mean|stddev|cv) ' | tail -1
+    sed 's/\x1b\[[0-9;]*m//g' | grep -E '^BM_' | grep -vE '_(mean|stddev|cv) ' | tail -1
 }
 for size in 1000 10000 50000 100000; do
   reps=3
