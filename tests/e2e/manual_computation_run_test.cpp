@@ -376,3 +376,44 @@ TEST_CASE("GSPMD shard_map (SPMDFullToShardShape) runs on the mesh as a manual c
             "transposed.mlir:3:5: unimplemented: mhlo.sharding \"{devices=[2,2]<=[2,2]T(1,0)}\"") !=
         std::string::npos);
 }
+
+TEST_CASE(
+    "an all_gather written in a partial manual body: the gathered dim is whole along free "
+    "axes") {
+  meshplan::test::TempDir dir;
+  const std::string cache = dir.file("c.mpc");
+  // lax.all_gather over "x" on dim 1 (tiled), then x + x: 2a whatever "y" splits. With "y" on
+  // dim 1 (the gathered dim), meshplan gathers "y" first (groups {0, 1}, {2, 3}).
+  const std::string want =
+      "8x16xf32=[[-8,2,-6,4,-4,6,-2,8,0,-8,2,-6,4,-4,6,-2],[8,0,-8,2,-6,4,-4,6,-2,8,0,-8,2,-6,4,"
+      "-4],[6,-2,8,0,-8,2,-6,4,-4,6,-2,8,0,-8,2,-6],[4,-4,6,-2,8,0,-8,2,-6,4,-4,6,-2,8,0,-8],[2,"
+      "-6,4,-4,6,-2,8,0,-8,2,-6,4,-4,6,-2,8],[0,-8,2,-6,4,-4,6,-2,8,0,-8,2,-6,4,-4,6],[-2,8,0,-8,"
+      "2,-6,4,-4,6,-2,8,0,-8,2,-6,4],[-4,6,-2,8,0,-8,2,-6,4,-4,6,-2,8,0,-8,2]]";  // 2a
+  const std::pair<std::string, std::string> cases[] = {{"rows", R"([{"y"}, {}])"},
+                                                       {"cols", R"([{}, {"y"}])"}};
+  for (const auto& [name, split] : cases) {
+    const std::string text =
+        kMesh +
+        R"(  func.func public @main(%arg0: tensor<8x16xf32>) -> (tensor<8x16xf32> {jax.result_info = ""}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{?}, {"x", ?}]>] out_shardings=[<@mesh, [{?}, {?}]>] manual_axes={"x"} (%arg1: tensor<8x8xf32>) {
+      %c = sdy.sharding_constraint %arg1 <@mesh, )" +
+        split +
+        R"(> : tensor<8x8xf32>
+      %1 = "stablehlo.all_gather"(%c) <{all_gather_dim = 1 : i64, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> : (tensor<8x8xf32>) -> tensor<8x16xf32>
+      %2 = stablehlo.add %1, %1 : tensor<8x16xf32>
+      sdy.return %2 : tensor<8x16xf32>
+    } : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    return %0 : tensor<8x16xf32>
+  }
+}
+)";
+    compile(dir, cache, name, text);
+    CHECK(output(cache, name, "--input='8x16xf32=" + kA + "'") == want);
+    write_text(dir.file(name + "_l.mlir"), text);
+    auto lowered =
+        meshplan::test::run_shell(kBin + "/planner/meshplan-compile " + dir.file(name + "_l.mlir") +
+                                  " --stop-after=close --emit=stablehlo");
+    REQUIRE(lowered.status == 0);
+    CHECK((lowered.text.find("dense<[[0, 1], [2, 3]]>") != std::string::npos) == (name == "cols"));
+  }
+}
