@@ -275,7 +275,9 @@ Status insert_explicit_reshards(Module& m) {
         op.name == "stablehlo.all_gather" || op.name == "stablehlo.all_reduce" ||
         op.name == "stablehlo.reduce_scatter" || op.name == "stablehlo.all_to_all" ||
         op.name == "stablehlo.collective_permute";
-    if (op.sharding || op.name == "stablehlo.constant" || written_collective) {
+    // (Inside a partial manual computation's body they carry a rule along the free axes.)
+    if (op.sharding || op.name == "stablehlo.constant" ||
+        (written_collective && !op.attr("sdy.sharding_rule"))) {
       out.push_back(o);
       continue;
     }
@@ -491,6 +493,7 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (done(Stage::constraint_to_reshard)) return {};
   if (!one_device) MESHPLAN_TRY(insert_explicit_reshards(m));
   if (done(Stage::explicit_reshards)) return {};
+  MESHPLAN_TRY(lower_partial_manual(m));
   MESHPLAN_TRY(wrap_under_manual_computation(m));
   if (done(Stage::wrap)) return {};
   MESHPLAN_TRY(reshards_to_collectives(m));

@@ -20,4 +20,16 @@ std::string axes_text(const std::vector<AxisRef>& axes);
 /// tensor for a collective_permute that moves anything.
 double collective_bytes(const Module& m, const Op& op, const CollectiveInfo& c);
 
+/// Checks that an entry function holding an sdy.manual_computation is that manual computation
+/// alone: its operands are the arguments in order and the return gives its results in order
+/// (the per-device program's boundary); else a located "unimplemented" error.
+Status check_manual_entry(const Module& m);
+/// A partial manual computation in the entry (manual axes a strict subset of the mesh axes of
+/// size > 1): lowers its body over the free axes (propagation, explicit reshards, collectives,
+/// local shapes) so that it becomes a manual computation over every mesh axis whose in/out
+/// shardings name the manual axes, then the free axes chosen. Collectives written in the body
+/// must run over manual axes only. A full manual computation only gets checked; one with
+/// manual_axes={} (the pipeline's wrapped form) is left to the later passes.
+Status lower_partial_manual(Module& m);
+
 }  // namespace meshplan::planner::shlo

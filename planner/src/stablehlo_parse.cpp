@@ -31,6 +31,7 @@ Result<Module> Parser::run() {
   ws();
   if (pos_ < t_.size()) return error("end of input");
   MESHPLAN_TRY(inline_calls(m_, import));
+  MESHPLAN_TRY(gspmd_shard_map_to_manual(m_));
   MESHPLAN_TRY(drop_gspmd_annotations(m_));
   return std::move(m_);
 }

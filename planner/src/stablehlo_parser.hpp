@@ -38,6 +38,12 @@ inline constexpr size_t kMaxInlinedOps = 1'000'000;
 /// (they are hints on a global program); next to Shardy meshes a non-replicated one is an
 /// error. `@SPMDFullToShardShape`/`@SPMDShardToFullShape` (GSPMD shard_map) are refused.
 Status drop_gspmd_annotations(Module& m);
+/// GSPMD's shard_map (`custom_call @Sharding` + `@SPMDFullToShardShape` on each argument,
+/// `@Sharding {manual}` + `@SPMDShardToFullShape` on each result, the body between) becomes an
+/// sdy.manual_computation over every axis of a mesh `@mesh` factored from the tile assignments
+/// (`"_axis_0"` major). Forms it cannot map are a located "unimplemented" error. Runs after
+/// inline_calls and before drop_gspmd_annotations; a module without those calls is unchanged.
+Status gspmd_shard_map_to_manual(Module& m);
 
 }  // namespace meshplan::planner::shlo
 

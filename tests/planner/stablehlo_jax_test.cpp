@@ -233,8 +233,8 @@ TEST_CASE("pretty custom_call: unknown targets are located errors; GSPMD @Shardi
                     "    %1 = stablehlo.custom_call @SPMDShardToFullShape(%0) {mhlo.sharding = "
                     "\"{devices=[2,1]<=[2]}\"} : (tensor<4x4xf32>) -> tensor<8x4xf32>\n"
                     "    return %1 : tensor<8x4xf32>\n  }\n}\n")
-            .starts_with("j.mlir:3:5: unimplemented: custom_call @SPMDFullToShardShape (GSPMD "
-                         "shard_map); export with Shardy"));
+            .starts_with("j.mlir:3:5: unimplemented: custom_call @SPMDFullToShardShape of a "
+                         "value no custom_call @Sharding annotates (GSPMD shard_map"));
 }
 
 TEST_CASE("rank-0 tensors as the first argument, inside, and as a result") {
