@@ -12,8 +12,8 @@
 //   atanh x = log1p(2x / (1 - x)) / 2
 // Values outside an op's domain give NaN as the spec says (sqrt and log1p of negatives).
 //
-// The special functions JAX emits (chlo.lgamma, digamma, erfc, erf_inv, bessel_i1e) are
-// computed in f32 (a bf16 or f16 operand is converted up and the result down, as XLA does):
+// All of them are computed in f32 (a bf16 operand is converted up and the result down, as XLA
+// does). The special functions JAX emits (chlo.lgamma, digamma, erfc, erf_inv, bessel_i1e):
 //   lgamma x   = Lanczos (g = 7, 9 terms) for x >= 1/2; reflection
 //                log pi - log|sin(pi r)| - lgamma(1 - x), r = x - round(x), below
 //   digamma x  = log w - 1/(2w) - asymptotic series in 1/w^2 - sum_{k<6} 1/(x + k), w = x + 6,
@@ -25,8 +25,9 @@
 //   bessel_i1e = e^-|x| (x/2) sum_k (x^2/4)^k / (k! (k+1)!) for |x| <= 15 (30 terms, nested),
 //                the asymptotic expansion in 1/|x| (7 terms) beyond
 // chlo.next_after (f32) steps x's bit pattern toward y.
-// Each special function is within a few f32 ulps of the exact function away from its zeros (checked against
-// mpmath by tests/planner/chlo_special_ref.py, whose output the conformance test holds).
+// Each special function is within a few f32 ulps of the exact function away from its zeros
+// (checked against mpmath by tests/e2e/chlo_special_ref.py, whose output the conformance test
+// holds).
 #include <array>
 #include <cmath>
 #include <limits>
@@ -349,19 +350,17 @@ Status lower_chlo(Lowering& l, const Op& op) {
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   const std::vector<int64_t>& shape = l.type(op.operands[0]).shape;
   const DType dt = l.graph().values[x].dtype;
-  if (!is_special(op.name)) {
-    Ew e{l, shape, dt};
-    l.bind(op.results[0], MESHPLAN_TRY(build(e, op.name, x)));
-    return {};
-  }
-  // The special functions' sums cancel: computed in f32 whatever the operand's width.
+  // Computed in f32 whatever the operand's width: the formulas' intermediate sums and
+  // differences (1 - x, the Lanczos sum, ...) lose too much when rounded to bf16 at each step.
   auto cast = [&](GValue v, DType to) -> Result<GValue> {
     if (l.graph().values[v].dtype == to) return v;
     return l.emit(OpKind::typecast, {v}, {{"dtype", std::string(device::dtype_name(to))}}, shape,
                   to);
   };
   Ew e{l, shape, DType::f32};
-  GValue r = MESHPLAN_TRY(build_special(e, op.name, MESHPLAN_TRY(cast(x, DType::f32))));
+  GValue xf = MESHPLAN_TRY(cast(x, DType::f32));
+  GValue r =
+      MESHPLAN_TRY(is_special(op.name) ? build_special(e, op.name, xf) : build(e, op.name, xf));
   l.bind(op.results[0], MESHPLAN_TRY(cast(r, dt)));
   return {};
 }
