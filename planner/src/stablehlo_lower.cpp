@@ -300,8 +300,8 @@ Status lower_broadcast(Lowering& l, const Op& op) {
   for (size_t i = 0; i < in.size(); ++i)
     trailing &= dims[i] == static_cast<int64_t>(out.size() - in.size() + i);
   if (!trailing) x = MESHPLAN_TRY(l.reshape(x, aligned));
-  if (aligned == out)
-    l.bind(op.results[0], x);
+  if (aligned == out)  // Only unit dims added: a reshape (rank-changing when trailing-aligned).
+    l.bind(op.results[0], MESHPLAN_TRY(l.reshape(x, out)));
   else
     l.defer_broadcast(op.results[0], x);
   return {};

@@ -808,19 +808,19 @@ Result<DimFields> scatter_dims(const Op& op) {
   return read_dim_fields(op, "stablehlo.scatter", "scatter_dimension_numbers", "scatter", kKeys);
 }
 
-enum class Combine { replace, add, max, min };
+enum class Combine { replace, add, mul, max, min };
 
 /// How result `i` of a scatter with `n` inputs combines: its update region returns the update
-/// (replace) or add / maximum / minimum of its own two arguments (input i and update i; the
-/// region has 2n arguments and returns n values). A combiner that reads another result's
+/// (replace) or add / multiply / maximum / minimum of its own two arguments (input i and update i;
+/// the region has 2n arguments and returns n values). A combiner that reads another result's
 /// arguments (a variadic scatter whose results depend on each other) is refused.
 Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_t n) {
   const Module& m = l.module();
   auto refuse = [&](std::string_view what) {
     return l.unimplemented(
         op, str("stablehlo.scatter whose update region ", what,
-                " (supported: add, maximum, minimum of the two arguments of each result, or "
-                "returning the update: replace)"));
+                " (supported: add, multiply, maximum, minimum of the two arguments of each result, "
+                "or returning the update: replace)"));
   };
   if (op.regions.size() != 1 || op.regions[0].args.size() != 2 * n)
     return refuse(str("is not one block of ", 2 * n, " arguments"));
@@ -839,6 +839,7 @@ Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_
                (body->operands[0] == u && body->operands[1] == a));
   if (!args) return refuse(str("computes ", body->name, " of something other than its arguments"));
   if (body->name == "stablehlo.add") return Combine::add;
+  if (body->name == "stablehlo.multiply") return Combine::mul;
   if (body->name == "stablehlo.maximum") return Combine::max;
   if (body->name == "stablehlo.minimum") return Combine::min;
   return refuse(str("computes ", body->name));
@@ -1056,7 +1057,8 @@ Status lower_scatter_one(Lowering& l, const Op& op, ValueId in, ValueId indices,
     GValue got = MESHPLAN_TRY(l.emit(OpKind::embedding, {which, urows}, {}, {rows, width}, dt));
     out = MESHPLAN_TRY(l.emit(OpKind::where, {any, got, table}, {}, {rows, width}, dt));
   } else {
-    const float none = combine == Combine::add ? 0.0f
+    const float none = combine == Combine::add   ? 0.0f
+                       : combine == Combine::mul ? 1.0f
                        : dt == DType::i32
                            ? (combine == Combine::max ? -2147483648.0f : 2147483647.0f)
                        : dt == DType::u32        ? (combine == Combine::max ? 0.0f : 4294967295.0f)
@@ -1068,9 +1070,11 @@ Status lower_scatter_one(Lowering& l, const Op& op, ValueId in, ValueId indices,
                                       {h3, u3, MESHPLAN_TRY(l.constant(Folded{{1}, {none}}, dt))},
                                       {}, {nu, rows, width}, dt));
     OpKind red = combine == Combine::add   ? OpKind::reduce_sum
+                 : combine == Combine::mul ? OpKind::reduce_prod
                  : combine == Combine::max ? OpKind::reduce_max
                                            : OpKind::reduce_min;
     OpKind join = combine == Combine::add   ? OpKind::add
+                  : combine == Combine::mul ? OpKind::multiply
                   : combine == Combine::max ? OpKind::maximum
                                             : OpKind::minimum;
     GValue folded = MESHPLAN_TRY(l.emit(

@@ -123,18 +123,12 @@ Status lower_dot_general(Lowering& l, const Op& op) {
   return {};
 }
 
-Status lower_reduce(Lowering& l, const Op& op) {
-  if (op.operands.size() > 2) return lower_arg_reduce(l, op);
-  if (op.operands.size() != 2 || op.results.size() != 1 || op.regions.size() != 1)
-    return l.unimplemented(op, "stablehlo.reduce of more than one input");
-  const Module& m = l.module();
-  const Block& region = op.regions[0];
-  const Op* body = region.ops.empty() ? nullptr : &m.ops[region.ops[0]];
-  bool simple = body && region.ops.size() == 2 && region.args.size() == 2 &&
-                body->operands.size() == 2 && m.ops[region.ops[1]].operands.size() == 1 &&
-                m.ops[region.ops[1]].operands[0] == body->results[0] &&
-                ((body->operands[0] == region.args[0] && body->operands[1] == region.args[1]) ||
-                 (body->operands[0] == region.args[1] && body->operands[1] == region.args[0]));
+namespace {
+
+/// One result of a reduce: `input` reduced over the op's dimensions from `init_value` by
+/// `body` (an op of the region whose operands are the result's two region arguments, or null).
+Status lower_reduce_one(Lowering& l, const Op& op, ValueId input, ValueId init_value,
+                        ValueId result, const Op* body) {
   // The reduction and how a non-identity init joins its result.
   struct Kind {
     std::string_view body;
@@ -149,27 +143,24 @@ Status lower_reduce(Lowering& l, const Op& op) {
       {"stablehlo.multiply", OpKind::reduce_prod, OpKind::multiply, 1.0f}};
   const Kind* kind = nullptr;
   for (const Kind& k : kKinds)
-    if (simple && body->name == k.body) kind = &k;
+    if (body && body->name == k.body) kind = &k;
   if (!kind)
     return l.unimplemented(
         op, str("stablehlo.reduce with a ", body ? body->name : std::string("missing"),
                 " region (only add, maximum, minimum and multiply lower)"));
-  const Folded* init = l.folded(op.operands[1]);
+  const Folded* init = l.folded(init_value);
   if (!init || init->data.size() != 1)
     return l.unimplemented(op, "stablehlo.reduce whose init value is not a constant");
   const auto& dims = ints(op, "dimensions");
-  if (!dims_ok(dims, l.type(op.operands[0]).shape.size()))
+  if (!dims_ok(dims, l.type(input).shape.size()))
     return fail(ErrorCode::invalid_argument, op.loc.str(),
                 ": stablehlo.reduce: dimensions are not distinct dims of its operand");
-  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
-  const auto& out = l.type(op.results[0]).shape;
+  GValue x = MESHPLAN_TRY(l.use(input, op));
+  const auto& out = l.type(result).shape;
+  const DType dt = MESHPLAN_TRY(dtype_of(l.type(result), op.loc));
   float v = init->data.front();
   GValue r = x;
-  if (dims.empty()) {
-    l.bind(op.results[0], x);
-  } else {
-    r = MESHPLAN_TRY(l.emit_for(op, kind->reduce, {x}, {{"dims", dims}}));
-  }
+  if (!dims.empty()) r = MESHPLAN_TRY(l.emit(kind->reduce, {x}, {{"dims", dims}}, out, dt));
   // The largest finite value is the identity of min (and the lowest of max) for f32 inputs.
   bool identity =
       v == kind->identity ||
@@ -177,12 +168,59 @@ Status lower_reduce(Lowering& l, const Op& op) {
       (kind->reduce == OpKind::reduce_min && v == std::numeric_limits<float>::max());
   if (!identity) {
     // A non-identity init joins the result once.
-    DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
     GValue c = MESHPLAN_TRY(l.constant(Folded{{1}, {v}}, dt));
-    GValue j = MESHPLAN_TRY(l.emit(kind->join, {r, c}, {}, out, dt));
-    l.bind(op.results[0], j);
+    r = MESHPLAN_TRY(l.emit(kind->join, {r, c}, {}, out, dt));
   }
+  l.bind(result, r);
   return {};
+}
+
+/// The op of `op`'s region that result `i` of `n` returns when it is a binary op of exactly
+/// that result's two region arguments (accumulator i and value n + i), else null.
+const Op* own_binary_body(const Module& m, const Op& op, size_t i, size_t n) {
+  if (op.regions.size() != 1) return nullptr;
+  const Block& b = op.regions[0];
+  if (b.args.size() != 2 * n || b.ops.empty()) return nullptr;
+  const Op& ret = m.ops[b.ops.back()];
+  if (ret.operands.size() != n) return nullptr;
+  const OpId d = m.values[ret.operands[i]].def;
+  if (d == kNone || std::find(b.ops.begin(), b.ops.end(), d) == b.ops.end()) return nullptr;
+  const Op& body = m.ops[d];
+  const ValueId a = b.args[i], x = b.args[n + i];
+  bool own = body.operands.size() == 2 && body.results.size() == 1 &&
+             ((body.operands[0] == a && body.operands[1] == x) ||
+              (body.operands[0] == x && body.operands[1] == a));
+  return own ? &body : nullptr;
+}
+
+}  // namespace
+
+Status lower_reduce(Lowering& l, const Op& op) {
+  const size_t n = op.results.size();
+  if (n == 0 || op.operands.size() != 2 * n)
+    return l.unimplemented(op, str("stablehlo.reduce of ", op.operands.size(), " operands and ", n,
+                                   " results (expected n inputs and n inits)"));
+  const Module& m = l.module();
+  if (n > 1) {
+    // A variadic reduce whose results each combine only their own arguments (as jax.lax.reduce
+    // of a tuple prints it) is n independent reduces; otherwise an argmax/argmin rule.
+    std::vector<const Op*> bodies;
+    for (size_t i = 0; i < n; ++i) bodies.push_back(own_binary_body(m, op, i, n));
+    if (std::ranges::find(bodies, nullptr) != bodies.end()) return lower_arg_reduce(l, op);
+    for (size_t i = 0; i < n; ++i)
+      MESHPLAN_TRY(
+          lower_reduce_one(l, op, op.operands[i], op.operands[n + i], op.results[i], bodies[i]));
+    return {};
+  }
+  const Block* region = op.regions.size() == 1 ? &op.regions[0] : nullptr;
+  // One reduce: its region is exactly the binary op and the return.
+  const Op* body = region && region->ops.size() == 2 ? own_binary_body(m, op, 0, 1) : nullptr;
+  if (!body && region && !region->ops.empty()) {
+    const Op& first = m.ops[region->ops[0]];
+    return l.unimplemented(op, str("stablehlo.reduce with a ", first.name,
+                                   " region (only add, maximum, minimum and multiply lower)"));
+  }
+  return lower_reduce_one(l, op, op.operands[0], op.operands[1], op.results[0], body);
 }
 
 namespace {

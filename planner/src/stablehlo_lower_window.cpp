@@ -326,15 +326,17 @@ Status lower_select_and_scatter(Lowering& l, const Op& op) {
   const Module& m = l.module();
   auto refuse = [&](std::string_view why) {
     return l.unimplemented(
-        op, str("stablehlo.select_and_scatter ", why,
-                " (supported: a select region returning compare GE or GT of its arguments, a "
-                "scatter region returning add of its arguments, a constant init, windows of at "
-                "most ",
-                kMaxSelectPositions, " positions)"));
+        op,
+        str("stablehlo.select_and_scatter ", why,
+            " (supported: a select region returning compare GE, GT, LE or LT of its arguments, a "
+            "scatter region returning add of its arguments, a constant init, windows of at "
+            "most ",
+            kMaxSelectPositions, " positions)"));
   };
   if (op.operands.size() != 3 || op.results.size() != 1 || op.regions.size() != 2)
     return refuse("with other than (operand, source, init)");
-  // select: `%c = compare GE|GT, %a, %b [, FLOAT]; return %c`.
+  // select: `%c = compare GE|GT|LE|LT, %a, %b [, FLOAT]; return %c` (max- and min-pool
+  // gradients).
   const Block& sel = op.regions[0];
   OpKind select_kind = OpKind::ge;
   {
@@ -350,11 +352,14 @@ Status lower_select_and_scatter(Lowering& l, const Op& op) {
       ok = c.name == "stablehlo.compare" && c.operands.size() == 2 && c.results.size() == 1 &&
            c.operands[0] == sel.args[0] && c.operands[1] == sel.args[1] &&
            r.name == "stablehlo.return" && r.operands.size() == 1 &&
-           r.operands[0] == c.results[0] && (d == "GE" || d == "GT") &&
+           r.operands[0] == c.results[0] && (d == "GE" || d == "GT" || d == "LE" || d == "LT") &&
            !(ct && ct->text.find("TOTALORDER") != std::string::npos);
-      select_kind = d == "GT" ? OpKind::gt : OpKind::ge;
+      select_kind = d == "GT"   ? OpKind::gt
+                    : d == "LE" ? OpKind::le
+                    : d == "LT" ? OpKind::lt
+                                : OpKind::ge;
     }
-    if (!ok) return refuse("whose select region is not compare GE/GT of its arguments");
+    if (!ok) return refuse("whose select region is not compare GE/GT/LE/LT of its arguments");
   }
   std::optional<OpKind> scatter = binary_body(m, op.regions[1]);
   if (!scatter || *scatter != OpKind::add) return refuse("whose scatter region is not add");

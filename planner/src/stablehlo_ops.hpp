@@ -46,11 +46,13 @@ inline bool is_elementwise_binary(std::string_view n) {
 }
 
 /// chlo's elementwise ops that the lowering writes with device ops (hyperbolic and inverse
-/// trigonometric functions, stablehlo_lower_chlo.cpp).
+/// trigonometric functions, lgamma, digamma, erfc, erf_inv, bessel_i1e, next_after;
+/// stablehlo_lower_chlo.cpp).
 inline bool is_chlo_decomposed(std::string_view n) {
-  static constexpr std::string_view kNames[] = {"chlo.sinh",  "chlo.cosh",  "chlo.tan",
-                                                "chlo.asin",  "chlo.acos",  "chlo.atan",
-                                                "chlo.asinh", "chlo.acosh", "chlo.atanh"};
+  static constexpr std::string_view kNames[] = {
+      "chlo.sinh",    "chlo.cosh",  "chlo.tan",     "chlo.asin",       "chlo.acos",
+      "chlo.atan",    "chlo.asinh", "chlo.acosh",   "chlo.atanh",      "chlo.lgamma",
+      "chlo.digamma", "chlo.erfc",  "chlo.erf_inv", "chlo.bessel_i1e", "chlo.next_after"};
   for (std::string_view k : kNames)
     if (n == k) return true;
   return false;

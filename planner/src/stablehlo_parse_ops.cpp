@@ -370,7 +370,9 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     results = MESHPLAN_TRY(type_list_parens());
     return {};
   }
-  if (n.starts_with("chlo.")) {  // `chlo.op %a[, %b] {attrs} : T -> R` or `: (T, U) -> R`
+  if (n.starts_with("chlo.")) {
+    // `chlo.op %a[, %b] {attrs} : T -> R`, `: (T, U) -> R` or (binary, as JAX prints
+    // chlo.next_after) `: T, U -> R`.
     op.operands = MESHPLAN_TRY(uses_until(':'));
     if (op.operands.empty()) return error(str("the operands of ", n));
     MESHPLAN_TRY(op_attr_dict(op));
@@ -381,8 +383,10 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
       results = outs;
       return {};
     }
-    TensorType in = MESHPLAN_TRY(type());
-    MESHPLAN_TRY(check_operand_types(op, std::vector<TensorType>(op.operands.size(), in)));
+    std::vector<TensorType> ins{MESHPLAN_TRY(type())};
+    while (ins.size() < op.operands.size() && accept(",")) ins.push_back(MESHPLAN_TRY(type()));
+    if (ins.size() == 1) ins.assign(op.operands.size(), ins[0]);
+    MESHPLAN_TRY(check_operand_types(op, ins));
     MESHPLAN_TRY(expect("->", "'->' and the result type"));
     results = {MESHPLAN_TRY(type())};
     return {};

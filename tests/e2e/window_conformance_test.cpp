@@ -249,7 +249,8 @@ TEST_CASE("select_and_scatter: the spec's example (overlapping windows, padding 
         {{{4, 2}, {1, 5, 2, 5, 3, 6, 4, 4}}, {{2, 2}, {5, 6, 7, 8}}}, {0, 0, 0, 0, 5, 14, 7, 0});
 }
 
-TEST_CASE("select_and_scatter as the max-pool gradient: GE takes the first max, GT the last") {
+TEST_CASE(
+    "select_and_scatter as the max- and min-pool gradient: GE/LE take the first, GT/LT the last") {
   // x = [[1,3,2],[3,0,5],[4,4,1]] padded to 4x4 (high side), 2x2 windows, stride 2.
   std::string attrs =
       "padding = dense<[[0, 0], [0, 1], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
@@ -260,6 +261,11 @@ TEST_CASE("select_and_scatter as the max-pool gradient: GE takes the first max, 
         {0, 10, 0, 0, 0, 20, 30, 0, 40});
   check(select_and_scatter("tensor<1x3x3x1xE>", "tensor<1x2x2x1xE>", "GT", attrs), in,
         {0, 0, 0, 10, 0, 20, 0, 30, 40});
+  // The min-pool gradient: LE keeps the first minimum of a tie (the 4, 4 window), LT the last.
+  check(select_and_scatter("tensor<1x3x3x1xE>", "tensor<1x2x2x1xE>", "LE", attrs), in,
+        {0, 0, 20, 0, 10, 0, 30, 0, 40});
+  check(select_and_scatter("tensor<1x3x3x1xE>", "tensor<1x2x2x1xE>", "LT", attrs), in,
+        {0, 0, 20, 0, 10, 0, 0, 30, 40});
   // NaN, as the spec's sequential rule runs it: 1; NaN (1 >= NaN is false); 2 (NaN >= 2 is
   // false); 0 does not replace 2 -> the source goes to element 2.
   check(select_and_scatter("tensor<4xE>", "tensor<1xE>", "GE",
@@ -292,11 +298,11 @@ TEST_CASE("reduce_window and select_and_scatter: unsupported forms fail at file:
                                     "array<i64: 2>");
   CHECK(lower_error(wrong).find("window.mlir:4:5: stablehlo.reduce_window: result dim 0 is 3 "
                                 "but the window gives 2") != std::string::npos);
-  std::string lt = select_and_scatter("tensor<4xE>", "tensor<1xE>", "LT",
+  std::string ne = select_and_scatter("tensor<4xE>", "tensor<1xE>", "NE",
                                       "window_dimensions = array<i64: 4>, "
                                       "window_strides = array<i64: 4>");
-  CHECK(lower_error(lt).find("window.mlir:3:3: unimplemented: stablehlo.select_and_scatter whose "
-                             "select region is not compare GE/GT") != std::string::npos);
+  CHECK(lower_error(ne).find("window.mlir:3:3: unimplemented: stablehlo.select_and_scatter whose "
+                             "select region is not compare GE/GT/LE/LT") != std::string::npos);
 }
 
 namespace {

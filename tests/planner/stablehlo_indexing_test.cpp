@@ -326,6 +326,18 @@ TEST_CASE("scatter: replace keeps untouched rows bit for bit; max and min combin
         {{{2, 3}, iota(6)}, {{2, 3}, upd}}, {2, 3}, {0, -1, -3, 3, 4, 5});
 }
 
+TEST_CASE("scatter: multiply combines duplicates; untouched rows keep -0.0 and inf (x.at[i].mul)") {
+  // Row 0 twice: [1*2*3, 2*-1*4, 3*0.5*-2]; row 1 is out of range for index 5 (dropped), row 2
+  // untouched.
+  const float inf = std::numeric_limits<float>::infinity();
+  check(scatter_text("tensor<3x3xf32>;tensor<3x1xi32>;tensor<3x3xf32>", kRowsDn,
+                     "stablehlo.multiply"),
+        {{{3, 3}, {1, 2, 3, 4, 5, 6, -0.0f, inf, -inf}},
+         {{3, 1}, {0, 0, 5}},
+         {{3, 3}, {2, -1, 0.5f, 3, 4, -2, 9, 9, 9}}},
+        {3, 3}, {6, -8, -3, 4, 5, 6, -0.0f, inf, -inf});
+}
+
 TEST_CASE("scatter: single elements by (row, column) pairs (x.at[i, j].add)") {
   std::string text = scatter_text(
       "tensor<3x3xf32>;tensor<2x2xi32>;tensor<2xf32>",
@@ -430,10 +442,10 @@ TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
             .starts_with("bad.mlir:3:3: stablehlo.dynamic_slice of a rank-2 operand takes 2 start "
                          "indices, got 1"));
   CHECK(lower_error(scatter_text("tensor<5x4xf32>;tensor<2x1xi32>;tensor<2x4xf32>", kRowsDn,
-                                 "stablehlo.multiply"))
+                                 "stablehlo.divide"))
             .starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
-                         "computes stablehlo.multiply (supported: add, maximum, minimum of the two "
-                         "arguments of each result, or returning the update: replace)"));
+                         "computes stablehlo.divide (supported: add, multiply, maximum, minimum of "
+                         "the two arguments of each result, or returning the update: replace)"));
   CHECK(lower_error(R"(func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
   ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
@@ -567,4 +579,49 @@ func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mes
   REQUIRE(run->outputs.size() == 2);
   CHECK(std::vector<float>(run->outputs[0].data.begin(), run->outputs[0].data.end()) == sorted);
   CHECK(std::vector<float>(run->outputs[1].data.begin(), run->outputs[1].data.end()) == order);
+}
+
+TEST_CASE(
+    "variadic reduce whose results each combine their own arguments (lax.reduce of a tuple)") {
+  // max of f32 columns from init 3, min of i32 columns from init 0: independent reductions.
+  const std::string text =
+      R"(func.func public @main(%x: tensor<3x4xf32>, %i: tensor<3x4xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %cst = stablehlo.constant dense<3.000000e+00> : tensor<f32>
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%x init: %cst), (%i init: %c) across dimensions = [0] : (tensor<3x4xf32>, tensor<3x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+   reducer(%a: tensor<f32>, %b: tensor<f32>) (%p: tensor<i32>, %q: tensor<i32>)  {
+    %1 = stablehlo.maximum %a, %b : tensor<f32>
+    %2 = stablehlo.minimum %p, %q : tensor<i32>
+    stablehlo.return %1, %2 : tensor<f32>, tensor<i32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>
+}
+)";
+  planner::Graph g = test::lower_text(text, "variadic.mlir");
+  const std::vector<float> x = {-1, 5.5f, 2, -0.5f, 4, 0, 2.5f, -7, 1, 1, 3.5f, 2};
+  const std::vector<float> i = {1, 5, -1, 0, 3, -2, 7, 4, 0, 9, -3, 2};
+  const std::vector<int64_t> shape{3, 4};
+  std::vector<runtime::TensorView> views{{shape, x}, {shape, i}};
+  auto out = test::plan_and_run(g, "greedy", "variadic", views);
+  REQUIRE(out.size() == 2);
+  CHECK(std::vector<float>(out[0].data.begin(), out[0].data.end()) ==
+        std::vector<float>{4, 5.5f, 3.5f, 3});
+  CHECK(std::vector<float>(out[1].data.begin(), out[1].data.end()) ==
+        std::vector<float>{0, -2, -3, 0});
+}
+
+TEST_CASE("broadcast_in_dim adding only leading unit dims keeps its declared rank (concatenate)") {
+  // [1] -> [1, 1] by dims = [1], twice, concatenated along dim 0 (after an empty operand, as
+  // jnp.concatenate of an empty piece prints it): [[a], [b]].
+  const std::string text =
+      R"(func.func public @main(%a: tensor<1xf32>, %b: tensor<1xf32>) -> tensor<2x1xf32> {
+  %z = stablehlo.constant dense<> : tensor<0x1xf32>
+  %0 = stablehlo.broadcast_in_dim %a, dims = [1] : (tensor<1xf32>) -> tensor<1x1xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<1xf32>) -> tensor<1x1xf32>
+  %2 = stablehlo.concatenate %0, %1, dim = 0 : (tensor<1x1xf32>, tensor<1x1xf32>) -> tensor<2x1xf32>
+  %3 = stablehlo.concatenate %z, %2, dim = 0 : (tensor<0x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  return %3 : tensor<2x1xf32>
+}
+)";
+  check(text, {{{1}, {-0.0f}}, {{1}, {7.5f}}}, {2, 1}, {-0.0f, 7.5f});
 }

@@ -332,6 +332,49 @@ TEST_CASE("chlo.sinh, reduce_precision, jnp.all and top_k on a split operand") {
   CHECK(got[4] == std::vector<float>{1, 3, 2, 0});
 }
 
+TEST_CASE("chlo.lgamma, erfc, next_after and a multiplying scatter on a split operand") {
+  const std::string text =
+      R"(module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+    %0 = chlo.lgamma %arg0 : tensor<2x4xf32> -> tensor<2x4xf32>
+    %1 = chlo.erfc %arg0 : tensor<2x4xf32> -> tensor<2x4xf32>
+    %2 = chlo.next_after %arg0, %arg1 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+    %c = stablehlo.constant dense<[[1], [1]]> : tensor<2x1xi32>
+    %3 = "stablehlo.scatter"(%arg0, %c, %arg1) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.multiply %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }) : (tensor<2x4xf32>, tensor<2x1xi32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    return %0, %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  }
+}
+)";
+  const std::vector<float> x = {0.5f, 3, -0.5f, 10, 2, -2, 9, 1};
+  const std::vector<float> y = {1, 2, -1, 11, -4, 0.5f, 9, 3};
+  Outputs got = check_mesh_equals_one_chip(text, {{{2, 4}, x}, {{2, 4}, y}});
+  // mpmath: log|gamma(x)| and erfc(x).
+  std::vector<float> lgamma = got[0];
+  CHECK(lgamma[5] == std::numeric_limits<float>::infinity());  // a pole
+  lgamma[5] = 0;
+  check_close(lgamma,
+              {0.5723649429247001f, 0.6931471805599453f, 1.2655121234846454f, 12.801827480081469f,
+               0, 0, 10.60460290274525f, 0},
+              2e-6f);
+  check_close(
+      got[1],
+      {0.4795001221869535f, 2.209049699858544e-05f, 1.5204998778130465f, 2.088487583762545e-45f,
+       0.004677734981047266f, 1.9953222650189528f, 4.13703174651381e-37f, 0.15729920705028513f},
+      2e-6f);
+  // next_after: one ulp toward y (x == y gives y).
+  CHECK(got[2] == std::vector<float>{std::nextafter(0.5f, 1.0f), std::nextafter(3.0f, 2.0f),
+                                     std::nextafter(-0.5f, -1.0f), std::nextafter(10.0f, 11.0f),
+                                     std::nextafter(2.0f, -4.0f), std::nextafter(-2.0f, 0.5f), 9,
+                                     std::nextafter(1.0f, 3.0f)});
+  // Row 1 of x times both update rows (row 1 twice): 2*1*-4, -2*2*0.5, 9*-1*9, 1*11*3.
+  CHECK(got[3] == std::vector<float>{0.5f, 3, -0.5f, 10, -8, -2, -81, 33});
+}
+
 TEST_CASE("zero-size tensors on a 2-device mesh: an empty argument takes no input, folds away") {
   // jnp.concatenate([jnp.zeros((0, 4)), y]) = y; x.sum(0) of the (0, 4) argument is its init
   // (0); the max over the rows of a slice past the end is -inf; all with dim 1 split over "x".
