@@ -150,12 +150,13 @@ TEST_CASE("block-float weights are planned in their dtype and cost their bytes")
 
 TEST_CASE("a matmul on block-float weights runs at the fidelity tt-metal pairs with the dtype") {
   // tt-transformers: bfp4_b weights at LoFi, bfp8_b at HiFi2; bf16 stays at the default HiFi2.
-  // fc1 = linear(x, w); fc2 = matmul(fc1, w2) with w2 overridden to bfp4_b.
+  // fc1 = linear(x, w, bias); fc2 = matmul(fc1, w2), w2 overridden to bfp4_b.
   GraphBuilder b("fidelity");
   auto x = b.input("x", {32, 64});
   auto w = b.parameter("w", {64, 64});
+  auto bias = b.parameter("bias", {64});
   auto w2 = b.parameter("w2", {64, 32});
-  auto h = b.op("linear", {x, w}, {}, "fc1");
+  auto h = b.op("linear", {x, w, bias}, {}, "fc1");
   b.output(b.op("matmul", {h, w2}, {}, "fc2"));
   auto g = b.build();
   REQUIRE(g);
