@@ -24,6 +24,10 @@ bool one_of(MemLayout m, MemLayout a, MemLayout b) {
 
 }  // namespace
 
+MathFidelity weight_fidelity(DType weight) {
+  return weight == DType::bf4b ? MathFidelity::lofi : MathFidelity::hifi2;
+}
+
 Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) {
   const OpConfig& cfg = op.config;
   const TensorPlacement& a = *op.operands[0];

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/timing.hpp"
 #include "meshplan/planner/flatten_spatial.hpp"
 #include "meshplan/planner/layout.hpp"
@@ -195,6 +196,15 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
       const Op& op = planned.graph.ops[o];
       if (planned.origin[o] != OpOrigin::graph && !op.operands.empty() && block[op.operands[0]])
         for (ValueId r : op.results) store(r, planned.layout.tensors[op.operands[0]].dtype);
+    }
+    // A matmul on block-float weights runs at the fidelity tt-metal's demos pair with their
+    // dtype (device::weight_fidelity: bfp4_b LoFi, bfp8_b HiFi2).
+    for (OpId o = 0; o < planned.graph.ops.size(); ++o) {
+      const Op& op = planned.graph.ops[o];
+      if ((op.kind == device::OpKind::matmul || op.kind == device::OpKind::linear) &&
+          op.operands.size() > 1 && block[op.operands[1]])
+        planned.layout.configs[o].fidelity =
+            device::weight_fidelity(planned.layout.tensors[op.operands[1]].dtype);
     }
   }
   const Graph& g = planned.graph;

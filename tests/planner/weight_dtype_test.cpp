@@ -9,6 +9,7 @@
 
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/formats.hpp"
+#include "meshplan/device/matmul_program.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
@@ -145,6 +146,43 @@ TEST_CASE("block-float weights are planned in their dtype and cost their bytes")
            t4 = time_of(DType::bf4b, "bf4b");
   CHECK(t8 < t16);
   CHECK(t4 < t8);
+}
+
+TEST_CASE("a matmul on block-float weights runs at the fidelity tt-metal pairs with the dtype") {
+  // tt-transformers: bfp4_b weights at LoFi, bfp8_b at HiFi2; bf16 stays at the default HiFi2.
+  // fc1 = linear(x, w, bias); fc2 = matmul(fc1, w2), w2 overridden to bfp4_b.
+  GraphBuilder b("fidelity");
+  auto x = b.input("x", {32, 64});
+  auto w = b.parameter("w", {64, 64});
+  auto bias = b.parameter("bias", {64});
+  auto w2 = b.parameter("w2", {64, 32});
+  auto h = b.op("linear", {x, w, bias}, {}, "fc1");
+  b.output(b.op("matmul", {h, w2}, {}, "fc2"));
+  auto g = b.build();
+  REQUIRE(g);
+  auto fidelities = [&](DType dt, std::vector<std::string> overrides) {
+    PlannerOptions o;
+    o.weight_dtype = dt;
+    o.weight_dtype_overrides = std::move(overrides);
+    auto plan = compile(*g, device::wormhole_b0(), o);
+    REQUIRE(plan);
+    const fb::Plan* p = fb::GetSizePrefixedPlan(plan->bytes.data());
+    std::string out;
+    for (const fb::OpPlan* op : *p->ops())
+      if (op->kind() == fb::OpKind::matmul || op->kind() == fb::OpKind::linear)
+        out += op->name()->str() + ":" +
+               std::string(device::fidelity_name(
+                   static_cast<device::MathFidelity>(op->config()->fidelity()))) +
+               " ";
+    return out;
+  };
+  CHECK(fidelities(DType::bf16, {}) == "fc1:hifi2 fc2:hifi2 ");
+  CHECK(fidelities(DType::bf8b, {}) == "fc1:hifi2 fc2:hifi2 ");
+  CHECK(fidelities(DType::bf8b, {"w2=bfp4_b"}) == "fc1:hifi2 fc2:lofi ");
+  CHECK(fidelities(DType::bf4b, {}) == "fc1:lofi fc2:lofi ");
+  CHECK(device::weight_fidelity(DType::bf4b) == device::MathFidelity::lofi);
+  CHECK(device::weight_fidelity(DType::bf8b) == device::MathFidelity::hifi2);
+  CHECK(device::weight_fidelity(DType::bf16) == device::MathFidelity::hifi2);
 }
 
 TEST_CASE("a model with bfp8_b / bfp4_b weights runs, its error within the formats' bound") {

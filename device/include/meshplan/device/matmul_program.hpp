@@ -41,6 +41,12 @@ struct MatmulWork {
 /// and result counts and shapes were checked.
 Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip);
 
+/// The math fidelity tt-metal's LLM demos run a matmul at, by the dtype of its weight (in1):
+/// bfloat4_b LoFi (tt-transformers' performance config: FF1/FF3 in bfp4 at LoFi), bfloat8_b
+/// and everything wider HiFi2 (tt-transformers' default, "BFP8/HIFI2 everywhere"). The planner
+/// sets it on matmul and linear ops whose weights it stores in a block float.
+MathFidelity weight_fidelity(DType weight);
+
 /// Core (y * chip_grid_x + x) computing output tile (tr, tc).
 uint32_t matmul_core_of(const MatmulBlocking& m, int64_t tr, int64_t tc, uint16_t chip_grid_x);
 
