@@ -107,8 +107,20 @@ Status lower_chlo(Lowering& l, const Op& op) {
   if (el != "f32" && el != "bf16" && el != "f16" && el != "f64")
     return l.unimplemented(op, str(op.name, " of ", el, " (supported: float types)"));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
-  Ew e{l, l.type(op.operands[0]).shape, l.graph().values[x].dtype};
-  l.bind(op.results[0], MESHPLAN_TRY(build(e, op.name, x)));
+  const auto& shape = l.type(op.operands[0]).shape;
+  const DType dt = l.graph().values[x].dtype;
+  // bf16 operands are computed in f32 and rounded once at the end (as XLA upcasts bf16
+  // elementwise math): the decompositions' intermediates, rounded to bf16 each, lose the result
+  // near their poles (atanh near +-1 divides by 1 - x).
+  const DType compute = dt == DType::bf16 ? DType::f32 : dt;
+  auto cast = [&](GValue v, DType to) -> Result<GValue> {
+    if (l.graph().values[v].dtype == to) return v;
+    return l.emit(OpKind::typecast, {v}, {{"dtype", std::string(device::dtype_name(to))}}, shape,
+                  to);
+  };
+  Ew e{l, shape, compute};
+  GValue r = MESHPLAN_TRY(build(e, op.name, MESHPLAN_TRY(cast(x, compute))));
+  l.bind(op.results[0], MESHPLAN_TRY(cast(r, dt)));
   return {};
 }
 

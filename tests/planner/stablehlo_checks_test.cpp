@@ -140,6 +140,20 @@ TEST_CASE("expect_eq on integers and expect_almost_eq on floats") {
   CHECK(a.outcomes[0].exact);
 }
 
+TEST_CASE("f16 hex elements are f16 bits: NaN, inf and finite values through a check") {
+  // 0x3C00 = 1, 0xC000 = -2, 0x7C00 = +inf, 0x7E00 = NaN, 0xFC00 = -inf (IEEE binary16);
+  // max(x, y) elementwise: [1, 0.5, inf, NaN] (NaN propagates).
+  Ran r = run_checks(program("4xf16", "[0x3C00, 0xC000, 0x7C00, 0x7E00]",
+                             "[0xC000, 0x3800, 0xFC00, 0x3C00]", "stablehlo.maximum",
+                             "[1.0, 0.5, 0x7C00, 0x7E00]"));
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK_MESSAGE(r.outcomes[0].ok, r.outcomes[0].text());
+  CHECK(r.outputs[0].data[0] == 1.0f);
+  CHECK(r.outputs[0].data[1] == 0.5f);
+  CHECK(std::isinf(r.outputs[0].data[2]));
+  CHECK(std::isnan(r.outputs[0].data[3]));
+}
+
 TEST_CASE("a check of a value that is also returned, and of a rank-0 value, gets a copy") {
   const std::string text = R"(module @jit_main {
   func.func public @main() -> (tensor<f32>, tensor<f32>) {
@@ -182,4 +196,61 @@ TEST_CASE("other check targets and malformed checks are located errors") {
   e = test::lower_error(mixed);
   CHECK(e.find("bad.mlir:5:5") != std::string::npos);
   CHECK(e.find("compares tensor<2xf32> with tensor<3xf32>") != std::string::npos);
+}
+
+TEST_CASE("chlo.atanh of bf16 near +-1 is computed in f32 and rounded once") {
+  // Python: math.atanh(x) for x = -0.95703125, 0.5, -0.9921875, 0.98046875 is -1.909355,
+  // 0.549306, -2.770632, 2.309537; rounded to bf16: -1.90625, 0.55078125, -2.765625, 2.3125.
+  const std::string text = R"(module @jit_main {
+  func.func public @main() -> tensor<4xbf16> {
+    %0 = stablehlo.constant dense<[-0.95703125, 0.5, -0.9921875, 0.98046875]> : tensor<4xbf16>
+    %1 = chlo.atanh %0 : tensor<4xbf16> -> tensor<4xbf16>
+    %2 = stablehlo.constant dense<[-1.90625, 0.55078125, -2.765625, 2.3125]> : tensor<4xbf16>
+    stablehlo.custom_call @check.expect_close(%1, %2) {has_side_effect = true} : (tensor<4xbf16>, tensor<4xbf16>) -> ()
+    return %1 : tensor<4xbf16>
+  }
+}
+)";
+  Ran r = run_checks(text);
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK_MESSAGE(r.outcomes[0].ok, r.outcomes[0].text());
+  CHECK_MESSAGE(r.outcomes[0].exact, r.outcomes[0].text());  // within 3 bf16 ULP
+}
+
+TEST_CASE("chlo.top_k orders NaN, infinities and signed zeros in IEEE total order") {
+  // Descending total order: +NaN, +inf, 3, +0, -0, -inf, -NaN; indices of the input
+  // [inf, NaN, -NaN, -inf, 3, -0, +0] in that order: 1, 0, 4, 6, 5, 3, 2.
+  const std::string text = R"(module @jit_main {
+  func.func public @main() -> (tensor<7xf32>, tensor<7xi32>) {
+    %0 = stablehlo.constant dense<[0x7F800000, 0x7FC00000, 0xFFC00000, 0xFF800000, 3.0, -0.0, 0.0]> : tensor<7xf32>
+    %values, %indices = chlo.top_k(%0, k = 7) : tensor<7xf32> -> (tensor<7xf32>, tensor<7xi32>)
+    %1 = stablehlo.constant dense<[1, 0, 4, 6, 5, 3, 2]> : tensor<7xi32>
+    stablehlo.custom_call @check.expect_eq(%indices, %1) {has_side_effect = true} : (tensor<7xi32>, tensor<7xi32>) -> ()
+    return %values, %indices : tensor<7xf32>, tensor<7xi32>
+  }
+}
+)";
+  Ran r = run_checks(text);
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK_MESSAGE(r.outcomes[0].ok, r.outcomes[0].text());
+  const auto& v = r.outputs[0].data;
+  CHECK((std::isnan(v[0]) && !std::signbit(v[0])));
+  CHECK(v[1] == INFINITY);
+  CHECK(v[2] == 3.0f);
+  CHECK((v[3] == 0.0f && !std::signbit(v[3])));
+  CHECK((v[4] == 0.0f && std::signbit(v[4])));
+  CHECK(v[5] == -INFINITY);
+  CHECK((std::isnan(v[6]) && std::signbit(v[6])));
+}
+
+TEST_CASE("f16 computed in f32 overflows to infinity past f16's range") {
+  // 300 * 300 = 90000 > 65504 (f16's largest): +inf; -300 * 300: -inf; 2 * 2 = 4;
+  // 255 * 257 = 65535 >= 65520 rounds past 65504: +inf.
+  Ran r = run_checks(program("4xf16", "[300.0, -300.0, 2.0, 255.0]", "[300.0, 300.0, 2.0, 257.0]",
+                             "stablehlo.multiply", "[0x7C00, 0xFC00, 4.0, 0x7C00]"));
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK_MESSAGE(r.outcomes[0].exact, r.outcomes[0].text());
+  CHECK(r.outputs[0].data[0] == INFINITY);
+  CHECK(r.outputs[0].data[1] == -INFINITY);
+  CHECK(r.outputs[0].data[2] == 4.0f);
 }
