@@ -616,10 +616,13 @@ Result<Graph> lower_to_graph(const Module& m) {
     l.bind(args[i], pv);
   }
   std::map<std::string, const Op*> source;  // lowered op name -> the module op it came from
+  std::vector<lowering::PendingCheck> checks;
   for (OpId o : body->ops) {
     const Op& op = m.ops[o];
     size_t first = g.ops.size();
-    if (op.name == "func.return" || op.name == "sdy.return") {
+    if (lowering::is_check_call(op)) {
+      if (auto c = MESHPLAN_TRY(lowering::lower_check(l, op))) checks.push_back(std::move(*c));
+    } else if (op.name == "func.return" || op.name == "sdy.return") {
       for (size_t i = 0; i < op.operands.size(); ++i) {
         const TensorType& t = m.values[op.operands[i]].type;
         if (std::ranges::find(t.shape, 0) != t.shape.end())
@@ -635,6 +638,12 @@ Result<Graph> lower_to_graph(const Module& m) {
     for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }
   MESHPLAN_TRY(lowering::lower_boundary(g, m, manual, program_args));
+  // Checks compare whole tensors on the host: on one chip every value is whole.
+  if (!checks.empty() && !g.mesh.single_chip())
+    return fail(ErrorCode::unimplemented, checks.front().loc,
+                ": unimplemented: a check in a program on a ", g.mesh.rows, "x", g.mesh.cols,
+                " mesh (checks run on single-chip programs)");
+  MESHPLAN_TRY(lowering::add_check_outputs(l, checks));
   if (auto valid = validate(g); !valid)
     return std::unexpected(locate_validation_error(valid.error(), source));
   return std::move(g);

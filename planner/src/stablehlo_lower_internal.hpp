@@ -128,6 +128,22 @@ Status lower_convolution(Lowering& l, const Op& op);
 Status lower_reduce_window(Lowering& l, const Op& op);
 Status lower_select_and_scatter(Lowering& l, const Op& op);
 Status lower_custom_call(Lowering& l, const Op& op);
+/// StableHLO interpreter checks (stablehlo_lower_check.cpp): `custom_call @check.expect_close`,
+/// `@check.expect_eq`, `@check.expect_almost_eq` (actual, expected; no result).
+struct PendingCheck {
+  GValue actual = 0, expected = 0;
+  std::string kind;     ///< expect_close, expect_eq, expect_almost_eq
+  std::string element;  ///< The module's element type of both operands ("bf16", "f64", "i1"...).
+  std::string loc;      ///< file:line:col of the check.
+};
+bool is_check_call(const Op& op);
+/// The check's two graph values, or nullopt for a check of zero-size tensors (vacuously true).
+/// Errors (located): another check.* target, operands other than two tensors of one type.
+Result<std::optional<PendingCheck>> lower_check(Lowering& l, const Op& op);
+/// Appends each check's actual and expected as plan outputs (after the program's results),
+/// named `check:<i>:<kind>:<element>:<actual|expected>@<file:line:col>`; a value that is a
+/// program result or input, or already another check's output, is copied first.
+Status add_check_outputs(Lowering& l, const std::vector<PendingCheck>& checks);
 /// Integer bit ops on i32/ui32 tensors (and, or, xor, not, the shifts, popcnt,
 /// count_leading_zeros, bitcast_convert): the first six to their device ops, popcnt and
 /// count_leading_zeros onto shifts, ands and adds, bitcast_convert between f32/i32/ui32 to bitcast.

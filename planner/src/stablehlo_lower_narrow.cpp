@@ -1,6 +1,7 @@
 // Narrow integer types (i8, i16, ui8, ui16): computed in the device's 32-bit words and brought
 // back to their own width after the ops that can leave it, so that they wrap modulo 2^8 / 2^16
-// as StableHLO's integer arithmetic and integer-to-integer convert say.
+// as StableHLO's integer arithmetic and integer-to-integer convert say; and f16, computed in f32,
+// overflowing to infinity past its range.
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -29,6 +30,28 @@ float wrap_value(float x, int bits, bool is_signed) {
   if (v < 0) v += m;
   if (is_signed && v >= m / 2) v -= m;
   return static_cast<float>(v);
+}
+
+/// f16 is computed in f32: a result beyond f16's range (|x| >= 65520, which rounds past
+/// 65504) becomes the infinity of its sign, as f16 arithmetic overflows.
+Status overflow_f16(Lowering& l, const Op& op) {
+  for (ValueId r : op.results) {
+    if (l.type(r).element != "f16" || l.folded(r)) continue;
+    std::optional<GValue> g = l.bound(r);
+    if (!g) continue;
+    const std::vector<int64_t> shape = l.graph().values[*g].shape;
+    const DType dt = l.graph().values[*g].dtype;
+    const std::vector<int64_t> one(shape.size(), 1);
+    auto c = [&](float v) { return l.constant(Folded{one, {v}}, dt); };
+    GValue big = MESHPLAN_TRY(
+        l.emit(OpKind::ge,
+               {MESHPLAN_TRY(l.emit(OpKind::abs, {*g}, {}, shape, dt)), MESHPLAN_TRY(c(65520))}, {},
+               shape, dt));
+    GValue inf =
+        MESHPLAN_TRY(l.emit(OpKind::multiply, {*g, MESHPLAN_TRY(c(INFINITY))}, {}, shape, dt));
+    l.bind(r, MESHPLAN_TRY(l.emit(OpKind::where, {big, inf, *g}, {}, shape, dt)));
+  }
+  return {};
 }
 
 }  // namespace
@@ -61,6 +84,25 @@ Status wrap_narrow(Lowering& l, const Op& op) {
                                                             "stablehlo.shift_left",
                                                             "stablehlo.shift_right_logical",
                                                             "stablehlo.shift_right_arithmetic"};
+  static const std::set<std::string_view> kMayOverflow = {"stablehlo.add",
+                                                          "stablehlo.subtract",
+                                                          "stablehlo.multiply",
+                                                          "stablehlo.divide",
+                                                          "stablehlo.power",
+                                                          "stablehlo.exponential",
+                                                          "stablehlo.exponential_minus_one",
+                                                          "stablehlo.convert",
+                                                          "stablehlo.reduce",
+                                                          "stablehlo.reduce_window",
+                                                          "stablehlo.dot_general",
+                                                          "stablehlo.dot",
+                                                          "stablehlo.convolution",
+                                                          "stablehlo.scatter",
+                                                          "stablehlo.tan",
+                                                          "chlo.tan",
+                                                          "chlo.sinh",
+                                                          "chlo.cosh"};
+  if (kMayOverflow.contains(op.name)) MESHPLAN_TRY(overflow_f16(l, op));
   if (!kMayLeaveRange.contains(op.name)) return {};
   for (ValueId r : op.results) {
     auto [bits, is_signed] = narrow_width(l.type(r).element);

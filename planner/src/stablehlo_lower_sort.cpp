@@ -108,6 +108,9 @@ std::optional<double> run_comparator(const Module& m, const Block& b,
 struct SortKey {
   size_t operand = 0;
   bool descending = false;
+  /// IEEE total order instead (chlo.top_k, whose decomposition compares GT with TOTALORDER):
+  /// -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
+  bool total_order = false;
 };
 
 /// a before c on one key.
@@ -242,6 +245,50 @@ Result<std::vector<GValue>> sort_values(Lowering& l, const std::vector<GValue>& 
                               {rows, n}, kd));
     }
     const OpKind order = k.descending ? OpKind::gt : OpKind::lt;
+    // One level of the key: j before i where u orders it first; equal u leaves it to `then`.
+    auto level = [&](GValue u, DType ud, GValue then) -> Result<GValue> {
+      GValue ui = MESHPLAN_TRY(as_i(u)), uj = MESHPLAN_TRY(as_j(u));
+      GValue f = MESHPLAN_TRY(to_i32(MESHPLAN_TRY(l.emit(order, {uj, ui}, {}, cube, ud))));
+      GValue e = MESHPLAN_TRY(to_i32(MESHPLAN_TRY(l.emit(OpKind::eq, {uj, ui}, {}, cube, ud))));
+      e = MESHPLAN_TRY(l.emit(OpKind::multiply, {e, then}, {}, cube, DType::i32));
+      return l.emit(OpKind::add, {f, e}, {}, cube, DType::i32);
+    };
+    if (nan && k.total_order) {
+      const std::vector<int64_t> flat = {rows, n};
+      auto ew = [&](OpKind op, std::vector<GValue> xs, DType dt) {
+        return l.emit(op, std::move(xs), {}, flat, dt);
+      };
+      auto cast = [&](GValue x, DType to) -> Result<GValue> {
+        if (l.graph().values[x].dtype == to) return x;
+        return l.emit(OpKind::typecast, {x}, {{"dtype", std::string(device::dtype_name(to))}}, flat,
+                      to);
+      };
+      auto ic = [&](float c) { return l.constant(Folded{{1}, {c}}, DType::i32); };
+      // Sign bits (of NaN and of zero too) from the f32 words: s = 1 where the sign is set.
+      GValue w = MESHPLAN_TRY(cast(key, DType::f32));
+      w = MESHPLAN_TRY(
+          l.emit(OpKind::bitcast, {w}, {{"dtype", std::string("i32")}}, flat, DType::i32));
+      GValue sgn = MESHPLAN_TRY(ew(OpKind::lt, {w, MESHPLAN_TRY(ic(0))}, DType::i32));
+      GValue flag = MESHPLAN_TRY(cast(*nan, DType::i32));
+      // Class: +1 for +NaN, -1 for -NaN (flag * (1 - 2s)), 0 for numbers.
+      GValue pm = MESHPLAN_TRY(
+          ew(OpKind::subtract,
+             {MESHPLAN_TRY(ic(1)), MESHPLAN_TRY(ew(OpKind::add, {sgn, sgn}, DType::i32))},
+             DType::i32));
+      GValue cls = MESHPLAN_TRY(ew(OpKind::multiply, {flag, pm}, DType::i32));
+      // Zeros: +0 (1) above -0 (0); every other number 0 (its value already decides).
+      GValue zero = MESHPLAN_TRY(cast(
+          MESHPLAN_TRY(ew(OpKind::eq, {v, MESHPLAN_TRY(l.constant(Folded{{1}, {0.0f}}, kd))}, kd)),
+          DType::i32));
+      GValue plus = MESHPLAN_TRY(
+          ew(OpKind::multiply,
+             {zero, MESHPLAN_TRY(ew(OpKind::subtract, {MESHPLAN_TRY(ic(1)), sgn}, DType::i32))},
+             DType::i32));
+      before = MESHPLAN_TRY(level(plus, DType::i32, before));
+      before = MESHPLAN_TRY(level(v, kd, before));
+      before = MESHPLAN_TRY(level(cls, DType::i32, before));
+      continue;
+    }
     GValue vi = MESHPLAN_TRY(as_i(v)), vj = MESHPLAN_TRY(as_j(v));
     GValue first = MESHPLAN_TRY(to_i32(MESHPLAN_TRY(l.emit(order, {vj, vi}, {}, cube, kd))));
     GValue same = MESHPLAN_TRY(to_i32(MESHPLAN_TRY(l.emit(OpKind::eq, {vj, vi}, {}, cube, kd))));
@@ -382,9 +429,10 @@ Status lower_top_k(Lowering& l, const Op& op) {
   for (int64_t i = 0; i < total; ++i) idx.data.push_back(static_cast<float>(i % n));
   std::vector<GValue> xs = {MESHPLAN_TRY(l.use(op.operands[0], op)),
                             MESHPLAN_TRY(l.constant(idx, DType::i32))};
-  // Largest first; equal values keep index order (the lower index first), NaN first.
-  auto sorted =
-      MESHPLAN_TRY(sort_values(l, xs, {is_floating(el), false}, shape, last, {SortKey{0, true}}));
+  // Largest first in IEEE total order (+NaN first, -NaN last, +0 before -0); equal values keep
+  // index order (the lower index first).
+  auto sorted = MESHPLAN_TRY(
+      sort_values(l, xs, {is_floating(el), false}, shape, last, {SortKey{0, true, true}}));
   std::vector<int64_t> begins(shape.size(), 0), steps(shape.size(), 1);
   for (size_t r = 0; r < 2; ++r) {
     if (k == n) {

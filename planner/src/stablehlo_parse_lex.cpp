@@ -485,20 +485,28 @@ Result<Attr> Parser::dense() {
     hex_at = elems_at;
     hex_text = t_.substr(elems_at, pos_ - elems_at);
   }
-  size_t end = pos_;
   MESHPLAN_TRY(expect(">", "'>' closing dense<...>"));
   MESHPLAN_TRY(expect(":", "':' and the type of a dense literal"));
   ws();
   size_t tp = pos_;
   a.type = MESHPLAN_TRY(type());
-  // A hex splat's width does not tell f16 from bf16: reread it by the literal's type.
-  std::string_view lit = t_.substr(0, end);
-  size_t hex = lit.rfind("0x");
-  if (a.type.element == "f16" && a.values.size() == 1 && hex != std::string_view::npos &&
-      lit.substr(0, hex).ends_with("dense<")) {
-    uint64_t bits = 0;
-    std::from_chars(lit.data() + hex + 2, lit.data() + lit.size(), bits, 16);
-    a.values[0] = half_to_double(static_cast<uint16_t>(bits));
+  // number() reads a 4-digit hex element as bf16 bits (the width does not tell f16 from bf16):
+  // in an f16 literal, reread each one as f16 bits.
+  if (a.type.element == "f16" && hex_text.find("0x") != std::string_view::npos) {
+    std::vector<std::string_view> tokens;
+    for (size_t i = 0; i < hex_text.size();) {
+      size_t j = hex_text.find_first_of("[], \t\r\n", i);
+      if (j == std::string_view::npos) j = hex_text.size();
+      if (j > i) tokens.push_back(hex_text.substr(i, j - i));
+      i = j + 1;
+    }
+    if (tokens.size() == a.values.size())
+      for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i].starts_with("0x")) {
+          uint64_t bits = 0;
+          std::from_chars(tokens[i].data() + 2, tokens[i].data() + tokens[i].size(), bits, 16);
+          a.values[i] = half_to_double(static_cast<uint16_t>(bits));
+        }
   }
   if (!a.text.empty()) MESHPLAN_TRY(decode_hex(a, tp));
   // Unquoted hex elements are raw bits of the element type: exactly its width, never guessed

@@ -25,6 +25,7 @@
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
+#include "meshplan/runtime/program_checks.hpp"
 #include "tensor_io.hpp"
 
 namespace {
@@ -47,7 +48,8 @@ constexpr const char* kFooter =
     "Pre-sharded mesh inputs: @w.chip{c}.npy reads chip c's piece from its own file (under\n"
     "mpirun each rank reads its chips' files; docs/mpi.md).\n"
     "Outputs: --output @y.npy writes output i (in order); --output - prints it.\n"
-    "Exit codes: 0 success, 1 error (the message names what and where), 2 --check failed.\n";
+    "Exit codes: 0 success, 1 error (the message names what and where), 2 --check or one of the\n"
+    "program's own checks (StableHLO check.expect_*) failed.\n";
 
 struct Args {
   std::string cache, name, key;
@@ -267,6 +269,19 @@ Result<int> run(const Args& args) {
     out << tools::chrome_trace(plan, result, chip.name);
     if (!out) return fail(ErrorCode::io, "cannot write trace '", args.trace, "'");
     std::printf("trace: %s (%zu ops)\n", args.trace.c_str(), result.ops.size());
+  }
+  // The program's own checks (StableHLO's check.expect_*): each one's line, and exit 2 if any
+  // fails.
+  std::vector<runtime::ProgramCheck> checks = MESHPLAN_TRY(runtime::program_checks(*exe));
+  size_t failed = 0;
+  for (const runtime::CheckOutcome& o : runtime::evaluate_checks(checks, result.outputs)) {
+    std::printf("%s\n", o.text().c_str());
+    failed += o.ok ? 0 : 1;
+  }
+  if (failed) {
+    std::fprintf(stderr, "meshplan-run: %zu of %zu checks of plan '%.*s' failed\n", failed,
+                 checks.size(), static_cast<int>(plan.name().size()), plan.name().data());
+    return 2;
   }
   if (args.check) {
     std::vector<runtime::Tensor> ref = MESHPLAN_TRY(runtime::run_reference(plan, views));
