@@ -403,7 +403,8 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.compare") return lowering::fold_compare(l, op);
   if (n == "stablehlo.select") return lowering::lower_select(l, op);
   if (n == "stablehlo.clamp") return lowering::lower_clamp(l, op);
-  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") &&
+  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.xor" ||
+       n == "stablehlo.not") &&
       l.type(op.results[0]).element == "i1")
     return lowering::lower_logical(l, op);
   if (lowering::is_integer_bit_op(n)) return lowering::lower_integer_bit_op(l, op);

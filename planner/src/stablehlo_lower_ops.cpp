@@ -763,7 +763,9 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
         l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(to))}}));
     return {};
   }
-  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.not") && rt.element == "i1")
+  if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.xor" ||
+       n == "stablehlo.not") &&
+      rt.element == "i1")
     return lower_logical(l, op);
   // The device computes integers in 32-bit words. i8, i16, ui8 and ui16 live there sign- or
   // zero-extended (wrap_narrow brings every result back to that form), and act at their own

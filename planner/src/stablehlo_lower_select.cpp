@@ -237,7 +237,10 @@ Status lower_logical(Lowering& l, const Op& op) {
     size_t n = static_cast<size_t>(device::volume(r.shape));
     for (size_t i = 0; i < n; ++i) {
       bool a = at(*f[0], i) != 0, b = is_not || at(*f[1], i) != 0;
-      bool v = is_not ? !a : op.name == "stablehlo.and" ? a && b : a || b;
+      bool v = is_not                       ? !a
+               : op.name == "stablehlo.and" ? a && b
+               : op.name == "stablehlo.xor" ? a != b
+                                            : a || b;
       r.data.push_back(v ? 1.0f : 0.0f);
     }
     l.fold(op.results[0], std::move(r));
@@ -251,14 +254,16 @@ Status lower_logical(Lowering& l, const Op& op) {
     l.bind(op.results[0], MESHPLAN_TRY(l.emit(OpKind::eq, {x, zero}, {}, out, dt)));
     return {};
   }
-  // and = product, or = maximum of 0/1 values.
+  // and = product, or = maximum, xor = inequality of 0/1 values.
   std::vector<GValue> g = MESHPLAN_TRY(broadcast_operands(l, op, op.operands));
   DType dt = l.graph().values[g[0]].dtype;
   if (l.graph().values[g[1]].dtype != dt)
     return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
                 ": i1 operands lower to different dtypes (", device::dtype_name(dt), ", ",
                 device::dtype_name(l.graph().values[g[1]].dtype), ")");
-  OpKind kind = op.name == "stablehlo.and" ? OpKind::multiply : OpKind::maximum;
+  OpKind kind = op.name == "stablehlo.and"   ? OpKind::multiply
+                : op.name == "stablehlo.xor" ? OpKind::ne
+                                             : OpKind::maximum;
   l.bind(op.results[0], MESHPLAN_TRY(l.emit(kind, g, {}, out, dt)));
   return {};
 }

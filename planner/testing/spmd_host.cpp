@@ -199,6 +199,8 @@ float binary(std::string_view s, float a, float b, bool& ok) {
   if (s == "atan2") return std::atan2(a, b);
   if (s == "and") return (a != 0 && b != 0) ? 1.0f : 0.0f;
   if (s == "or") return (a != 0 || b != 0) ? 1.0f : 0.0f;
+  if (s == "xor")  // bitwise on the integer values (0/1 for booleans)
+    return static_cast<float>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
   ok = false;
   return 0;
 }

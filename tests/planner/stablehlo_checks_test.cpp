@@ -254,3 +254,13 @@ TEST_CASE("f16 computed in f32 overflows to infinity past f16's range") {
   CHECK(r.outputs[0].data[1] == -INFINITY);
   CHECK(r.outputs[0].data[2] == 4.0f);
 }
+
+TEST_CASE("xor of booleans: true where exactly one operand is true") {
+  // [T, T, F, F] xor [T, F, T, F] = [F, T, T, F].
+  Ran r = run_checks(program("4xi1", "[true, true, false, false]", "[true, false, true, false]",
+                             "stablehlo.xor", "[false, true, true, false]", "check.expect_eq"));
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK(r.outcomes[0].ok);
+  CHECK(std::vector<float>(r.outputs[0].data.begin(), r.outputs[0].data.end()) ==
+        std::vector<float>{0, 1, 1, 0});
+}

@@ -136,6 +136,20 @@ TEST_CASE("masks combine with and / or / not, and convert to and from i1") {
   CHECK(count(g, OpKind::where) == 2);
 }
 
+TEST_CASE("xor of computed masks is their inequality") {
+  auto g = check_numerics(
+      module("%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> (tensor<4x8xf32>",
+             R"(  %z = stablehlo.constant dense<0.0> : tensor<4x8xf32>
+  %p = stablehlo.compare  GT, %a, %z,  FLOAT : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+  %q = stablehlo.compare  LT, %b, %z,  FLOAT : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+  %pq = stablehlo.xor %p, %q : tensor<4x8xi1>
+  %0 = stablehlo.select %pq, %x, %z : tensor<4x8xi1>, tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+)"));
+  CHECK(count(g, OpKind::ne) == 1);  // xor
+  CHECK(count(g, OpKind::where) == 1);
+}
+
 TEST_CASE("a boolean argument is a bf16 0/1 mask") {
   auto g = check_numerics(module(
       "%mask: tensor<4x8xi1>, %x: tensor<4x8xf32>, %key: tensor<1x8xi1>) -> (tensor<4x8xf32>",
