@@ -745,6 +745,10 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
                 " takes operands and one result");
   const TensorType& xt = l.type(op.operands[0]);
   if (n == "stablehlo.bitcast_convert") {
+    if (xt.element == rt.element && xt.shape == rt.shape) {  // the same bits: the value itself
+      l.bind(op.results[0], MESHPLAN_TRY(l.use(op.operands[0], op)));
+      return {};
+    }
     // Same-width reinterpretation of the stored 4-byte words; other element types are computed
     // in a device dtype of another width (i64 in i32, f64 in f32), so their bits are not there.
     bool word =
@@ -754,10 +758,6 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
       return l.unimplemented(op, str("stablehlo.bitcast_convert from ", xt.element, " to ",
                                      rt.element, " (only between f32, i32 and ui32 of one shape)"));
     GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
-    if (xt.element == rt.element) {
-      l.bind(op.results[0], x);
-      return {};
-    }
     DType to = MESHPLAN_TRY(dtype_of(rt, op.loc));
     MESHPLAN_TRY(
         l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(to))}}));

@@ -264,3 +264,18 @@ TEST_CASE("xor of booleans: true where exactly one operand is true") {
   CHECK(std::vector<float>(r.outputs[0].data.begin(), r.outputs[0].data.end()) ==
         std::vector<float>{0, 1, 1, 0});
 }
+
+TEST_CASE("bitcast_convert to its own element type is the value itself") {
+  // ui8 bits read as ui8: [0, 7, 200, 255] unchanged, exactly.
+  std::string text = program("4xui8", "[0, 7, 200, 255]", "[0, 0, 0, 0]", "stablehlo.add",
+                             "[0, 7, 200, 255]", "check.expect_eq");
+  const std::string add = "%2 = stablehlo.add %0#0, %0#1 : tensor<4xui8>";
+  REQUIRE(text.find(add) != std::string::npos);
+  text.replace(text.find(add), add.size(),
+               "%2 = stablehlo.bitcast_convert %0#0 : (tensor<4xui8>) -> tensor<4xui8>");
+  Ran r = run_checks(text);
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK(r.outcomes[0].ok);
+  CHECK(std::vector<float>(r.outputs[0].data.begin(), r.outputs[0].data.end()) ==
+        std::vector<float>{0, 7, 200, 255});
+}
