@@ -4,7 +4,7 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/descriptor.hpp"
 #include "meshplan/device/formats.hpp"
-#include "meshplan/planner/export_stablehlo.hpp"
+#include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/schemas/schemas.hpp"
@@ -38,9 +38,10 @@ Result<planner::Graph> tp_program(const LlamaConfig& config, const std::string& 
                                   std::string_view mesh, int rows, int cols) {
   planner::Graph global = MESHPLAN_TRY(llama_decoder(config, name));
   planner::MeshAnnotations ann = MESHPLAN_TRY(llama_tensor_parallel(config, mesh));
-  planner::shlo::Module module = MESHPLAN_TRY(planner::export_stablehlo(global, ann));
-  MESHPLAN_TRY(planner::shlo::run_pipeline(module, planner::pipeline_options(ann, rows, cols)));
-  planner::Graph g = MESHPLAN_TRY(planner::shlo::lower_to_graph(module));
+  planner::FileOptions options;
+  options.mesh = str(rows, "x", cols);
+  planner::Graph g =
+      MESHPLAN_TRY(planner::import_annotated({std::move(global), std::move(ann)}, options)).graph;
   g.name = name;
   return g;
 }

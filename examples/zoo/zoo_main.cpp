@@ -26,9 +26,9 @@
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/mesh.hpp"
 #include "meshplan/device/timing.hpp"
-#include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
+#include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
@@ -96,13 +96,9 @@ struct Row {
 /// StableHLO/Shardy, the mesh pipeline, lowering to the graph IR (named after the model).
 Result<planner::Graph> mesh_program(const planner::AnnotatedGraph& annotated, int64_t rows,
                                     int64_t cols) {
-  planner::shlo::Module module =
-      MESHPLAN_TRY(planner::export_stablehlo(annotated.graph, annotated.annotations));
-  MESHPLAN_TRY(planner::shlo::run_pipeline(
-      module, planner::pipeline_options(annotated.annotations, rows, cols)));
-  planner::Graph g = MESHPLAN_TRY(planner::shlo::lower_to_graph(module));
-  g.name = annotated.graph.name;
-  return g;
+  planner::FileOptions options;
+  options.mesh = str(rows, "x", cols);
+  return MESHPLAN_TRY(planner::import_annotated(annotated, options)).graph;
 }
 
 /// Bytes of a planned tensor as stored on the device (block formats by whole tiles).

@@ -1,18 +1,12 @@
-// Plan emission: the layout and memory decisions written as a plan.fbs FlatBuffer, plus the
-// planner entry point that runs the passes in order.
+// Plan emission: the layout and memory decisions written as a plan.fbs FlatBuffer.
+#include "emit.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "meshplan/device/collective_ops.hpp"
-#include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/timing.hpp"
-#include "meshplan/planner/flatten_spatial.hpp"
 #include "meshplan/planner/layout.hpp"
-#include "meshplan/planner/memory_plan.hpp"
-#include "meshplan/planner/planner.hpp"
-#include "meshplan/planner/policy.hpp"
-#include "meshplan/planner/prepare_weights.hpp"
-#include "meshplan/planner/schedule.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
 namespace meshplan::planner {
@@ -118,105 +112,18 @@ flatbuffers::Offset<fb::OpConfig> write_config(flatbuffers::FlatBufferBuilder& b
 
 }  // namespace
 
-Result<device::MeshDesc> planning_mesh(const Graph& graph, const device::ChipDesc& chip,
+Result<std::vector<uint8_t>> emit_plan(const EmitInput& in, const device::ChipDesc& chip,
                                        const PlannerOptions& options) {
-  const int rows = graph.mesh.rows, cols = graph.mesh.cols;
-  if (!options.mesh || graph.mesh.single_chip()) {
-    if (options.mesh && options.mesh->chips() > 1)
-      return fail(ErrorCode::invalid_argument, "graph '", graph.name,
-                  "' is a single-chip program: it cannot be planned for the ", options.mesh->rows,
-                  "x", options.mesh->cols, " mesh ", options.mesh->name);
-    device::MeshDesc mesh = device::default_mesh(chip, rows, cols);
-    if (!graph.mesh.single_chip()) MESHPLAN_TRY(mesh.verify());
-    return mesh;
-  }
-  const device::MeshDesc& mesh = *options.mesh;
-  if (mesh.rows != rows || mesh.cols != cols)
-    return fail(ErrorCode::invalid_argument, "graph '", graph.name, "' runs on a ", rows, "x", cols,
-                " mesh, the mesh it was to be planned for (", mesh.name, ") is ", mesh.rows, "x",
-                mesh.cols);
-  if (mesh.chip.hash() != chip.hash())
-    return fail(ErrorCode::invalid_argument, "mesh ", mesh.name, " is made of ", mesh.chip.name,
-                " chips (descriptor ", mesh.chip.hash().hex().substr(0, 8),
-                "), the plan is for chip ", chip.name, " (descriptor ",
-                chip.hash().hex().substr(0, 8), ")");
-  MESHPLAN_TRY(mesh.verify());
-  return mesh;
-}
-
-Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip,
-                             const PlannerOptions& options) {
-  MESHPLAN_TRY(chip.verify());
-  // conv2d weights in their prepared form (prepare_weights.hpp); the graph is copied only when
-  // the pass has something to rewrite. `source` is what the policies plan; the key stays that of
-  // the user's graph.
-  Graph prepared_graph;
-  std::vector<PreparedWeight> prepared;
-  const Graph* source = &original;
-  if (options.prepare_weights &&
-      (!conv_weight_candidates(original).empty() || !conv_constant_candidates(original).empty())) {
-    prepared_graph = original;
-    prepared = MESHPLAN_TRY(prepare_conv_weights(prepared_graph));
-    source = &prepared_graph;
-  }
-  // conv2d / pool regions on flattened activations (flatten_spatial.hpp), after the weights
-  // (which it leaves alone).
-  FlattenResult flattened;
-  if (options.flatten_spatial && find_spatial_regions(*source).count > 0) {
-    if (source != &prepared_graph) prepared_graph = original;
-    flattened = MESHPLAN_TRY(flatten_spatial(prepared_graph));
-    source = &prepared_graph;
-  }
-  // Mesh programs run on options.mesh, else on the built-in mesh of their shape
-  // (device::default_mesh); plan_key() adds the mesh's hash when it is not that default, so the
-  // key determines the mesh descriptor either way.
-  const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
-  // The policy returns the planned graph: the original ops plus inserted reshards and spills.
-  LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
-  // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
-  // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
-  // upload follow the planned dtype.
-  const std::vector<WeightStorage> stored =
-      MESHPLAN_TRY(weight_storage(*source, options.weight_dtype, options.weight_dtype_overrides));
-  if (!stored.empty()) {
-    std::vector<bool> block(planned.graph.values.size(), false);
-    auto store = [&](ValueId v, device::DType dtype) {
-      TensorLayout& t = planned.layout.tensors[v];
-      if (t.layout != device::TileLayout::tile) {
-        planned.notes.push_back("weight '" + planned.graph.values[v].name +
-                                "' is planned row-major: kept in " +
-                                std::string(device::dtype_name(t.dtype)));
-        return;
-      }
-      t.dtype = dtype;
-      block[v] = true;
-    };
-    for (const WeightStorage& w : stored) store(w.value, w.dtype);
-    for (OpId o = 0; o < planned.graph.ops.size(); ++o) {
-      const Op& op = planned.graph.ops[o];
-      if (planned.origin[o] != OpOrigin::graph && !op.operands.empty() && block[op.operands[0]])
-        for (ValueId r : op.results) store(r, planned.layout.tensors[op.operands[0]].dtype);
-    }
-    // A matmul on block-float weights runs at the fidelity tt-metal's demos pair with their
-    // dtype (device::weight_fidelity: bfp4_b LoFi, bfp8_b HiFi2).
-    for (OpId o = 0; o < planned.graph.ops.size(); ++o) {
-      const Op& op = planned.graph.ops[o];
-      if ((op.kind == device::OpKind::matmul || op.kind == device::OpKind::linear) &&
-          op.operands.size() > 1 && block[op.operands[1]])
-        planned.layout.configs[o].fidelity =
-            device::weight_fidelity(planned.layout.tensors[op.operands[1]].dtype);
-    }
-  }
+  const Graph& original = in.original;
+  const Graph* source = &in.source;
+  const std::vector<PreparedWeight>& prepared = in.prepared;
+  const FlattenResult& flattened = in.flattened;
+  const device::MeshDesc& mesh = in.mesh;
+  const LayoutResult& planned = in.planned;
   const Graph& g = planned.graph;
   const LayoutPlan& layout = planned.layout;
-  Schedule schedule = Schedule::build(g);
-  MemoryPlan memory = MESHPLAN_TRY(plan_memory(g, schedule, layout, chip));
-  MESHPLAN_TRY(verify_memory(g, schedule, layout, memory, chip));
-
-  CompiledPlan out;
-  out.graph_key = graph_key(original);
-  out.key = plan_key(out.graph_key, chip, options);
-  out.notes = planned.notes;
+  const Schedule& schedule = in.schedule;
+  const MemoryPlan& memory = in.memory;
 
   flatbuffers::FlatBufferBuilder b(4096);
   b.ForceDefaults(false);
@@ -345,7 +252,7 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
       b, static_cast<uint32_t>(g.ops.size()), l1_outputs, planned.spills, planned.reshards,
       dram_bytes, memory.l1_high_water, total_ns, 0,
       static_cast<fb::SpillSelection>(planned.spill_selection), planned.spill_dp_states);
-  fb::Hash128 key = to_fb(out.key), gkey = to_fb(out.graph_key);
+  fb::Hash128 key = to_fb(in.key), gkey = to_fb(in.graph_key);
   // The mesh and the boundary shards (with host shapes), for mesh programs only: single-chip
   // plans carry none of it.
   flatbuffers::Offset<fb::MeshInfo> mesh_info;
@@ -391,16 +298,17 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
                              in_shards, out_shards, transforms);
   b.FinishSizePrefixed(plan, fb::PlanIdentifier());
 
+  std::vector<uint8_t> bytes;
   uint64_t data_start = align64(b.GetSize());
-  out.bytes.assign(data_start + seg_cursor, 0);
-  std::copy_n(b.GetBufferPointer(), b.GetSize(), out.bytes.begin());
+  bytes.assign(data_start + seg_cursor, 0);
+  std::copy_n(b.GetBufferPointer(), b.GetSize(), bytes.begin());
   for (ValueId a : g.arguments)
     if (segment_of[a] >= 0) {
       const fb::Segment& s = segments[segment_of[a]];
       std::copy_n(reinterpret_cast<const uint8_t*>(g.values[a].data.data()), s.size(),
-                  out.bytes.begin() + data_start + s.offset());
+                  bytes.begin() + data_start + s.offset());
     }
-  return out;
+  return bytes;
 }
 
 }  // namespace meshplan::planner

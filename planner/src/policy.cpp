@@ -13,21 +13,6 @@
 
 namespace meshplan::planner {
 
-Result<LayoutDecision> LayoutDecision::all_dram(const Graph& g, const device::ChipDesc& chip) {
-  LayoutDecision d;
-  d.tensors.reserve(g.values.size());
-  for (const Value& v : g.values)
-    d.tensors.push_back(interleaved_layout(v, device::BufferType::dram));
-  d.configs.reserve(g.ops.size());
-  for (const Op& op : g.ops) {
-    device::OpConfig c = MESHPLAN_TRY(op_config(op, g.mesh));
-    c.grid_x = chip.grid_x;
-    c.grid_y = chip.grid_y;
-    d.configs.push_back(c);
-  }
-  return d;
-}
-
 namespace {
 
 // Appends a value named after `base` with `suffix`, unique among `taken`.

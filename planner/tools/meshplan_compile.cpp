@@ -32,20 +32,16 @@
 #include "cli.hpp"
 #include "compile_batch.hpp"
 #include "meshplan/device/collective_ops.hpp"
-#include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/dot.hpp"
 #include "meshplan/planner/explain.hpp"
-#include "meshplan/planner/export_stablehlo.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/layout.hpp"
+#include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/report.hpp"
-#include "meshplan/planner/sharding_export.hpp"
-#include "meshplan/planner/sharding_strategies.hpp"
-#include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "meshplan/schemas/schemas.hpp"
@@ -377,105 +373,6 @@ Result<std::string> plan_json(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
-/// Prints the module to args.output, or to stdout when none is given.
-Status write_module(const Args& args, const planner::shlo::Module& module) {
-  std::string text = planner::shlo::print_module(module);
-  if (args.output.empty()) {
-    std::cout << text;
-    return {};
-  }
-  std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
-  return {};
-}
-
-/// A .mlir model: the mesh pipeline, then either the printed module (--emit=sdy|stablehlo)
-/// or the per-device program lowered to the graph IR.
-/// (A graph.json exported to StableHLO arrives here as `module` with `options` already set.)
-Result<std::optional<planner::Graph>> run_mlir(const Args& args,
-                                               planner::shlo::PipelineOptions options,
-                                               std::optional<planner::shlo::Module> exported = {}) {
-  // Shardy's own propagation sees loops and barriers as written; the mesh passes get them
-  // unrolled and dropped.
-  bool sdy_stage = args.stop_after == "sdy-propagation" ||
-                   planner::shlo::export_pass_from_name(args.stop_after).has_value();
-  planner::shlo::Module module =
-      exported    ? std::move(*exported)
-      : sdy_stage ? MESHPLAN_TRY(planner::shlo::parse_module_file_for_propagation(args.model))
-                  : MESHPLAN_TRY(planner::shlo::parse_module_file(args.model));
-  for (const std::string& note : module.notes)
-    if (!g_quiet) std::fprintf(stderr, "%s\n", note.c_str());
-  // A per-chip stage (--stop-after=layout...) runs the whole mesh pipeline first.
-  const bool mesh_stage =
-      !args.stop_after.empty() && !planner::plan_stage_from_name(args.stop_after);
-  std::string stage = mesh_stage ? args.stop_after : args.emit == "stablehlo" ? "import" : "close";
-  if (!args.propagation.empty() && stage != "sdy-propagation")
-    return fail(ErrorCode::invalid_argument,
-                "--propagation selects the strategy of --stop-after=sdy-propagation");
-  if (stage == "sdy-propagation") {
-    // Shardy's own propagation, printed as Shardy prints it: the module's mesh, no pipeline.
-    std::string name = args.propagation.empty() ? "pipeline" : args.propagation;
-    auto strategy = planner::shlo::strategy_from_name(name);
-    if (!strategy)
-      return fail(ErrorCode::invalid_argument, "--propagation: unknown strategy '", name,
-                  "' (basic, aggressive, op-priority, user-priority, pipeline)");
-    if (args.emit != "sdy" && args.emit != "stablehlo")
-      return fail(ErrorCode::invalid_argument, "--stop-after=sdy-propagation needs --emit=sdy");
-    const size_t noted = module.notes.size();
-    MESHPLAN_TRY(planner::shlo::run_sdy_propagation(module, *strategy));
-    for (size_t i = noted; i < module.notes.size(); ++i)  // the stage's warnings
-      if (!g_quiet) std::fprintf(stderr, "%s\n", module.notes[i].c_str());
-    MESHPLAN_TRY(write_module(args, module));
-    return std::nullopt;
-  }
-  if (auto pass = planner::shlo::export_pass_from_name(stage)) {
-    // One of Shardy's export passes alone, on the module as written.
-    if (args.emit != "sdy" && args.emit != "stablehlo")
-      return fail(ErrorCode::invalid_argument, "--stop-after=", stage, " needs --emit=sdy");
-    MESHPLAN_TRY(planner::shlo::run_sdy_export_pass(module, *pass));
-    MESHPLAN_TRY(write_module(args, module));
-    return std::nullopt;
-  }
-  auto stop = planner::shlo::stage_from_name(stage);
-  if (!stop) return fail(ErrorCode::invalid_argument, "--stop-after: unknown stage '", stage, "'");
-  options.stop_after = *stop;
-  for (size_t at = 0; !args.arg_types.empty() && at <= args.arg_types.size();) {
-    size_t comma = args.arg_types.find(',', at);
-    if (comma == std::string::npos) comma = args.arg_types.size();
-    options.argument_types.push_back(args.arg_types.substr(at, comma - at));
-    at = comma + 1;
-  }
-  std::vector<std::string> notes;
-  options.notes = &notes;
-  MESHPLAN_TRY(planner::shlo::run_pipeline(module, options));
-  if (args.emit == "sdy" || args.emit == "stablehlo") {
-    MESHPLAN_TRY(write_module(args, module));
-    return std::nullopt;
-  }
-  // The compile summary of a planned module: what the passes decided, what each collective
-  // costs (a printed module, --emit, stays the only output).
-  const std::string& model = args.model.empty() ? module.file : args.model;
-  for (const std::string& n : notes)
-    if (!g_quiet) std::fprintf(stderr, "meshplan-compile: %s: %s\n", model.c_str(), n.c_str());
-  if (options.stop_after == planner::shlo::Stage::close && module.main_mesh() &&
-      module.main_mesh()->devices() > 1) {
-    // What each reshard and partial-sum reduction costs: bytes each chip sends over its link.
-    planner::shlo::CommStats comm = MESHPLAN_TRY(planner::shlo::communication(module));
-    for (const auto& c : comm.ops) {
-      std::string groups = c.kind == "collective_permute" ? "" : str(" on groups of ", c.group);
-      if (!g_quiet)
-        std::fprintf(stderr, "meshplan-compile: %s: %s%s at %s: %.0f bytes per chip\n",
-                     model.c_str(), c.kind.c_str(), groups.c_str(), c.loc.str().c_str(), c.bytes);
-    }
-    if (!g_quiet)
-      std::fprintf(stderr,
-                   "meshplan-compile: %s: communication %.0f bytes per chip in %zu collectives\n",
-                   model.c_str(), comm.bytes, comm.ops.size());
-  }
-  return planner::shlo::lower_to_graph(module);
-}
-
 /// Writes the HTML report for `plan` (and one plan per --compare policy) to args.report.
 Status write_report(const Args& args, const planner::Graph& graph, const device::ChipDesc& chip,
                     const planner::PlannerOptions& planned, const planner::CompiledPlan& plan) {
@@ -515,118 +412,62 @@ Status remove_entries(const Args& args) {
   return {};
 }
 
-/// --device NAME|FILE.json: a built-in chip, or a device JSON file (schemas/device.fbs).
-Result<device::ChipDesc> resolve_chip(const std::string& device) {
-  if (device.ends_with(".json")) return device::load_chip_file(device);
-  return device::builtin_chip(device);
-}
-
-/// What --mesh says before the graph is known: the chip count and shape for the mesh pipeline,
-/// the topology if written, and a mesh JSON file's descriptor (whose chip is the planning chip).
-struct MeshArg {
-  device::MeshSpec spec;                 // 1x1 when --mesh is not given
-  std::optional<device::MeshDesc> file;  // --mesh FILE.json
-  device::ChipDesc chip;                 // the planning chip
-};
-
-Result<MeshArg> resolve_mesh_arg(const Args& args) {
-  MeshArg m;
-  if (!args.mesh.empty()) {
-    auto spec = device::parse_mesh_spec(args.mesh);
-    if (!spec) return std::unexpected(with_context(spec.error(), "--mesh"));
-    m.spec = *spec;
+/// The front door's options for args.model (plan_file.hpp); notes go to stderr unless -q.
+planner::FileOptions file_options(const Args& args) {
+  planner::FileOptions o;
+  if (args.device_given) o.device = args.device;
+  o.mesh = args.mesh;
+  o.presharded = args.presharded;
+  for (size_t at = 0; !args.arg_types.empty() && at <= args.arg_types.size();) {
+    size_t comma = args.arg_types.find(',', at);
+    if (comma == std::string::npos) comma = args.arg_types.size();
+    o.argument_types.push_back(args.arg_types.substr(at, comma - at));
+    at = comma + 1;
   }
-  if (m.spec.file.empty()) {
-    m.chip = MESHPLAN_TRY(resolve_chip(args.device));
-    return m;
-  }
-  auto file = device::load_mesh_file(m.spec.file);
-  if (!file) return std::unexpected(with_context(file.error(), "--mesh"));
-  m.file = *file;
-  m.spec.rows = file->rows;
-  m.spec.cols = file->cols;
-  m.spec.topology = file->topology;
-  m.chip = file->chip;
-  if (args.device_given) {
-    device::ChipDesc given = MESHPLAN_TRY(resolve_chip(args.device));
-    if (given.hash() != m.chip.hash())
-      return fail(ErrorCode::invalid_argument, "--device ", args.device, " (chip ", given.name,
-                  ") is not the chip of --mesh ", m.spec.file, " (", m.chip.name,
-                  "): give one of them");
-  }
-  return m;
-}
-
-/// options.mesh for the lowered graph: a mesh JSON file's descriptor (compile() checks its shape
-/// against the graph's), or for a written topology the default mesh of the graph's shape (its
-/// own mesh declaration decides the shape) with that topology; else none (the default mesh).
-std::optional<device::MeshDesc> planning_mesh_of(const MeshArg& m, const planner::Graph& graph) {
-  if (graph.mesh.single_chip() && m.spec.rows * m.spec.cols == 1) return std::nullopt;
-  if (m.file) return m.file;
-  if (!m.spec.topology) return std::nullopt;
-  device::MeshDesc mesh = device::default_mesh(m.chip, graph.mesh.rows, graph.mesh.cols);
-  mesh.topology = *m.spec.topology;
-  return mesh;
+  o.stop_after = args.stop_after;
+  o.propagation = args.propagation;
+  o.print_module = args.emit == "sdy"         ? planner::ModuleOutput::sdy
+                   : args.emit == "stablehlo" ? planner::ModuleOutput::stablehlo
+                                              : planner::ModuleOutput::none;
+  o.conv2d_overrides = args.conv2d_overrides;
+  o.planner = args.options;
+  o.planner.policy = args.policy;
+  o.name = tools::name_from_path(args.model);
+  o.on_note = [](planner::NoteKind kind, const std::string& text) {
+    if (g_quiet) return;
+    if (kind == planner::NoteKind::located)
+      std::fprintf(stderr, "%s\n", text.c_str());
+    else
+      std::fprintf(stderr, "meshplan-compile: %s\n", text.c_str());
+  };
+  return o;
 }
 
 /// Plans args.model: imports it, runs the emits and the report it asks for, and returns the
 /// cache entry to write (nullopt when the model was only printed, e.g. --emit=sdy).
 Result<std::optional<tools::PlannedModel>> plan_model(const Args& args) {
   auto t0 = std::chrono::steady_clock::now();
-  const MeshArg mesh_arg = MESHPLAN_TRY(resolve_mesh_arg(args));
-  planner::Graph graph;
-  if (args.model.ends_with(".mlir")) {
-    planner::shlo::PipelineOptions pipeline;
-    // Without --mesh the module's own sdy.mesh decides (1x1 when it declares none).
-    pipeline.mesh_rows = args.mesh.empty() ? 0 : mesh_arg.spec.rows;
-    pipeline.mesh_cols = args.mesh.empty() ? 0 : mesh_arg.spec.cols;
-    pipeline.presharded_arguments = args.presharded;
-    auto lowered = MESHPLAN_TRY(run_mlir(args, pipeline));
-    if (!lowered) return std::nullopt;
-    graph = std::move(*lowered);
-    graph.name = tools::name_from_path(args.model);  // Not the entry function's name ("main").
-  } else {
-    planner::AnnotatedGraph annotated =
-        MESHPLAN_TRY(planner::load_annotated_graph_file(args.model));
-    const int64_t rows = mesh_arg.spec.rows, cols = mesh_arg.spec.cols;
-    // A per-device program (its graph has a mesh: collectives already placed) is planned as it
-    // is; --mesh then only describes the mesh it runs on.
-    const planner::GraphMesh& own = annotated.graph.mesh;
-    const bool per_device = !own.single_chip();
-    const bool mesh = args.emit == "sdy" || args.emit == "stablehlo" ||
-                      (!per_device && (!annotated.annotations.empty() || rows * cols > 1));
-    if (!mesh) {
-      if (per_device && !args.mesh.empty() && own.rows * own.cols != rows * cols)
-        return fail(ErrorCode::incompatible, args.model,
-                    ": the graph is a per-device program for a ", own.rows, "x", own.cols,
-                    " mesh but --mesh ", args.mesh, " has ", rows * cols, " chips");
-      graph = std::move(annotated.graph);
+  const planner::FileOptions file = file_options(args);
+  planner::ImportedModel imported =
+      MESHPLAN_TRY(planner::import_model(planner::ModelSource::file(args.model), file));
+  if (imported.module_text) {  // --emit=sdy|stablehlo: the module is the only output.
+    if (args.output.empty()) {
+      std::cout << *imported.module_text;
     } else {
-      planner::MeshAnnotations& ann = annotated.annotations;
-      if (ann.axes.empty() && rows * cols > 1) ann.axes = {{"model", rows}, {"batch", cols}};
-      if (!args.mesh.empty() && !ann.axes.empty() && ann.rows() * ann.cols() != rows * cols)
-        return fail(ErrorCode::incompatible, args.model, ": the graph is annotated for a ",
-                    ann.rows(), "x", ann.cols(), " mesh but --mesh ", args.mesh, " has ",
-                    rows * cols, " chips");
-      auto module = planner::export_stablehlo(annotated.graph, ann);
-      if (!module) return std::unexpected(with_context(module.error(), args.model));
-      auto lowered = MESHPLAN_TRY(
-          run_mlir(args, planner::pipeline_options(ann, rows, cols), std::move(*module)));
-      if (!lowered) return std::nullopt;
-      graph = std::move(*lowered);
-      graph.name = annotated.graph.name;  // The model's name, not the entry function's.
+      std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+      out << *imported.module_text;
+      if (!out) return fail(ErrorCode::io, "cannot write '", args.output, "'");
     }
+    return std::nullopt;
   }
+  const planner::Graph& graph = imported.graph;
   if (args.emit == "graph-json") {
     std::cout << MESHPLAN_TRY(planner::export_graph_json(graph));
     if (args.output.empty()) return std::nullopt;
   }
-  const device::ChipDesc& chip = mesh_arg.chip;
-  planner::PlannerOptions options = args.options;
-  options.policy = args.policy;
-  MESHPLAN_TRY(planner::apply_conv2d_config_overrides(graph, args.conv2d_overrides,
-                                                      options.output_overrides));
-  options.mesh = planning_mesh_of(mesh_arg, graph);
+  MESHPLAN_TRY(planner::prepare_plan(imported, file));
+  const device::ChipDesc& chip = imported.chip;
+  const planner::PlannerOptions& options = imported.options;
   if (MESHPLAN_TRY(print_explain_views(args, graph, chip, options))) return std::nullopt;
   planner::CompiledPlan plan = MESHPLAN_TRY(planner::compile(graph, chip, options));
   double ms =
