@@ -5,6 +5,7 @@
 
 #include "emit.hpp"
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/matmul_program.hpp"
 #include "meshplan/planner/flatten_spatial.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/memory_plan.hpp"
