@@ -3,7 +3,7 @@
 // weight storage, the schedule and the verified memory plan, then emission (emit.hpp).
 #include <vector>
 
-#include "emit.hpp"
+#include "emit/emit.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/planner/flatten_spatial.hpp"

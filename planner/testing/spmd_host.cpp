@@ -7,10 +7,10 @@
 #include <cmath>
 #include <random>
 
+#include "import/meshplan_custom_call.hpp"
+#include "import/stablehlo_lower_internal.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/spmd.hpp"
-#include "meshplan_custom_call.hpp"
-#include "stablehlo_lower_internal.hpp"
 
 namespace meshplan::planner::shlo {
 

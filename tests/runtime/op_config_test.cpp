@@ -1,5 +1,5 @@
 // Matmul program configs survive the plan format: every OpConfig field written with the
-// generated builder (as planner/src/emit.cpp writes it) comes back from op_config_of(), and
+// generated builder (as planner/src/emit/emit.cpp writes it) comes back from op_config_of(), and
 // absent fields read as device::OpConfig's defaults.
 #include <doctest/doctest.h>
 

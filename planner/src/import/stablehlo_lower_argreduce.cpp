@@ -1,0 +1,185 @@
+// Variadic stablehlo.reduce as JAX emits jnp.argmax / jnp.argmin: (values, iota) reduced
+// together by a region that compares the values and breaks ties by the smaller index. The
+// region is recognised by what it computes on probe inputs (any spelling of the same rule
+// lowers), then lowered with reduce_max/reduce_min, eq/ne, where and reduce_min over indices.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "import/stablehlo_lower_internal.hpp"
+#include "meshplan/device/op_semantics.hpp"
+
+namespace meshplan::planner::shlo::lowering {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string keyword(const Attr* a) {
+  if (!a) return "";
+  std::string s = a->text;
+  if (auto sp = s.rfind(' '); sp != std::string::npos) s = s.substr(sp + 1);
+  while (!s.empty() && (s.back() == '>' || s.back() == ')')) s.pop_back();
+  return s;
+}
+
+/// Runs a two-input reducer region on scalars (lhs value, lhs index, rhs value, rhs index):
+/// the pair it returns, or nullopt when it uses an op this evaluator does not know.
+std::optional<std::pair<double, double>> run_reducer(const Module& m, const Block& b,
+                                                     const std::array<double, 4>& in) {
+  std::map<ValueId, double> env;
+  for (size_t k = 0; k < 4; ++k) env[b.args[k]] = in[k];
+  for (OpId o : b.ops) {
+    const Op& op = m.ops[o];
+    std::vector<double> x;
+    for (ValueId v : op.operands) {
+      auto it = env.find(v);
+      if (it == env.end()) return std::nullopt;
+      x.push_back(it->second);
+    }
+    const std::string& n = op.name;
+    if (n == "stablehlo.return")
+      return x.size() == 2 ? std::optional(std::pair(x[0], x[1])) : std::nullopt;
+    if (op.results.size() != 1) return std::nullopt;
+    double r = 0;
+    if (n == "stablehlo.compare" && x.size() == 2) {
+      std::string dir = keyword(op.prop("comparison_direction"));
+      if (keyword(op.prop("compare_type")) == "TOTALORDER") return std::nullopt;
+      r = dir == "EQ"   ? x[0] == x[1]
+          : dir == "NE" ? x[0] != x[1]
+          : dir == "LT" ? x[0] < x[1]
+          : dir == "LE" ? x[0] <= x[1]
+          : dir == "GT" ? x[0] > x[1]
+          : dir == "GE" ? x[0] >= x[1]
+                        : kNaN;
+      if (std::isnan(r)) return std::nullopt;
+    } else if (n == "stablehlo.select" && x.size() == 3) {
+      r = x[0] != 0 ? x[1] : x[2];
+    } else if (n == "stablehlo.and" && x.size() == 2) {
+      r = x[0] != 0 && x[1] != 0;
+    } else if (n == "stablehlo.or" && x.size() == 2) {
+      r = x[0] != 0 || x[1] != 0;
+    } else if (n == "stablehlo.not" && x.size() == 1) {
+      r = x[0] == 0;
+    } else if ((n == "stablehlo.maximum" || n == "stablehlo.minimum") && x.size() == 2) {
+      r = std::isnan(x[0]) || std::isnan(x[1]) ? kNaN
+          : n == "stablehlo.maximum"           ? std::max(x[0], x[1])
+                                               : std::min(x[0], x[1]);
+    } else {
+      return std::nullopt;
+    }
+    env[op.results[0]] = r;
+  }
+  return std::nullopt;
+}
+
+/// Whether the reducer is jnp.argmax's (`max` true) or jnp.argmin's rule: the larger (smaller)
+/// value wins, NaN wins, equal values keep the smaller index.
+bool is_arg_reducer(const Module& m, const Block& b, bool max) {
+  if (b.args.size() != 4) return false;
+  double hi = max ? 2 : 1, lo = max ? 1 : 2;
+  struct Probe {
+    std::array<double, 4> in;
+    std::pair<double, double> want;
+  };
+  const Probe probes[] = {
+      {{1, 0, 2, 1}, {hi == 2 ? 2 : 1, hi == 2 ? 1 : 0}},
+      {{2, 0, 1, 1}, {hi == 2 ? 2 : 1, hi == 2 ? 0 : 1}},
+      {{lo, 5, hi, 3}, {hi, 3}},
+      {{hi, 3, lo, 5}, {hi, 3}},
+      {{3, 1, 3, 0}, {3, 0}},
+      {{3, 0, 3, 1}, {3, 0}},
+      {{kNaN, 0, 1, 1}, {kNaN, 0}},
+      {{1, 0, kNaN, 1}, {kNaN, 1}},
+      {{kNaN, 0, kNaN, 1}, {kNaN, 0}},
+      {{max ? -kInf : kInf, 0, max ? -kInf : kInf, 2}, {max ? -kInf : kInf, 0}},
+  };
+  for (const Probe& p : probes) {
+    auto got = run_reducer(m, b, p.in);
+    if (!got) return false;
+    bool value_ok = std::isnan(p.want.first) ? std::isnan(got->first) : got->first == p.want.first;
+    if (!value_ok || got->second != p.want.second) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status lower_arg_reduce(Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  auto refuse = [&](std::string_view why) {
+    return l.unimplemented(op, str("variadic stablehlo.reduce ", why,
+                                   " (supported: jnp.argmax/argmin's two-input reduce of values "
+                                   "and an iota over one dimension)"));
+  };
+  if (op.operands.size() != 4 || op.results.size() != 2 || op.regions.size() != 1)
+    return refuse(str("with ", op.operands.size() / 2, " inputs"));
+  const Block& region = op.regions[0];
+  bool max = is_arg_reducer(m, region, true);
+  if (!max && !is_arg_reducer(m, region, false))
+    return refuse("whose region is not an argmax/argmin rule");
+  const std::vector<int64_t> dims =
+      op.prop("dimensions") ? op.prop("dimensions")->ints : std::vector<int64_t>{};
+  const auto& in_shape = l.type(op.operands[0]).shape;
+  if (dims.size() != 1 || !dims_ok(dims, in_shape.size())) return refuse("over several dims");
+  const size_t d = static_cast<size_t>(dims[0]);
+  const int64_t n = in_shape[d];
+  // The index input must be an iota along the reduced dim, the inits the rule's identity and 0.
+  const Folded* idx = l.folded(op.operands[1]);
+  const Folded* init_v = l.folded(op.operands[2]);
+  const Folded* init_i = l.folded(op.operands[3]);
+  if (!idx) return refuse("whose index input is not a constant");
+  int64_t inner = 1;
+  for (size_t k = d + 1; k < in_shape.size(); ++k) inner *= in_shape[k];
+  for (size_t i = 0; i < idx->data.size(); ++i)
+    if (idx->data[i] != static_cast<float>((static_cast<int64_t>(i) / inner) % n))
+      return refuse("whose index input is not an iota along the reduced dimension");
+  float identity =
+      max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  if (!init_v || init_v->data.size() != 1 ||
+      !(init_v->data[0] == identity ||
+        init_v->data[0] ==
+            (max ? std::numeric_limits<float>::lowest() : std::numeric_limits<float>::max())))
+    return refuse(max ? "whose value init is not -inf" : "whose value init is not +inf");
+  if (!init_i || init_i->data.size() != 1 || init_i->data[0] != 0)
+    return refuse("whose index init is not 0");
+
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  const DType xd = l.graph().values[x].dtype;
+  if (xd == DType::bf16 && n > 256) return refuse("of more than 256 bf16 values");
+  const std::vector<int64_t>& out = l.type(op.results[0]).shape;
+  std::vector<int64_t> keep = in_shape;
+  keep[d] = 1;
+  std::vector<int64_t> along(in_shape.size(), 1);
+  along[d] = n;
+  // best = reduce_max(x); first index where x == best, or of the first NaN if there is one.
+  GValue best = MESHPLAN_TRY(
+      l.emit(max ? OpKind::reduce_max : OpKind::reduce_min, {x}, {{"dims", dims}}, out, xd));
+  GValue best_k = MESHPLAN_TRY(l.reshape(best, keep));
+  Folded iota{along, {}};
+  for (int64_t i = 0; i < n; ++i) iota.data.push_back(static_cast<float>(i));
+  GValue positions = MESHPLAN_TRY(l.constant(iota, xd));
+  GValue none = MESHPLAN_TRY(l.constant(Folded{{1}, {static_cast<float>(n)}}, xd));
+  auto first_where = [&](GValue mask) -> Result<GValue> {
+    GValue cand = MESHPLAN_TRY(l.emit(OpKind::where, {mask, positions, none}, {}, in_shape, xd));
+    return l.emit(OpKind::reduce_min, {cand}, {{"dims", dims}}, out, xd);
+  };
+  GValue at_best = MESHPLAN_TRY(l.emit(OpKind::eq, {x, best_k}, {}, in_shape, xd));
+  GValue first_best = MESHPLAN_TRY(first_where(at_best));
+  GValue nan = MESHPLAN_TRY(l.emit(OpKind::ne, {x, x}, {}, in_shape, xd));
+  GValue first_nan = MESHPLAN_TRY(first_where(nan));
+  GValue has_nan = MESHPLAN_TRY(l.emit(OpKind::lt, {first_nan, none}, {}, out, xd));
+  GValue index = MESHPLAN_TRY(l.emit(OpKind::where, {has_nan, first_nan, first_best}, {}, out, xd));
+  DType id = MESHPLAN_TRY(dtype_of(l.type(op.results[1]), op.loc));
+  if (id != xd)
+    index = MESHPLAN_TRY(l.emit(OpKind::typecast, {index},
+                                {{"dtype", std::string(device::dtype_name(id))}}, out, id));
+  l.bind(op.results[0], best);
+  l.bind(op.results[1], index);
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo::lowering

@@ -1,0 +1,237 @@
+// Lowering of the per-device program's collectives to the graph IR's collective ops
+// (MESH-SPEC section 1): replica groups become a cluster_axis (0: the chips of one column,
+// 1: the chips of one row, -1: the whole mesh in chip-index order).
+#include <algorithm>
+#include <tuple>
+
+#include "import/stablehlo_lower_internal.hpp"
+#include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/mesh_shard.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
+
+namespace meshplan::planner::shlo::lowering {
+
+namespace {
+
+/// The physical cluster_axis whose groups are `groups` (logical device ids) under the mesh's
+/// mapping (mesh_mapping), trying 0, 1, then -1; nullopt when none is.
+Result<std::optional<int64_t>> cluster_axis(const Module& m, const MeshDecl& mesh,
+                                            const std::vector<std::vector<int64_t>>& groups) {
+  MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  auto axis = physical_cluster_axis(mesh, map, groups);
+  if (!axis) return std::optional<int64_t>{};
+  return std::optional<int64_t>{*axis};
+}
+
+Result<OpKind> graph_op(const Lowering& l, const Op& op, std::string_view name) {
+  auto kind = device::op_from_name(name);
+  if (!kind) return l.unimplemented(op, str(op.name, ": the graph IR has no ", name, " op"));
+  return *kind;
+}
+
+std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
+  std::string s = "[";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    s += g ? ", [" : "[";
+    for (size_t i = 0; i < groups[g].size(); ++i)
+      s += (i ? ", " : "") + std::to_string(groups[g][i]);
+    s += "]";
+  }
+  return s + "]";
+}
+
+/// The collective `kind` of `x` bound to `op`'s result, in x's graph dtype: i1 masks travel as
+/// the values they are held in.
+Status emit_collective(Lowering& l, const Op& op, OpKind kind, GValue x,
+                       std::vector<Attribute> attrs) {
+  GValue r = MESHPLAN_TRY(
+      l.emit(kind, {x}, std::move(attrs), l.type(op.results[0]).shape, l.graph().values[x].dtype));
+  l.bind(op.results[0], r);
+  return {};
+}
+
+}  // namespace
+
+Status lower_collective(Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh) return l.unimplemented(op, str(op.name, " in a module without an sdy.mesh"));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  if (op.name == "sdy.all_slice") {
+    // One all_slice per sliced dim; its axes must make one whole mesh axis or the whole mesh.
+    AxisMath math{*mesh};
+    OpKind kind = MESHPLAN_TRY(graph_op(l, op, "all_slice"));
+    std::vector<int64_t> shape = l.graph().values[x].shape;
+    DType dt = l.graph().values[x].dtype;
+    if (op.dim_axes.size() > shape.size())
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": sdy.all_slice names ",
+                  op.dim_axes.size(), " dims of a rank-", shape.size(), " tensor");
+    for (size_t d = 0; d < op.dim_axes.size(); ++d) {
+      auto axes = math.without_trivial(op.dim_axes[d]);
+      if (axes.empty()) continue;
+      auto groups = replica_groups(*mesh, axes);
+      auto ca = MESHPLAN_TRY(cluster_axis(m, *mesh, groups));
+      if (!ca)
+        return l.unimplemented(op,
+                               str("sdy.all_slice of dim ", d, " with groups ", groups_text(groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
+      shape[d] /= math.product(axes);
+      x = MESHPLAN_TRY(
+          l.emit(kind, {x}, {{"dim", static_cast<int64_t>(d)}, {"cluster_axis", *ca}}, shape, dt));
+    }
+    l.bind(op.results[0], x);
+    return {};
+  }
+  if (op.name == "stablehlo.collective_permute") {
+    const Attr* pairs = op.prop("source_target_pairs");
+    if (!pairs || pairs->kind != Attr::Kind::dense || !pairs->text.empty())
+      return l.unimplemented(op, "stablehlo.collective_permute without source_target_pairs");
+    // Logical device ids -> the chips the mapping puts them on.
+    MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+    CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
+    std::vector<int64_t> flat;
+    for (const auto& [from, to] : c.pairs) {
+      flat.push_back(map.chip(*mesh, from));
+      flat.push_back(map.chip(*mesh, to));
+    }
+    OpKind kind = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
+    MESHPLAN_TRY(emit_collective(l, op, kind, x, {{"pairs", flat}}));
+    return {};
+  }
+  CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
+  if (!c.groups.empty() && c.groups[0].size() == 1 &&
+      l.type(op.operands[0]) == l.type(op.results[0])) {  // A group of one chip moves nothing.
+    l.bind(op.results[0], x);
+    return {};
+  }
+  auto ca = MESHPLAN_TRY(cluster_axis(m, *mesh, c.groups));
+  if (!ca)
+    return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
+  // The declared types must be what the collective does on groups of this size.
+  const auto& in = l.type(op.operands[0]).shape;
+  const auto& out = l.type(op.results[0]).shape;
+  const int64_t n = static_cast<int64_t>(c.groups.empty() ? 1 : c.groups[0].size());
+  std::vector<int64_t> want = in;
+  auto at = [&](int64_t d) -> int64_t* {
+    return d >= 0 && d < static_cast<int64_t>(want.size()) ? &want[static_cast<size_t>(d)]
+                                                           : nullptr;
+  };
+  if (c.kind == "all_gather" && at(c.dim)) *at(c.dim) *= n;
+  if (c.kind == "reduce_scatter" && at(c.dim)) *at(c.dim) /= n;
+  if (c.kind == "all_to_all" && at(c.dim) && at(c.concat_dim)) {
+    *at(c.dim) /= n;
+    *at(c.concat_dim) *= n;
+  }
+  if (want != out)
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, " on groups of ", n,
+                " chips turns ", type_string(l.type(op.operands[0])), " into ", shape_string(want),
+                ", but its result is declared ", type_string(l.type(op.results[0])));
+  std::vector<Attribute> attrs = {{"cluster_axis", *ca}};
+  if (c.kind == "all_gather" || c.kind == "reduce_scatter") attrs.push_back({"dim", c.dim});
+  if (c.kind == "all_reduce" || c.kind == "reduce_scatter")
+    attrs.push_back({"reduce", c.reduction});
+  if (c.kind == "all_to_all") {
+    attrs.push_back({"split_dim", c.dim});
+    attrs.push_back({"concat_dim", c.concat_dim});
+  }
+  OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
+  MESHPLAN_TRY(emit_collective(l, op, kind, x, std::move(attrs)));
+  return {};
+}
+
+namespace {
+
+/// The device::MeshShardSpec of one boundary tensor: `identity` for pre-sharded inputs,
+/// `replicate` when no dim is split, else `devices` with the dim each mesh axis splits. A dim
+/// split over both axes minor-first (axis 1 major, as the automatic batch sharding does) is
+/// returned as `devices` on that dim with *minor_first set: the caller decides whether the
+/// program may be relabelled. A dim split over a sub-axis has no MeshShardSpec.
+Result<device::MeshShardSpec> shard_spec(const MeshDecl& mesh, const MeshMapping& map,
+                                         const TensorSharding& s, bool identity, bool* minor_first,
+                                         const Op& mc, std::string_view what) {
+  device::MeshShardSpec spec;
+  if (identity) {
+    spec.type = device::MeshShardType::identity;
+    return spec;
+  }
+  auto dims = physical_shard_dims(mesh, map, s, minor_first, what);
+  if (!dims) return fail(dims.error().code, mc.loc.str(), ": ", dims.error().message);
+  spec.shard_dims = *dims;
+  bool split = spec.shard_dims[0] >= 0 || spec.shard_dims[1] >= 0;
+  spec.type = split ? device::MeshShardType::devices : device::MeshShardType::replicate;
+  return spec;
+}
+
+}  // namespace
+
+Status lower_boundary(Graph& g, const Module& m, const Op* mc, size_t program_args) {
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh || !mc) return {};
+  const MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  g.mesh.rows = static_cast<int>(map.rows);
+  g.mesh.cols = static_cast<int>(map.cols);
+  g.mesh.axis_names.clear();
+  const bool plain = mesh->axes.size() <= 2 && (map.dims[0].empty() || map.dims[0][0] == 0) &&
+                     (map.dims[1].empty() || map.dims[1][0] == 1);
+  if (plain) {
+    for (const auto& a : mesh->axes) g.mesh.axis_names.push_back(a.first);
+  } else {
+    // One name per physical dim: its logical axes, major first ("data=2*fsdp=2").
+    for (const auto& dim : map.dims) {
+      std::string name;
+      for (size_t i = 0; i < dim.size(); ++i)
+        name += dim.size() == 1
+                    ? mesh->axes[dim[i]].first
+                    : str(i ? "*" : "", mesh->axes[dim[i]].first, "=", mesh->axes[dim[i]].second);
+      g.mesh.axis_names.push_back(name);
+    }
+  }
+  g.argument_shards.clear();
+  g.output_shards.clear();
+  if (g.mesh.single_chip()) return {};
+  auto shards = MESHPLAN_TRY(mesh_shards(m));
+  bool any_minor_first = false;
+  std::string first_minor;
+  for (const MeshShard& b : shards) {
+    // A zero-size input is no plan input (the lowering folds it): it has no shard.
+    const auto& in_shape =
+        b.to_device ? m.values[mc->operands[b.index]].type.shape : std::vector<int64_t>{1};
+    if (std::ranges::find(in_shape, 0) != in_shape.end()) continue;
+    const TensorSharding& s = b.to_device ? mc->in_shardings[b.index] : mc->out_shardings[b.index];
+    std::string what = str(b.to_device ? "input " : "result ", b.index);
+    bool minor_first = false;
+    auto spec =
+        MESHPLAN_TRY(shard_spec(*mesh, map, s, b.type == "identity", &minor_first, *mc, what));
+    if (minor_first && !any_minor_first) first_minor = str(what, " <", sharding_string(s), ">");
+    any_minor_first |= minor_first;
+    (b.to_device ? g.argument_shards : g.output_shards).push_back(spec);
+  }
+  if (any_minor_first) {
+    // mesh_shard cuts a dim split over both axes axis-0-major. A program whose chips never talk
+    // and whose every boundary tensor is replicated or split over both axes on one dim computes
+    // the same result under any consistent renumbering of the pieces, so the axis-0-major
+    // numbering is exact for it; anything else is not.
+    bool relabel = std::none_of(g.ops.begin(), g.ops.end(), [](const planner::Op& op) {
+      return device::is_collective(op.kind);
+    });
+    for (const auto* list : {&g.argument_shards, &g.output_shards})
+      for (const device::MeshShardSpec& s : *list)
+        relabel &= s.type == device::MeshShardType::replicate ||
+                   (s.type == device::MeshShardType::devices && s.shard_dims[0] == s.shard_dims[1]);
+    if (!relabel)
+      return fail(ErrorCode::unimplemented, mc->loc.str(), ": unimplemented: ", first_minor,
+                  " splits a dim over both mesh axes minor-first, which no mesh_shard expresses "
+                  "in a program with collectives or other shardings");
+  }
+  // Constants the lowering added live on every chip as they are.
+  while (g.argument_shards.size() < g.arguments.size())
+    g.argument_shards.push_back(device::MeshShardSpec{});
+  if (g.argument_shards.size() != g.arguments.size() || program_args > g.arguments.size() ||
+      g.output_shards.size() != g.outputs.size())
+    return fail(ErrorCode::internal, mc->loc.str(),
+                ": the manual computation's boundary does not match the lowered graph");
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo::lowering

@@ -1,0 +1,305 @@
+// Applying overrides, and greedy layout propagation (policies `l1-interleaved` and `greedy`).
+#include <algorithm>
+#include <map>
+
+#include "common/key_memo.hpp"
+#include "layout/launch_key.hpp"
+#include "meshplan/planner/policies.hpp"
+
+namespace meshplan::planner {
+
+namespace {
+
+// Operand layouts of op `o` after its forced moves (recorded as reshards in `d`).
+Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery& q,
+                                                  const Overrides& ov, OpId o, LayoutDecision& d) {
+  const Op& op = g.ops[o];
+  std::vector<TensorLayout> in;
+  for (ValueId v : op.operands) in.push_back(d.tensors[v]);
+  for (const Overrides::Move& m : ov.moves) {
+    if (m.op != o) continue;
+    ValueId v = op.operands[m.operand];
+    TensorLayout to = interleaved_layout(g.values[v], m.to);
+    device::OpValidation ok = q.validate_move(v, in[m.operand], to);
+    if (!ok.ok)
+      return fail(ErrorCode::invalid_argument, "memreconfig for op '", op.name, "' operand ",
+                  m.operand, " is illegal: ", q.explain_move(v, in[m.operand], to).reason);
+    in[m.operand] = to;
+    d.reshards.push_back(LayoutDecision::Reshard{o, m.operand, to});
+  }
+  return in;
+}
+
+device::OpValidation check(const OpQuery& q, const Op& op, const std::vector<TensorLayout>& in,
+                           const TensorLayout& result, const device::OpConfig& config) {
+  std::vector<const TensorLayout*> ptrs;
+  for (const TensorLayout& t : in) ptrs.push_back(&t);
+  return q.validate(op.kind, op.name, op.operands, ptrs, op.results[0], result, config);
+}
+
+// OpModel's reason, naming this op (the memo's may name another op with the same signature).
+std::string why(const OpQuery& q, const Op& op, const std::vector<TensorLayout>& in,
+                const TensorLayout& result, const device::OpConfig& config) {
+  std::vector<const TensorLayout*> ptrs;
+  for (const TensorLayout& t : in) ptrs.push_back(&t);
+  return q.explain(op.kind, op.name, op.operands, ptrs, op.results[0], result, config).reason;
+}
+
+// Whether config_for(config, result, chip) would leave `config` as it is.
+bool grid_fits(const device::OpConfig& config, const TensorLayout& result,
+               const device::ChipDesc& chip) {
+  if (result.memory != device::MemLayout::interleaved)
+    return config.grid_x == result.shard.grid.x1 - result.shard.grid.x0 + 1 &&
+           config.grid_y == result.shard.grid.y1 - result.shard.grid.y0 + 1;
+  return config.grid_x == chip.grid_x && config.grid_y == chip.grid_y;
+}
+
+/// Greedy picks each result's layout for its producer alone, so a sharded result can make its
+/// readers slow (BERT: a width-sharded FFN activation made the next matmul 2.5x slower than with
+/// interleaved operands). One pass in schedule order over the sharded L1 results that no
+/// override fixed and no reshard reads tries: the result L1 interleaved; the result laid out like
+/// a same-shape reader's result; and the result and one reader's result both L1 interleaved. A
+/// change is kept when the ops it touches (producers and readers of the changed values) cost less
+/// in OpModel's simulated time, every one still valid.
+void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery& q,
+                    const Overrides& ov, LayoutDecision& d) {
+  std::vector<std::vector<OpId>> readers(g.values.size());
+  for (OpId o = 0; o < g.ops.size(); ++o)
+    for (ValueId v : g.ops[o].operands)
+      if (readers[v].empty() || readers[v].back() != o) readers[v].push_back(o);
+  std::vector<bool> fixed(g.values.size(), false);
+  for (const LayoutDecision::Reshard& r : d.reshards)
+    fixed[g.ops[r.before].operands[r.operand]] = true;
+  for (const auto& [o, w] : ov.output) fixed[g.ops[o].results[0]] = true;
+  using Change = std::pair<ValueId, TensorLayout>;
+  // A try changes one value, or a value and one reader's result.
+  struct Try {
+    Change c[2];
+    size_t n = 1;
+    std::span<const Change> changes() const { return {c, n}; }
+  };
+  std::vector<std::optional<uint64_t>> known(g.ops.size());  // cost of each op as decided
+  // Buffers reused across tries: this pass runs on every sharded result, and their allocations
+  // were a quarter of its time.
+  std::vector<OpId> ops;
+  std::vector<const TensorLayout*> in;
+  std::vector<Try> tries;
+  device::OpConfig scratch;
+  // Simulated time of the ops that produce or read a changed value, with the changes applied
+  // (nullopt when OpModel rejects one of them). `as_decided`: the changes are the decision's own
+  // layouts, whose per-op costs are cached until a change touches the op.
+  auto cost = [&](std::span<const Change> changes, bool as_decided) -> std::optional<uint64_t> {
+    auto layout = [&](ValueId v) -> const TensorLayout& {
+      for (const Change& c : changes)
+        if (c.first == v) return c.second;
+      return d.tensors[v];
+    };
+    ops.clear();
+    for (const Change& c : changes) {
+      ops.push_back(g.values[c.first].producer);
+      ops.insert(ops.end(), readers[c.first].begin(), readers[c.first].end());
+    }
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    uint64_t sum = 0;
+    for (OpId o : ops) {
+      if (as_decided && known[o]) {
+        sum += *known[o];
+        continue;
+      }
+      const Op& op = g.ops[o];
+      in.clear();
+      for (ValueId u : op.operands) in.push_back(&layout(u));
+      const TensorLayout& result = layout(op.results[0]);
+      // config_for(d.configs[o], result), without copying the config when its grid already fits.
+      const device::OpConfig* config = &d.configs[o];
+      if (!grid_fits(*config, result, chip)) {
+        scratch = config_for(*config, result, chip);
+        config = &scratch;
+      }
+      std::optional<uint64_t> ns =
+          q.cost_if_valid(op.kind, op.name, op.operands, in, op.results[0], result, *config);
+      if (!ns) return std::nullopt;
+      if (as_decided) known[o] = ns;
+      sum += *ns;
+    }
+    return sum;
+  };
+  auto movable = [&](ValueId v) {
+    return !fixed[v] && d.tensors[v].in_l1() && g.values[v].producer != kNoOp;
+  };
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    ValueId v = g.ops[o].results[0];
+    if (!movable(v) || readers[v].empty() || d.tensors[v].memory == device::MemLayout::interleaved)
+      continue;
+    TensorLayout interleaved = interleaved_layout(g.values[v], device::BufferType::l1);
+    tries.clear();
+    tries.push_back(Try{{{v, interleaved}, {}}, 1});
+    for (OpId r : readers[v]) {
+      ValueId w = g.ops[r].results[0];
+      if (!movable(w)) continue;
+      if (g.values[w].shape == g.values[v].shape && d.tensors[w].dtype == d.tensors[v].dtype &&
+          !(d.tensors[w] == d.tensors[v]))
+        tries.push_back(Try{{{v, d.tensors[w]}, {}}, 1});
+      TensorLayout w_interleaved = interleaved_layout(g.values[w], device::BufferType::l1);
+      if (!(d.tensors[w] == w_interleaved))
+        tries.push_back(Try{{{v, interleaved}, {w, w_interleaved}}, 2});
+    }
+    for (const Try& t : tries) {
+      Try now = t;
+      for (size_t i = 0; i < now.n; ++i) now.c[i].second = d.tensors[now.c[i].first];
+      std::optional<uint64_t> before = cost(now.changes(), true), after = cost(t.changes(), false);
+      if (!before || !after || *after >= *before) continue;
+      for (const Change& c : t.changes()) {
+        d.tensors[c.first] = c.second;
+        OpId p = g.values[c.first].producer;
+        d.configs[p] = config_for(d.configs[p], c.second, chip);
+        known[p].reset();
+        for (OpId r : readers[c.first]) known[r].reset();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overrides& ov,
+                       LayoutDecision& d, bool sharded_policy) {
+  if (ov.empty()) return {};
+  OpQuery q(g, chip);
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    const OutputOverride* w = ov.output_for(o);
+    if (!w) continue;
+    const Op& op = g.ops[o];
+    std::vector<const TensorLayout*> ptrs;
+    for (const TensorLayout& t : in) ptrs.push_back(&t);
+    // The cheapest allowed layout OpModel accepts with the operands as decided.
+    std::vector<TensorLayout> allowed = w->allowed(sharded_policy);
+    std::optional<TensorLayout> best;
+    uint64_t best_ns = 0;
+    for (const TensorLayout& t : allowed) {
+      std::optional<uint64_t> ns = q.cost_if_valid(
+          op.kind, op.name, op.operands, ptrs, op.results[0], t, config_for(d.configs[o], t, chip));
+      if (ns && (!best || *ns < best_ns)) {
+        best = t;
+        best_ns = *ns;
+      }
+    }
+    if (!best)
+      return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
+                  "' is illegal: ",
+                  why(q, op, in, allowed.back(), config_for(d.configs[o], allowed.back(), chip)),
+                  " (override '", w->entry, "')");
+    d.tensors[op.results[0]] = *best;
+    d.configs[o] = config_for(d.configs[o], *best, chip);
+  }
+  return {};
+}
+
+Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc& chip,
+                                          const PlannerOptions& options, const Overrides& ov,
+                                          bool sharded) {
+  LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
+  OpQuery q(g, chip, options.mesh);
+  // Candidate pools depend on the value's shape and dtype only (layout_candidates): transformer
+  // layers repeat a handful of shapes, so each pool is built once (a tenth of greedy's time on
+  // 10,000 ops went to rebuilding them).
+  std::map<std::pair<std::vector<int64_t>, DType>, std::vector<TensorLayout>> pools;
+  auto candidates = [&](const Value& v) -> const std::vector<TensorLayout>& {
+    auto [it, fresh] = pools.try_emplace({v.shape, v.dtype});
+    if (!fresh) return it->second;
+    std::vector<TensorLayout> c = layout_candidates(v, chip, options.max_legal_layouts);
+    if (!sharded)
+      c.erase(std::remove_if(
+                  c.begin(), c.end(),
+                  [](const TensorLayout& t) { return t.memory != device::MemLayout::interleaved; }),
+              c.end());
+    it->second = std::move(c);
+    return it->second;
+  };
+  // A pick depends only on the launch (kind, base config, shapes and operand layouts; names
+  // aside) and the candidate pool: transformer layers repeat a few launches, so each is scored
+  // once and later ops reuse its choice (index into the pool; failures are not kept, their
+  // reason names the op). Two thirds of greedy's OpModel lookups were such repeats.
+  KeyMemo<uint32_t> picks;
+  std::string pick_key;
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    const Op& op = g.ops[o];
+    const Value& result = g.values[op.results[0]];
+    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    const OutputOverride* w = ov.output_for(o);
+    std::vector<TensorLayout> fixed;
+    if (w) fixed = w->allowed(sharded);
+    const std::vector<TensorLayout>& cands = w ? fixed : candidates(result);
+    auto pick = [&](const std::vector<TensorLayout>& operands,
+                    std::string* reason) -> std::optional<TensorLayout> {
+      // The cheapest valid L1 layout by OpModel's cost (ties: the pool's order), else the first
+      // valid fallback (DRAM).
+      const TensorLayout* best = nullptr;
+      uint64_t best_ns = 0;
+      std::vector<const TensorLayout*> ptrs;
+      for (const TensorLayout& t : operands) ptrs.push_back(&t);
+      uint64_t h = 0;
+      if (!w) {  // pools live as long as `picks` (std::map nodes do not move)
+        launch_key(pick_key, g, op.kind, op.operands, ptrs, op.results[0], TensorLayout{},
+                   d.configs[o]);
+        const std::vector<TensorLayout>* pool = &cands;
+        pick_key.append(reinterpret_cast<const char*>(&pool), sizeof(pool));
+        h = key_hash(pick_key);
+        if (const uint32_t* i = picks.find(h, pick_key)) return cands[*i];
+      }
+      auto chosen = [&](const TensorLayout& c) {
+        if (!w) picks.insert(h, pick_key, static_cast<uint32_t>(&c - cands.data()));
+        return c;
+      };
+      for (const TensorLayout& c : cands) {
+        device::OpConfig config = config_for(d.configs[o], c, chip);
+        if (!c.in_l1()) {
+          if (best) continue;
+          if (check(q, op, operands, c, config).ok) return chosen(c);
+          continue;
+        }
+        std::optional<uint64_t> ns =
+            q.cost_if_valid(op.kind, op.name, op.operands, ptrs, op.results[0], c, config);
+        if (ns && (!best || *ns < best_ns)) {
+          best = &c;
+          best_ns = *ns;
+        }
+      }
+      if (best) return chosen(*best);
+      if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
+        *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
+      return std::nullopt;
+    };
+    std::string reason;
+    std::optional<TensorLayout> chosen = pick(in, &reason);
+    // No valid result with the operands as they are: reshard one operand (bounded exploration).
+    // The pool's last eight targets end with L1 and DRAM interleaved (layout_candidates), so an
+    // op that refuses every layout its producer offers still reads the operand interleaved.
+    for (uint32_t i = 0; !chosen && i < op.operands.size(); ++i) {
+      std::vector<TensorLayout> targets = candidates(g.values[op.operands[i]]);  // a copy
+      if (targets.size() > 8) targets.erase(targets.begin(), targets.end() - 8);
+      for (const TensorLayout& t : targets) {
+        if (t == in[i] || !q.validate_move(op.operands[i], in[i], t).ok) continue;
+        std::vector<TensorLayout> moved = in;
+        moved[i] = t;
+        if ((chosen = pick(moved, nullptr))) {
+          d.reshards.push_back(LayoutDecision::Reshard{o, i, t});
+          break;
+        }
+      }
+    }
+    if (!chosen && w)
+      return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
+                  "' is illegal: ", reason, " (override '", w->entry, "')");
+    if (!chosen)
+      return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
+    d.tensors[op.results[0]] = *chosen;
+    d.configs[o] = config_for(d.configs[o], *chosen, chip);
+  }
+  if (sharded) repair_readers(g, chip, q, ov, d);
+  return d;
+}
+
+}  // namespace meshplan::planner

@@ -1,0 +1,110 @@
+// Sharding rules the `sdy-propagation` stage uses where Shardy's differ from the mesh
+// pipeline's (which must lower what it propagates): dynamic slices keep the dims they do not
+// slice, and the host-offload custom calls pass their operand through.
+#include "mesh/sharding_rules_shardy.hpp"
+
+#include <initializer_list>
+#include <string_view>
+
+#include "import/meshplan_custom_call.hpp"
+
+namespace meshplan::planner::shlo {
+
+namespace {
+
+struct Builder {
+  int factor(int64_t size, bool need_replication) {
+    r.factor_sizes.push_back(size);
+    r.reduction.push_back(false);
+    r.need_replication.push_back(need_replication);
+    return static_cast<int>(r.factor_sizes.size() - 1);
+  }
+  FactorRule r;
+};
+
+const std::vector<int64_t>& shape_of(const Module& m, ValueId v) {
+  return m.values[v].type.shape;
+}
+
+/// Scalar operands (slice indices) take no factor; any other operand is a malformed op.
+bool scalars(const Module& m, const Op& op, size_t from) {
+  for (size_t k = from; k < op.operands.size(); ++k)
+    if (!shape_of(m, op.operands[k]).empty()) return false;
+  return true;
+}
+
+/// dynamic_slice: a dim the slice keeps whole is one factor of operand and result; a sliced
+/// dim is a factor of its own in each, needing replication.
+std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op) {
+  if (op.operands.empty() || op.results.size() != 1 || !scalars(m, op, 1)) return std::nullopt;
+  const auto& in = shape_of(m, op.operands[0]);
+  const auto& out = shape_of(m, op.results[0]);
+  if (in.size() != out.size()) return std::nullopt;
+  Builder b;
+  std::vector<std::vector<int>> in_d(in.size()), out_d(out.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == out[d]) {
+      in_d[d] = out_d[d] = {b.factor(in[d], false)};
+    } else {
+      in_d[d] = {b.factor(in[d], true)};
+      out_d[d] = {b.factor(out[d], true)};
+    }
+  }
+  b.r.operands.push_back(std::move(in_d));
+  for (size_t k = 1; k < op.operands.size(); ++k) b.r.operands.push_back({});
+  b.r.results.push_back(std::move(out_d));
+  return b.r;
+}
+
+/// dynamic_update_slice: operand and result share every dim (each device updates its own
+/// piece); the update shares the dims it covers whole and needs replication along the others.
+std::optional<FactorRule> dynamic_update_slice(const Module& m, const Op& op) {
+  if (op.operands.size() < 2 || op.results.size() != 1 || !scalars(m, op, 2)) return std::nullopt;
+  const auto& in = shape_of(m, op.operands[0]);
+  const auto& upd = shape_of(m, op.operands[1]);
+  if (in.size() != upd.size() || shape_of(m, op.results[0]) != in) return std::nullopt;
+  Builder b;
+  std::vector<std::vector<int>> in_d(in.size()), upd_d(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    in_d[d] = {b.factor(in[d], false)};
+    upd_d[d] = in[d] == upd[d] ? in_d[d] : std::vector<int>{b.factor(upd[d], true)};
+  }
+  b.r.operands.push_back(in_d);
+  b.r.operands.push_back(std::move(upd_d));
+  for (size_t k = 2; k < op.operands.size(); ++k) b.r.operands.push_back({});
+  b.r.results.push_back(std::move(in_d));
+  return b.r;
+}
+
+/// Custom calls Shardy treats as pointwise (host offload, placement annotations): every
+/// operand and result of the result's shape shares one factor per dim.
+std::optional<FactorRule> pointwise_call(const Module& m, const Op& op) {
+  const std::string target = custom_call_target(op);
+  bool known = false;
+  for (std::string_view t :
+       {"MoveToHost", "MoveToDevice", "annotate_device_placement", "LayoutConstraint"})
+    known |= target == t;
+  if (!known || op.results.size() != 1) return std::nullopt;
+  const auto& shape = shape_of(m, op.results[0]);
+  Builder b;
+  std::vector<std::vector<int>> dims;
+  for (int64_t d : shape) dims.push_back({b.factor(d, false)});
+  for (ValueId v : op.operands)
+    b.r.operands.push_back(
+        shape_of(m, v) == shape ? dims : std::vector<std::vector<int>>(shape_of(m, v).size()));
+  b.r.results.push_back(dims);
+  b.r.pass_through = true;
+  return b.r;
+}
+
+}  // namespace
+
+std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op) {
+  if (op.attr("sdy.sharding_rule")) return std::nullopt;  // a stated rule wins
+  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op);
+  if (op.name == "stablehlo.dynamic_update_slice") return dynamic_update_slice(m, op);
+  if (op.name == "stablehlo.custom_call") return pointwise_call(m, op);
+  return std::nullopt;
+}
+
+}  // namespace meshplan::planner::shlo

@@ -1,0 +1,510 @@
+// Seed 003's passes up to wrapping: argument annotations, constraints -> reshards, explicit
+// reshards (and partial-sum all_reduces), wrapping under a manual computation, closing; plus
+// the pipeline driver.
+#include <algorithm>
+#include <set>
+
+#include "mesh/spmd_util.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
+#include "meshplan/planner/spmd.hpp"
+
+namespace meshplan::planner::shlo {
+
+namespace {
+
+constexpr std::pair<Stage, std::string_view> kStages[] = {
+    {Stage::import, "import"},
+    {Stage::tt_arguments, "tt-arguments"},
+    {Stage::shard_status, "shard-status"},
+    {Stage::argument_sharding, "argument-sharding"},
+    {Stage::sharding_constraints, "sharding-constraints"},
+    {Stage::propagation, "propagation"},
+    {Stage::constraint_to_reshard, "constraint-to-reshard"},
+    {Stage::explicit_reshards, "explicit-reshards"},
+    {Stage::wrap, "wrap"},
+    {Stage::collectives, "collectives"},
+    {Stage::local_shapes, "local-shapes"},
+    {Stage::close, "close"},
+};
+
+void set_attr(std::vector<NamedAttr>& attrs, const std::string& name, Attr value) {
+  for (auto& [k, v] : attrs)
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  attrs.emplace_back(name, std::move(value));
+}
+
+Attr opaque(std::string text) {
+  Attr a;
+  a.kind = Attr::Kind::opaque;
+  a.text = std::move(text);
+  return a;
+}
+
+}  // namespace
+
+std::optional<Stage> stage_from_name(std::string_view name) {
+  for (const auto& [s, n] : kStages)
+    if (n == name) return s;
+  return std::nullopt;
+}
+
+std::string_view stage_name(Stage stage) {
+  for (const auto& [s, n] : kStages)
+    if (s == stage) return n;
+  return "?";
+}
+
+bool has_manual_computation(const Module& m, const Func& f) {
+  return std::any_of(f.body.ops.begin(), f.body.ops.end(),
+                     [&](OpId o) { return m.ops[o].name == "sdy.manual_computation"; });
+}
+
+std::optional<TensorSharding> sharding_of(const Module& m, ValueId v) {
+  const Value& val = m.values[v];
+  if (val.def == kNone) {
+    if (val.sharding) return val.sharding;
+    // A manual computation's block argument: its in_sharding.
+    for (const Op& op : m.ops)
+      if (op.name == "sdy.manual_computation" && !op.regions.empty()) {
+        const auto& args = op.regions[0].args;
+        for (size_t i = 0; i < args.size(); ++i)
+          if (args[i] == v && i < op.in_shardings.size()) return op.in_shardings[i];
+      }
+    return std::nullopt;
+  }
+  const Op& op = m.ops[val.def];
+  if (op.sharding) return op.sharding;
+  if (val.index < op.shardings.size()) return op.shardings[val.index];
+  return std::nullopt;
+}
+
+Status apply_argument_types(Module& m, const std::vector<std::string>& types) {
+  Func* f = m.entry();
+  if (!f || types.empty()) return {};
+  if (types.size() != f->args.size())
+    return fail(ErrorCode::invalid_argument, "argument types: ", types.size(), " given for ",
+                f->args.size(), " arguments of @", f->name);
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string& t = types[i];
+    if (t != "input" && t != "parameter" && t != "constant" && t != "default")
+      return fail(ErrorCode::invalid_argument, "argument type '", t,
+                  "' (expected input, parameter, constant)");
+    set_attr(f->args[i].attrs, "ttcore.argument_type", opaque("#ttcore.argument_type<" + t + ">"));
+  }
+  return {};
+}
+
+Status apply_shard_status(Module& m, bool presharded) {
+  Func* f = m.entry();
+  if (!f) return {};
+  for (ArgInfo& a : f->args) {
+    // A status the module already states is kept: export_stablehlo says `unsharded` for the
+    // annotated arguments of a graph, whose host tensors are whole (mesh_shard devices /
+    // replicate at the boundary, not identity).
+    bool stated = false;
+    for (const auto& [k, v] : a.attrs) stated |= k == "ttcore.shard_status";
+    auto& sharding = m.values[a.value].sharding;
+    const bool sharded = presharded && sharding;
+    if (!stated)
+      set_attr(
+          a.attrs, "ttcore.shard_status",
+          opaque(std::string("#ttcore.shard_status<") + (sharded ? "sharded" : "unsharded") + ">"));
+    // A global host array is the reduced value: only pre-split pieces can be partial sums.
+    bool split = sharded;
+    for (const auto& [k, v] : a.attrs)
+      if (k == "ttcore.shard_status") split = v.text.find("<sharded>") != std::string::npos;
+    if (!split && sharding) sharding->unreduced.clear();
+  }
+  return {};
+}
+
+Status apply_argument_sharding(Module& m, const PipelineOptions& options) {
+  Func* f = m.entry();
+  if (!f) return {};
+  const bool given = options.mesh_rows > 0 && options.mesh_cols > 0;
+  if (m.meshes.empty()) {
+    MeshDecl mesh;
+    mesh.name = "mesh";
+    mesh.axes = {{"model", given ? options.mesh_rows : 1},
+                 {"batch", given ? options.mesh_cols : 1}};
+    m.meshes.push_back(mesh);
+  } else if (given && m.main_mesh()->devices() != options.mesh_rows * options.mesh_cols) {
+    return fail(ErrorCode::incompatible, m.file, ": the module's mesh @", m.main_mesh()->name,
+                " has ", m.main_mesh()->devices(), " devices but --mesh ", options.mesh_rows, "x",
+                options.mesh_cols, " has ", options.mesh_rows * options.mesh_cols);
+  }
+  if (has_manual_computation(m, *f)) return {};  // solved graph
+  bool annotated = false;
+  for (const ArgInfo& a : f->args) annotated |= m.values[a.value].sharding.has_value();
+  for (const ResultInfo& r : f->results) annotated |= r.sharding.has_value();
+  for (OpId o : f->body.ops)
+    annotated |= m.ops[o].sharding.has_value() || !m.ops[o].shardings.empty();
+  if (annotated) return {};  // partially solved: leave it to propagation
+  const MeshDecl& mesh = *m.main_mesh();
+  AxisMath math{mesh};
+  // Batch parallel: "batch" first, then the other axes of size > 1.
+  std::vector<AxisRef> axes;
+  for (const auto& [name, size] : mesh.axes)
+    if (size > 1 && name == "batch") axes.push_back(AxisRef{name, 1, 0});
+  for (const auto& [name, size] : mesh.axes)
+    if (size > 1 && name != "batch") axes.push_back(AxisRef{name, 1, 0});
+  if (axes.empty()) return {};
+  auto note = [&](std::string text) {
+    if (options.notes) options.notes->push_back(std::move(text));
+  };
+  BatchAnalysis batch = MESHPLAN_TRY(analyze_batch(m));
+  std::vector<AxisRef> use;
+  int64_t cap = batch.size;
+  for (const AxisRef& a : axes) {
+    if (cap <= 0 || cap % math.size(a) != 0) break;
+    cap /= math.size(a);
+    use.push_back(a);
+  }
+  if (batch.dims.empty() || use.empty()) {
+    note(batch.dims.empty()
+             ? batch.why
+             : str("no batch parallelism: the batch factor of size ", batch.size,
+                   " is not divisible by mesh axis \"", axes[0].name, "\"=", math.size(axes[0])));
+    return {};
+  }
+  bool typed = false;
+  for (const ArgInfo& a : f->args)
+    for (const auto& [k, v] : a.attrs) typed |= k == "ttcore.argument_type";
+  std::string split, kept;
+  for (const auto& [i, d] : batch.dims) {
+    const Attr* type = nullptr;
+    for (const auto& [k, v] : f->args[i].attrs)
+      if (k == "ttcore.argument_type") type = &v;
+    // Typed arguments: only inputs take the batch split (parameters stay whole, resharded where
+    // an op needs them split). Untyped: every argument that carries the batch factor.
+    if (typed && !(type && type->text == "#ttcore.argument_type<input>")) {
+      kept += str(kept.empty() ? "" : ", ", "%arg", i);
+      continue;
+    }
+    Value& v = m.values[f->args[i].value];
+    TensorSharding s = replicated_sharding(mesh.name, v.type.shape.size());
+    s.dims[d].axes = use;
+    v.sharding = s;
+    split += str(split.empty() ? "" : ", ", "%arg", i, " dim ", d);
+  }
+  std::string over;
+  for (const AxisRef& a : use) over += str(over.empty() ? "" : ",", "\"", a.name, "\"");
+  note(str("batch parallel: ", split.empty() ? std::string("no input") : split, " split over ",
+           over, " (", math.product(use), " ways); ", batch.why,
+           kept.empty() ? std::string() : str("; not inputs, kept whole: ", kept)));
+  return {};
+}
+
+Status constraints_to_reshards(Module& m) {
+  for (Op& op : m.ops)
+    if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
+  return {};
+}
+
+Status insert_explicit_reshards(Module& m) {
+  Func* f = m.entry();
+  const MeshDecl* mesh = m.main_mesh();
+  if (!f || !mesh || has_manual_computation(m, *f)) return {};
+  AxisMath math{*mesh};
+  std::vector<OpId> out;
+  std::vector<ValueId> remap(m.values.size());
+  for (ValueId v = 0; v < remap.size(); ++v) remap[v] = v;
+  auto current = [&](ValueId v) {
+    auto s = sharding_of(m, v);
+    return s ? *s : replicated_sharding(mesh->name, m.values[v].type.shape.size());
+  };
+  auto reshard = [&](ValueId v, const TensorSharding& to, const Location& loc) {
+    OpId r = m.add_op("sdy.reshard", {v}, {m.values[v].type}, loc);
+    m.ops[r].sharding = to;
+    out.push_back(r);
+    remap.resize(m.values.size());
+    remap.back() = static_cast<ValueId>(m.values.size() - 1);
+    return m.ops[r].results[0];
+  };
+  // Partial sums (unreduced axes) are summed before any use that does not keep them
+  // unreduced: an sdy.all_reduce over those axes, the value's dims staying as they are.
+  // `keep(k)`: the unreduced axes operand k may keep.
+  auto reduce_unreduced = [&](OpId o, auto keep) {
+    for (size_t k = 0; k < m.ops[o].operands.size(); ++k) {
+      ValueId v = m.ops[o].operands[k];
+      TensorSharding s = current(v);
+      if (math.without_trivial(s.unreduced).empty() || s.unreduced == keep(k)) continue;
+      OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
+      m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
+      s.unreduced.clear();
+      for (auto& d : s.dims) d.open = false, d.priority = -1;
+      m.ops[ar].sharding = s;
+      out.push_back(ar);
+      remap.resize(m.values.size());
+      m.ops[o].operands[k] = remap.back() = m.ops[ar].results[0];
+    }
+  };
+  const std::vector<OpId> body = f->body.ops;
+  for (OpId o : body) {
+    for (ValueId& v : m.ops[o].operands) v = remap[v];
+    if (m.ops[o].name == "func.return") {
+      // Results keep the partial sums their declared sharding keeps.
+      reduce_unreduced(o, [&](size_t k) {
+        const auto& want = k < f->results.size() ? f->results[k].sharding : std::nullopt;
+        return want ? want->unreduced : std::vector<AxisRef>{};
+      });
+    } else if (m.ops[o].name != "stablehlo.constant") {
+      // A reshard or constraint keeps what its target keeps; every other op sums first.
+      const std::vector<AxisRef> keep =
+          m.ops[o].sharding ? m.ops[o].sharding->unreduced : std::vector<AxisRef>{};
+      reduce_unreduced(o, [&](size_t) { return keep; });
+    }
+    const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
+    if (op.name == "func.return") {
+      for (size_t k = 0; k < op.operands.size(); ++k) {
+        const auto& want = f->results[k].sharding;
+        ValueId v = op.operands[k];
+        if (want && !same_placement(math, current(v), *want)) {
+          ValueId nv = reshard(v, *want, op.loc);
+          m.ops[o].operands[k] = nv;
+        }
+      }
+      out.push_back(o);
+      continue;
+    }
+    // Sharding ops, constants and collectives written in the program keep what they have.
+    const bool written_collective =
+        op.name == "stablehlo.all_gather" || op.name == "stablehlo.all_reduce" ||
+        op.name == "stablehlo.reduce_scatter" || op.name == "stablehlo.all_to_all" ||
+        op.name == "stablehlo.collective_permute";
+    // (Inside a partial manual computation's body they carry a rule along the free axes.)
+    if (op.sharding || op.name == "stablehlo.constant" ||
+        (written_collective && !op.attr("sdy.sharding_rule"))) {
+      out.push_back(o);
+      continue;
+    }
+    FactorRule rule = MESHPLAN_TRY(sharding_rule(m, op));
+    const size_t nf = rule.factor_sizes.size();
+    // Factor shardings: what the operands hold first (common prefix among them), so that a
+    // sharded contracting dim stays sharded and yields partial sums; factors no operand shards
+    // take the result's sharding. An axis serves one factor only.
+    std::vector<std::vector<AxisRef>> fs(nf);
+    std::vector<bool> from_operands(nf, false);
+    std::vector<std::optional<std::vector<AxisRef>>> opc(nf);
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      auto proj = project(math, rule, rule.operands[k], current(op.operands[k]));
+      for (const auto& dim : rule.operands[k])
+        for (int f32 : dim) {
+          size_t fi = static_cast<size_t>(f32);
+          const auto& axes = proj[fi];
+          if (!opc[fi]) {
+            opc[fi] = axes;
+          } else {
+            size_t n = 0;
+            while (n < opc[fi]->size() && n < axes.size() && (*opc[fi])[n] == axes[n]) ++n;
+            if (!(axes.size() > opc[fi]->size() && n == opc[fi]->size())) opc[fi]->resize(n);
+          }
+        }
+    }
+    std::vector<AxisRef> used;
+    auto take = [&](size_t fi, const std::vector<AxisRef>& axes) {
+      std::vector<AxisRef> ok;
+      for (const AxisRef& a : axes) {
+        if (std::any_of(used.begin(), used.end(),
+                        [&](const AxisRef& u) { return math.overlaps(u, a); }))
+          break;
+        ok.push_back(a);
+      }
+      used.insert(used.end(), ok.begin(), ok.end());
+      fs[fi] = ok;
+    };
+    for (size_t fi = 0; fi < nf; ++fi)
+      if (!rule.need_replication[fi] && opc[fi] && !opc[fi]->empty()) {
+        take(fi, *opc[fi]);
+        from_operands[fi] = true;
+      }
+    for (size_t k = 0; k < op.results.size(); ++k) {
+      auto proj = project(math, rule, rule.results[k], current(op.results[k]));
+      for (const auto& dim : rule.results[k])
+        for (int f32 : dim) {
+          size_t fi = static_cast<size_t>(f32);
+          if (!rule.need_replication[fi] && !from_operands[fi] && fs[fi].empty())
+            take(fi, proj[fi]);
+        }
+    }
+    // A factor can only be sharded where every factor before it in the same dim is fully
+    // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
+    // keep "x" on the minor factor, so the operand is resharded first (as Shardy does).
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto legalize = [&](const std::vector<std::vector<int>>& dims) {
+        for (const auto& dim : dims) {
+          bool full = true;
+          for (int f32 : dim) {
+            auto& axes = fs[static_cast<size_t>(f32)];
+            if (!full && !math.without_trivial(axes).empty()) {
+              axes.clear();
+              changed = true;
+            }
+            full &= math.product(axes) == rule.factor_sizes[static_cast<size_t>(f32)];
+          }
+        }
+      };
+      for (const auto& dims : rule.operands) legalize(dims);
+      for (const auto& dims : rule.results) legalize(dims);
+    }
+    auto derived = [&](const std::vector<std::vector<int>>& dims, size_t rank) {
+      TensorSharding want = replicated_sharding(mesh->name, rank);
+      for (size_t d = 0; d < dims.size(); ++d) {
+        for (int f32 : dims[d]) {
+          const auto& axes = fs[static_cast<size_t>(f32)];
+          want.dims[d].axes.insert(want.dims[d].axes.end(), axes.begin(), axes.end());
+          if (math.product(axes) != rule.factor_sizes[static_cast<size_t>(f32)]) break;
+        }
+        want.dims[d].axes = math.normalize(want.dims[d].axes);
+      }
+      return want;
+    };
+    // Operands: reshard to what the factor shardings need.
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      ValueId v = op.operands[k];
+      TensorSharding want = derived(rule.operands[k], m.values[v].type.shape.size());
+      if (!same_placement(math, current(v), want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
+    }
+    out.push_back(o);
+    // Results: partial sums along sharded reduction factors become an all_reduce; a result
+    // placed otherwise than propagation decided is resharded after the op.
+    std::vector<AxisRef> reduce;
+    for (size_t fi = 0; fi < nf; ++fi)
+      if (rule.reduction[fi]) {
+        auto nontrivial = math.without_trivial(fs[fi]);
+        reduce.insert(reduce.end(), nontrivial.begin(), nontrivial.end());
+      }
+    for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
+      ValueId r = m.ops[o].results[k];
+      TensorSharding wanted = current(r);
+      TensorSharding actual = derived(rule.results[k], m.values[r].type.shape.size());
+      bool moved = !same_placement(math, wanted, actual);
+      if (moved && k < m.ops[o].shardings.size()) {
+        for (size_t d = 0; d < actual.dims.size(); ++d) actual.dims[d].open = wanted.dims[d].open;
+        m.ops[o].shardings[k] = actual;
+      }
+      ValueId last = r;
+      if (!reduce.empty()) {
+        OpId ar = m.add_op("sdy.all_reduce", {r}, {m.values[r].type}, m.ops[o].loc);
+        m.ops[ar].reduce_axes = reduce;
+        m.ops[ar].sharding = actual;
+        for (auto& d : m.ops[ar].sharding->dims) d.open = false, d.priority = -1;
+        if (rule.reduction_kind != "sum") {
+          Attr kind;
+          kind.kind = Attr::Kind::string;
+          kind.text = rule.reduction_kind;
+          m.ops[ar].attrs.emplace_back("meshplan.reduction", kind);
+        }
+        out.push_back(ar);
+        remap.resize(m.values.size());
+        last = remap.back() = m.ops[ar].results[0];
+      }
+      if (moved) {
+        TensorSharding to = wanted;
+        for (auto& d : to.dims) d.open = false, d.priority = -1;
+        last = reshard(last, to, m.ops[o].loc);
+      }
+      remap[r] = last;
+    }
+  }
+  f->body.ops = out;
+  return {};
+}
+
+Status wrap_under_manual_computation(Module& m) {
+  Func* f = m.entry();
+  const MeshDecl* mesh = m.main_mesh();
+  if (!f || !mesh || has_manual_computation(m, *f)) return {};
+  std::vector<ValueId> args;
+  std::vector<TensorType> result_types;
+  for (const ArgInfo& a : f->args) args.push_back(a.value);
+  for (const ResultInfo& r : f->results) result_types.push_back(r.type);
+  Location loc = f->loc;
+  OpId mc = m.add_op("sdy.manual_computation", args, result_types, loc);
+  Block body;
+  std::vector<ValueId> remap(m.values.size());
+  for (ValueId v = 0; v < remap.size(); ++v) remap[v] = v;
+  for (size_t i = 0; i < f->args.size(); ++i) {
+    ValueId v = f->args[i].value;
+    ValueId inner = m.add_value(m.values[v].type, kNone, static_cast<uint32_t>(i));
+    body.args.push_back(inner);
+    remap[v] = inner;
+    auto s = m.values[v].sharding;
+    m.ops[mc].in_shardings.push_back(
+        s ? *s : replicated_sharding(mesh->name, m.values[v].type.shape.size()));
+  }
+  OpId ret = f->body.ops.back();
+  for (size_t i = 0; i + 1 < f->body.ops.size(); ++i) {
+    OpId o = f->body.ops[i];
+    for (ValueId& v : m.ops[o].operands)
+      if (v < remap.size()) v = remap[v];
+    for (Block& r : m.ops[o].regions)
+      for (OpId inner : r.ops)
+        for (ValueId& v : m.ops[inner].operands)
+          if (v < remap.size()) v = remap[v];
+    body.ops.push_back(o);
+  }
+  std::vector<ValueId> returned;
+  for (ValueId v : m.ops[ret].operands) returned.push_back(v < remap.size() ? remap[v] : v);
+  for (size_t k = 0; k < returned.size(); ++k) {
+    auto s = f->results[k].sharding ? f->results[k].sharding : sharding_of(m, returned[k]);
+    m.ops[mc].out_shardings.push_back(
+        s ? *s : replicated_sharding(mesh->name, f->results[k].type.shape.size()));
+  }
+  OpId sret = m.add_op("sdy.return", returned, {}, m.ops[ret].loc);
+  body.ops.push_back(sret);
+  m.ops[mc].regions.push_back(std::move(body));
+  m.ops[ret].operands = m.ops[mc].results;
+  f->body.ops = {mc, ret};
+  return {};
+}
+
+Status close_shardings(Module& m) {
+  for (Op& op : m.ops) {
+    if (op.name != "sdy.manual_computation") continue;
+    for (auto* list : {&op.in_shardings, &op.out_shardings})
+      for (TensorSharding& s : *list)
+        for (DimSharding& d : s.dims) d.open = false;
+  }
+  return {};
+}
+
+Status run_pipeline(Module& m, const PipelineOptions& o) {
+  if (!m.entry()) return fail(ErrorCode::invalid_argument, m.file, ": no function to compile");
+  auto done = [&](Stage s) { return o.stop_after == s; };
+  if (done(Stage::import)) return {};
+  MESHPLAN_TRY(apply_argument_types(m, o.argument_types));
+  if (done(Stage::tt_arguments)) return {};
+  MESHPLAN_TRY(apply_shard_status(m, o.presharded_arguments));
+  if (done(Stage::shard_status)) return {};
+  MESHPLAN_TRY(apply_argument_sharding(m, o));
+  MESHPLAN_TRY(verify_shardings(m));
+  if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
+  // On one device every tensor is whole: nothing to propagate and no reshard to add, so an op
+  // without a sharding rule (a loop, a window) compiles as it does without a mesh.
+  const bool one_device = m.main_mesh() && m.main_mesh()->devices() == 1;
+  if (!one_device) MESHPLAN_TRY(propagate(m));
+  if (done(Stage::propagation)) return {};
+  MESHPLAN_TRY(constraints_to_reshards(m));
+  if (done(Stage::constraint_to_reshard)) return {};
+  if (!one_device) MESHPLAN_TRY(insert_explicit_reshards(m));
+  if (done(Stage::explicit_reshards)) return {};
+  MESHPLAN_TRY(lower_partial_manual(m));
+  MESHPLAN_TRY(wrap_under_manual_computation(m));
+  if (done(Stage::wrap)) return {};
+  MESHPLAN_TRY(reshards_to_collectives(m));
+  if (done(Stage::collectives)) return {};
+  MESHPLAN_TRY(global_to_local_shapes(m));
+  if (done(Stage::local_shapes)) return {};
+  MESHPLAN_TRY(close_shardings(m));
+  // The result must be a well-formed per-device program (a bug here is meshplan's).
+  if (m.main_mesh() && has_manual_computation(m, *m.entry())) MESHPLAN_TRY(verify_local_program(m));
+  MESHPLAN_TRY(map_mesh_axes(m, o));
+  return {};
+}
+
+}  // namespace meshplan::planner::shlo
