@@ -1,6 +1,7 @@
 // Shape rules and host references of the data-movement families (memory, shape, gather,
 // convert): to_memory_config, reshape, permute, concat, slice, embedding and typecast.
 #include <algorithm>
+#include <bit>
 
 #include "meshplan/device/op_cases.hpp"
 #include "op_semantics_ext.hpp"
@@ -101,8 +102,20 @@ Status reference_movement(OpKind kind, std::span<const HostView> in, const OpCon
     case OpKind::typecast:
       for (int64_t i = 0; i < total; ++i) out[i] = storage_value(c.dtype, in[0].data[i]);
       return {};
-    case OpKind::bitcast:  // The f32 host values do not hold the operand's bits.
-      return fail(ErrorCode::unimplemented, "bitcast has no f32 host reference");
+    case OpKind::bitcast:
+      // f32 words read as integers: the f32 host value holds the operand's bits, and the integer
+      // is held as the nearest f32 (exact in sign and to 2^24, as every integer tensor's host
+      // value). The other way the host value of an integer beyond 2^24 no longer holds its bits.
+      if (c.dtype != DType::i32 && c.dtype != DType::u32)
+        return fail(ErrorCode::unimplemented, "bitcast to ", dtype_name(c.dtype),
+                    " has no f32 host reference (the f32 host value of an integer does not hold "
+                    "its bits)");
+      for (int64_t i = 0; i < total; ++i) {
+        const uint32_t bits = std::bit_cast<uint32_t>(in[0].data[i]);
+        out[i] = c.dtype == DType::i32 ? static_cast<float>(std::bit_cast<int32_t>(bits))
+                                       : static_cast<float>(bits);
+      }
+      return {};
     case OpKind::permute: {
       auto perm = MESHPLAN_TRY(resolve_perm(c, in[0].shape.size()));
       auto st = strides_of(in[0].shape);

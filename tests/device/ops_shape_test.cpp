@@ -167,3 +167,23 @@ TEST_CASE("typecast converts between f32, bf16 and integers") {
   OpRun back = run_op(OpKind::typecast, {with_dtype(rand_input("y", {3, 33}, 2), DType::bf16)}, c);
   CHECK(back.rel_err() == 0.0);
 }
+
+TEST_CASE("bitcast of f32 words to i32: the kernel and the host reference agree on the bits") {
+  OpConfig c = grid_config();
+  OpInput x = with_dtype(rand_input("x", {4, 8}, 3, -50, 50), DType::f32);
+  // 1.0f = 0x3F800000, -0.0f = 0x80000000, -2.5f = 0xC0200000 (each exact as an f32 value).
+  x.data[0] = 1.0f;
+  x.data[1] = -0.0f;
+  x.data[2] = -2.5f;
+  c.dtype = DType::i32;
+  OpRun r = run_op(OpKind::bitcast, {x}, c);
+  CHECK(r.want[0] == 1065353216.0f);
+  CHECK(r.want[1] == -2147483648.0f);
+  CHECK(r.want[2] == -1071644672.0f);
+  CHECK(r.got == r.want);
+  // The other way the host value of a large integer has lost its bits: no reference.
+  c.dtype = DType::f32;
+  std::vector<float> out(32);
+  std::vector<device::HostView> views = {device::HostView{x.shape, x.data}};
+  CHECK_FALSE(device::reference(OpKind::bitcast, views, c, x.shape, out));
+}
