@@ -4,13 +4,15 @@
 # Float arguments get meshplan-run's random values; integer and i1 arguments get small
 # non-negative integers (valid indices for every module here), as meshplan-run takes them (f32);
 # zero-size arguments take no input.
+# Exits 1 when a module is not ok (CTest runs it as jax_corpus).
 # Usage: tests/planner/jax/corpus/survey.sh BUILD_DIR
 B=${1:-build}
 T=$(mktemp -d)
+bad=0
 for f in "$(dirname "$0")"/*.mlir; do
   n=$(basename "$f" .mlir)
   if ! out=$(timeout 60 "$B/planner/meshplan-compile" "$f" -o "$T/c.mpc" --name "$n" 2>&1); then
-    echo "$n: compile: $(echo "$out" | grep -v '^$' | head -1)"; continue
+    echo "$n: compile: $(echo "$out" | grep -v '^$' | head -1)"; bad=1; continue
   fi
   inputs=$(python3 - "$f" <<'PY'
 import re, sys, random
@@ -35,8 +37,9 @@ PY
 )
   # shellcheck disable=SC2086
   if ! out=$(timeout 60 "$B/runtime/meshplan-run" "$T/c.mpc" --name "$n" --check $inputs 2>&1); then
-    echo "$n: run: $(echo "$out" | grep -v '^$' | tail -1)"; continue
+    echo "$n: run: $(echo "$out" | grep -v '^$' | tail -1)"; bad=1; continue
   fi
   echo "$n: ok"
 done
 rm -rf "$T"
+exit $bad
