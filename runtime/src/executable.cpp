@@ -1,5 +1,5 @@
-// Binding a plan to a mesh (or one device), its surface, running a single-chip plan, and the
-// host reference interpreter. Mesh plans run in executable_mesh.cpp.
+// Binding a plan to a mesh (or one device), its surface, checking a single-chip plan's inputs,
+// and the host reference interpreter. Plans run in executable_run.cpp (Executable::run_bound).
 #include "meshplan/runtime/executable.hpp"
 
 #include <algorithm>
@@ -18,8 +18,6 @@
 namespace meshplan::runtime {
 
 namespace {
-
-constexpr size_t kMaxOperands = device::kMaxOperands;
 
 Status check_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
   const auto* ids = p.plan().inputs();
@@ -107,7 +105,7 @@ device::OpConfig op_config_of(const fb::OpPlan& op) {
   const fb::OpConfig* f = op.config();
   if (!f) return c;
     // Field by field as op_config_fields.def lists them; the mesh size (a LOCAL row) is the plan
-    // header's, set by Executable::run_mesh.
+    // header's, set by Executable::run_bound.
 #define MESHPLAN_CONFIG_SCALAR(name, type, init, fbs) c.name = from_fb<decltype(c.name)>(f->name());
 #define MESHPLAN_CONFIG_LIST(name, type, count, sets_count, fbs) \
   {                                                              \
@@ -182,7 +180,7 @@ Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Mesh&
                 "' is a single-chip plan: bind it to a 1x1 mesh or one Device, not to the ",
                 have.rows, "x", have.cols, " mesh ", have.name);
   MESHPLAN_TRY(check_chip_binding(plan, mesh.chip(0).descriptor()));
-  return std::unique_ptr<Executable>(new Executable(plan, &mesh, &mesh.chip(0)));
+  return std::unique_ptr<Executable>(new Executable(plan, &mesh, nullptr));
 }
 
 Result<std::unique_ptr<Executable>> Executable::bind(PlanRef plan, device::Device& device) {
@@ -280,80 +278,11 @@ Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
   MESHPLAN_TRY(mesh_plan ? check_host_inputs(plan_, inputs) : check_inputs(plan_, inputs));
   std::lock_guard<std::mutex> lock(mutex_);
   try {
-    return mesh_plan ? run_mesh(inputs) : run_chip(inputs);
+    return run_bound(inputs);
   } catch (const std::bad_alloc&) {
     return fail(ErrorCode::resource_exhausted, "plan '", plan_.name(),
                 "': the host ran out of memory while running it");
   }
-}
-
-Result<RunResult> Executable::run_chip(std::span<const TensorView> inputs) {
-  const fb::Plan& p = plan_.plan();
-  device::Device& chip = *chip_;
-  // A 1x1 mesh resets its chip and its clock; a lone device resets itself.
-  if (mesh_)
-    mesh_->reset();
-  else
-    chip.reset();
-  // Arguments: allocate at their planned addresses, then write inputs and constants.
-  for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
-    const fb::TensorPlan* t = p.tensors()->Get(id);
-    if (t->role() == fb::TensorRole::intermediate) continue;
-    MESHPLAN_TRY(chip.allocate(plan_.placement(id)));
-    if (t->role() == fb::TensorRole::constant)
-      MESHPLAN_TRY(chip.write(plan_.placement(id), segment_floats(plan_, t->segment())));
-  }
-  for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
-    device::TensorPlacement t = plan_.placement(p.inputs()->Get(i));
-    if (!input_transform(plan_, i)) {
-      MESHPLAN_TRY(chip.write(t, inputs[i].data));
-      continue;
-    }
-    // Prepared on the host into a buffer kept across runs (it grows to the largest such input).
-    size_t n = static_cast<size_t>(device::volume(t.shape));
-    if (prepared_.size() < n) prepared_.resize(n);
-    std::span<float> staged(prepared_.data(), n);
-    MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
-    MESHPLAN_TRY(chip.write(t, staged));
-  }
-
-  RunResult result;
-  result.ops.reserve(p.ops()->size());
-  for (const fb::OpPlan* op : *p.ops()) {
-    device::TensorPlacement in[kMaxOperands], out[kMaxOperands];
-    const device::TensorPlacement* inp[kMaxOperands];
-    const device::TensorPlacement* outp[kMaxOperands];
-    for (uint32_t i = 0; i < op->operands()->size(); ++i) {
-      in[i] = plan_.placement(op->operands()->Get(i));
-      inp[i] = &in[i];
-    }
-    for (uint32_t i = 0; i < op->results()->size(); ++i) {
-      out[i] = plan_.placement(op->results()->Get(i));
-      outp[i] = &out[i];
-      MESHPLAN_TRY(chip.allocate(out[i]));
-    }
-    std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
-    device::OpLaunch launch{static_cast<device::OpKind>(op->kind()), name,
-                            std::span(inp, op->operands()->size()),
-                            std::span(outp, op->results()->size()), op_config_of(*op)};
-    uint64_t start = chip.now_ns();
-    device::OpTiming timing = MESHPLAN_TRY(chip.launch(launch));
-    result.ops.push_back(OpProfile{name, launch.kind, timing.duration_ns, timing.cores_used,
-                                   timing.compute_ns, timing.dram_ns, 0, start, false});
-    if (op->frees())
-      for (uint32_t id : *op->frees()) MESHPLAN_TRY(chip.deallocate(plan_.placement(id)));
-  }
-  for (uint32_t id : *p.outputs()) {
-    device::TensorPlacement t = plan_.placement(id);
-    Tensor out(std::vector<int64_t>(t.shape.begin(), t.shape.end()));
-    MESHPLAN_TRY(chip.read(t, out.data));
-    result.outputs.push_back(std::move(out));
-  }
-  result.device_ns = chip.now_ns();
-  result.chip_ns = {result.device_ns};
-  result.chip_device_ns = {result.device_ns};
-  result.chip_collective_ns = {0};
-  return result;
 }
 
 Result<std::vector<Tensor>> run_reference(const PlanRef& plan, std::span<const TensorView> inputs) {

@@ -100,12 +100,12 @@ class Executable {
  private:
   Executable(PlanRef plan, device::Mesh* mesh, device::Device* chip)
       : plan_(plan), mesh_(mesh), chip_(chip) {}
-  /// run() after its input checks, holding mutex_; may throw std::bad_alloc.
-  Result<RunResult> run_chip(std::span<const TensorView> inputs);
-  Result<RunResult> run_mesh(std::span<const TensorView> inputs);
+  /// run() after its input checks, holding mutex_: the one run loop, over the mesh's chips (or
+  /// the one Device); may throw std::bad_alloc.
+  Result<RunResult> run_bound(std::span<const TensorView> inputs);
   PlanRef plan_;
   device::Mesh* mesh_;    ///< Null when bound to one Device.
-  device::Device* chip_;  ///< A single-chip plan's chip (chip 0 of a 1x1 mesh), else null.
+  device::Device* chip_;  ///< The Device when bound to one Device (no mesh), else null.
   std::mutex mutex_;
   /// Host staging for inputs with a host transform; guarded by mutex_, reused across runs.
   std::vector<float> prepared_;

@@ -1,5 +1,5 @@
-// Running a mesh plan on a device::Mesh (Executable::run_mesh, executable.hpp), and checking a
-// mesh plan's host inputs.
+// The one run loop (Executable::run_bound, executable.hpp): a plan on the chips it is bound to,
+// one chip (a 1x1 mesh or a lone Device) or a mesh; and checking a mesh plan's host inputs.
 #include <algorithm>
 
 #include "meshplan/device/collective_ops.hpp"
@@ -18,6 +18,30 @@ std::span<const float> segment_floats(const PlanRef& p, int32_t segment) {
   return std::span<const float>(reinterpret_cast<const float*>(bytes.data()),
                                 bytes.size() / sizeof(float));
 }
+
+/// The chips a run drives: those of a mesh, or one Device bound without a mesh (a 1x1 mesh
+/// without the mesh object). `sharded` for a mesh plan: its host tensors cross the boundary by
+/// their shards, its collectives run through the mesh, and a chip's clock is the mesh's (device
+/// time plus collective time); a single-chip plan reads its chip's own clock.
+struct Chips {
+  device::Mesh* mesh;
+  device::Device* lone;
+  bool sharded;
+  int count;
+
+  device::Device& chip(int c) const { return mesh ? mesh->chip(c) : *lone; }
+  uint64_t clock(int c) const {
+    return sharded ? mesh->now_ns(mesh->descriptor().coord(c)) : chip(c).now_ns();
+  }
+  template <class F>
+  Status on_every_chip(F&& f) const {
+    for (int c = 0; c < count; ++c) MESHPLAN_TRY(f(chip(c)));
+    return {};
+  }
+  std::vector<device::TensorPlacement> per_chip(const device::TensorPlacement& t) const {
+    return std::vector<device::TensorPlacement>(static_cast<size_t>(count), t);
+  }
+};
 
 }  // namespace
 
@@ -52,46 +76,49 @@ Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
   return {};
 }
 
-Result<RunResult> Executable::run_mesh(std::span<const TensorView> inputs) {
-  device::Mesh& mesh = *mesh_;
+Result<RunResult> Executable::run_bound(std::span<const TensorView> inputs) {
   const fb::Plan& p = plan_.plan();
-  const int chips = mesh.size();
-  const device::MeshDesc& desc = mesh.descriptor();
-  mesh.reset();
-  auto all_chips = [&](const device::TensorPlacement& t) {
-    return std::vector<device::TensorPlacement>(static_cast<size_t>(chips), t);
-  };
-  auto on_every_chip = [&](auto&& f) -> Status {
-    for (int c = 0; c < chips; ++c) MESHPLAN_TRY(f(mesh.chip(c)));
-    return {};
-  };
+  const bool sharded = is_mesh_plan(plan_);
+  const Chips chips{mesh_, chip_, sharded, mesh_ ? mesh_->size() : 1};
+  // A mesh resets its chips and their clocks; a lone device resets itself.
+  if (mesh_)
+    mesh_->reset();
+  else
+    chip_->reset();
+
+  // Arguments: allocate at their planned addresses on every chip, write constants to every chip.
   for (uint32_t id = 0; id < p.tensors()->size(); ++id) {
     const fb::TensorPlan* t = p.tensors()->Get(id);
     if (t->role() == fb::TensorRole::intermediate) continue;
     device::TensorPlacement placement = plan_.placement(id);
-    MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.allocate(placement); }));
+    MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.allocate(placement); }));
     if (t->role() == fb::TensorRole::constant)
-      MESHPLAN_TRY(on_every_chip([&](device::Device& d) {
+      MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) {
         return d.write(placement, segment_floats(plan_, t->segment()));
       }));
   }
+  // Host inputs: prepared on the host if they have a transform (into a buffer kept across runs,
+  // grown to the largest such input), then written to the chip or split over the mesh.
   for (uint32_t i = 0; i < p.inputs()->size(); ++i) {
-    auto per_chip = all_chips(plan_.placement(p.inputs()->Get(i)));
+    device::TensorPlacement t = plan_.placement(p.inputs()->Get(i));
     std::span<const float> host = inputs[i].data;
     if (input_transform(plan_, i)) {
-      // Prepared on the host (into a buffer kept across runs), then replicated.
-      size_t n = static_cast<size_t>(device::volume(host_shape(plan_, i, false)));
+      size_t n =
+          static_cast<size_t>(device::volume(sharded ? host_shape(plan_, i, false) : t.shape));
       if (prepared_.size() < n) prepared_.resize(n);
       std::span<float> staged(prepared_.data(), n);
       MESHPLAN_TRY(apply_input_transform(plan_, i, inputs[i], staged));
       host = staged;
     }
-    MESHPLAN_TRY(mesh.full_to_shard(host, host_shape(plan_, i, false),
-                                    boundary_shard(plan_, i, false), per_chip));
+    if (sharded)
+      MESHPLAN_TRY(mesh_->full_to_shard(host, host_shape(plan_, i, false),
+                                        boundary_shard(plan_, i, false), chips.per_chip(t)));
+    else
+      MESHPLAN_TRY(chips.chip(0).write(t, host));
   }
 
   RunResult result;
-  result.ops.reserve(p.ops()->size() * static_cast<size_t>(chips));
+  result.ops.reserve(p.ops()->size() * static_cast<size_t>(chips.count));
   for (const fb::OpPlan* op : *p.ops()) {
     constexpr size_t kMax = device::kMaxOperands;
     device::TensorPlacement in[kMax], out[kMax];
@@ -104,36 +131,37 @@ Result<RunResult> Executable::run_mesh(std::span<const TensorView> inputs) {
     for (uint32_t i = 0; i < op->results()->size(); ++i) {
       out[i] = plan_.placement(op->results()->Get(i));
       outp[i] = &out[i];
-      MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.allocate(out[i]); }));
+      MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.allocate(out[i]); }));
     }
     std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
     device::OpConfig config = op_config_of(*op);
-    config.mesh_rows = desc.rows;
-    config.mesh_cols = desc.cols;
+    config.mesh_rows = static_cast<uint16_t>(mesh_rows(plan_));
+    config.mesh_cols = static_cast<uint16_t>(mesh_cols(plan_));
     auto kind = static_cast<device::OpKind>(op->kind());
-    if (device::is_collective(kind)) {
-      std::vector<uint64_t> start(static_cast<size_t>(chips));
-      for (int c = 0; c < chips; ++c) start[static_cast<size_t>(c)] = mesh.now_ns(desc.coord(c));
-      auto ins = all_chips(in[0]), outs = all_chips(out[0]);
-      auto run = device::run_collective_op(mesh, kind, config, ins, outs);
+    if (sharded && device::is_collective(kind)) {
+      std::vector<uint64_t> start(static_cast<size_t>(chips.count));
+      for (int c = 0; c < chips.count; ++c) start[static_cast<size_t>(c)] = chips.clock(c);
+      auto ins = chips.per_chip(in[0]), outs = chips.per_chip(out[0]);
+      auto run = device::run_collective_op(*mesh_, kind, config, ins, outs);
       if (!run) return std::unexpected(with_context(run.error(), str("op '", name, "'")));
       result.collective_ns += run->timing.duration_ns;
       result.bytes_moved += run->bytes_moved;
-      for (int c = 0; c < chips; ++c) {
-        uint64_t end = mesh.now_ns(desc.coord(c));
-        result.ops.push_back(OpProfile{name, kind, end - start[static_cast<size_t>(c)], 0, 0, 0,
-                                       static_cast<uint32_t>(c), start[static_cast<size_t>(c)],
-                                       true});
+      for (int c = 0; c < chips.count; ++c) {
+        uint64_t begin = start[static_cast<size_t>(c)];
+        result.ops.push_back(OpProfile{name, kind, chips.clock(c) - begin, 0, 0, 0,
+                                       static_cast<uint32_t>(c), begin, true});
       }
     } else {
       device::OpLaunch launch{kind, name, std::span(inp, op->operands()->size()),
                               std::span(outp, op->results()->size()), config};
-      for (int c = 0; c < chips; ++c) {
-        uint64_t start = mesh.now_ns(desc.coord(c));
-        auto timing = mesh.chip(c).launch(launch);
-        if (!timing)
-          return std::unexpected(
-              with_context(timing.error(), str("chip ", device::coord_name(desc.coord(c)))));
+      for (int c = 0; c < chips.count; ++c) {
+        uint64_t start = chips.clock(c);
+        auto timing = chips.chip(c).launch(launch);
+        // A mesh plan's errors name the chip; a single-chip plan's come as the chip gives them.
+        if (!timing && sharded)
+          return std::unexpected(with_context(
+              timing.error(), str("chip ", device::coord_name(mesh_->descriptor().coord(c)))));
+        if (!timing) return std::unexpected(timing.error());
         result.ops.push_back(OpProfile{name, kind, timing->duration_ns, timing->cores_used,
                                        timing->compute_ns, timing->dram_ns,
                                        static_cast<uint32_t>(c), start, false});
@@ -142,21 +170,27 @@ Result<RunResult> Executable::run_mesh(std::span<const TensorView> inputs) {
     if (op->frees())
       for (uint32_t id : *op->frees()) {
         device::TensorPlacement t = plan_.placement(id);
-        MESHPLAN_TRY(on_every_chip([&](device::Device& d) { return d.deallocate(t); }));
+        MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.deallocate(t); }));
       }
   }
+  // Outputs: read back from the chip, or reassembled on the host from the mesh.
   for (uint32_t i = 0; i < p.outputs()->size(); ++i) {
-    auto full = host_shape(plan_, i, true);
-    device::MeshShardSpec spec = boundary_shard(plan_, i, true);
+    device::TensorPlacement placement = plan_.placement(p.outputs()->Get(i));
+    auto full = sharded ? host_shape(plan_, i, true) : placement.shape;
     Tensor t(std::vector<int64_t>(full.begin(), full.end()));
-    if (spec.type == device::MeshShardType::identity)
-      t.data.resize(t.data.size() * static_cast<size_t>(chips));
-    auto per_chip = all_chips(plan_.placement(p.outputs()->Get(i)));
-    MESHPLAN_TRY(mesh.shard_to_full(per_chip, spec, full, t.data));
+    if (sharded) {
+      device::MeshShardSpec spec = boundary_shard(plan_, i, true);
+      if (spec.type == device::MeshShardType::identity)
+        t.data.resize(t.data.size() * static_cast<size_t>(chips.count));
+      MESHPLAN_TRY(mesh_->shard_to_full(chips.per_chip(placement), spec, full, t.data));
+    } else {
+      MESHPLAN_TRY(chips.chip(0).read(placement, t.data));
+    }
     result.outputs.push_back(std::move(t));
   }
-  for (int c = 0; c < chips; ++c) {
-    uint64_t total = mesh.now_ns(desc.coord(c)), ops = mesh.chip(c).now_ns();
+  // Per chip: its clock, its time in device ops, and the rest (collectives, incl. waiting).
+  for (int c = 0; c < chips.count; ++c) {
+    uint64_t total = chips.clock(c), ops = chips.chip(c).now_ns();
     result.chip_ns.push_back(total);
     result.chip_device_ns.push_back(ops);
     result.chip_collective_ns.push_back(total - std::min(total, ops));
