@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "emit/emit.hpp"
+#include "layout/plan_packed.hpp"
+#include "memory/memory_packed.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/planner/flatten_spatial.hpp"
@@ -70,7 +72,10 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   // key determines the mesh descriptor either way.
   const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
-  LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
+  // The L1 packing fitting made of it last serves the memory plan unless block-float storage
+  // below changes the layouts it packed.
+  L1Packing packing;
+  LayoutResult planned = MESHPLAN_TRY(plan_layout_packed(*source, chip, options, packing));
   // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
   // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
   // upload follow the planned dtype.
@@ -107,8 +112,12 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   }
   // The schedule and the L1 memory plan, verified before anything is written.
   Schedule schedule = Schedule::build(planned.graph);
-  MemoryPlan memory = MESHPLAN_TRY(plan_memory(planned.graph, schedule, planned.layout, chip));
-  MESHPLAN_TRY(verify_memory(planned.graph, schedule, planned.layout, memory, chip));
+  if (!stored.empty())
+    packing = MESHPLAN_TRY(pack_l1(planned.graph, schedule, planned.layout, chip));
+  MemoryPlan memory =
+      MESHPLAN_TRY(plan_memory_packed(planned.graph, schedule, planned.layout, chip, packing));
+  MESHPLAN_TRY(verify_memory_packed(planned.graph, schedule, planned.layout, memory, chip,
+                                    packing.cb_bytes));
 
   CompiledPlan out;
   out.graph_key = graph_key(original);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "layout/plan_packed.hpp"
 #include "meshplan/planner/df_sharding.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
@@ -230,7 +231,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.graph.mesh = g.mesh;
   out.graph.argument_shards = g.argument_shards;
   out.graph.output_shards = g.output_shards;
-  out.layout.tensors = in.layout.tensors;
+  out.layout.tensors = std::move(in.layout.tensors);
   out.spills = in.spills;
   out.reshards = in.reshards;
   out.graph.ops.reserve(g.ops.size());
@@ -249,7 +250,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     }
   };
   for (ValueId a : g.arguments)
-    if (in.layout.tensors[a].in_l1()) {
+    if (out.layout.tensors[a].in_l1()) {
       live.push_back(a);
       live_bytes += size[a];
     }
@@ -369,16 +370,19 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   return out;
 }
 
-Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
+namespace {
+
+// fit_and_validate(); `last` receives the packing of the fitted plan.
+Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
     MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
     MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
     Schedule s = Schedule::build(r.graph);
-    L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
-    if (packing.unplaced.empty()) break;
+    last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
+    if (last.unplaced.empty()) break;
     // Demote what did not pack; results of sharded-grid ops go back to the full grid.
-    for (ValueId v : packing.unplaced) {
+    for (ValueId v : last.unplaced) {
       r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
       OpId producer = r.graph.values[v].producer;
       if (producer != kNoOp)
@@ -387,6 +391,9 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
       ++r.spills;
     }
   }
+  // pack_l1() validated every op on the chip's own model: without a mesh to cost collectives
+  // on, that is this query's model, so its verdicts stand.
+  if (!r.mesh) return {};
   OpQuery q(r.graph, chip, r.mesh);
   for (OpId o = 0; o < r.graph.ops.size(); ++o) {
     const Op& op = r.graph.ops[o];
@@ -403,6 +410,13 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   return {};
 }
 
+}  // namespace
+
+Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
+  L1Packing packing;
+  return fit_packed(r, chip, packing);
+}
+
 std::vector<std::string_view> policy_names() {
   return {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"};
 }
@@ -412,8 +426,11 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
   return plan_layout_until(g, chip, options, LayoutStage::fitted);
 }
 
-Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
-                                       const PlannerOptions& options, LayoutStage stop) {
+namespace {
+
+Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop,
+                                       L1Packing& packing) {
   // A tensor larger than all of L1 and DRAM cannot be planned by any policy.
   for (const Value& v : g.values) {
     TensorLayout dram = interleaved_layout(v, device::BufferType::dram);
@@ -491,12 +508,14 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
                 "' (policies: ", known, ")");
   }
   if (stop != LayoutStage::fitted) return with_notes(std::move(r));
-  MESHPLAN_TRY(fit_and_validate(r, chip));
+  MESHPLAN_TRY(fit_packed(r, chip, packing));
   if (belady && r.spill_selection == SpillSelection::dp_exact) {
-    MESHPLAN_TRY(fit_and_validate(*belady, chip));
+    L1Packing belady_packing;
+    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing));
     if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
       uint64_t states = r.spill_dp_states;
       r = std::move(*belady);
+      packing = std::move(belady_packing);
       r.spill_selection = SpillSelection::dp_kept_belady;
       r.spill_dp_states = states;
     }
@@ -504,6 +523,19 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
   MESHPLAN_TRY(check_overrides_held(g, overrides, r));
   r.notes = std::move(notes);
   return r;
+}
+
+}  // namespace
+
+Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop) {
+  L1Packing packing;
+  return plan_layout_stage(g, chip, options, stop, packing);
+}
+
+Result<LayoutResult> plan_layout_packed(const Graph& g, const device::ChipDesc& chip,
+                                        const PlannerOptions& options, L1Packing& packing) {
+  return plan_layout_stage(g, chip, options, LayoutStage::fitted, packing);
 }
 
 }  // namespace meshplan::planner
