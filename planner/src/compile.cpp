@@ -72,10 +72,12 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   // key determines the mesh descriptor either way.
   const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
-  // The L1 packing fitting made of it last serves the memory plan unless block-float storage
-  // below changes the layouts it packed.
+  // The L1 packing fitting made of it last (on its schedule) serves the memory plan unless
+  // block-float storage below changes the layouts it packed.
   L1Packing packing;
-  LayoutResult planned = MESHPLAN_TRY(plan_layout_packed(*source, chip, options, packing));
+  Schedule schedule;
+  LayoutResult planned =
+      MESHPLAN_TRY(plan_layout_packed(*source, chip, options, packing, schedule));
   // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
   // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
   // upload follow the planned dtype.
@@ -110,8 +112,7 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
             device::weight_fidelity(planned.layout.tensors[op.operands[1]].dtype);
     }
   }
-  // The schedule and the L1 memory plan, verified before anything is written.
-  Schedule schedule = Schedule::build(planned.graph);
+  // The L1 memory plan on the planned graph's schedule, verified before anything is written.
   if (!stored.empty())
     packing = MESHPLAN_TRY(pack_l1(planned.graph, schedule, planned.layout, chip));
   MemoryPlan memory =

@@ -4,11 +4,14 @@
 
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/schedule.hpp"
 
 namespace meshplan::planner {
 
-/// plan_layout(); `packing` receives pack_l1() of the returned plan on its graph's schedule.
+/// plan_layout(); `packing` receives pack_l1() of the returned plan on `schedule`, which
+/// receives Schedule::build() of its graph.
 Result<LayoutResult> plan_layout_packed(const Graph& graph, const device::ChipDesc& chip,
-                                        const PlannerOptions& options, L1Packing& packing);
+                                        const PlannerOptions& options, L1Packing& packing,
+                                        Schedule& schedule);
 
 }  // namespace meshplan::planner

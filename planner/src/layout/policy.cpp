@@ -396,13 +396,13 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
 
 namespace {
 
-// fit_and_validate(); `last` receives the packing of the fitted plan.
-Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last) {
+// fit_and_validate(); `last` receives the packing of the fitted plan on its schedule `s`.
+Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last, Schedule& s) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
     MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
     MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
-    Schedule s = Schedule::build(r.graph);
+    s = Schedule::build(r.graph);
     last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (last.unplaced.empty()) break;
     // Demote what did not pack; results of sharded-grid ops go back to the full grid.
@@ -438,7 +438,8 @@ Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last
 
 Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   L1Packing packing;
-  return fit_packed(r, chip, packing);
+  Schedule schedule;
+  return fit_packed(r, chip, packing, schedule);
 }
 
 std::vector<std::string_view> policy_names() {
@@ -454,7 +455,7 @@ namespace {
 
 Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& chip,
                                        const PlannerOptions& options, LayoutStage stop,
-                                       L1Packing& packing) {
+                                       L1Packing& packing, Schedule& schedule) {
   // A tensor larger than all of L1 and DRAM cannot be planned by any policy.
   for (const Value& v : g.values) {
     TensorLayout dram = interleaved_layout(v, device::BufferType::dram);
@@ -532,14 +533,16 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
                 "' (policies: ", known, ")");
   }
   if (stop != LayoutStage::fitted) return with_notes(std::move(r));
-  MESHPLAN_TRY(fit_packed(r, chip, packing));
+  MESHPLAN_TRY(fit_packed(r, chip, packing, schedule));
   if (belady && r.spill_selection == SpillSelection::dp_exact) {
     L1Packing belady_packing;
-    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing));
+    Schedule belady_schedule;
+    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
     if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
       uint64_t states = r.spill_dp_states;
       r = std::move(*belady);
       packing = std::move(belady_packing);
+      schedule = std::move(belady_schedule);
       r.spill_selection = SpillSelection::dp_kept_belady;
       r.spill_dp_states = states;
     }
@@ -554,12 +557,14 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
 Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
                                        const PlannerOptions& options, LayoutStage stop) {
   L1Packing packing;
-  return plan_layout_stage(g, chip, options, stop, packing);
+  Schedule schedule;
+  return plan_layout_stage(g, chip, options, stop, packing, schedule);
 }
 
 Result<LayoutResult> plan_layout_packed(const Graph& g, const device::ChipDesc& chip,
-                                        const PlannerOptions& options, L1Packing& packing) {
-  return plan_layout_stage(g, chip, options, LayoutStage::fitted, packing);
+                                        const PlannerOptions& options, L1Packing& packing,
+                                        Schedule& schedule) {
+  return plan_layout_stage(g, chip, options, LayoutStage::fitted, packing, schedule);
 }
 
 }  // namespace meshplan::planner
