@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "emit/emit.hpp"
+#include "layout/plan_packed.hpp"
+#include "memory/memory_packed.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/planner/flatten_spatial.hpp"
@@ -70,7 +72,12 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   // key determines the mesh descriptor either way.
   const device::MeshDesc mesh = MESHPLAN_TRY(planning_mesh(original, chip, options));
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
-  LayoutResult planned = MESHPLAN_TRY(plan_layout(*source, chip, options));
+  // The L1 packing fitting made of it last (on its schedule) serves the memory plan unless
+  // block-float storage below changes the layouts it packed.
+  L1Packing packing;
+  Schedule schedule;
+  LayoutResult planned =
+      MESHPLAN_TRY(plan_layout_packed(*source, chip, options, packing, schedule));
   // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
   // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
   // upload follow the planned dtype.
@@ -105,10 +112,13 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
             device::weight_fidelity(planned.layout.tensors[op.operands[1]].dtype);
     }
   }
-  // The schedule and the L1 memory plan, verified before anything is written.
-  Schedule schedule = Schedule::build(planned.graph);
-  MemoryPlan memory = MESHPLAN_TRY(plan_memory(planned.graph, schedule, planned.layout, chip));
-  MESHPLAN_TRY(verify_memory(planned.graph, schedule, planned.layout, memory, chip));
+  // The L1 memory plan on the planned graph's schedule, verified before anything is written.
+  if (!stored.empty())
+    packing = MESHPLAN_TRY(pack_l1(planned.graph, schedule, planned.layout, chip));
+  MemoryPlan memory =
+      MESHPLAN_TRY(plan_memory_packed(planned.graph, schedule, planned.layout, chip, packing));
+  MESHPLAN_TRY(verify_memory_packed(planned.graph, schedule, planned.layout, memory, chip,
+                                    packing.cb_bytes));
 
   CompiledPlan out;
   out.graph_key = graph_key(original);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Planning-time scaling curve: greedy and beam on the ~1k/10k/50k/100k-op graphs of
 # scale_bench.cpp and graph.json import of the 100k-op one, each in its own process (so its
-# peak_rss_mb counter is its own); medians of 3 runs up to 10k ops, one run above. Given two
+# peak_rss_mb counter is its own); medians of 3 runs up to 10k ops, LARGE_REPS runs above (default
+# 1; set LARGE_REPS=3 for medians there too, on a loaded machine). Given two
 # bench binaries (e.g. the previous build and this one) it runs them in turn per row.
 # The reporter colours its lines whatever --benchmark_color says: the colour codes are dropped.
 # usage: tests/bench/scale_curve.sh BUILD/tests/bench/meshplan_bench [OTHER/meshplan_bench]
@@ -17,7 +18,7 @@ row() {
 }
 for size in 1000 10000 50000 100000; do
   reps=3
-  if [ "$size" -gt 10000 ]; then reps=1; fi
+  if [ "$size" -gt 10000 ]; then reps=${LARGE_REPS:-1}; fi
   for policy in greedy beam; do
     for bin in "$@"; do row "$bin" "^BM_PlanScale/$policy/$size\$" "$reps"; done
   done

@@ -2,9 +2,11 @@
 #include "meshplan/planner/policy.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 #include <unordered_set>
 
+#include "layout/plan_packed.hpp"
 #include "meshplan/planner/df_sharding.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
@@ -39,7 +41,14 @@ std::string unique_op_name(std::unordered_set<std::string>& taken, const std::st
 // insert none, and hashing 20,000 names per pass showed in the planning profile.
 class TakenNames {
  public:
-  explicit TakenNames(const Graph& g) : g_(g) {}
+  using FillOps = std::function<void(std::unordered_set<std::string>&)>;
+  explicit TakenNames(const Graph& g)
+      : values_of_(g.values), fill_ops_([&g](std::unordered_set<std::string>& ops) {
+          for (const Op& op : g.ops) ops.insert(op.name);
+        }) {}
+  /// Value names from `values`, op names from `fill_ops` (called once, on the first move).
+  TakenNames(const std::vector<Value>& values, FillOps fill_ops)
+      : values_of_(values), fill_ops_(std::move(fill_ops)) {}
   std::unordered_set<std::string>& values() {
     fill();
     return values_;
@@ -53,10 +62,11 @@ class TakenNames {
   void fill() {
     if (filled_) return;
     filled_ = true;
-    for (const Value& v : g_.values) values_.insert(v.name);
-    for (const Op& op : g_.ops) ops_.insert(op.name);
+    for (const Value& v : values_of_) values_.insert(v.name);
+    fill_ops_(ops_);
   }
-  const Graph& g_;
+  const std::vector<Value>& values_of_;
+  FillOps fill_ops_;
   bool filled_ = false;
   std::unordered_set<std::string> values_, ops_;
 };
@@ -206,7 +216,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   const Graph& g = in.graph;
   Schedule s = Schedule::build(g);
   int n = static_cast<int>(g.ops.size());
-  OpQuery q(g, chip, in.mesh);
+  const size_t nv = g.values.size();
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
   // Uses of every value, by position, ascending; graph outputs are used at n (the end).
   std::vector<std::vector<int>> uses(g.values.size());
@@ -225,20 +235,31 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   LayoutResult out;
   out.mesh = in.mesh;
   out.graph.name = g.name;
-  out.graph.values = g.values;
+  // The values and ops move to the result (spill copies are appended to them); from here on
+  // the original values are out.graph.values[v] for v < nv and op p is in.graph.ops[p] until
+  // it is moved.
+  out.graph.values = std::move(in.graph.values);
+  const std::vector<Value>& values = out.graph.values;
+  OpQuery q(out.graph, chip, in.mesh);
   out.graph.arguments = g.arguments;
   out.graph.mesh = g.mesh;
   out.graph.argument_shards = g.argument_shards;
   out.graph.output_shards = g.output_shards;
-  out.layout.tensors = in.layout.tensors;
+  out.layout.tensors = std::move(in.layout.tensors);
   out.spills = in.spills;
   out.reshards = in.reshards;
   out.graph.ops.reserve(g.ops.size());
   out.layout.configs.reserve(g.ops.size());
   out.origin.reserve(g.ops.size());
-  TakenNames names(g);
-  std::vector<ValueId> current(g.values.size());
-  for (ValueId v = 0; v < g.values.size(); ++v) current[v] = v;
+  int at = 0;                   // the op being placed; ops before it were moved to out.graph
+  const Op* placing = nullptr;  // that op, once moved out of in.graph
+  TakenNames names(values, [&](std::unordered_set<std::string>& ops) {
+    for (const Op& op : out.graph.ops) ops.insert(op.name);
+    if (placing) ops.insert(placing->name);
+    for (int p = placing ? at + 1 : at; p < n; ++p) ops.insert(in.graph.ops[p].name);
+  });
+  std::vector<ValueId> current(nv);
+  for (ValueId v = 0; v < nv; ++v) current[v] = v;
   std::vector<ValueId> live;  // original ids of live L1 tensors
   uint64_t live_bytes = 0;
   auto drop = [&](ValueId v) {
@@ -249,12 +270,14 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     }
   };
   for (ValueId a : g.arguments)
-    if (in.layout.tensors[a].in_l1()) {
+    if (out.layout.tensors[a].in_l1()) {
       live.push_back(a);
       live_bytes += size[a];
     }
   for (int p = 0; p < n; ++p) {
-    Op op = g.ops[p];
+    at = p;
+    Op op = std::move(in.graph.ops[p]);
+    placing = &op;
     device::OpConfig config = in.layout.configs[p];
     ValueId result = op.results[0];
     std::vector<const TensorLayout*> in_layouts;
@@ -288,7 +311,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
       ++out.spills;
       if (victim == result) {
         // Evicted at birth: the op writes DRAM directly.
-        out.layout.tensors[result] = interleaved_layout(g.values[result], device::BufferType::dram);
+        out.layout.tensors[result] = interleaved_layout(values[result], device::BufferType::dram);
         if (config.grid_x != chip.grid_x || config.grid_y != chip.grid_y)
           config = config_for(config, out.layout.tensors[result], chip);
         result_l1 = false;
@@ -299,7 +322,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
       // Not read since it was produced, or read but cheaper to have lived in DRAM all along than
       // to move now (OpModel's costs of its producer and readers so far against the move's):
       // its producer writes DRAM directly (no move).
-      OpId producer = g.values[victim].producer;
+      OpId producer = values[victim].producer;
       auto demote_is_cheaper = [&] {
         OpQuery qo(out.graph, chip, out.mesh);
         auto cost_of_touching = [&] {
@@ -318,16 +341,16 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         };
         uint64_t now = cost_of_touching();
         TensorLayout saved = out.layout.tensors[victim];
-        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        out.layout.tensors[victim] = interleaved_layout(values[victim], device::BufferType::dram);
         uint64_t demoted = cost_of_touching();
         out.layout.tensors[victim] = saved;
         return demoted - std::min(demoted, now) <=
                qo.move_cost(victim, saved,
-                            interleaved_layout(g.values[victim], device::BufferType::dram));
+                            interleaved_layout(values[victim], device::BufferType::dram));
       };
       if (producer != kNoOp &&
           (next_use(victim, s.defined_at(victim) + 1) >= p || demote_is_cheaper())) {
-        out.layout.tensors[victim] = interleaved_layout(g.values[victim], device::BufferType::dram);
+        out.layout.tensors[victim] = interleaved_layout(values[victim], device::BufferType::dram);
         for (OpId e = 0; e < out.graph.ops.size(); ++e)
           if (out.graph.ops[e].results[0] == victim)
             out.layout.configs[e] =
@@ -338,10 +361,10 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         continue;
       }
       // Move the victim to DRAM before this op; later readers read the copy.
-      ValueId copy = add_value(out.graph, names.values(), g.values[victim], ".spill");
-      out.layout.tensors.push_back(interleaved_layout(g.values[victim], device::BufferType::dram));
+      ValueId copy = add_value(out.graph, names.values(), values[victim], ".spill");
+      out.layout.tensors.push_back(interleaved_layout(values[victim], device::BufferType::dram));
       Op move;
-      move.name = unique_op_name(names.ops(), g.values[victim].name + ".spill");
+      move.name = unique_op_name(names.ops(), values[victim].name + ".spill");
       move.kind = device::OpKind::to_memory_config;
       move.operands = {current[victim]};
       move.results = {copy};
@@ -354,6 +377,8 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
       need -= size[victim];
     }
     for (ValueId& v : op.operands) v = current[v];
+    placing = nullptr;
+    at = p + 1;
     out.graph.ops.push_back(std::move(op));
     out.layout.configs.push_back(config);
     out.origin.push_back(in.origin[p]);
@@ -369,16 +394,19 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   return out;
 }
 
-Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
+namespace {
+
+// fit_and_validate(); `last` receives the packing of the fitted plan on its schedule `s`.
+Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last, Schedule& s) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
     MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
     MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
-    Schedule s = Schedule::build(r.graph);
-    L1Packing packing = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
-    if (packing.unplaced.empty()) break;
+    s = Schedule::build(r.graph);
+    last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
+    if (last.unplaced.empty()) break;
     // Demote what did not pack; results of sharded-grid ops go back to the full grid.
-    for (ValueId v : packing.unplaced) {
+    for (ValueId v : last.unplaced) {
       r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
       OpId producer = r.graph.values[v].producer;
       if (producer != kNoOp)
@@ -387,6 +415,9 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
       ++r.spills;
     }
   }
+  // pack_l1() validated every op on the chip's own model: without a mesh to cost collectives
+  // on, that is this query's model, so its verdicts stand.
+  if (!r.mesh) return {};
   OpQuery q(r.graph, chip, r.mesh);
   for (OpId o = 0; o < r.graph.ops.size(); ++o) {
     const Op& op = r.graph.ops[o];
@@ -403,6 +434,14 @@ Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
   return {};
 }
 
+}  // namespace
+
+Status fit_and_validate(LayoutResult& r, const device::ChipDesc& chip) {
+  L1Packing packing;
+  Schedule schedule;
+  return fit_packed(r, chip, packing, schedule);
+}
+
 std::vector<std::string_view> policy_names() {
   return {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"};
 }
@@ -412,8 +451,11 @@ Result<LayoutResult> plan_layout(const Graph& g, const device::ChipDesc& chip,
   return plan_layout_until(g, chip, options, LayoutStage::fitted);
 }
 
-Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
-                                       const PlannerOptions& options, LayoutStage stop) {
+namespace {
+
+Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop,
+                                       L1Packing& packing, Schedule& schedule) {
   // A tensor larger than all of L1 and DRAM cannot be planned by any policy.
   for (const Value& v : g.values) {
     TensorLayout dram = interleaved_layout(v, device::BufferType::dram);
@@ -491,12 +533,16 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
                 "' (policies: ", known, ")");
   }
   if (stop != LayoutStage::fitted) return with_notes(std::move(r));
-  MESHPLAN_TRY(fit_and_validate(r, chip));
+  MESHPLAN_TRY(fit_packed(r, chip, packing, schedule));
   if (belady && r.spill_selection == SpillSelection::dp_exact) {
-    MESHPLAN_TRY(fit_and_validate(*belady, chip));
+    L1Packing belady_packing;
+    Schedule belady_schedule;
+    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
     if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
       uint64_t states = r.spill_dp_states;
       r = std::move(*belady);
+      packing = std::move(belady_packing);
+      schedule = std::move(belady_schedule);
       r.spill_selection = SpillSelection::dp_kept_belady;
       r.spill_dp_states = states;
     }
@@ -504,6 +550,21 @@ Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& c
   MESHPLAN_TRY(check_overrides_held(g, overrides, r));
   r.notes = std::move(notes);
   return r;
+}
+
+}  // namespace
+
+Result<LayoutResult> plan_layout_until(const Graph& g, const device::ChipDesc& chip,
+                                       const PlannerOptions& options, LayoutStage stop) {
+  L1Packing packing;
+  Schedule schedule;
+  return plan_layout_stage(g, chip, options, stop, packing, schedule);
+}
+
+Result<LayoutResult> plan_layout_packed(const Graph& g, const device::ChipDesc& chip,
+                                        const PlannerOptions& options, L1Packing& packing,
+                                        Schedule& schedule) {
+  return plan_layout_stage(g, chip, options, LayoutStage::fitted, packing, schedule);
 }
 
 }  // namespace meshplan::planner

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "memory/memory_packed.hpp"
 #include "meshplan/device/allocator.hpp"
 #include "meshplan/device/placement.hpp"
 #include "meshplan/planner/candidates.hpp"
@@ -171,13 +172,18 @@ std::string L1Packing::print(const Graph& g, const Schedule& s, const LayoutPlan
 
 Result<MemoryPlan> plan_memory(const Graph& g, const Schedule& s, const LayoutPlan& layout,
                                const device::ChipDesc& chip) {
+  L1Packing packing = MESHPLAN_TRY(pack_l1(g, s, layout, chip));
+  return plan_memory_packed(g, s, layout, chip, packing);
+}
+
+Result<MemoryPlan> plan_memory_packed(const Graph& g, const Schedule& s, const LayoutPlan& layout,
+                                      const device::ChipDesc& chip, const L1Packing& packing) {
   MemoryPlan m;
   m.address.assign(g.values.size(), 0);
   m.bytes_per_bank.assign(g.values.size(), 0);
   m.page_size.assign(g.values.size(), 0);
   for (ValueId v = 0; v < g.values.size(); ++v)
     m.bytes_per_bank[v] = bytes_for(g.values[v], layout.tensors[v], chip, &m.page_size[v]);
-  L1Packing packing = MESHPLAN_TRY(pack_l1(g, s, layout, chip));
   if (!packing.unplaced.empty()) {
     const Value& v = g.values[packing.unplaced[0]];
     return fail(ErrorCode::resource_exhausted, "L1 memory plan: tensor '", v.name, "' ",
@@ -211,8 +217,23 @@ Result<MemoryPlan> plan_memory(const Graph& g, const Schedule& s, const LayoutPl
 
 Status verify_memory(const Graph& g, const Schedule& s, const LayoutPlan& layout,
                      const MemoryPlan& m, const device::ChipDesc& chip) {
-  Allocators alloc(chip);
   OpQuery query(g, chip);
+  std::vector<uint64_t> cb_bytes(s.order().size(), 0);
+  for (size_t pos = 0; pos < s.order().size(); ++pos) {
+    device::OpValidation v = MESHPLAN_TRY(validate_at(
+        query, g, layout, s.order()[pos], ErrorCode::internal, "memory plan does not verify: "));
+    cb_bytes[pos] = v.cb_bytes_per_core;
+  }
+  return verify_memory_packed(g, s, layout, m, chip, cb_bytes);
+}
+
+Status verify_memory_packed(const Graph& g, const Schedule& s, const LayoutPlan& layout,
+                            const MemoryPlan& m, const device::ChipDesc& chip,
+                            const std::vector<uint64_t>& cb_bytes) {
+  if (cb_bytes.size() != s.order().size())
+    return fail(ErrorCode::internal, "memory plan does not verify: ", cb_bytes.size(),
+                " circular-buffer sizes for ", s.order().size(), " scheduled ops");
+  Allocators alloc(chip);
   auto take = [&](ValueId v) -> Status {
     auto st = alloc.of(layout.tensors[v].buffer)
                   .allocate_at(m.address[v], m.bytes_per_bank[v], g.values[v].name);
@@ -223,9 +244,7 @@ Status verify_memory(const Graph& g, const Schedule& s, const LayoutPlan& layout
   for (size_t pos = 0; pos < s.order().size(); ++pos) {
     const Op& op = g.ops[s.order()[pos]];
     for (ValueId r : op.results) MESHPLAN_TRY(take(r));
-    device::OpValidation v = MESHPLAN_TRY(validate_at(
-        query, g, layout, s.order()[pos], ErrorCode::internal, "memory plan does not verify: "));
-    uint64_t cb_top = chip.l1_unreserved_base + v.cb_bytes_per_core;
+    uint64_t cb_top = chip.l1_unreserved_base + cb_bytes[pos];
     if (cb_top > alloc.l1.lowest_allocated())
       return fail(ErrorCode::internal, "memory plan does not verify: op '", op.name,
                   "': circular buffers [", chip.l1_unreserved_base, ", ", cb_top,
