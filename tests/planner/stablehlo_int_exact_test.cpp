@@ -306,10 +306,23 @@ TEST_CASE("bitcast_convert between i8/ui8, i16/ui16 and from bf16 to i16/ui16") 
         {{16256, 49152, 16128, 32768, 32640, 16457}, {16256, -16384, 16128, -32768, 32640, 16457}});
 }
 
+TEST_CASE("bitcast_convert from i16/ui16 to bf16: the 16 bits as bf16's") {
+  // 0x3f80 = 16256 -> 1.0, 0xc000 = 49152 (i16 -16384) -> -2.0, 0x3f00 = 16128 -> 0.5,
+  // 0x7f80 = 32640 -> inf, 0x4049 = 16457 -> 3.140625, 0xff80 = 65408 (i16 -128) -> -inf.
+  check(
+      R"(func.func public @main(%a: tensor<6xui16>, %b: tensor<6xi16>) -> (tensor<6xbf16>, tensor<6xbf16>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<6xui16>) -> tensor<6xbf16>
+  %1 = stablehlo.bitcast_convert %b : (tensor<6xi16>) -> tensor<6xbf16>
+  return %0, %1 : tensor<6xbf16>, tensor<6xbf16>
+})",
+      {{16256, 49152, 16128, 32640, 16457, 65408}, {16256, -16384, 16128, 32640, 16457, -128}},
+      {{1.0f, -2.0f, 0.5f, INFINITY, 3.140625f, -INFINITY},
+       {1.0f, -2.0f, 0.5f, INFINITY, 3.140625f, -INFINITY}});
+}
+
 TEST_CASE("bitcast_convert whose bits the device does not hold is a located error") {
-  // f16 is computed in f32 (its bits are not stored); ui16 -> bf16 would need an f32 host value
-  // made from bits.
-  for (const char* sig : {"(tensor<2xf16>) -> tensor<2xui16>", "(tensor<2xui16>) -> tensor<2xbf16>",
+  // f16 is computed in f32 (its bits are not stored); i8 and ui16 differ in width.
+  for (const char* sig : {"(tensor<2xf16>) -> tensor<2xui16>", "(tensor<2xui16>) -> tensor<2xf16>",
                           "(tensor<2xi8>) -> tensor<2xui16>"}) {
     CAPTURE(sig);
     std::string s = sig;

@@ -756,11 +756,12 @@ Status lower_bitcast_convert(Lowering& l, const Op& op) {
   };
   const bool narrow_ints = pair("i8", "ui8") || pair("i16", "ui16");
   const bool from_bf16 = from == "bf16" && (to == "ui16" || to == "i16");
-  if (rt.shape != xt.shape || !((word(from) && word(to)) || narrow_ints || from_bf16))
+  const bool to_bf16 = to == "bf16" && (from == "ui16" || from == "i16");
+  if (rt.shape != xt.shape || !((word(from) && word(to)) || narrow_ints || from_bf16 || to_bf16))
     return l.unimplemented(
         op, str("stablehlo.bitcast_convert from ", from, " to ", to,
                 " (supported between f32, i32 and ui32, between i8 and ui8, between i16 and "
-                "ui16, and from bf16 to i16 or ui16, of one shape)"));
+                "ui16, and between bf16 and i16 or ui16, of one shape)"));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
   DType dt = MESHPLAN_TRY(dtype_of(rt, op.loc));
   const std::vector<int64_t>& shape = rt.shape;
@@ -773,6 +774,17 @@ Status lower_bitcast_convert(Lowering& l, const Op& op) {
   if (word(from)) {
     MESHPLAN_TRY(
         l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(dt))}}));
+    return {};
+  }
+  if (to_bf16) {
+    // The 16 bits as the upper half of an f32 word, whose value bf16 holds exactly.
+    DType wt = MESHPLAN_TRY(dtype_of(xt, op.loc));
+    GValue w = MESHPLAN_TRY(l.emit(OpKind::shift_left,
+                                   {x, MESHPLAN_TRY(word_constant(l, 16, shape.size(), wt))}, {},
+                                   shape, wt));
+    MESHPLAN_TRY(l.emit_for(op, OpKind::typecast,
+                            {MESHPLAN_TRY(cast(OpKind::bitcast, w, DType::f32))},
+                            {{"dtype", std::string(device::dtype_name(DType::bf16))}}));
     return {};
   }
   GValue r;
