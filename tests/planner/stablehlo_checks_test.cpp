@@ -279,3 +279,32 @@ TEST_CASE("bitcast_convert to its own element type is the value itself") {
   CHECK(std::vector<float>(r.outputs[0].data.begin(), r.outputs[0].data.end()) ==
         std::vector<float>{0, 7, 200, 255});
 }
+
+TEST_CASE("convert of constant negative integers to ui32 wraps modulo 2^32") {
+  // i16 [1, 0, -1, -32768] as ui32: [1, 0, 2^32 - 1, 2^32 - 32768] = [1, 0, 4294967295,
+  // 4294934528] (the spec's two's complement reading, as XLA converts).
+  const std::string text =
+      R"(module @jit_main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main() -> (tensor<4xui32>) {
+    %c = stablehlo.constant dense<[1, 0, -1, -32768]> : tensor<4xi16>
+    %e = stablehlo.constant dense<[1, 0, 4294967295, 4294934528]> : tensor<4xui32>
+    %0 = stablehlo.convert %c : (tensor<4xi16>) -> tensor<4xui32>
+    stablehlo.custom_call @check.expect_eq(%0, %e) {has_side_effect = true} : (tensor<4xui32>, tensor<4xui32>) -> ()
+    return %0 : tensor<4xui32>
+  }
+})";
+  Ran r = run_checks(text);
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK(r.outcomes[0].ok);
+  CHECK(r.outputs[0].data[0] == 1.0f);
+  CHECK(r.outputs[0].data[1] == 0.0f);
+  CHECK(r.outputs[0].data[2] == 4294967296.0f);  // 4294967295 as the nearest f32
+  // ui64 is computed in ui32: -1 -> 2^64 - 1 would not come out; a located error.
+  std::string e = test::lower_error(R"(func.func public @main() -> tensor<2xui64> {
+  %c = stablehlo.constant dense<[1, -1]> : tensor<2xi32>
+  %0 = stablehlo.convert %c : (tensor<2xi32>) -> tensor<2xui64>
+  return %0 : tensor<2xui64>
+})");
+  CHECK(e.find("bad.mlir:3:") != std::string::npos);
+  CHECK(e.find("ui64") != std::string::npos);
+}

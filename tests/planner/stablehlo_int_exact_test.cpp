@@ -6,6 +6,7 @@
 // and return results that f32 holds exactly and do the wide arithmetic in between.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -273,6 +274,101 @@ TEST_CASE("bitcast_convert reinterprets the stored words") {
 })",
       {{1.0f, -2.0f, 0.0f}, {1065353216.0f, -1073741824.0f, 0}},
       {{1065353216.0f, -1073741824.0f, 0}, {1.0f, -2.0f, 0.0f}});
+}
+
+TEST_CASE("bitcast_convert between i8/ui8, i16/ui16 and from bf16 to i16/ui16") {
+  // Two's complement by hand: i8 -128 = 0x80 = 128, -1 = 0xff = 255, -37 = 0xdb = 219; ui8 200 =
+  // 0xc8 = -56. i16 -300 = 0xfed4 = 65236; ui16 50000 = 0xc350 = -15536.
+  check(
+      R"(func.func public @main(%a: tensor<5xi8>, %b: tensor<5xui8>, %c: tensor<5xi16>, %d: tensor<5xui16>) -> (tensor<5xui8>, tensor<5xi8>, tensor<5xui16>, tensor<5xi16>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<5xi8>) -> tensor<5xui8>
+  %1 = stablehlo.bitcast_convert %b : (tensor<5xui8>) -> tensor<5xi8>
+  %2 = stablehlo.bitcast_convert %c : (tensor<5xi16>) -> tensor<5xui16>
+  %3 = stablehlo.bitcast_convert %d : (tensor<5xui16>) -> tensor<5xi16>
+  return %0, %1, %2, %3 : tensor<5xui8>, tensor<5xi8>, tensor<5xui16>, tensor<5xi16>
+})",
+      {{-128, -1, 0, 127, -37},
+       {0, 255, 128, 127, 200},
+       {-32768, -1, 0, 32767, -300},
+       {0, 65535, 32768, 32767, 50000}},
+      {{128, 255, 0, 127, 219},
+       {0, -1, -128, 127, -56},
+       {32768, 65535, 0, 32767, 65236},
+       {0, -1, -32768, 32767, -15536}});
+  // bf16 bits: 1.0 = 0x3f80 = 16256, -2.0 = 0xc000 = 49152 (i16 -16384), 0.5 = 0x3f00 = 16128,
+  // -0.0 = 0x8000 = 32768 (i16 -32768), inf = 0x7f80 = 32640, 3.140625 = 0x4049 = 16457.
+  check(R"(func.func public @main(%a: tensor<6xbf16>) -> (tensor<6xui16>, tensor<6xi16>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<6xbf16>) -> tensor<6xui16>
+  %1 = stablehlo.bitcast_convert %a : (tensor<6xbf16>) -> tensor<6xi16>
+  return %0, %1 : tensor<6xui16>, tensor<6xi16>
+})",
+        {{1.0f, -2.0f, 0.5f, -0.0f, INFINITY, 3.140625f}},
+        {{16256, 49152, 16128, 32768, 32640, 16457}, {16256, -16384, 16128, -32768, 32640, 16457}});
+}
+
+TEST_CASE("bitcast_convert from i16/ui16 to bf16: the 16 bits as bf16's") {
+  // 0x3f80 = 16256 -> 1.0, 0xc000 = 49152 (i16 -16384) -> -2.0, 0x3f00 = 16128 -> 0.5,
+  // 0x7f80 = 32640 -> inf, 0x4049 = 16457 -> 3.140625, 0xff80 = 65408 (i16 -128) -> -inf.
+  check(
+      R"(func.func public @main(%a: tensor<6xui16>, %b: tensor<6xi16>) -> (tensor<6xbf16>, tensor<6xbf16>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<6xui16>) -> tensor<6xbf16>
+  %1 = stablehlo.bitcast_convert %b : (tensor<6xi16>) -> tensor<6xbf16>
+  return %0, %1 : tensor<6xbf16>, tensor<6xbf16>
+})",
+      {{16256, 49152, 16128, 32640, 16457, 65408}, {16256, -16384, 16128, 32640, 16457, -128}},
+      {{1.0f, -2.0f, 0.5f, INFINITY, 3.140625f, -INFINITY},
+       {1.0f, -2.0f, 0.5f, INFINITY, 3.140625f, -INFINITY}});
+}
+
+TEST_CASE("bitcast_convert whose bits the device does not hold is a located error") {
+  // f16 is computed in f32 (its bits are not stored); i8 and ui16 differ in width.
+  for (const char* sig : {"(tensor<2xf16>) -> tensor<2xui16>", "(tensor<2xui16>) -> tensor<2xf16>",
+                          "(tensor<2xi8>) -> tensor<2xui16>"}) {
+    CAPTURE(sig);
+    std::string s = sig;
+    std::string from = s.substr(1, s.find(')') - 1), to = s.substr(s.rfind(' ') + 1);
+    std::string e = lower_error("func.func public @main(%a: " + from + ") -> " + to +
+                                " {\n  %0 = stablehlo.bitcast_convert %a : " + s +
+                                "\n  return %0 : " + to + "\n}");
+    CHECK(e.find("bad.mlir:2:") != std::string::npos);
+    CHECK(e.find("bitcast_convert") != std::string::npos);
+  }
+}
+
+TEST_CASE("integer dot_general wraps modulo 2^32 as integer arithmetic does") {
+  // [[65536, 3, 1], [-2, 65536, 7]] . [[65536, 32768], [5, 1], [2, -3]]:
+  // 65536*65536 + 15 + 2 = 2^32 + 17 -> 17; 65536*32768 + 3 - 3 = 2^31 -> -2^31;
+  // -131072 + 327680 + 14 = 196622; -65536 + 65536 - 21 = -21. f32 would give 4294967313.
+  check(R"(func.func public @main(%a: tensor<6xi32>, %b: tensor<6xi32>) -> tensor<4xi32> {
+  %x = stablehlo.reshape %a : (tensor<6xi32>) -> tensor<2x3xi32>
+  %y = stablehlo.reshape %b : (tensor<6xi32>) -> tensor<3x2xi32>
+  %0 = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0] : (tensor<2x3xi32>, tensor<3x2xi32>) -> tensor<2x2xi32>
+  %1 = stablehlo.reshape %0 : (tensor<2x2xi32>) -> tensor<4xi32>
+  return %1 : tensor<4xi32>
+})",
+        {{65536, 3, 1, -2, 65536, 7}, {65536, 32768, 5, 1, 2, -3}},
+        {{17, -2147483648.0f, 196622, -21}});
+  // Batched ui8, the rhs batched on its dim 1: r[b] = sum_k a[b,k] * c[k,b], modulo 256.
+  // a = [[200, 100], [255, 1]], c = [[2, 3], [1, 255]]: 400 + 100 = 500 -> 244;
+  // 765 + 255 = 1020 -> 252.
+  check(R"(func.func public @main(%a: tensor<4xui8>, %c: tensor<4xui8>) -> tensor<2xui8> {
+  %x = stablehlo.reshape %a : (tensor<4xui8>) -> tensor<2x2xui8>
+  %y = stablehlo.reshape %c : (tensor<4xui8>) -> tensor<2x2xui8>
+  %0 = stablehlo.dot_general %x, %y, batching_dims = [0] x [1], contracting_dims = [1] x [0] : (tensor<2x2xui8>, tensor<2x2xui8>) -> tensor<2xui8>
+  return %0 : tensor<2xui8>
+})",
+        {{200, 100, 255, 1}, {2, 3, 1, 255}}, {{244, 252}});
+}
+
+TEST_CASE("integer dot_general too large to compute elementwise is a located error") {
+  std::string e =
+      lower_error(R"(func.func public @main(%a: tensor<128x128xi32>) -> tensor<128x128xi32> {
+  %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<128x128xi32>, tensor<128x128xi32>) -> tensor<128x128xi32>
+  return %0 : tensor<128x128xi32>
+})");
+  CHECK(e.find("bad.mlir:2:") != std::string::npos);
+  CHECK(e.find("dot_general") != std::string::npos);
+  CHECK(e.find("i32") != std::string::npos);
 }
 
 namespace {

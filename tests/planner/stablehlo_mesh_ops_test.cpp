@@ -401,3 +401,30 @@ TEST_CASE("zero-size tensors on a 2-device mesh: an empty argument takes no inpu
   CHECK(got[1] == std::vector<float>(4, 0.0f));
   CHECK(got[2] == std::vector<float>(4, -std::numeric_limits<float>::infinity()));
 }
+
+TEST_CASE("two-input reduce_window (argmin pooling) with its rows split over the mesh") {
+  // a = [[3, 1, 4, 1], [5, 9, 2, 6], [5, 3, 5, 8], [9, 7, 9, 3]], payload p = flat index;
+  // windows of 1x2 at stride 1x2, LE: the smaller of each pair with its payload.
+  const std::string text =
+      R"(module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%a: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %p: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x2xf32> {jax.result_info = ""}, tensor<4x2xf32> {jax.result_info = ""}) {
+    %iv = stablehlo.constant dense<0x7F800000> : tensor<f32>
+    %ip = stablehlo.constant dense<0.0> : tensor<f32>
+    %0:2 = "stablehlo.reduce_window"(%a, %p, %iv, %ip) <{window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>}> ({
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %a2: tensor<f32>, %a3: tensor<f32>):
+      %c = stablehlo.compare  LE, %a0, %a2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %v = stablehlo.select %c, %a0, %a2 : tensor<i1>, tensor<f32>
+      %w = stablehlo.select %c, %a1, %a3 : tensor<i1>, tensor<f32>
+      stablehlo.return %v, %w : tensor<f32>, tensor<f32>
+    }) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4x2xf32>, tensor<4x2xf32>)
+    return %0#0, %0#1 : tensor<4x2xf32>, tensor<4x2xf32>
+  }
+}
+)";
+  std::vector<float> a = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3}, p;
+  for (int i = 0; i < 16; ++i) p.push_back(static_cast<float>(i));
+  Outputs got = check_mesh_equals_one_chip(text, {{{4, 4}, a}, {{4, 4}, p}});
+  CHECK(got[0] == std::vector<float>{1, 1, 5, 2, 3, 5, 7, 3});
+  CHECK(got[1] == std::vector<float>{1, 3, 4, 6, 9, 10, 13, 15});
+}

@@ -301,3 +301,60 @@ TEST_CASE("a one-device mesh compiles ops without a sharding rule (cumsum's redu
   CHECK(std::vector<float>(out[0].data.begin(), out[0].data.end()) ==
         std::vector<float>{1, 3, 6, 10, 15});
 }
+
+namespace {
+
+/// A two-input reduce_window as JAX's argmin/argmax pooling emits it: `compare DIR` of the
+/// values, both pairs selected by it.
+std::string pair_window(const std::string& dir, const std::string& attrs, const std::string& in,
+                        const std::string& out, const std::string& init_v,
+                        const std::string& init_p) {
+  return R"(func.func public @main(%a: tensor<)" + in + R"(xf32>, %p: tensor<)" + in +
+         R"(xf32>) -> (tensor<)" + out + "xf32>, tensor<" + out + R"(xf32>) {
+  %iv = stablehlo.constant dense<)" +
+         init_v + R"(> : tensor<f32>
+  %ip = stablehlo.constant dense<)" +
+         init_p + R"(> : tensor<f32>
+  %0:2 = "stablehlo.reduce_window"(%a, %p, %iv, %ip) <{)" +
+         attrs + R"(}> ({
+  ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %a2: tensor<f32>, %a3: tensor<f32>):
+    %c = stablehlo.compare  )" +
+         dir + R"(, %a0, %a2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %v = stablehlo.select %c, %a0, %a2 : tensor<i1>, tensor<f32>
+    %w = stablehlo.select %c, %a1, %a3 : tensor<i1>, tensor<f32>
+    stablehlo.return %v, %w : tensor<f32>, tensor<f32>
+  }) : (tensor<)" +
+         in + "xf32>, tensor<" + in + "xf32>, tensor<f32>, tensor<f32>) -> (tensor<" + out +
+         "xf32>, tensor<" + out + R"(xf32>)
+  return %0#0, %0#1 : tensor<)" +
+         out + "xf32>, tensor<" + out + R"(xf32>
+})";
+}
+
+}  // namespace
+
+TEST_CASE("two-input reduce_window: argmin/argmax pooling, init first, row-major window order") {
+  // a = [[3, 1, 4, 1], [1, 9, 2, 6]], payload p = 10 + flat index; 2x2 windows, stride 2.
+  // Window 0 holds 3, 1, 1, 9 in row-major order: LE keeps the earlier of equal minima, (0, 1)
+  // -> 11; LT takes the later, (1, 0) -> 14. Window 1 holds 4, 1, 2, 6: min 1 at (0, 3) -> 13.
+  const std::vector<Input> in = {{{2, 4}, {3, 1, 4, 1, 1, 9, 2, 6}},
+                                 {{2, 4}, {10, 11, 12, 13, 14, 15, 16, 17}}};
+  const std::string attrs =
+      "window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>";
+  check(pair_window("LE", attrs, "2x4", "1x2", "0x7F800000", "0.0"), in, {{1, 1}, {11, 13}});
+  check(pair_window("LT", attrs, "2x4", "1x2", "0x7F800000", "0.0"), in, {{1, 1}, {14, 13}});
+  // Padding takes the inits: a = [7, 2, 8], p = [20, 21, 22], one -inf in front, windows of 2
+  // at stride 2: (-inf, 7) -> (7, 20) and (2, 8) -> (8, 22) under GE with init (-inf, -1).
+  check(pair_window("GE",
+                    "padding = dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>, window_dimensions = "
+                    "array<i64: 1, 2>, window_strides = array<i64: 1, 2>",
+                    "1x3", "1x2", "0xFF800000", "-1.0"),
+        {{{1, 3}, {7, 2, 8}}, {{1, 3}, {20, 21, 22}}}, {{7, 8}, {20, 22}});
+  // A region of another form is a located refusal naming the op.
+  std::string text = pair_window("LE", attrs, "2x4", "1x2", "0x7F800000", "0.0");
+  text.replace(text.find("%w = stablehlo.select %c, %a1, %a3"), 34,
+               "%w = stablehlo.select %c, %a3, %a1");
+  std::string e = lower_error(text);
+  CHECK(e.find("bad.mlir:4:") != std::string::npos);
+  CHECK(e.find("reduce_window with 2 inputs") != std::string::npos);
+}

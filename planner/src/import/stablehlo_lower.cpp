@@ -320,8 +320,32 @@ Status lower_binary(Lowering& l, const Op& op, OpKind kind) {
   return {};
 }
 
+/// A folded integer -> 32/64-bit integer convert with values outside the result type's range
+/// (-1 -> ui32, 3000000000 -> i32): folded values are floats, which do not hold the wrapped
+/// words (-1 -> 4294967295), so ui32 and i32 are converted on the device (whose i32 <-> u32
+/// typecast wraps modulo 2^32); ui64 and i64 are computed in 32 bits and would not wrap modulo
+/// 2^64, so they are refused.
+Result<bool> folded_convert_wraps(const Lowering& l, const Op& op, const Folded& f) {
+  const std::string& e = l.type(op.results[0]).element;
+  const std::string& from = l.type(op.operands[0]).element;
+  bool int_from = (from.starts_with("i") && from != "i1") || from.starts_with("ui");
+  bool is_unsigned = e.starts_with("ui");
+  if ((e != "ui32" && e != "ui64" && e != "i32" && e != "i64") || !int_from ||
+      std::none_of(f.data.begin(), f.data.end(), [&](float x) {
+        return is_unsigned ? x < 0 : static_cast<double>(x) > 2147483647.0;
+      }))
+    return false;
+  if (e == "ui64" || e == "i64")
+    return l.unimplemented(
+        op, str("stablehlo.convert of ", from, " values to ", e, " that wrap in the 32-bit word ",
+                e, " is computed in (it would not wrap modulo 2^64)"));
+  return true;
+}
+
 Status lower_convert(Lowering& l, const Op& op) {
-  if (const Folded* f = l.folded(op.operands[0])) {
+  const Folded* f = l.folded(op.operands[0]);
+  if (f && MESHPLAN_TRY(folded_convert_wraps(l, op, *f))) f = nullptr;
+  if (f) {
     const std::string& e = l.type(op.results[0]).element;
     Folded c = *f;
     for (float& x : c.data)

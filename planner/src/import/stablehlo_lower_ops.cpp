@@ -55,6 +55,60 @@ bool is_identity(const std::vector<int64_t>& perm) {
 
 }  // namespace
 
+namespace {
+
+/// Integer dot_general: matmul computes in floating point, so integers are multiplied
+/// elementwise in their 32-bit words, [batch..., M, K, 1] * [batch..., 1, K, N], and summed
+/// over K, both wrapping modulo 2^32 as integer arithmetic does. The product tensor is
+/// batch*M*K*N elements: larger contractions are refused.
+Status lower_integer_dot(Lowering& l, const Op& op, const std::vector<int64_t>& lb,
+                         const std::vector<int64_t>& lc, const std::vector<int64_t>& rb,
+                         const std::vector<int64_t>& rc, int64_t m, int64_t k, int64_t n) {
+  const TensorType &lt = l.type(op.operands[0]), &rt = l.type(op.operands[1]),
+                   &ot = l.type(op.results[0]);
+  DType dt = MESHPLAN_TRY(dtype_of(ot, op.loc));
+  auto types = [&] { return str(" (", lt.element, " x ", rt.element, " -> ", ot.element, ")"); };
+  DType ldt = MESHPLAN_TRY(dtype_of(lt, op.loc)), rdt = MESHPLAN_TRY(dtype_of(rt, op.loc));
+  auto is_int = [](DType d) { return d == DType::i32 || d == DType::u32; };
+  if (!is_int(ldt) || !is_int(rdt))
+    return l.unimplemented(op, str("stablehlo.dot_general of mixed integer and floating-point "
+                                   "operands",
+                                   types(), " (both operands integer, or convert first)"));
+  std::vector<int64_t> batch;
+  for (int64_t d : lb) batch.push_back(lt.shape[static_cast<size_t>(d)]);
+  constexpr int64_t kMaxProducts = int64_t{1} << 20;
+  const int64_t products = device::volume(batch) * m * k * n;
+  if (products > kMaxProducts)
+    return l.unimplemented(
+        op, str("stablehlo.dot_general on integers", types(), " with ", products,
+                " products (integer dot_general is computed elementwise, up to ", kMaxProducts,
+                " products; matmul computes only floating point)"));
+  std::vector<int64_t> lfree, rfree;
+  for (int64_t d = 0; d < static_cast<int64_t>(lt.shape.size()); ++d)
+    if (!contains(lb, d) && !contains(lc, d)) lfree.push_back(d);
+  for (int64_t d = 0; d < static_cast<int64_t>(rt.shape.size()); ++d)
+    if (!contains(rb, d) && !contains(rc, d)) rfree.push_back(d);
+  auto operand = [&](size_t i, DType from, std::vector<int64_t> perm,
+                     std::vector<int64_t> shape) -> Result<GValue> {
+    GValue v = MESHPLAN_TRY(l.use(op.operands[i], op));
+    if (from != dt)  // i32 <-> u32: the same words; the product's words do not depend on sign
+      v = MESHPLAN_TRY(l.emit(OpKind::bitcast, {v},
+                              {{"dtype", std::string(device::dtype_name(dt))}},
+                              i == 0 ? lt.shape : rt.shape, dt));
+    return l.reshape(MESHPLAN_TRY(l.permute(v, perm)), shape);
+  };
+  GValue a = MESHPLAN_TRY(operand(0, ldt, cat(cat(lb, lfree), lc), cat(batch, {m, k, 1})));
+  GValue b = MESHPLAN_TRY(operand(1, rdt, cat(cat(rb, rc), rfree), cat(batch, {1, k, n})));
+  GValue p = MESHPLAN_TRY(l.emit(OpKind::multiply, {a, b}, {}, cat(batch, {m, k, n}), dt));
+  const int64_t kdim = static_cast<int64_t>(batch.size()) + 1;
+  GValue s = MESHPLAN_TRY(l.emit(OpKind::reduce_sum, {p}, {{"dims", std::vector<int64_t>{kdim}}},
+                                 cat(batch, {m, n}), dt));
+  l.bind(op.results[0], MESHPLAN_TRY(l.reshape(s, ot.shape)));
+  return {};
+}
+
+}  // namespace
+
 Status lower_dot_general(Lowering& l, const Op& op) {
   const auto& lb = ints(op, "lhs_batching_dimensions");
   const auto& rb = ints(op, "rhs_batching_dimensions");
@@ -85,6 +139,8 @@ Status lower_dot_general(Lowering& l, const Op& op) {
   for (int64_t d : lb) batch.push_back(ls[static_cast<size_t>(d)]);
   const int64_t m = product(ls, lfree), k = product(ls, lc), n = product(rs, rfree);
   DType dt = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
+  if (dt == DType::i32 || dt == DType::u32)
+    return lower_integer_dot(l, op, lb, lc, rb, rc, m, k, n);
   // lhs as [batch..., M, K] (or [batch..., K, M] with transpose_a when that needs no permute).
   GValue a = MESHPLAN_TRY(l.use(op.operands[0], op));
   bool ta = false;
@@ -681,6 +737,79 @@ Result<GValue> popcount(Lowering& l, GValue x, const std::vector<int64_t>& shape
   return mask(v, 0x3fu);
 }
 
+/// stablehlo.bitcast_convert between element types of one width, on the words they are stored
+/// in: f32, i32 and ui32 are those words; i8/ui8 and i16/ui16 live sign- / zero-extended in
+/// 32-bit words, so reading one as the other masks to the width or sign-extends from it; bf16's
+/// bits are the upper half of its f32 value's word. Types computed in a device dtype of another
+/// width (f16, f64, i64) do not hold their bits, and are refused.
+Status lower_bitcast_convert(Lowering& l, const Op& op) {
+  const TensorType& xt = l.type(op.operands[0]);
+  const TensorType& rt = l.type(op.results[0]);
+  const std::string &from = xt.element, &to = rt.element;
+  if (from == to && xt.shape == rt.shape) {  // the same bits: the value itself
+    l.bind(op.results[0], MESHPLAN_TRY(l.use(op.operands[0], op)));
+    return {};
+  }
+  auto word = [](const std::string& e) { return e == "f32" || e == "i32" || e == "ui32"; };
+  auto pair = [&](std::string_view a, std::string_view b) {
+    return (from == a && to == b) || (from == b && to == a);
+  };
+  const bool narrow_ints = pair("i8", "ui8") || pair("i16", "ui16");
+  const bool from_bf16 = from == "bf16" && (to == "ui16" || to == "i16");
+  const bool to_bf16 = to == "bf16" && (from == "ui16" || from == "i16");
+  if (rt.shape != xt.shape || !((word(from) && word(to)) || narrow_ints || from_bf16 || to_bf16))
+    return l.unimplemented(
+        op, str("stablehlo.bitcast_convert from ", from, " to ", to,
+                " (supported between f32, i32 and ui32, between i8 and ui8, between i16 and "
+                "ui16, and between bf16 and i16 or ui16, of one shape)"));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  DType dt = MESHPLAN_TRY(dtype_of(rt, op.loc));
+  const std::vector<int64_t>& shape = rt.shape;
+  auto cast = [&](OpKind k, GValue v, DType d) {
+    return l.emit(k, {v}, {{"dtype", std::string(device::dtype_name(d))}}, shape, d);
+  };
+  auto shift = [&](OpKind k, GValue v, uint32_t s) -> Result<GValue> {
+    return l.emit(k, {v, MESHPLAN_TRY(word_constant(l, s, shape.size(), dt))}, {}, shape, dt);
+  };
+  if (word(from)) {
+    MESHPLAN_TRY(
+        l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(dt))}}));
+    return {};
+  }
+  if (to_bf16) {
+    // The 16 bits as the upper half of an f32 word, whose value bf16 holds exactly.
+    DType wt = MESHPLAN_TRY(dtype_of(xt, op.loc));
+    GValue w = MESHPLAN_TRY(l.emit(OpKind::shift_left,
+                                   {x, MESHPLAN_TRY(word_constant(l, 16, shape.size(), wt))}, {},
+                                   shape, wt));
+    MESHPLAN_TRY(l.emit_for(op, OpKind::typecast,
+                            {MESHPLAN_TRY(cast(OpKind::bitcast, w, DType::f32))},
+                            {{"dtype", std::string(device::dtype_name(DType::bf16))}}));
+    return {};
+  }
+  GValue r;
+  if (from_bf16) {
+    // bf16 -> f32 is exact; the f32 word's upper half is the bf16 value's bits, shifted down
+    // logically (ui16, zero-extended) or arithmetically (i16, sign-extended).
+    GValue w = MESHPLAN_TRY(
+        cast(OpKind::bitcast, MESHPLAN_TRY(cast(OpKind::typecast, x, DType::f32)), dt));
+    r = MESHPLAN_TRY(
+        shift(to == "i16" ? OpKind::shift_right_arithmetic : OpKind::shift_right_logical, w, 16));
+  } else {
+    const uint32_t bits = from.ends_with("8") ? 8 : 16;
+    GValue w = MESHPLAN_TRY(cast(OpKind::bitcast, x, dt));
+    if (to.starts_with("ui"))  // signed -> unsigned: the low bits, zero-extended
+      r = MESHPLAN_TRY(l.emit(
+          OpKind::bitwise_and,
+          {w, MESHPLAN_TRY(word_constant(l, (1u << bits) - 1, shape.size(), dt))}, {}, shape, dt));
+    else  // unsigned -> signed: the low bits, sign-extended
+      r = MESHPLAN_TRY(shift(OpKind::shift_right_arithmetic,
+                             MESHPLAN_TRY(shift(OpKind::shift_left, w, 32 - bits)), 32 - bits));
+  }
+  l.bind(op.results[0], r);
+  return {};
+}
+
 bool is_32bit_word(const std::string& e) {
   return e == "i32" || e == "ui32";
 }
@@ -744,25 +873,7 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
     return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", n,
                 " takes operands and one result");
   const TensorType& xt = l.type(op.operands[0]);
-  if (n == "stablehlo.bitcast_convert") {
-    if (xt.element == rt.element && xt.shape == rt.shape) {  // the same bits: the value itself
-      l.bind(op.results[0], MESHPLAN_TRY(l.use(op.operands[0], op)));
-      return {};
-    }
-    // Same-width reinterpretation of the stored 4-byte words; other element types are computed
-    // in a device dtype of another width (i64 in i32, f64 in f32), so their bits are not there.
-    bool word =
-        [](const std::string& e) { return e == "f32" || e == "i32" || e == "ui32"; }(rt.element) &&
-        (xt.element == "f32" || xt.element == "i32" || xt.element == "ui32");
-    if (!word || rt.shape != xt.shape)
-      return l.unimplemented(op, str("stablehlo.bitcast_convert from ", xt.element, " to ",
-                                     rt.element, " (only between f32, i32 and ui32 of one shape)"));
-    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
-    DType to = MESHPLAN_TRY(dtype_of(rt, op.loc));
-    MESHPLAN_TRY(
-        l.emit_for(op, OpKind::bitcast, {x}, {{"dtype", std::string(device::dtype_name(to))}}));
-    return {};
-  }
+  if (n == "stablehlo.bitcast_convert") return lower_bitcast_convert(l, op);
   if ((n == "stablehlo.and" || n == "stablehlo.or" || n == "stablehlo.xor" ||
        n == "stablehlo.not") &&
       rt.element == "i1")

@@ -260,10 +260,110 @@ Result<bool> try_max_pool(Lowering& l, const Op& op, const Window& w, OpKind bod
   return true;
 }
 
+/// The comparison of a select-pair region (a0, a1, a2, a3 its arguments):
+///   %c = compare DIR, a0, a2; %v = select %c, a0, a2; %w = select %c, a1, a3; return %v, %w
+/// with DIR one of LT LE GT GE (not TOTALORDER): the pair whose first value compares DIR wins.
+std::optional<OpKind> select_pair_body(const Module& m, const Block& b) {
+  if (b.args.size() != 4 || b.ops.size() != 4) return std::nullopt;
+  const Op &c = m.ops[b.ops[0]], &v = m.ops[b.ops[1]], &w = m.ops[b.ops[2]], &ret = m.ops[b.ops[3]];
+  auto word = [](const Attr* a) {
+    std::string s = a ? a->text : "";
+    if (auto sp = s.rfind(' '); sp != std::string::npos) s = s.substr(sp + 1);
+    while (!s.empty() && (s.back() == '>' || s.back() == ')')) s.pop_back();
+    return s;
+  };
+  if (c.name != "stablehlo.compare" || c.results.size() != 1 ||
+      c.operands != std::vector<ValueId>{b.args[0], b.args[2]} ||
+      word(c.prop("compare_type")) == "TOTALORDER")
+    return std::nullopt;
+  auto is_select = [&](const Op& s, ValueId x, ValueId y) {
+    return s.name == "stablehlo.select" && s.results.size() == 1 &&
+           s.operands == std::vector<ValueId>{c.results[0], x, y};
+  };
+  if (!is_select(v, b.args[0], b.args[2]) || !is_select(w, b.args[1], b.args[3]) ||
+      ret.name != "stablehlo.return" ||
+      ret.operands != std::vector<ValueId>{v.results[0], w.results[0]})
+    return std::nullopt;
+  const std::string dir = word(c.prop("comparison_direction"));
+  if (dir == "LT") return OpKind::lt;
+  if (dir == "LE") return OpKind::le;
+  if (dir == "GT") return OpKind::gt;
+  if (dir == "GE") return OpKind::ge;
+  return std::nullopt;
+}
+
+/// Two-input reduce_window whose region keeps the pair whose first value compares better (as
+/// JAX's select_and_gather_add / argmin pooling emit it): a sequential fold from the inits over
+/// the window positions in row-major order, each step a compare and two wheres.
+Status lower_reduce_window_pair(Lowering& l, const Op& op) {
+  auto refuse = [&](std::string_view why) {
+    return l.unimplemented(
+        op, str("stablehlo.reduce_window with 2 inputs ", why,
+                " (supported: two inputs of one element type and shape, constant inits, a region "
+                "`compare LT/LE/GT/GE` of the first values selecting both pairs, windows of at "
+                "most ",
+                kMaxWindowPositions, " positions)"));
+  };
+  std::optional<OpKind> cmp = select_pair_body(l.module(), op.regions[0]);
+  if (!cmp) return refuse("whose region is not a compare selecting both values");
+  const TensorType &t0 = l.type(op.operands[0]), &t1 = l.type(op.operands[1]);
+  if (t0.element != t1.element || t0.shape != t1.shape)
+    return refuse(str("of types ", t0.element, " and ", t1.element));
+  const Folded *i0 = l.folded(op.operands[2]), *i1 = l.folded(op.operands[3]);
+  if (!i0 || !i1 || i0->data.size() != 1 || i1->data.size() != 1)
+    return refuse("whose init values are not constants");
+  const std::vector<int64_t> in = t0.shape;
+  const std::vector<int64_t>& out = l.type(op.results[0]).shape;
+  const size_t rank = in.size();
+  Window w = MESHPLAN_TRY(read_window(l, op, rank, true));
+  int64_t positions = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t padded = (in[d] == 0 ? 0 : (in[d] - 1) * w.base[d] + 1) + w.lo[d] + w.hi[d];
+    int64_t span = (w.dims[d] - 1) * w.dil[d] + 1;
+    int64_t want = padded < span ? 0 : (padded - span) / w.strides[d] + 1;
+    if (padded < 0 || want != out[d] || l.type(op.results[1]).shape != out)
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.reduce_window: result dim ", d, " is ", out[d],
+                  " but the window gives ", want);
+    positions *= w.dims[d];
+  }
+  if (positions > kMaxWindowPositions) return refuse(str("of ", positions, " window positions"));
+  if (device::volume(out) == 0 || device::volume(in) == 0 || rank == 0)
+    return refuse("with an empty or rank-0 operand or result");
+  GValue x[2];
+  std::vector<int64_t> shape[2] = {in, in};
+  DType dt = MESHPLAN_TRY(dtype_of(t0, op.loc));
+  for (size_t i = 0; i < 2; ++i) {
+    const float iv = (i == 0 ? i0 : i1)->data[0];
+    x[i] = MESHPLAN_TRY(l.use(op.operands[i], op));
+    for (size_t d = 0; d < rank; ++d) {
+      x[i] = MESHPLAN_TRY(interior_pad(l, x[i], shape[i], d, w.base[d], iv));
+      x[i] = MESHPLAN_TRY(pad_dim(l, x[i], shape[i], d, w.lo[d], w.hi[d], iv));
+    }
+  }
+  GValue v = MESHPLAN_TRY(filled(l, out, i0->data[0], dt));
+  GValue u = MESHPLAN_TRY(filled(l, out, i1->data[0], dt));
+  for (int64_t k = 0; k < positions; ++k) {
+    std::vector<int64_t> o = offset_of(k, w.dims), begin(rank);
+    for (size_t d = 0; d < rank; ++d) begin[d] = o[d] * w.dil[d];
+    std::vector<int64_t> s0 = shape[0], s1 = shape[1];
+    GValue pv = MESHPLAN_TRY(slice(l, x[0], s0, begin, w.strides, out));
+    GValue pu = MESHPLAN_TRY(slice(l, x[1], s1, begin, w.strides, out));
+    GValue keep = MESHPLAN_TRY(l.emit(*cmp, {v, pv}, {}, out, dt));
+    v = MESHPLAN_TRY(l.emit(OpKind::where, {keep, v, pv}, {}, out, dt));
+    u = MESHPLAN_TRY(l.emit(OpKind::where, {keep, u, pu}, {}, out, dt));
+  }
+  l.bind(op.results[0], v);
+  l.bind(op.results[1], u);
+  return {};
+}
+
 }  // namespace
 
 Status lower_reduce_window(Lowering& l, const Op& op) {
   const Module& m = l.module();
+  if (op.operands.size() == 4 && op.results.size() == 2 && op.regions.size() == 1)
+    return lower_reduce_window_pair(l, op);
   auto refuse = [&](std::string_view why) {
     return l.unimplemented(
         op, str("stablehlo.reduce_window ", why,

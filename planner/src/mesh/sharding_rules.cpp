@@ -492,22 +492,25 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
       }
       return d < a->ints.size() ? a->ints[d] : -1;
     };
-    const size_t tensors = n == "reduce_window" ? 1 : 2;  // operand (and source), no init.
-    std::vector<std::vector<std::vector<int>>> dims(tensors + 1);
+    // Operands (N inputs, then N inits, for reduce_window; operand, source, init for
+    // select_and_scatter) and results: the inits have no dims.
+    const size_t ins = n == "reduce_window" ? op.operands.size() / 2 : 2;
+    const size_t tensors = ins + op.results.size();
+    std::vector<std::vector<std::vector<int>>> dims(tensors);
     for (size_t d = 0; d < in_shape.size(); ++d) {
       bool plain = entry("window_dimensions", d, -1) == 1 && entry("window_strides", d, 1) == 1 &&
                    entry("base_dilations", d, 1) == 1 && entry("window_dilations", d, 1) == 1 &&
                    entry("padding", d, 0) == 0;
       int shared = plain ? b.factor(in_shape[d]) : -1;
-      for (size_t t = 0; t <= tensors; ++t) {
-        ValueId v = t < tensors ? op.operands[t] : op.results[0];
+      for (size_t t = 0; t < tensors; ++t) {
+        ValueId v = t < ins ? op.operands[t] : op.results[t - ins];
         const auto& sh = shape_of(m, v);
         dims[t].push_back({plain ? shared : b.factor(d < sh.size() ? sh[d] : 1, true)});
       }
     }
-    for (size_t t = 0; t < tensors; ++t) b.r.operands.push_back(dims[t]);
-    b.r.operands.push_back({});  // init
-    b.r.results.push_back(dims[tensors]);
+    for (size_t t = 0; t < ins; ++t) b.r.operands.push_back(dims[t]);
+    while (b.r.operands.size() < op.operands.size()) b.r.operands.push_back({});  // inits
+    for (size_t t = ins; t < tensors; ++t) b.r.results.push_back(dims[t]);
     return b.r;
   }
   // jnp.argmax's two-input reduce and edge padding: replicated (no factor is shared).
