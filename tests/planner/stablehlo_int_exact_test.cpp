@@ -465,3 +465,13 @@ TEST_CASE("jax.random's threefry2x32 on ui32: Random123's known answer") {
   check(threefry_module(), {{0, 0}},
         {{50322, 53719}, {15004, 45840}, {18493, 6691}, {63392, 6417}});
 }
+
+TEST_CASE("computed signed values to ui64 are a located error") {
+  // -1 as ui64 is 2^64 - 1: it does not fit the 32-bit words ui64 values live in.
+  std::string e = lower_error(R"(func.func public @main(%a: tensor<2xi32>) -> tensor<2xui64> {
+  %0 = stablehlo.convert %a : (tensor<2xi32>) -> tensor<2xui64>
+  return %0 : tensor<2xui64>
+})");
+  CHECK(e.find("bad.mlir:2:") != std::string::npos);
+  CHECK(e.find("i32 values to ui64") != std::string::npos);
+}

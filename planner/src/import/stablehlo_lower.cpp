@@ -357,6 +357,14 @@ Status lower_convert(Lowering& l, const Op& op) {
   }
   if (l.type(op.results[0]).element == "i1" || l.type(op.operands[0]).element == "i1")
     return lowering::lower_convert_bool(l, op);
+  // 64-bit integers live in 32-bit words: a computed signed value converted to ui64 (a negative
+  // one is 2^64 - |x|) would wrap at 32 bits. (Unsigned values to i64, as JAX converts gather
+  // indices, are exact below 2^31.)
+  if (l.type(op.results[0]).element == "ui64" && l.type(op.operands[0]).element.starts_with("i"))
+    return l.unimplemented(
+        op, str("stablehlo.convert of computed ", l.type(op.operands[0]).element,
+                " values to ui64 (64-bit integers are computed in 32-bit words, where a negative "
+                "value would wrap at 2^32; constants convert exactly)"));
   DType to = MESHPLAN_TRY(dtype_of(l.type(op.results[0]), op.loc));
   DType from = MESHPLAN_TRY(dtype_of(l.type(op.operands[0]), op.loc));
   GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
