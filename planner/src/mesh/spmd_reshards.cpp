@@ -2,11 +2,309 @@
 // sdy-insert-explicit-reshards), partial sums along sharded reduction factors become
 // sdy.all_reduce, and results placed otherwise than propagation decided are resharded after.
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
 
 namespace meshplan::planner::shlo {
+
+namespace {
+
+using Axes = std::vector<AxisRef>;
+
+/// One operand or result of an op seen through its factor rule: which factors it holds, the
+/// axes each of them has now, and its global number of elements.
+struct FactorTensor {
+  std::vector<bool> has;
+  std::vector<Axes> axes;
+  int64_t elements = 0;
+  bool scalar() const {
+    return std::none_of(has.begin(), has.end(), [](bool b) { return b; });
+  }
+};
+
+/// A full axis written as itself (`"x"`, not `"x":(1)2` of "x"=2), so that equal references
+/// compare equal.
+AxisRef canonical(const AxisMath& math, AxisRef a) {
+  if (a.pre_size == 1 && a.size != 0 && a.size == math.mesh.axis_size(a.name)) a.size = 0;
+  return a;
+}
+
+/// The leading part of `a` that shares no device with any of `others` (empty when none).
+std::optional<AxisRef> prefix_without_overlap(const AxisMath& math, const AxisRef& a,
+                                              const Axes& others) {
+  int64_t keep = math.size(a);
+  for (const AxisRef& o : others) {
+    if (!math.overlaps(a, o)) continue;
+    if (o.pre_size <= a.pre_size || o.pre_size % a.pre_size != 0) return std::nullopt;
+    keep = std::min(keep, o.pre_size / a.pre_size);
+  }
+  if (keep <= 1) return std::nullopt;
+  if (keep == math.size(a)) return a;
+  return canonical(math, AxisRef{a.name, a.pre_size, keep});
+}
+
+/// Cuts `axes` at the first axis that shares devices with `others`, keeping that axis' leading
+/// part that does not; true when anything was cut.
+bool truncate_overlaps(const AxisMath& math, Axes& axes, const Axes& others) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto p = prefix_without_overlap(math, axes[i], others);
+    if (p && *p == axes[i]) continue;
+    axes.resize(i);
+    if (p) axes.push_back(*p);
+    return true;
+  }
+  return false;
+}
+
+/// `a` is a strict prefix of `b`: the same leading axes, the last of `a` possibly the leading
+/// part of the matching axis of `b`.
+bool strict_prefix(const AxisMath& math, const Axes& a, const Axes& b) {
+  if (a.empty()) return !b.empty();
+  if (a.size() > b.size()) return false;
+  for (size_t i = 0; i + 1 < a.size(); ++i)
+    if (!(a[i] == b[i])) return false;
+  const AxisRef& x = a.back();
+  const AxisRef& y = b[a.size() - 1];
+  const bool leading = x.name == y.name && x.pre_size == y.pre_size &&
+                       math.size(y) % math.size(x) == 0 && math.size(x) < math.size(y);
+  return leading || (a.size() < b.size() && x == y);
+}
+
+bool axis_less(const AxisRef& a, const AxisRef& b) {
+  return std::tie(a.name, a.pre_size, a.size) < std::tie(b.name, b.pre_size, b.size);
+}
+
+/// A factor's candidate axes when no common factor sharding exists (see common_axes).
+struct Candidate {
+  size_t factor = 0;
+  Axes axes;
+  int64_t source_elements = 0;  ///< elements of the tensors that already hold these axes
+  int precedence = 0;           ///< pass-through 3, reduction 2, needs replication 0
+  int64_t split = 0;            ///< devices these axes add to the factor's current axes
+};
+
+bool candidate_less(const Candidate& a, const Candidate& b) {
+  if (a.source_elements != b.source_elements) return a.source_elements < b.source_elements;
+  if (a.precedence != b.precedence) return a.precedence < b.precedence;
+  if (a.split != b.split) return a.split < b.split;
+  if (a.factor != b.factor) return a.factor < b.factor;
+  if (a.axes.size() != b.axes.size()) return a.axes.size() < b.axes.size();
+  return std::lexicographical_compare(a.axes.begin(), a.axes.end(), b.axes.begin(), b.axes.end(),
+                                      axis_less);
+}
+
+/// Every tensor holding a factor has the same axes for it, factors that need replication have
+/// none and no axis serves two factors: those axes, else nullopt.
+std::optional<std::vector<Axes>> compatible_axes(const AxisMath& math, const FactorRule& rule,
+                                                 const std::vector<FactorTensor>& ts) {
+  const size_t nf = rule.factor_sizes.size();
+  std::vector<Axes> out(nf);
+  Axes seen;
+  for (size_t fi = 0; fi < nf; ++fi) {
+    std::optional<Axes> common;
+    for (const FactorTensor& t : ts) {
+      if (!t.has[fi]) continue;
+      if (!common) common = t.axes[fi];
+      if (!(*common == t.axes[fi])) return std::nullopt;
+    }
+    if (!common || common->empty()) continue;
+    if (rule.need_replication[fi]) return std::nullopt;
+    for (const AxisRef& a : *common)
+      for (const AxisRef& s : seen)
+        if (math.overlaps(a, s)) return std::nullopt;
+    seen.insert(seen.end(), common->begin(), common->end());
+    out[fi] = *common;
+  }
+  return out;
+}
+
+/// Two non-scalar tensors, one factor per dim and none needing replication: the larger tensor
+/// (then the more split one) keeps its sharding; the other's factors keep what does not clash.
+std::vector<Axes> unary_axes(const AxisMath& math, const FactorRule& rule,
+                             const std::vector<FactorTensor>& ts, size_t a, size_t b) {
+  auto devices = [&](const FactorTensor& t) {
+    int64_t n = 1;
+    for (const Axes& x : t.axes) n *= math.product(x);
+    return n;
+  };
+  if (std::pair(ts[b].elements, devices(ts[b])) > std::pair(ts[a].elements, devices(ts[a])))
+    std::swap(a, b);
+  std::vector<Axes> out(rule.factor_sizes.size());
+  Axes kept;
+  for (size_t fi = 0; fi < out.size(); ++fi)
+    if (ts[a].has[fi]) {
+      out[fi] = ts[a].axes[fi];
+      kept.insert(kept.end(), out[fi].begin(), out[fi].end());
+    }
+  for (size_t fi = 0; fi < out.size(); ++fi)
+    if (!ts[a].has[fi] && ts[b].has[fi]) {
+      out[fi] = ts[b].axes[fi];
+      truncate_overlaps(math, out[fi], kept);
+    }
+  return out;
+}
+
+/// Greedy choice: repeatedly give the factor the axes that the most elements already hold
+/// (then pass-through before reduction factors, then more devices), dropping or cutting the
+/// other candidates that clash with it. A factor is only split once every factor before it in
+/// a dim is fully split (a dim's shards are contiguous ranges).
+std::vector<Axes> greedy_axes(const AxisMath& math, const FactorRule& rule,
+                              const std::vector<FactorTensor>& ts) {
+  const size_t nf = rule.factor_sizes.size();
+  std::vector<std::vector<size_t>> waits(nf);  // factors that must be full first
+  auto deps = [&](const std::vector<std::vector<int>>& dims) {
+    for (const auto& dim : dims)
+      for (size_t i = 1; i < dim.size(); ++i)
+        waits[static_cast<size_t>(dim[i])].push_back(static_cast<size_t>(dim[i - 1]));
+  };
+  for (const auto& dims : rule.operands) deps(dims);
+  for (const auto& dims : rule.results) deps(dims);
+  std::vector<Candidate> cands;
+  for (const FactorTensor& t : ts)
+    for (size_t fi = 0; fi < nf; ++fi)
+      for (Axes axes = t.axes[fi]; t.has[fi] && !axes.empty(); axes.pop_back()) {
+        bool known = false;
+        for (const Candidate& c : cands) known |= c.factor == fi && c.axes == axes;
+        if (known) continue;
+        Candidate c;
+        c.factor = fi;
+        c.axes = axes;
+        c.precedence = rule.need_replication[fi] ? 0 : rule.reduction[fi] ? 2 : 3;
+        c.split = math.product(axes);
+        cands.push_back(c);
+      }
+  for (Candidate& c : cands)
+    for (const FactorTensor& t : ts)
+      if (t.has[c.factor] &&
+          (t.axes[c.factor] == c.axes || strict_prefix(math, c.axes, t.axes[c.factor])))
+        c.source_elements += t.elements;
+  std::vector<Axes> chosen(nf);
+  std::vector<bool> full(nf, false);
+  auto ready = [&](size_t fi) {
+    return std::all_of(waits[fi].begin(), waits[fi].end(), [&](size_t w) { return full[w]; });
+  };
+  while (!cands.empty()) {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (ready(cands[i].factor) && (!best || candidate_less(cands[*best], cands[i]))) best = i;
+    if (!best) break;
+    const Candidate pick = cands[*best];
+    chosen[pick.factor] = pick.axes;
+    full[pick.factor] = math.product(pick.axes) == rule.factor_sizes[pick.factor];
+    std::vector<Candidate> keep;
+    for (Candidate c : cands) {
+      if (c.factor == pick.factor) {
+        if (!strict_prefix(math, pick.axes, c.axes)) continue;
+        c.split = math.product(c.axes) / math.product(pick.axes);
+      } else if (truncate_overlaps(math, c.axes, pick.axes)) {
+        if (c.axes == chosen[c.factor]) continue;
+        c.split = math.product(c.axes) / math.product(chosen[c.factor]);
+      } else {
+        c.split = math.product(c.axes);
+      }
+      keep.push_back(std::move(c));
+    }
+    cands = std::move(keep);
+  }
+  return chosen;
+}
+
+/// Axes chosen for factors that need replication move to the batching factors (pass-through
+/// factors of every non-scalar tensor) where they divide what is left of the factor.
+void distribute_to_batching(const AxisMath& math, const FactorRule& rule,
+                            const std::vector<FactorTensor>& ts, std::vector<Axes>& fs) {
+  const size_t nf = rule.factor_sizes.size();
+  auto everywhere = [&](size_t fi) {
+    return std::all_of(ts.begin(), ts.end(),
+                       [&](const FactorTensor& t) { return t.scalar() || t.has[fi]; });
+  };
+  for (size_t r = 0; r < nf; ++r) {
+    if (!rule.need_replication[r]) continue;
+    Axes give = std::move(fs[r]);
+    fs[r].clear();
+    if (give.empty() || !everywhere(r)) continue;
+    size_t next = 0;
+    for (size_t fi = 0; fi < nf && next < give.size(); ++fi) {
+      if (rule.need_replication[fi] || rule.reduction[fi] || !everywhere(fi)) continue;
+      const int64_t size = rule.factor_sizes[fi];
+      const int64_t split = math.product(fs[fi]);
+      if (size == 0 || size % split != 0) continue;
+      int64_t room = size / split;
+      for (; next < give.size() && room % math.size(give[next]) == 0; ++next) {
+        room /= math.size(give[next]);
+        fs[fi].push_back(give[next]);
+        fs[fi] = math.normalize(fs[fi]);
+      }
+    }
+  }
+}
+
+/// The axes each factor of an op is split over, from what its operands and results hold:
+/// their common sharding when they agree; else, for a unary op, the larger tensor's; else the
+/// greedy choice above.
+std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
+                              const std::vector<FactorTensor>& ts) {
+  if (auto same = compatible_axes(math, rule, ts)) return *same;
+  std::vector<size_t> nonscalar;
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (!ts[i].scalar()) nonscalar.push_back(i);
+  const bool replication = std::any_of(rule.need_replication.begin(), rule.need_replication.end(),
+                                       [](bool b) { return b; });
+  bool multi = false;
+  for (const auto* list : {&rule.operands, &rule.results})
+    for (const auto& dims : *list)
+      for (const auto& dim : dims) multi |= dim.size() > 1;
+  if (nonscalar.size() == 2 && !replication && !multi)
+    return unary_axes(math, rule, ts, nonscalar[0], nonscalar[1]);
+  std::vector<Axes> fs = greedy_axes(math, rule, ts);
+  if (replication) distribute_to_batching(math, rule, ts, fs);
+  return fs;
+}
+
+/// `from` without the devices of `minus`: an axis partly covered by a sub-axis of `minus`
+/// keeps the sub-axes around it (`{"x", "y"}` without `{"x":(1)2}` of "x"=4: `{"x":(2)2, "y"}`).
+Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
+  Axes out;
+  for (const AxisRef& whole : from) {
+    // Pieces of the axis as ranges [pre-size, pre-size * size) of its device index.
+    std::vector<std::pair<int64_t, int64_t>> pieces = {
+        {whole.pre_size, whole.pre_size * math.size(whole)}};
+    for (const AxisRef& b : minus) {
+      if (b.name != whole.name) continue;
+      const int64_t b0 = b.pre_size, b1 = b.pre_size * math.size(b);
+      std::vector<std::pair<int64_t, int64_t>> left;
+      for (auto [p0, p1] : pieces) {
+        if (b1 <= p0 || p1 <= b0) {
+          left.emplace_back(p0, p1);
+          continue;
+        }
+        if (p0 < b0) left.emplace_back(p0, b0);
+        if (b1 < p1) left.emplace_back(b1, p1);
+      }
+      pieces = std::move(left);
+    }
+    for (auto [p0, p1] : pieces)
+      if (p1 > p0 && p1 % p0 == 0) out.push_back(canonical(math, AxisRef{whole.name, p0, p1 / p0}));
+  }
+  return out;
+}
+
+/// Axes in mesh order, adjacent sub-axes merged.
+Axes mesh_order(const AxisMath& math, Axes axes) {
+  auto rank = [&](const AxisRef& a) {
+    for (size_t i = 0; i < math.mesh.axes.size(); ++i)
+      if (math.mesh.axes[i].first == a.name) return std::pair(i, a.pre_size);
+    return std::pair(math.mesh.axes.size(), a.pre_size);
+  };
+  std::sort(axes.begin(), axes.end(),
+            [&](const AxisRef& a, const AxisRef& b) { return rank(a) < rank(b); });
+  return math.normalize(std::move(axes));
+}
+
+}  // namespace
 
 Status insert_explicit_reshards(Module& m) {
   Func* f = m.entry();
@@ -28,17 +326,18 @@ Status insert_explicit_reshards(Module& m) {
     remap.back() = static_cast<ValueId>(m.values.size() - 1);
     return m.ops[r].results[0];
   };
-  // Partial sums (unreduced axes) are summed before any use that does not keep them
-  // unreduced: an sdy.all_reduce over those axes, the value's dims staying as they are.
-  // `keep(k)`: the unreduced axes operand k may keep.
+  // Partial sums (unreduced axes) are summed before a use that does not keep them unreduced:
+  // an sdy.all_reduce over the axes its user (`keep(k)` for operand k) does not keep, the
+  // value's dims and the other unreduced axes staying as they are.
   auto reduce_unreduced = [&](OpId o, auto keep) {
     for (size_t k = 0; k < m.ops[o].operands.size(); ++k) {
       ValueId v = m.ops[o].operands[k];
       TensorSharding s = current(v);
-      if (math.without_trivial(s.unreduced).empty() || s.unreduced == keep(k)) continue;
+      Axes reduce = axes_minus(math, math.without_trivial(s.unreduced), keep(k));
+      if (reduce.empty()) continue;
       OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
-      m.ops[ar].reduce_axes = math.without_trivial(s.unreduced);
-      s.unreduced.clear();
+      m.ops[ar].reduce_axes = mesh_order(math, reduce);
+      s.unreduced = axes_minus(math, math.without_trivial(s.unreduced), reduce);
       for (auto& d : s.dims) d.open = false, d.priority = -1;
       m.ops[ar].sharding = s;
       out.push_back(ar);
@@ -53,12 +352,16 @@ Status insert_explicit_reshards(Module& m) {
       // Results keep the partial sums their declared sharding keeps.
       reduce_unreduced(o, [&](size_t k) {
         const auto& want = k < f->results.size() ? f->results[k].sharding : std::nullopt;
-        return want ? want->unreduced : std::vector<AxisRef>{};
+        return want ? want->unreduced : Axes{};
       });
     } else if (m.ops[o].name != "stablehlo.constant") {
-      // A reshard or constraint keeps what its target keeps; every other op sums first.
-      const std::vector<AxisRef> keep =
-          m.ops[o].sharding ? m.ops[o].sharding->unreduced : std::vector<AxisRef>{};
+      // An op keeps the partial sums its (first) result keeps; a reshard what its target keeps.
+      const Op& op = m.ops[o];
+      Axes keep;
+      if (op.sharding)
+        keep = op.sharding->unreduced;
+      else if (!op.results.empty())
+        keep = current(op.results[0]).unreduced;
       reduce_unreduced(o, [&](size_t) { return keep; });
     }
     const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
@@ -87,56 +390,26 @@ Status insert_explicit_reshards(Module& m) {
     }
     FactorRule rule = MESHPLAN_TRY(sharding_rule(m, op));
     const size_t nf = rule.factor_sizes.size();
-    // Factor shardings: what the operands hold first (common prefix among them), so that a
-    // sharded contracting dim stays sharded and yields partial sums; factors no operand shards
-    // take the result's sharding. An axis serves one factor only.
-    std::vector<std::vector<AxisRef>> fs(nf);
-    std::vector<bool> from_operands(nf, false);
-    std::vector<std::optional<std::vector<AxisRef>>> opc(nf);
-    for (size_t k = 0; k < op.operands.size(); ++k) {
-      auto proj = project(math, rule, rule.operands[k], current(op.operands[k]));
-      for (const auto& dim : rule.operands[k])
-        for (int f32 : dim) {
-          size_t fi = static_cast<size_t>(f32);
-          const auto& axes = proj[fi];
-          if (!opc[fi]) {
-            opc[fi] = axes;
-          } else {
-            size_t n = 0;
-            while (n < opc[fi]->size() && n < axes.size() && (*opc[fi])[n] == axes[n]) ++n;
-            if (!(axes.size() > opc[fi]->size() && n == opc[fi]->size())) opc[fi]->resize(n);
-          }
-        }
-    }
-    std::vector<AxisRef> used;
-    auto take = [&](size_t fi, const std::vector<AxisRef>& axes) {
-      std::vector<AxisRef> ok;
-      for (const AxisRef& a : axes) {
-        if (std::any_of(used.begin(), used.end(),
-                        [&](const AxisRef& u) { return math.overlaps(u, a); }))
-          break;
-        ok.push_back(a);
-      }
-      used.insert(used.end(), ok.begin(), ok.end());
-      fs[fi] = ok;
+    // Every operand and result seen through the rule, then one common factor sharding.
+    std::vector<FactorTensor> ts;
+    auto add_tensor = [&](const std::vector<std::vector<int>>& dims, ValueId v) {
+      FactorTensor t;
+      t.has.assign(nf, false);
+      for (const auto& dim : dims)
+        for (int f32 : dim) t.has[static_cast<size_t>(f32)] = true;
+      t.axes = project(math, rule, dims, current(v));
+      for (Axes& a : t.axes)
+        for (AxisRef& r : a) r = canonical(math, r);
+      t.elements = 1;
+      for (int64_t d : m.values[v].type.shape) t.elements *= d;
+      ts.push_back(std::move(t));
     };
-    for (size_t fi = 0; fi < nf; ++fi)
-      if (!rule.need_replication[fi] && opc[fi] && !opc[fi]->empty()) {
-        take(fi, *opc[fi]);
-        from_operands[fi] = true;
-      }
-    for (size_t k = 0; k < op.results.size(); ++k) {
-      auto proj = project(math, rule, rule.results[k], current(op.results[k]));
-      for (const auto& dim : rule.results[k])
-        for (int f32 : dim) {
-          size_t fi = static_cast<size_t>(f32);
-          if (!rule.need_replication[fi] && !from_operands[fi] && fs[fi].empty())
-            take(fi, proj[fi]);
-        }
-    }
+    for (size_t k = 0; k < op.operands.size(); ++k) add_tensor(rule.operands[k], op.operands[k]);
+    for (size_t k = 0; k < op.results.size(); ++k) add_tensor(rule.results[k], op.results[k]);
+    std::vector<Axes> fs = common_axes(math, rule, ts);
     // A factor can only be sharded where every factor before it in the same dim is fully
     // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
-    // keep "x" on the minor factor, so the operand is resharded first (as Shardy does).
+    // keep "x" on the minor factor, so the operand is resharded first.
     for (bool changed = true; changed;) {
       changed = false;
       auto legalize = [&](const std::vector<std::vector<int>>& dims) {
@@ -155,8 +428,12 @@ Status insert_explicit_reshards(Module& m) {
       for (const auto& dims : rule.operands) legalize(dims);
       for (const auto& dims : rule.results) legalize(dims);
     }
-    auto derived = [&](const std::vector<std::vector<int>>& dims, size_t rank) {
-      TensorSharding want = replicated_sharding(mesh->name, rank);
+    // The sharding a tensor gets from the factor shardings; dims stay open or closed as they
+    // were, its replicated and unreduced axes stay.
+    auto derived = [&](const std::vector<std::vector<int>>& dims, const TensorSharding& was) {
+      TensorSharding want = replicated_sharding(mesh->name, dims.size());
+      want.replicated = was.replicated;
+      want.unreduced = was.unreduced;
       for (size_t d = 0; d < dims.size(); ++d) {
         for (int f32 : dims[d]) {
           const auto& axes = fs[static_cast<size_t>(f32)];
@@ -164,31 +441,39 @@ Status insert_explicit_reshards(Module& m) {
           if (math.product(axes) != rule.factor_sizes[static_cast<size_t>(f32)]) break;
         }
         want.dims[d].axes = math.normalize(want.dims[d].axes);
+        if (d < was.dims.size()) want.dims[d].open = was.dims[d].open;
       }
       return want;
     };
     // Operands: reshard to what the factor shardings need.
     for (size_t k = 0; k < op.operands.size(); ++k) {
       ValueId v = op.operands[k];
-      TensorSharding want = derived(rule.operands[k], m.values[v].type.shape.size());
-      if (!same_placement(math, current(v), want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
+      TensorSharding now = current(v);
+      TensorSharding want = derived(rule.operands[k], now);
+      want.unreduced.clear();
+      if (!same_placement(math, now, want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
     }
     out.push_back(o);
-    // Results: partial sums along sharded reduction factors become an all_reduce; a result
-    // placed otherwise than propagation decided is resharded after the op.
-    std::vector<AxisRef> reduce;
+    // Results: partial sums along sharded reduction factors that the result does not keep
+    // unreduced become an all_reduce; a result placed otherwise than propagation decided is
+    // resharded after the op.
+    Axes reduction;
     for (size_t fi = 0; fi < nf; ++fi)
       if (rule.reduction[fi]) {
         auto nontrivial = math.without_trivial(fs[fi]);
-        reduce.insert(reduce.end(), nontrivial.begin(), nontrivial.end());
+        reduction.insert(reduction.end(), nontrivial.begin(), nontrivial.end());
       }
+    const Axes result_unreduced = op.results.empty() ? Axes{} : current(op.results[0]).unreduced;
+    const Axes reduce = mesh_order(math, axes_minus(math, reduction, result_unreduced));
     for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
       ValueId r = m.ops[o].results[k];
       TensorSharding wanted = current(r);
-      TensorSharding actual = derived(rule.results[k], m.values[r].type.shape.size());
+      TensorSharding actual = derived(rule.results[k], wanted);
       bool moved = !same_placement(math, wanted, actual);
-      if (moved && k < m.ops[o].shardings.size()) {
-        for (size_t d = 0; d < actual.dims.size(); ++d) actual.dims[d].open = wanted.dims[d].open;
+      if (moved) {
+        // The op computes its result as the factor shardings place it.
+        for (size_t j = m.ops[o].shardings.size(); j < m.ops[o].results.size(); ++j)
+          m.ops[o].shardings.push_back(current(m.ops[o].results[j]));
         m.ops[o].shardings[k] = actual;
       }
       ValueId last = r;
