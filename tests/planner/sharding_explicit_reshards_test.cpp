@@ -148,3 +148,20 @@ func.func public @main(%arg0: tensor<2x64x13xf32> {sdy.sharding = #sdy.sharding<
                      "  return %1") != std::string::npos);
   CHECK(count(partial, "sdy.reshard") == 0);
 }
+
+TEST_CASE("explicit reshards: an uneven split of a one-factor dim stays on its factor") {
+  // 13 is not divisible by "x"=2: the operand's split still counts (Shardy keeps it on the
+  // factor), so the unary op computes as its more split operand is placed and only the result
+  // moves; the split is not ignored as if the operand were whole.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<2x13xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<2x13xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {
+  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}]>]>} : tensor<2x13xf32>
+  return %0 : tensor<2x13xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{}, {\"x\"}]>]>} : tensor<2x13xf32>\n"
+                 "  %1 = sdy.reshard %0 <@mesh, [{}, {}]> : tensor<2x13xf32>\n"
+                 "  return %1") != std::string::npos);
+}

@@ -397,7 +397,14 @@ Status insert_explicit_reshards(Module& m) {
       t.has.assign(nf, false);
       for (const auto& dim : dims)
         for (int f32 : dim) t.has[static_cast<size_t>(f32)] = true;
-      t.axes = project(math, rule, dims, current(v));
+      const TensorSharding now = current(v);
+      t.axes = project(math, rule, dims, now);
+      // A dim of one factor gives it all its axes, also those that do not divide it (Shardy
+      // keeps such an uneven split on the factor; `project` drops what does not divide).
+      for (size_t d = 0; d < dims.size() && d < now.dims.size(); ++d)
+        if (dims[d].size() == 1)
+          t.axes[static_cast<size_t>(dims[d][0])] =
+              math.normalize(math.without_trivial(now.dims[d].axes));
       for (Axes& a : t.axes)
         for (AxisRef& r : a) r = canonical(math, r);
       t.elements = 1;
