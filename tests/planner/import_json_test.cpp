@@ -211,3 +211,57 @@ TEST_CASE("validation errors name the op and values") {
     CHECK(g.error().message.find("/nonexistent/model.json") != std::string::npos);
   }
 }
+
+TEST_CASE("graph.json's common form and the forms only flatbuffers' parser reads import alike") {
+  // kSmall is in the strict reader's form; each variant uses something that reader leaves to
+  // flatbuffers' parser (a comment, an escape), or another spelling both take (quoted keys,
+  // trailing commas, an enum as a bare name, a bool attribute).
+  auto plain = import_graph_json(kSmall, "small.json");
+  REQUIRE(plain);
+  std::string base = kSmall;
+  std::vector<std::string> variants = {
+      "// a comment\n" + base,
+      replace(base, R"(name: "small")", R"(name: "sm\u0061ll")"),
+      replace(replace(base, R"(name: "small")", R"("name": "small")"), "ops: [", R"("ops": [)"),
+      replace(base, R"(outputs: ["y"])", R"(outputs: ["y",],)"),
+      replace(base, R"(dtype: "bf16" } },)", R"(dtype: bf16 }, },)"),
+  };
+  for (const std::string& text : variants) {
+    CAPTURE(text);
+    auto g = import_graph_json(text, "variant.json");
+    REQUIRE_MESSAGE(g, (g ? std::string() : g.error().message));
+    CHECK(g->print() == plain->print());
+  }
+  auto flag = import_graph_json(
+      replace(
+          base, R"(attributes: [{ name: "activation", s: "relu" }])",
+          R"(attributes: [{ name: "activation", s: "relu" }, { name: "transpose_b", b: false }])"),
+      "flag.json");
+  REQUIRE_MESSAGE(flag, (flag ? std::string() : flag.error().message));
+  auto config = op_config(flag->ops[0]);
+  REQUIRE(config);
+  CHECK_FALSE(config->transpose_b);
+  CHECK(config->activation == device::Activation::relu);
+}
+
+TEST_CASE("malformed graph.json in the common form gets a located error") {
+  std::string base = kSmall;
+  // Line 4 of kSmall holds x's shape; line 6 c's; line 12 the bias op.
+  CHECK(
+      import_error(replace(base, "shape: [4, 8]", "shape: [4,, 8]")).message.find("bad.json:4:") !=
+      std::string::npos);
+  CHECK(import_error(replace(base, "shape: [4, 8]", "shape: [99999999999999999999, 8]"))
+            .message.find("bad.json:4:") != std::string::npos);
+  CHECK(
+      import_error(replace(base, "shape: [4, 8]", "shape: [4.5, 8]")).message.find("bad.json:4:") !=
+      std::string::npos);
+  CHECK(
+      import_error(replace(base, "kind: constant", "kind: constnt")).message.find("bad.json:6:") !=
+      std::string::npos);
+  Error e = import_error(replace(base, "kind: \"add\"", "kind: add"));
+  CHECK_MESSAGE(e.message.find("bad.json:12:") != std::string::npos, e.message);
+  e = import_error(replace(base, "name: \"small\"", "name: \"small\", name: \"again\""));
+  CHECK(e.message.find("bad.json:") != std::string::npos);
+  e = import_error(base + " trailing");
+  CHECK(e.message.find("bad.json:") != std::string::npos);
+}

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/graph_json_fast.hpp"
 #include "meshplan/device/size_limits.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
@@ -86,17 +87,25 @@ Result<Graph> import_graph_json(std::string_view json, std::string_view source_n
 
 Result<AnnotatedGraph> import_annotated_graph_json(std::string_view json,
                                                    std::string_view source_name) {
-  auto parser = MESHPLAN_TRY(make_parser());
-  std::string text(json);
-  std::string src(source_name);
-  if (!parser->Parse(text.c_str(), nullptr, src.c_str())) {
-    return fail(ErrorCode::invalid_argument, tidy_parser_error(parser->error_));
+  // The common form is read straight into a buffer; anything else (and every error) goes
+  // through flatbuffers' parser, whose messages name the line and column.
+  flatbuffers::FlatBufferBuilder fast;
+  std::unique_ptr<flatbuffers::Parser> parser;
+  const flatbuffers::FlatBufferBuilder* built = &fast;
+  if (!read_graph_json_fast(json, fast)) {
+    parser = MESHPLAN_TRY(make_parser());
+    std::string text(json);
+    std::string src(source_name);
+    if (!parser->Parse(text.c_str(), nullptr, src.c_str())) {
+      return fail(ErrorCode::invalid_argument, tidy_parser_error(parser->error_));
+    }
+    built = &parser->builder_;
   }
-  flatbuffers::Verifier verifier(parser->builder_.GetBufferPointer(), parser->builder_.GetSize());
+  flatbuffers::Verifier verifier(built->GetBufferPointer(), built->GetSize());
   if (!fb::VerifyGraphBuffer(verifier))
     return fail(ErrorCode::invalid_argument, source_name,
                 ": not a graph (root table must be meshplan.fb.Graph)");
-  const fb::Graph* fg = fb::GetGraph(parser->builder_.GetBufferPointer());
+  const fb::Graph* fg = fb::GetGraph(built->GetBufferPointer());
 
   AnnotatedGraph result;
   Graph& g = result.graph;

@@ -200,6 +200,31 @@ device::OpModel model_for(const device::ChipDesc& chip,
   return device::OpModel(std::move(m));
 }
 
+// Key bytes: each writer takes the write position and returns the next one.
+template <typename T>
+char* put_key(char* p, const T& x) {
+  std::memcpy(p, &x, sizeof(x));
+  return p + sizeof(x);
+}
+
+char* put_tensor_key(char* p, const Value& val, const TensorLayout& t) {
+  p = put_key(p, static_cast<uint8_t>(val.shape.size()));
+  // A rank-0 shape has no data pointer, which memcpy may not be given even for 0 bytes.
+  if (!val.shape.empty()) std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
+  p += val.shape.size() * sizeof(int64_t);
+  p = put_key(p, t.dtype);
+  p = put_key(p, t.layout);
+  p = put_key(p, t.buffer);
+  p = put_key(p, t.memory);
+  if (t.memory != device::MemLayout::interleaved) {
+    p = put_key(p, t.shard.grid);
+    p = put_key(p, t.shard.shape[0]);
+    p = put_key(p, t.shard.shape[1]);
+    p = put_key(p, t.shard.orientation);
+  }
+  return p;
+}
+
 }  // namespace
 
 OpQuery::OpQuery(const Graph& graph, const device::ChipDesc& chip,
@@ -222,69 +247,51 @@ std::string_view launch_key(std::string& k, const Graph& graph, device::OpKind k
   for (ValueId v : operands) bound += 64 + 8 * graph.values[v].shape.size();
   bound += 64 + 8 * graph.values[result].shape.size();
   k.resize_and_overwrite(bound, [&](char* base, size_t) {
+    // `p` stays a local of this function (put() takes and returns it): written through a
+    // captured reference, every byte stored could alias it and forced a reload after each store.
     char* p = base;
-    auto put = [&](auto x) {
-      std::memcpy(p, &x, sizeof(x));
-      p += sizeof(x);
-    };
-    put(static_cast<uint16_t>(kind));
-    put(config.transpose_a);
-    put(config.transpose_b);
-    put(config.activation);
-    put(config.fidelity);
-    put(config.grid_x);
-    put(config.grid_y);
-    put(config.program);
-    put(config.mcast_in0);
-    put(config.transpose_mcast);
-    put(config.per_core_m);
-    put(config.per_core_n);
-    put(config.in0_block_w);
-    put(config.out_subblock_h);
-    put(config.out_subblock_w);
-    put(config.act_block_h);
-    put(config.act_block_w_div);
-    put(config.stream_weights);
-    put(config.input_n);  // The flattened form's geometry: same shapes, other windows.
-    put(config.input_h);
-    put(config.input_w);
+    p = put_key(p, static_cast<uint16_t>(kind));
+    p = put_key(p, config.transpose_a);
+    p = put_key(p, config.transpose_b);
+    p = put_key(p, config.activation);
+    p = put_key(p, config.fidelity);
+    p = put_key(p, config.grid_x);
+    p = put_key(p, config.grid_y);
+    p = put_key(p, config.program);
+    p = put_key(p, config.mcast_in0);
+    p = put_key(p, config.transpose_mcast);
+    p = put_key(p, config.per_core_m);
+    p = put_key(p, config.per_core_n);
+    p = put_key(p, config.in0_block_w);
+    p = put_key(p, config.out_subblock_h);
+    p = put_key(p, config.out_subblock_w);
+    p = put_key(p, config.act_block_h);
+    p = put_key(p, config.act_block_w_div);
+    p = put_key(p, config.stream_weights);
+    p = put_key(p, config.input_n);  // The flattened form's geometry: same shapes, other windows.
+    p = put_key(p, config.input_h);
+    p = put_key(p, config.input_w);
     if (kind == device::OpKind::conv2d) {  // The window and groups size its im2col blocks.
-      put(config.kernel[0]);
-      put(config.kernel[1]);
-      put(config.groups);
+      p = put_key(p, config.kernel[0]);
+      p = put_key(p, config.kernel[1]);
+      p = put_key(p, config.groups);
     }
     if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
-      put(config.mesh_rows);
-      put(config.mesh_cols);
-      put(config.cluster_axis);
-      put(config.reduce);
-      put(config.collective_dim);
-      put(config.split_dim);
-      put(config.concat_dim);
-      put(static_cast<uint16_t>(config.pairs.size()));
+      p = put_key(p, config.mesh_rows);
+      p = put_key(p, config.mesh_cols);
+      p = put_key(p, config.cluster_axis);
+      p = put_key(p, config.reduce);
+      p = put_key(p, config.collective_dim);
+      p = put_key(p, config.split_dim);
+      p = put_key(p, config.concat_dim);
+      p = put_key(p, static_cast<uint16_t>(config.pairs.size()));
       if (!config.pairs.empty()) std::memcpy(p, config.pairs.data(), config.pairs.size());
       p += config.pairs.size();
     }
-    auto tensor = [&](ValueId v, const TensorLayout& t) {
-      const Value& val = graph.values[v];
-      put(static_cast<uint8_t>(val.shape.size()));
-      // A rank-0 shape has no data pointer, which memcpy may not be given even for 0 bytes.
-      if (!val.shape.empty()) std::memcpy(p, val.shape.data(), val.shape.size() * sizeof(int64_t));
-      p += val.shape.size() * sizeof(int64_t);
-      put(t.dtype);
-      put(t.layout);
-      put(t.buffer);
-      put(t.memory);
-      if (t.memory != device::MemLayout::interleaved) {
-        put(t.shard.grid);
-        put(t.shard.shape[0]);
-        put(t.shard.shape[1]);
-        put(t.shard.orientation);
-      }
-    };
-    put(static_cast<uint8_t>(operands.size()));
-    for (size_t i = 0; i < operands.size(); ++i) tensor(operands[i], *operand_layouts[i]);
-    tensor(result, result_layout);
+    p = put_key(p, static_cast<uint8_t>(operands.size()));
+    for (size_t i = 0; i < operands.size(); ++i)
+      p = put_tensor_key(p, graph.values[operands[i]], *operand_layouts[i]);
+    p = put_tensor_key(p, graph.values[result], result_layout);
     return static_cast<size_t>(p - base);
   });
   return k;

@@ -85,6 +85,16 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
   std::vector<const TensorLayout*> in;
   std::vector<Try> tries;
   device::OpConfig scratch;
+  // The tries of one sharded result cost the same ops under the same changed layouts again (its
+  // producer and readers under "result interleaved" recur in every pair try): each op's cost
+  // under the changes that touch it is kept until a change is applied. A change touches op `o`
+  // when it names one of o's operands or its result.
+  struct Seen {
+    OpId op;
+    Try touching;
+    std::optional<uint64_t> ns;
+  };
+  std::vector<Seen> seen;
   // Simulated time of the ops that produce or read a changed value, with the changes applied
   // (nullopt when OpModel rejects one of them). `as_decided`: the changes are the decision's own
   // layouts, whose per-op costs are cached until a change touches the op.
@@ -108,6 +118,26 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
         continue;
       }
       const Op& op = g.ops[o];
+      Try touching{{}, 0};
+      if (!as_decided) {
+        for (const Change& c : changes)
+          if (c.first == op.results[0] ||
+              std::find(op.operands.begin(), op.operands.end(), c.first) != op.operands.end())
+            touching.c[touching.n++] = c;
+        auto same = [&](const Seen& x) {
+          if (x.op != o || x.touching.n != touching.n) return false;
+          for (size_t i = 0; i < touching.n; ++i)
+            if (x.touching.c[i].first != touching.c[i].first ||
+                !(x.touching.c[i].second == touching.c[i].second))
+              return false;
+          return true;
+        };
+        if (auto it = std::find_if(seen.begin(), seen.end(), same); it != seen.end()) {
+          if (!it->ns) return std::nullopt;
+          sum += *it->ns;
+          continue;
+        }
+      }
       in.clear();
       for (ValueId u : op.operands) in.push_back(&layout(u));
       const TensorLayout& result = layout(op.results[0]);
@@ -119,6 +149,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       }
       std::optional<uint64_t> ns =
           q.cost_if_valid(op.kind, op.name, op.operands, in, op.results[0], result, *config);
+      if (!as_decided) seen.push_back(Seen{o, touching, ns});
       if (!ns) return std::nullopt;
       if (as_decided) known[o] = ns;
       sum += *ns;
@@ -134,6 +165,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       continue;
     TensorLayout interleaved = interleaved_layout(g.values[v], device::BufferType::l1);
     tries.clear();
+    seen.clear();
     tries.push_back(Try{{{v, interleaved}, {}}, 1});
     for (OpId r : readers[v]) {
       ValueId w = g.ops[r].results[0];
@@ -150,6 +182,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       for (size_t i = 0; i < now.n; ++i) now.c[i].second = d.tensors[now.c[i].first];
       std::optional<uint64_t> before = cost(now.changes(), true), after = cost(t.changes(), false);
       if (!before || !after || *after >= *before) continue;
+      seen.clear();
       for (const Change& c : t.changes()) {
         d.tensors[c.first] = c.second;
         OpId p = g.values[c.first].producer;
