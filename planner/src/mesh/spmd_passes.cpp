@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "mesh/sharding_rules_shardy.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -277,7 +278,7 @@ Status insert_explicit_reshards(Module& m) {
         op.name == "stablehlo.collective_permute";
     // (Inside a partial manual computation's body they carry a rule along the free axes.)
     if (op.sharding || op.name == "stablehlo.constant" ||
-        (written_collective && !op.attr("sdy.sharding_rule"))) {
+        (written_collective && !op.attr("sdy.sharding_rule")) || shardy_skips_op(m, op)) {
       out.push_back(o);
       continue;
     }
