@@ -9,6 +9,7 @@
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/sharding_export.hpp"
+#include "meshplan/planner/sharding_strategies.hpp"
 #include "meshplan/planner/spmd.hpp"
 
 using namespace meshplan;
@@ -30,8 +31,9 @@ std::string rule_of(const std::string& text) {
   return r->print();
 }
 
+/// `text` read as the `sdy-*` stages read it, after the export pass `pass`.
 std::string exported(const std::string& text, std::string_view pass) {
-  auto m = parse_module(text, "r.mlir");
+  auto m = parse_module_for_propagation(text, "r.mlir");
   REQUIRE_MESSAGE(m.has_value(), m.error().message);
   auto p = export_pass_from_name(pass);
   REQUIRE(p.has_value());
@@ -250,4 +252,37 @@ TEST_CASE("rng_bit_generator prints as MLIR prints it, with its named results, a
   const Op& op = again.ops[again.entry()->body.ops[0]];
   REQUIRE(op.prop("rng_algorithm") != nullptr);
   CHECK(op.prop("rng_algorithm")->text == "#stablehlo<rng_algorithm DEFAULT>");
+}
+
+TEST_CASE("insert-explicit-reshards reshards call operands to the callee's argument shardings") {
+  // @foo states its argument sharding; @bar states none, so its operand (sharded) becomes
+  // fully replicated on the operand's mesh, as Shardy's pass does. The calls keep the result
+  // shardings they state; the callees' bodies are resharded on their own.
+  const std::string out = exported(R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
+func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, tensor<8xf32>) {
+  %0 = call @foo(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
+  %1 = call @bar(%arg0) : (tensor<8xf32>) -> tensor<8xf32>
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}
+func.func private @foo(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) {
+  %0 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+func.func private @bar(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  return %arg0 : tensor<8xf32>
+}
+)",
+                                   "sdy-insert-explicit-reshards");
+  CHECK(has(out, R"(  %0 = sdy.reshard %arg0 <@mesh, [{"x"}]> : tensor<8xf32>
+  %1 = call @foo(%0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>
+  %3 = call @bar(%2) : (tensor<8xf32>) -> tensor<8xf32>
+  return %1, %3 : tensor<8xf32>, tensor<8xf32>
+)"));
+  CHECK(has(
+      out,
+      R"(  %0 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : tensor<8xf32>
+  %1 = sdy.reshard %0 <@mesh, [{"y"}]> : tensor<8xf32>
+  return %1 : tensor<8xf32>
+)"));
 }

@@ -261,6 +261,9 @@ std::optional<FactorRule> registry_rule(const Module& m, const Op& op) {
 }
 
 bool shardy_skips_op(const Module& m, const Op& op) {
+  // A call's operands are resharded to the callee's argument shardings before it (the export
+  // pass does that); its results keep the shardings the call states.
+  if (op.name == "func.call") return true;
   // A stated rule marked `custom` (`#sdy.op_sharding_rule<(...)->(...) {...}, custom>`) is
   // for propagation only: the op itself handles its operands' shardings.
   if (const Attr* r = op.attr("sdy.sharding_rule")) {

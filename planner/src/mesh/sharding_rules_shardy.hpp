@@ -21,7 +21,8 @@ std::optional<FactorRule> registry_rule(const Module& m, const Op& op);
 
 /// True for an op Shardy has no sharding rule for and leaves as it is when inserting explicit
 /// reshards: a custom call to a target it does not know, without a stated rule, and any op
-/// whose stated rule is marked `custom`.
+/// whose stated rule is marked `custom`; and `func.call`, whose operands the export pass
+/// reshards to the callee's argument shardings.
 bool shardy_skips_op(const Module& m, const Op& op);
 
 }  // namespace meshplan::planner::shlo
