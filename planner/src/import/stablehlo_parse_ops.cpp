@@ -546,6 +546,38 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
+  if (s == "rng_bit_generator") {  // `stablehlo.rng_bit_generator %s, algorithm = NAME : ...`
+    op.operands = {MESHPLAN_TRY(use())};
+    MESHPLAN_TRY(expect(",", "', algorithm = NAME'"));
+    if (!accept_word("algorithm")) return error("'algorithm'");
+    MESHPLAN_TRY(expect("=", "'=' after algorithm"));
+    Attr a;
+    a.kind = Attr::Kind::opaque;
+    a.text = "#stablehlo<rng_algorithm " + MESHPLAN_TRY(ident("an rng algorithm")) + ">";
+    op.set_prop("rng_algorithm", a);
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the function type"));
+    auto [ins, outs] = MESHPLAN_TRY(func_type());
+    MESHPLAN_TRY(check_operand_types(op, ins));
+    results = outs;
+    return {};
+  }
+  if (s == "cholesky") {  // `stablehlo.cholesky %a[, lower = true|false] : T`
+    op.operands = {MESHPLAN_TRY(use())};
+    if (accept(",")) {
+      if (!accept_word("lower")) return error("'lower = true|false'");
+      MESHPLAN_TRY(expect("=", "'=' after lower"));
+      Attr b;
+      b.kind = Attr::Kind::boolean;
+      if (accept_word("true"))
+        b.i = 1;
+      else if (!accept_word("false"))
+        return error("'true' or 'false' after 'lower ='");
+      op.set_prop("lower", b);
+    }
+    MESHPLAN_TRY(op_attr_dict(op));
+    return same_or_func_type(op, results);
+  }
   if (s == "broadcast_in_dim" || s == "transpose") {
     op.operands = {MESHPLAN_TRY(use())};
     MESHPLAN_TRY(expect(",", "', dims = [...]'"));
@@ -765,7 +797,8 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
                   str("unsupported op '", n, "' in pretty form (write it in generic form \"", n,
                       "\"(...); the pretty forms read are the elementwise ops, ",
                       "convert, reshape, broadcast_in_dim, transpose, reverse, ",
-                      "concatenate, iota, constant, compare, select, clamp, slice, ",
+                      "concatenate, iota, constant, compare, select, clamp, slice, cholesky, "
+                      "rng_bit_generator, ",
                       "pad, dynamic_slice, dynamic_update_slice, dot, dot_general, ",
                       "reduce, reduce_precision, convolution, optimization_barrier, custom_call "
                       "and chlo's ops)"));

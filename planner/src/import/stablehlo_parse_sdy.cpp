@@ -46,6 +46,10 @@ Result<DimSharding> Parser::dim_sharding() {
 
 Result<TensorSharding> Parser::sharding() {
   TensorSharding s;
+  // Inside lists (`#sdy.sharding_per_value<[...]>`, manual_computation's in/out shardings) a
+  // sharding may be written with its attribute prefix, as in `[#sdy.sharding<@mesh, [...]>]`.
+  ws();
+  accept("#sdy.sharding");
   MESHPLAN_TRY(expect("<", "'<' opening a sharding"));
   size_t mp = pos_;
   if (accept("mesh<")) {
@@ -78,6 +82,12 @@ Result<TensorSharding> Parser::sharding() {
       s.replicated = MESHPLAN_TRY(axis_set());
     } else if (accept_word("unreduced")) {
       MESHPLAN_TRY(expect("=", "'=' after unreduced"));
+      ws();
+      for (std::string_view kind : {"max", "min", "and", "or", "mul"})
+        if (accept_word(kind))
+          return error_at(pos_, str("unreduced=", kind,
+                                    "{...}: only sums are read as unreduced values (write "
+                                    "unreduced={...})"));
       s.unreduced = MESHPLAN_TRY(axis_set());
     } else {
       return error("'replicated' or 'unreduced'");

@@ -22,6 +22,16 @@ bool is_pretty_while(const Op& op) {
          op.regions[1].args.size() == op.operands.size();
 }
 
+/// An rng_bit_generator whose algorithm has the pretty form `algorithm = NAME`.
+bool is_rng_pair(const Op& op) {
+  if (op.name != "stablehlo.rng_bit_generator" || op.results.size() != 2 ||
+      op.operands.size() != 1 || op.props.size() != 1 || !op.regions.empty())
+    return false;
+  const Attr* a = op.prop("rng_algorithm");
+  return a && a->kind == Attr::Kind::opaque && a->text.starts_with("#stablehlo<rng_algorithm ") &&
+         a->text.ends_with(">");
+}
+
 /// The inherent attributes the pretty form of `stablehlo.custom_call` writes in its dictionary
 /// (the parser moves them back).
 bool custom_call_dict_prop(std::string_view k) {
@@ -118,7 +128,11 @@ class Printer {
     for (OpId o : b.ops) {
       const Op& op = m_.ops[o];
       std::string asm_name = result_asm_name(op);
-      if (!asm_name.empty()) {
+      if (is_rng_pair(op)) {
+        // StableHLO names rng_bit_generator's results `%output_state, %output`.
+        names_[op.results[0]] = unique_name("output_state");
+        names_[op.results[1]] = unique_name("output");
+      } else if (!asm_name.empty()) {
         names_[op.results[0]] = unique_name(asm_name);
       } else if (op.results.size() == 1) {
         names_[op.results[0]] = "%" + std::to_string(next_result_++);
@@ -267,7 +281,9 @@ bool is_binary(std::string_view n) {
 
 void Printer::op(const Op& op, int indent) {
   pad(indent);
-  if (!op.results.empty()) {
+  if (is_rng_pair(op)) {
+    out_ << name(op.results[0]) << ", " << name(op.results[1]) << " = ";
+  } else if (!op.results.empty()) {
     std::string n = name(op.results[0]);
     if (op.results.size() > 1)
       n = n.substr(0, n.find('#')) + ":" + std::to_string(op.results.size());
@@ -491,6 +507,15 @@ bool Printer::pretty(const Op& op, int indent) {
     region(b, indent + 1, false);
     return true;
   }
+  if (is_rng_pair(op)) {
+    // `stablehlo.rng_bit_generator %s, algorithm =  NAME {attrs} : (S) -> (S, T)`; MLIR's
+    // printer writes two spaces before the algorithm's name.
+    const std::string& t = op.prop("rng_algorithm")->text;
+    const size_t from = std::string_view("#stablehlo<rng_algorithm ").size();
+    out_ << n << " " << name(op.operands[0])
+         << ", algorithm =  " << t.substr(from, t.size() - from - 1);
+    return attrs_and_type(op);
+  }
   if (!n.starts_with("stablehlo.") || op.results.size() != 1) return false;
   std::string_view s = n.substr(10);
   if (s == "dynamic_slice" && op.operands.size() >= 1 && op.props.size() == 1 &&
@@ -524,7 +549,40 @@ bool Printer::pretty(const Op& op, int indent) {
     const Attr* a = op.prop(p);
     return a && a->kind == Attr::Kind::dense_array;
   };
-  if ((s == "convert" || s == "reshape") && op.operands.size() == 1 && op.props.empty()) {
+  if (s == "reverse" && op.operands.size() == 1 && has_ints("dimensions") && only({"dimensions"})) {
+    out_ << n << " " << name(op.operands[0]) << ", dims = " << ints(op.prop("dimensions"));
+    op_attrs(op);
+    same_or_func_type(op);
+    return true;
+  }
+  if (s == "cholesky" && op.operands.size() == 1 && only({"lower"})) {
+    const Attr* lower = op.prop("lower");
+    if (lower && lower->kind != Attr::Kind::boolean) return false;
+    out_ << n << " " << name(op.operands[0]);
+    if (lower) out_ << ", lower = " << (lower->i ? "true" : "false");
+    op_attrs(op);
+    same_or_func_type(op);
+    return true;
+  }
+  if (s == "pad" && op.operands.size() == 2 && has_ints("edge_padding_low") &&
+      has_ints("edge_padding_high") && has_ints("interior_padding") &&
+      only({"edge_padding_low", "edge_padding_high", "interior_padding"})) {
+    // `stablehlo.pad %x, %v, low = [..], high = [..], interior = [..] : (T, S) -> R`
+    out_ << n << " ";
+    operands(op);
+    out_ << ", low = " << ints(op.prop("edge_padding_low"))
+         << ", high = " << ints(op.prop("edge_padding_high"))
+         << ", interior = " << ints(op.prop("interior_padding"));
+    return attrs_and_type(op);
+  }
+  if (s == "dynamic_update_slice" && op.operands.size() >= 2 && op.props.empty() &&
+      op.regions.empty()) {
+    out_ << n << " ";
+    operands(op);
+    return attrs_and_type(op);
+  }
+  if ((s == "convert" || s == "reshape" || s == "bitcast_convert") && op.operands.size() == 1 &&
+      op.props.empty()) {
     out_ << n << " " << name(op.operands[0]);
     return attrs_and_type(op);
   }

@@ -6,6 +6,8 @@
 #include <array>
 #include <utility>
 
+#include "mesh/spmd_util.hpp"
+#include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/spmd.hpp"
 
 namespace meshplan::planner::shlo {
@@ -105,6 +107,49 @@ Status each_function(Module& m, const Pass& pass) {
   return {};
 }
 
+/// Shardy's explicit reshards at a `func.call`: each operand is resharded to the callee's
+/// argument sharding (fully replicated on the operands' mesh when the callee states none and
+/// some operand has a sharding; nothing when neither has one). The reshards go right before the
+/// call, which insert_explicit_reshards then leaves as it is.
+Status reshard_call_operands(Module& one, Func& f, const Module& whole) {
+  std::vector<OpId> ops;
+  for (OpId o : f.body.ops) {
+    if (one.ops[o].name == "func.call") {
+      const Attr* callee = one.ops[o].prop("callee");
+      const Func* g = nullptr;
+      for (const Func& c : whole.funcs)
+        if (callee && c.name == callee->text) g = &c;
+      if (!g || g->args.size() != one.ops[o].operands.size())
+        return fail(ErrorCode::invalid_argument, one.ops[o].loc.str(),
+                    ": call of a function the module does not define with these arguments");
+      std::string mesh;
+      for (ValueId v : one.ops[o].operands)
+        if (auto s = sharding_of(one, v); s && mesh.empty()) mesh = s->mesh;
+      for (size_t k = 0; k < g->args.size(); ++k) {
+        const ValueId v = one.ops[o].operands[k];
+        std::optional<TensorSharding> want = one.values[g->args[k].value].sharding;
+        if (!want && mesh.empty()) continue;
+        if (!want) want = replicated_sharding(mesh, one.values[v].type.shape.size());
+        for (auto& d : want->dims) d.open = false, d.priority = -1;
+        want->replicated.clear();
+        auto have = sharding_of(one, v);
+        const MeshDecl* md = one.mesh(want->mesh);
+        if (!md) continue;
+        const TensorSharding cur =
+            have ? *have : replicated_sharding(want->mesh, one.values[v].type.shape.size());
+        if (cur.mesh == want->mesh && same_placement(AxisMath{*md}, cur, *want)) continue;
+        const OpId r = one.add_op("sdy.reshard", {v}, {one.values[v].type}, one.ops[o].loc);
+        one.ops[r].sharding = *want;
+        one.ops[o].operands[k] = one.ops[r].results[0];
+        ops.push_back(r);
+      }
+    }
+    ops.push_back(o);
+  }
+  f.body.ops = std::move(ops);
+  return {};
+}
+
 /// meshplan's reshard -> collective rewrite acts inside the manual computation its mesh
 /// pipeline wraps the entry function in: the function's ops are put in such a wrapper
 /// (manual_axes={}, same values), rewritten, and taken out again.
@@ -151,7 +196,10 @@ Status run_sdy_export_pass(Module& m, ExportPass pass) {
       close_all(m);
       return {};
     case ExportPass::insert_explicit_reshards:
-      return each_function(m, [](Module& one, Func&) { return insert_explicit_reshards(one); });
+      return each_function(m, [&m](Module& one, Func& f) -> Status {
+        MESHPLAN_TRY(reshard_call_operands(one, f, m));
+        return insert_explicit_reshards(one);
+      });
     case ExportPass::reshard_to_collectives:
       return each_function(m, lower_reshards);
   }

@@ -10,6 +10,7 @@
 #include "import/meshplan_custom_call.hpp"
 #include "import/stablehlo_gather.hpp"
 #include "import/stablehlo_ops.hpp"
+#include "mesh/sharding_rules_shardy.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -373,6 +374,7 @@ Result<FactorRule> sharding_rule(const Module& m, const Op& op) {
   if (!stablehlo)
     return fail(ErrorCode::unimplemented, op.loc.str(), ": no sharding rule for '", op.name, "'");
   if (n == "custom_call" && meshplan_call_kind(op)) return meshplan_call_rule(m, op);
+  if (auto r = registry_rule(m, op)) return *r;
   RuleBuilder b;
   if (n == "reshape") return reshape_rule(m, op);
   if (n == "constant") {

@@ -13,4 +13,16 @@ namespace meshplan::planner::shlo {
 /// treats as pointwise (`MoveToHost`, `MoveToDevice`, ...). nullopt: use sharding_rule.
 std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op);
 
+/// The rule Shardy's op sharding rule registry gives ops the general rules do not cover:
+/// cholesky, triangular_solve, rng_bit_generator, collective_broadcast, bitcast_convert
+/// (an extra factor for the narrower type's minor dim) and the custom call targets Shardy knows
+/// (linalg, top-k, host offload, ...). nullopt: no such rule.
+std::optional<FactorRule> registry_rule(const Module& m, const Op& op);
+
+/// True for an op Shardy has no sharding rule for and leaves as it is when inserting explicit
+/// reshards: a custom call to a target it does not know, without a stated rule, and any op
+/// whose stated rule is marked `custom`; and `func.call`, whose operands the export pass
+/// reshards to the callee's argument shardings.
+bool shardy_skips_op(const Module& m, const Op& op);
+
 }  // namespace meshplan::planner::shlo

@@ -5,6 +5,7 @@
 #include <optional>
 #include <tuple>
 
+#include "mesh/sharding_rules_shardy.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
 
@@ -384,7 +385,7 @@ Status insert_explicit_reshards(Module& m) {
         op.name == "stablehlo.collective_permute";
     // (Inside a partial manual computation's body they carry a rule along the free axes.)
     if (op.sharding || op.name == "stablehlo.constant" ||
-        (written_collective && !op.attr("sdy.sharding_rule"))) {
+        (written_collective && !op.attr("sdy.sharding_rule")) || shardy_skips_op(m, op)) {
       out.push_back(o);
       continue;
     }
