@@ -174,8 +174,12 @@ Status lower_convert_bool(Lowering& l, const Op& op);
 /// Whether `op` is a reduce of i1 with an and (true) or or (false) region (jnp.all, jnp.any,
 /// jnp.take's fill mask); nullopt for any other reduce.
 std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op);
-/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it.
+/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it, a
+/// computed init joins by min (and) or max (or).
 Status lower_reduce_logical(Lowering& l, const Op& op);
+/// Rank-0 module value `v` as the graph operand of an elementwise op whose result has rank
+/// `rank` (reshaped to all ones, numpy-broadcasting): a reduce's computed init.
+Result<GValue> join_operand(Lowering& l, ValueId v, const Op& user, size_t rank);
 // Indexing (stablehlo_lower_indexing.cpp): onto embedding with index arithmetic.
 /// gather in its general form (offset, collapsed and batching dims, clamped start indices).
 Status lower_gather(Lowering& l, const Op& op);
