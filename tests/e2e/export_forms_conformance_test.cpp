@@ -310,3 +310,27 @@ TEST_CASE("an attribute's dense literal may have index elements (XLA's layouts)"
   CHECK(e.find("export.mlir:1:") != std::string::npos);
   CHECK(e.find("index") != std::string::npos);
 }
+
+TEST_CASE("sort by a TOTALORDER compare (tt-mlir's and torch-xla's argsort): IEEE total order") {
+  // Total order: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN; the sort is stable.
+  const std::string t =
+      "func.func @main(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xi32>) {\n"
+      "  %i = stablehlo.iota dim = 0 : tensor<8xi32>\n"
+      "  %0:2 = \"stablehlo.sort\"(%x, %i) <{dimension = 0 : i64, is_stable = true}> ({\n"
+      "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"
+      "    %1 = stablehlo.compare  DIR, %a, %b,  TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+      "tensor<i1>\n"
+      "    stablehlo.return %1 : tensor<i1>\n"
+      "  }) : (tensor<8xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xi32>)\n"
+      "  return %0#0, %0#1 : tensor<8xf32>, tensor<8xi32>\n}\n";
+  auto with = [&](const std::string& dir) {
+    std::string s = t;
+    s.replace(s.find("DIR"), 3, dir);
+    return s;
+  };
+  const Input x{{8}, {3, -0.0f, kNaN, -kInf, 0.0f, -kNaN, 1, -0.0f}};
+  check_all(with("LT"), {x},
+            {{-kNaN, -kInf, -0.0, -0.0, 0.0, 1, 3, kNaN}, {5, 3, 1, 7, 4, 6, 0, 2}});
+  check_all(with("GT"), {x},
+            {{kNaN, 3, 1, 0.0, -0.0, -0.0, -kInf, -kNaN}, {2, 0, 6, 4, 1, 7, 3, 5}});
+}

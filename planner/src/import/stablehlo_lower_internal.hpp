@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,15 @@ Status lower_pad_general(Lowering& l, const Op& op);
 /// add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
+/// a < b in the IEEE total order (-NaN below -inf, +NaN above +inf, -0 below +0).
+bool total_lt(double a, double b);
+/// Evaluates region `b` on scalar `args` (stablehlo_lower_region.cpp): the values its return
+/// yields, or nullopt when it uses an op the evaluator does not know (constant, compare,
+/// select, and/or/not, maximum/minimum are known; compares with TOTALORDER only when
+/// `total_order`). For recognising comparators and reducers by probing them.
+std::optional<std::vector<double>> eval_scalar_region(const Module& m, const Block& b,
+                                                      std::span<const double> args,
+                                                      bool total_order);
 /// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
 /// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);
