@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -174,8 +175,12 @@ Status lower_convert_bool(Lowering& l, const Op& op);
 /// Whether `op` is a reduce of i1 with an and (true) or or (false) region (jnp.all, jnp.any,
 /// jnp.take's fill mask); nullopt for any other reduce.
 std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op);
-/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it.
+/// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it, a
+/// computed init joins by min (and) or max (or).
 Status lower_reduce_logical(Lowering& l, const Op& op);
+/// Rank-0 module value `v` as the graph operand of an elementwise op whose result has rank
+/// `rank` (reshaped to all ones, numpy-broadcasting): a reduce's computed init.
+Result<GValue> join_operand(Lowering& l, ValueId v, const Op& user, size_t rank);
 // Indexing (stablehlo_lower_indexing.cpp): onto embedding with index arithmetic.
 /// gather in its general form (offset, collapsed and batching dims, clamped start indices).
 Status lower_gather(Lowering& l, const Op& op);
@@ -192,6 +197,15 @@ Status lower_pad_general(Lowering& l, const Op& op);
 /// add / maximum / minimum / replace region: every update row compared with
 /// every operand row (bounded), combined by reductions and selected by where.
 Status lower_scatter(Lowering& l, const Op& op);
+/// a < b in the IEEE total order (-NaN below -inf, +NaN above +inf, -0 below +0).
+bool total_lt(double a, double b);
+/// Evaluates region `b` on scalar `args` (stablehlo_lower_region.cpp): the values its return
+/// yields, or nullopt when it uses an op the evaluator does not know (constant, compare,
+/// select, and/or/not, maximum/minimum are known; compares with TOTALORDER only when
+/// `total_order`). For recognising comparators and reducers by probing them.
+std::optional<std::vector<double>> eval_scalar_region(const Module& m, const Block& b,
+                                                      std::span<const double> args,
+                                                      bool total_order);
 /// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
 /// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);

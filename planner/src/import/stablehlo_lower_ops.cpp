@@ -179,6 +179,13 @@ Status lower_dot_general(Lowering& l, const Op& op) {
   return {};
 }
 
+/// Rank-0 value `v` as an operand broadcasting against a rank-`rank` result (all-ones shape).
+Result<GValue> join_operand(Lowering& l, ValueId v, const Op& user, size_t rank) {
+  GValue c = MESHPLAN_TRY(l.use(v, user));
+  if (rank == 0) return c;
+  return l.reshape(c, std::vector<int64_t>(rank, 1));
+}
+
 namespace {
 
 /// One result of a reduce: `input` reduced over the op's dimensions from `init_value` by
@@ -205,8 +212,8 @@ Status lower_reduce_one(Lowering& l, const Op& op, ValueId input, ValueId init_v
         op, str("stablehlo.reduce with a ", body ? body->name : std::string("missing"),
                 " region (only add, maximum, minimum and multiply lower)"));
   const Folded* init = l.folded(init_value);
-  if (!init || init->data.size() != 1)
-    return l.unimplemented(op, "stablehlo.reduce whose init value is not a constant");
+  if (init && init->data.size() != 1)
+    return l.unimplemented(op, "stablehlo.reduce whose init value is not one value");
   const auto& dims = ints(op, "dimensions");
   if (!dims_ok(dims, l.type(input).shape.size()))
     return fail(ErrorCode::invalid_argument, op.loc.str(),
@@ -214,9 +221,14 @@ Status lower_reduce_one(Lowering& l, const Op& op, ValueId input, ValueId init_v
   GValue x = MESHPLAN_TRY(l.use(input, op));
   const auto& out = l.type(result).shape;
   const DType dt = MESHPLAN_TRY(dtype_of(l.type(result), op.loc));
-  float v = init->data.front();
   GValue r = x;
   if (!dims.empty()) r = MESHPLAN_TRY(l.emit(kind->reduce, {x}, {{"dims", dims}}, out, dt));
+  if (!init) {  // A computed init joins the result once, by the region's op.
+    GValue c = MESHPLAN_TRY(join_operand(l, init_value, op, out.size()));
+    l.bind(result, MESHPLAN_TRY(l.emit(kind->join, {r, c}, {}, out, dt)));
+    return {};
+  }
+  float v = init->data.front();
   // The largest finite value is the identity of min (and the lowest of max) for f32 inputs.
   bool identity =
       v == kind->identity ||

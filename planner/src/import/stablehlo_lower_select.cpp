@@ -289,14 +289,27 @@ std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op) {
 Status lower_reduce_logical(Lowering& l, const Op& op) {
   const bool is_and = *logical_reduce_kind(l, op);
   const Folded* init = l.folded(op.operands[1]);
-  if (!init || init->data.size() != 1)
-    return l.unimplemented(op, "stablehlo.reduce of i1 whose init value is not a constant");
+  if (init && init->data.size() != 1)
+    return l.unimplemented(op, "stablehlo.reduce of i1 whose init value is not one value");
   const Attr* da = op.prop("dimensions");
   const std::vector<int64_t> dims = da ? da->ints : std::vector<int64_t>{};
   if (!dims_ok(dims, l.type(op.operands[0]).shape.size()))
     return fail(ErrorCode::invalid_argument, op.loc.str(),
                 ": stablehlo.reduce: dimensions are not distinct dims of its operand");
   const auto& out = l.type(op.results[0]).shape;
+  if (!init) {  // A computed init joins the result once: and = min, or = max of 0/1 values.
+    GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+    const DType dt = l.graph().values[x].dtype;
+    const OpKind kind = is_and ? OpKind::reduce_min : OpKind::reduce_max;
+    if (!dims.empty()) x = MESHPLAN_TRY(l.emit(kind, {x}, {Attribute{"dims", dims}}, out, dt));
+    GValue c = MESHPLAN_TRY(join_operand(l, op.operands[1], op, out.size()));
+    if (l.graph().values[c].dtype != dt)
+      return fail(ErrorCode::invalid_argument, op.loc.str(),
+                  ": stablehlo.reduce: i1 operand and init lower to different dtypes");
+    l.bind(op.results[0],
+           MESHPLAN_TRY(l.emit(is_and ? OpKind::minimum : OpKind::maximum, {x, c}, {}, out, dt)));
+    return {};
+  }
   const bool v = init->data.front() != 0;
   if (v != is_and) {  // and with false, or with true: the init whatever the input.
     l.fold(op.results[0], Folded{out, std::vector<float>(static_cast<size_t>(device::volume(out)),

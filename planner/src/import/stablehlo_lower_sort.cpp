@@ -2,10 +2,10 @@
 // lax.sort with several operands and num_keys, descending sorts with a GT comparator) and
 // chlo.top_k. The comparator is recognised by what it computes on probe scalars: a
 // lexicographic order on some operands, each ascending or descending, with JAX's canonicalising
-// total order or a plain LT / GT. The lowering ranks every element against every other along
-// the sort dim (stable: equal keys keep their order; NaN last ascending, first descending),
-// turns the ranks into a permutation and reads every operand through embedding, so the moved
-// values are copied bit for bit.
+// total order, a plain LT / GT or the IEEE total order (compare ... TOTALORDER). The lowering ranks
+// every element against every other along the sort dim (stable: equal keys keep their order; NaN
+// last ascending, first descending), turns the ranks into a permutation and reads every operand
+// through embedding, so the moved values are copied bit for bit.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -22,85 +22,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kSortPairs = int64_t{1} << 22;
-
-std::string keyword(const Attr* a) {
-  if (!a) return "";
-  std::string s = a->kind == Attr::Kind::keyword ? a->text : a->text;
-  if (auto sp = s.rfind(' '); sp != std::string::npos) s = s.substr(sp + 1);
-  while (!s.empty() && (s.back() == '>' || s.back() == ')')) s.pop_back();
-  return s;
-}
-
-/// a < b in IEEE total order (-NaN below -inf, +NaN above +inf, -0 below +0).
-bool total_lt(double a, double b) {
-  // Place each value on a line: -NaN, numbers, +NaN; signed zeros apart.
-  auto rank = [](double x) { return std::isnan(x) ? (std::signbit(x) ? -1 : 1) : 0; };
-  if (rank(a) != rank(b)) return rank(a) < rank(b);
-  if (std::isnan(a)) return false;
-  if (a == b) return std::signbit(a) && !std::signbit(b);
-  return a < b;
-}
-
-/// The comparator region on scalars: its one result, or nullopt for an op it does not know.
-std::optional<double> run_comparator(const Module& m, const Block& b,
-                                     const std::vector<double>& in) {
-  std::map<ValueId, double> env;
-  for (size_t k = 0; k < in.size(); ++k) env[b.args[k]] = in[k];
-  for (OpId o : b.ops) {
-    const Op& op = m.ops[o];
-    const std::string& n = op.name;
-    if (n == "stablehlo.constant") {
-      const Attr* v = op.prop("value");
-      if (!v || v->kind != Attr::Kind::dense || v->values.size() != 1 || op.results.size() != 1)
-        return std::nullopt;
-      env[op.results[0]] = v->values[0];
-      continue;
-    }
-    std::vector<double> x;
-    for (ValueId v : op.operands) {
-      auto it = env.find(v);
-      if (it == env.end()) return std::nullopt;
-      x.push_back(it->second);
-    }
-    if (n == "stablehlo.return") return x.size() == 1 ? std::optional(x[0]) : std::nullopt;
-    if (op.results.size() != 1) return std::nullopt;
-    double r = 0;
-    if (n == "stablehlo.compare" && x.size() == 2) {
-      std::string dir = keyword(op.prop("comparison_direction"));
-      if (keyword(op.prop("compare_type")) == "TOTALORDER") {
-        bool lt = total_lt(x[0], x[1]), gt = total_lt(x[1], x[0]);
-        r = dir == "EQ"   ? !lt && !gt
-            : dir == "NE" ? lt || gt
-            : dir == "LT" ? lt
-            : dir == "LE" ? !gt
-            : dir == "GT" ? gt
-            : dir == "GE" ? !lt
-                          : kNaN;
-      } else {
-        r = dir == "EQ"   ? x[0] == x[1]
-            : dir == "NE" ? x[0] != x[1]
-            : dir == "LT" ? x[0] < x[1]
-            : dir == "LE" ? x[0] <= x[1]
-            : dir == "GT" ? x[0] > x[1]
-            : dir == "GE" ? x[0] >= x[1]
-                          : kNaN;
-      }
-      if (std::isnan(r)) return std::nullopt;
-    } else if (n == "stablehlo.select" && x.size() == 3) {
-      r = x[0] != 0 ? x[1] : x[2];
-    } else if (n == "stablehlo.and" && x.size() == 2) {
-      r = x[0] != 0 && x[1] != 0;
-    } else if (n == "stablehlo.or" && x.size() == 2) {
-      r = x[0] != 0 || x[1] != 0;
-    } else if (n == "stablehlo.not" && x.size() == 1) {
-      r = x[0] == 0;
-    } else {
-      return std::nullopt;
-    }
-    env[op.results[0]] = r;
-  }
-  return std::nullopt;
-}
 
 /// One key of a lexicographic comparator: an operand and its direction. NaN sorts after every
 /// number ascending and before every number descending (JAX's canonical total order; a plain
@@ -134,9 +55,9 @@ std::optional<bool> probe(const Module& m, const Block& b, size_t operands,
     in[2 * *cand] = a;
     in[2 * *cand + 1] = c;
   }
-  auto got = run_comparator(m, b, in);
-  if (!got) return std::nullopt;
-  return *got != 0;
+  auto got = eval_scalar_region(m, b, in, true);
+  if (!got || got->size() != 1) return std::nullopt;
+  return (*got)[0] != 0;
 }
 
 /// The comparator as a lexicographic order on some of the operands, found key by key: with the
@@ -166,7 +87,7 @@ std::optional<std::vector<SortKey>> lexicographic_keys(const Module& m, const Bl
       std::vector<double> vals = {-2, -1, 0, 1, 2};
       if (floating[k]) vals = {-kNaN, -kInf, -1.5, -0.0, 0.0, 1.5, kInf, kNaN};
       for (bool desc : {false, true}) {
-        bool canonical = true, plain = true;
+        bool canonical = true, plain = true, total = floating[k];
         for (double a : vals)
           for (double c : vals)
             for (int other = 0; other < 2; ++other)
@@ -176,6 +97,16 @@ std::optional<std::vector<SortKey>> lexicographic_keys(const Module& m, const Bl
                 const bool has_nan = std::isnan(a) || std::isnan(c);
                 auto got = probe(m, b, operands, keys, k, a, c, other, t);
                 if (!got) return std::nullopt;
+                if (total) {  // The IEEE total order (a compare with TOTALORDER).
+                  const bool t_before = desc ? total_lt(c, a) : total_lt(a, c);
+                  if (t_before || (desc ? total_lt(a, c) : total_lt(c, a))) {
+                    total &= *got == t_before;
+                  } else {
+                    auto same = probe(m, b, operands, keys, k, a, a, other, t);
+                    if (!same) return std::nullopt;
+                    total &= *got == *same;
+                  }
+                }
                 if (!ordered && !has_nan) {
                   // Equal keys (-0.0 and +0.0 too) must leave the result to the later keys.
                   auto same = probe(m, b, operands, keys, k, a, a, other, t);
@@ -188,8 +119,8 @@ std::optional<std::vector<SortKey>> lexicographic_keys(const Module& m, const Bl
                 // A plain compare leaves NaN unordered: false both ways, whatever follows.
                 plain &= has_nan ? !*got : *got == key_before(a, c, desc);
               }
-        if (canonical || plain) {
-          next = SortKey{k, desc};
+        if (canonical || plain || total) {
+          next = SortKey{k, desc, !canonical && !plain};
           break;
         }
       }

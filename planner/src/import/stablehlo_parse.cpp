@@ -30,6 +30,7 @@ Result<Module> Parser::run() {
   }
   ws();
   if (pos_ < t_.size()) return error("end of input");
+  MESHPLAN_TRY(decompose_ops(m_));
   MESHPLAN_TRY(inline_calls(m_, import));
   MESHPLAN_TRY(gspmd_shard_map_to_manual(m_));
   MESHPLAN_TRY(drop_gspmd_annotations(m_));
@@ -81,6 +82,7 @@ Status Parser::top_items(std::string_view until) {
     }
     if (accept_word("sdy.mesh")) {
       MESHPLAN_TRY(mesh_decl());
+      MESHPLAN_TRY(skip_loc());
     } else if (accept_word("func.func")) {
       MESHPLAN_TRY(func());
     } else {

@@ -203,7 +203,7 @@ Result<TensorType> Parser::type() {
                             kElementTypes, ")"));
   }
   ty.element = MESHPLAN_TRY(ident("an element type"));
-  if (!is_element_type(ty.element))
+  if (!is_element_type(ty.element) && !(index_elements_ && ty.element == "index"))
     return error_at(at,
                     str("element type ", ty.element, " is not supported (", kElementTypes, ")"));
   if (!accept(">")) return error("'>' closing the tensor type");
@@ -350,7 +350,7 @@ Result<Attr> Parser::attr() {
     MESHPLAN_TRY(expect(">", "'>' closing array<...>"));
     return a;
   }
-  if (accept("dense<")) return dense();
+  if (accept("dense<")) return dense(true);
   if (peek("tensor<")) {
     a.kind = K::type;
     a.type = MESHPLAN_TRY(type());
@@ -469,7 +469,7 @@ Status Parser::decode_hex(Attr& a, size_t at) {
   return {};
 }
 
-Result<Attr> Parser::dense() {
+Result<Attr> Parser::dense(bool index_ok) {
   Attr a;
   std::string_view hex_text;
   size_t hex_at = 0;
@@ -489,7 +489,10 @@ Result<Attr> Parser::dense() {
   MESHPLAN_TRY(expect(":", "':' and the type of a dense literal"));
   ws();
   size_t tp = pos_;
-  a.type = MESHPLAN_TRY(type());
+  index_elements_ = index_ok;
+  auto ty = type();
+  index_elements_ = false;
+  a.type = MESHPLAN_TRY(std::move(ty));
   // number() reads a 4-digit hex element as bf16 bits (the width does not tell f16 from bf16):
   // in an f16 literal, reread each one as f16 bits.
   if (a.type.element == "f16" && hex_text.find("0x") != std::string_view::npos) {

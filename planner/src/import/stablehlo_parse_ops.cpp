@@ -54,6 +54,7 @@ Result<OpId> Parser::operation() {
     op.name = MESHPLAN_TRY(ident("an op name"));
     MESHPLAN_TRY(pretty(op, result_types, name_pos));
   }
+  if (op.name == "stablehlo.composite") MESHPLAN_TRY(composite_as_call(op, name_pos));
   MESHPLAN_TRY(skip_loc());
   int64_t declared = 0;
   for (const auto& d : defs) declared += d.second;
@@ -348,6 +349,30 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     Attr v = MESHPLAN_TRY(dense());
     results = {v.type};
     op.set_prop("value", std::move(v));
+    return {};
+  }
+  if (n == "arith.constant") {  // `arith.constant dense<...> : tensor<...>`: a constant
+    op.name = "stablehlo.constant";
+    MESHPLAN_TRY(op_attr_dict(op));
+    if (!accept("dense<"))
+      return error("a dense<...> tensor literal (arith.constant is read for tensors only)");
+    Attr v = MESHPLAN_TRY(dense());
+    results = {v.type};
+    op.set_prop("value", std::move(v));
+    return {};
+  }
+  if (n == "stablehlo.composite") return composite_op(op, results);
+  if (n == "stablehlo.get_dimension_size") {  // `stablehlo.get_dimension_size %x, dim = N : ...`
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "', dim = N'"));
+    if (!accept_word("dim")) return error("'dim = N'");
+    MESHPLAN_TRY(expect("=", "'=' after dim"));
+    op.set_prop("dimension", Attr::integer(MESHPLAN_TRY(integer("a dimension")), "i64"));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the op's type"));
+    auto [ins, outs] = MESHPLAN_TRY(func_type());
+    MESHPLAN_TRY(check_operand_types(op, ins));
+    results = outs;
     return {};
   }
   if (n == "call" || n == "func.call") {
@@ -817,6 +842,39 @@ Status Parser::call_op(Op& op, std::vector<TensorType>& results) {
   auto [ins, outs] = MESHPLAN_TRY(func_type());
   MESHPLAN_TRY(check_operand_types(op, ins));
   results = outs;
+  return {};
+}
+
+Status Parser::composite_op(Op& op, std::vector<TensorType>& results) {
+  Attr name;
+  name.kind = Attr::Kind::string;
+  name.text = MESHPLAN_TRY(string_lit());
+  op.set_prop("name", std::move(name));
+  if (peek('%')) {
+    do op.operands.push_back(MESHPLAN_TRY(use()));
+    while (accept(","));
+  }
+  MESHPLAN_TRY(op_attr_dict(op));
+  MESHPLAN_TRY(expect(":", "':' and the composite's function type"));
+  auto [ins, outs] = MESHPLAN_TRY(func_type());
+  MESHPLAN_TRY(check_operand_types(op, ins));
+  results = outs;
+  return {};
+}
+
+Status Parser::composite_as_call(Op& op, size_t at) {
+  const Attr* d = op.prop("decomposition");
+  if (!d) d = op.attr("decomposition");
+  if (!d || d->kind != Attr::Kind::symbol)
+    return error_at(at, "stablehlo.composite without 'decomposition = @function'");
+  Attr callee = *d;
+  std::erase_if(op.attrs, [](const NamedAttr& a) {
+    return a.first == "name" || a.first == "decomposition" || a.first == "composite_attributes" ||
+           a.first == "version";
+  });
+  op.props.clear();
+  op.name = "func.call";
+  op.set_prop("callee", std::move(callee));
   return {};
 }
 

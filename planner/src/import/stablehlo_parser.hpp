@@ -31,6 +31,10 @@ struct ImportOptions {
   bool tokens = false;       ///< Read `!stablehlo.token` (sdy-propagation only).
 };
 Status inline_calls(Module& m, ImportOptions options = {});
+/// Rewrites the ops the spec defines by decomposition (batch_norm_*, get_dimension_size,
+/// dynamic_iota of a static shape) into the StableHLO ops they stand for
+/// (stablehlo_decompose.cpp).
+Status decompose_ops(Module& m);
 inline constexpr size_t kMaxInlinedOps = 1'000'000;
 
 /// GSPMD annotations JAX prints: `mhlo.sharding` on arguments/results and `custom_call
@@ -117,7 +121,9 @@ class Parser {
   /// for f32/f64/bf16/f16-free integer types; other types keep the raw text.
   Status decode_hex(Attr& a, size_t at);
 
-  Result<Attr> dense();
+  /// `dense<...> : tensor<...>` after `dense<`; `index_ok`: an attribute's literal (XLA's
+  /// layouts), whose element type may be `index`.
+  Result<Attr> dense(bool index_ok = false);
 
   Result<std::vector<NamedAttr>> attr_dict();
 
@@ -153,6 +159,10 @@ class Parser {
   Status call_op(Op& op, std::vector<TensorType>& results);
   /// `stablehlo.custom_call @target(%a) {attrs} : (T) -> T`.
   Status custom_call_op(Op& op, std::vector<TensorType>& results);
+  /// `stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T, U) -> R`.
+  Status composite_op(Op& op, std::vector<TensorType>& results);
+  /// A composite means a call of its decomposition (the spec's semantics): made a func.call.
+  Status composite_as_call(Op& op, size_t at);
 
   Status mesh_decl();
 
@@ -222,6 +232,7 @@ class Parser {
   mutable int cache_line_ = 1;
   mutable int cache_col_ = 1;
   size_t type_pos_ = 0;
+  bool index_elements_ = false;  ///< type() accepts `index` (attribute literals).
   Module m_;
   std::vector<std::map<std::string, ValueId>> scopes_;
 };
