@@ -161,6 +161,7 @@ Status lower_reshard(Module& m, const MeshDecl& mesh, ValueId x, const TensorSha
   auto steps = mode == ReshardMode::gather_slice
                    ? Result<std::vector<ReshardStep>>(gather_then_slice(mesh, from, to))
                    : plan_reshard(mesh, from, to, m.values[x].type.shape);
+  if (!steps && mode == ReshardMode::physical) steps = gather_then_slice(mesh, from, to);
   if (!steps)
     return fail(steps.error().code, loc.str(), ": sdy.reshard from ", sharding_string(from), " to ",
                 sharding_string(to), ": ", steps.error().message);
