@@ -95,10 +95,10 @@ TEST_CASE("permute_pairs: target (x=r, y=q) receives from (x=q, y=r); self-pairs
   // Devices row-major: 0=(0,0) 1=(0,1) 2=(1,0) 3=(1,1). (0,1) needs piece 1, held by (1,0).
   using P = std::pair<int64_t, int64_t>;
   CHECK(pairs == std::vector<P>{{0, 0}, {2, 1}, {1, 2}, {3, 3}});
-  // Sharding a dim over an axis the source already uses elsewhere is no permute: identity.
+  // Two dims trading their axes: target (x=r, y=q) needs piece (q, r), held by (x=q, y=r).
   TensorSharding both = sharding({{"x"}, {"y"}});
   TensorSharding moved = sharding({{"y"}, {"x"}});
-  CHECK(permute_pairs(mesh, both, moved) == std::vector<P>{{0, 0}, {1, 1}, {2, 2}, {3, 3}});
+  CHECK(permute_pairs(mesh, both, moved) == std::vector<P>{{0, 0}, {2, 1}, {1, 2}, {3, 3}});
 }
 
 TEST_CASE("2x2: [{x},{}] -> [{y},{}] is one collective_permute, exact on host, round-trips") {

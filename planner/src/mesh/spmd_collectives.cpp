@@ -2,11 +2,13 @@
 // reduce_scatter), then global -> local shapes with StableHLO collectives over replica groups,
 // and reading those collectives back (cluster_axis, groups, bytes moved).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
 #include <tuple>
 
+#include "mesh/spmd_reshard.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
 
@@ -21,12 +23,6 @@ int64_t device_index(double v) {
   return static_cast<int64_t>(v);
 }
 
-TensorSharding closed(TensorSharding s) {
-  for (DimSharding& d : s.dims) d.open = false, d.priority = -1;
-  s.replicated.clear();
-  return s;
-}
-
 std::vector<OpId>* entry_body(Module& m, OpId* mc_out) {
   Func* f = m.entry();
   if (!f) return nullptr;
@@ -38,57 +34,27 @@ std::vector<OpId>* entry_body(Module& m, OpId* mc_out) {
   return nullptr;
 }
 
-/// One axis of a dim replaced by another of the same size (`from` -> `to`).
-struct AxisSwap {
-  AxisRef from, to;
-};
-
-/// The axis swaps that turn `src` into `tgt` when that is all that differs: on every dim the
-/// non-trivial axes are equally many and each either stays or is replaced by an axis of the same
-/// size that `src` does not use anywhere, while the replaced axis is used nowhere in `tgt`.
-/// Such a reshard keeps each device's shard size and only moves shards between devices (one
-/// collective_permute). With `only_dims`, dims that do not qualify are left alone (their swaps
-/// are not returned) instead of making the whole answer empty.
-std::vector<AxisSwap> axis_swaps(const AxisMath& math, const TensorSharding& src,
-                                 const TensorSharding& tgt, bool only_dims) {
-  std::vector<AxisRef> src_all, tgt_all;
-  for (const auto& d : src.dims)
-    for (const AxisRef& a : math.without_trivial(d.axes)) src_all.push_back(a);
-  for (const auto& d : tgt.dims)
-    for (const AxisRef& a : math.without_trivial(d.axes)) tgt_all.push_back(a);
-  auto used = [&](const std::vector<AxisRef>& all, const AxisRef& a) {
-    return std::any_of(all.begin(), all.end(),
-                       [&](const AxisRef& b) { return math.overlaps(a, b); });
-  };
-  std::vector<AxisSwap> out;
-  const size_t rank = std::max(src.dims.size(), tgt.dims.size());
-  for (size_t d = 0; d < rank; ++d) {
-    auto have = d < src.dims.size() ? math.normalize(math.without_trivial(src.dims[d].axes))
-                                    : std::vector<AxisRef>{};
-    auto want = d < tgt.dims.size() ? math.normalize(math.without_trivial(tgt.dims[d].axes))
-                                    : std::vector<AxisRef>{};
-    if (have == want) continue;
-    bool ok = have.size() == want.size();
-    std::vector<AxisSwap> dim_swaps;
-    for (size_t k = 0; ok && k < have.size(); ++k) {
-      if (have[k] == want[k]) continue;
-      ok = math.size(have[k]) == math.size(want[k]) && !math.overlaps(have[k], want[k]) &&
-           !used(tgt_all, have[k]) && !used(src_all, want[k]);
-      dim_swaps.push_back({have[k], want[k]});
+/// Per dim, which piece of the tensor device `dev` (row-major id) holds under `s`.
+std::vector<int64_t> pieces(const MeshDecl& mesh, const AxisMath& math, const TensorSharding& s,
+                            int64_t dev) {
+  std::vector<int64_t> coord(mesh.axes.size());
+  for (size_t k = mesh.axes.size(); k-- > 0;) {
+    coord[k] = dev % mesh.axes[k].second;
+    dev /= mesh.axes[k].second;
+  }
+  std::vector<int64_t> out;
+  for (const DimSharding& d : s.dims) {
+    int64_t piece = 0;
+    for (const AxisRef& a : d.axes) {
+      size_t k = 0;
+      while (k < mesh.axes.size() && mesh.axes[k].first != a.name) ++k;
+      if (k == mesh.axes.size()) continue;
+      const int64_t size = math.size(a);
+      piece = piece * size + (coord[k] / a.pre_size) % size;
     }
-    if (ok)
-      out.insert(out.end(), dim_swaps.begin(), dim_swaps.end());
-    else if (!only_dims)
-      return {};
+    out.push_back(piece);
   }
   return out;
-}
-
-/// Index of a mesh axis by name, or the axis count when absent.
-size_t axis_index(const MeshDecl& mesh, const std::string& name) {
-  size_t k = 0;
-  while (k < mesh.axes.size() && mesh.axes[k].first != name) ++k;
-  return k;
 }
 
 }  // namespace
@@ -96,148 +62,125 @@ size_t axis_index(const MeshDecl& mesh, const std::string& name) {
 std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
                                                        const TensorSharding& src,
                                                        const TensorSharding& tgt) {
+  // Devices grouped by the piece they hold before (sources) and need after (targets). A piece
+  // is held and needed by equally many devices when the per-dim piece counts agree, as they do
+  // for a permute: a device that keeps its piece sends to itself, the others pair up in order.
   AxisMath math{mesh};
-  std::vector<AxisSwap> swaps = axis_swaps(math, src, tgt, false);
-  std::vector<int64_t> sizes;
-  for (const auto& a : mesh.axes) sizes.push_back(a.second);
-  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> holders, needers;
   for (int64_t dev = 0; dev < mesh.devices(); ++dev) {
-    std::vector<int64_t> coord(sizes.size());
-    int64_t rest = dev;
-    for (size_t k = sizes.size(); k-- > 0;) {
-      coord[k] = rest % sizes[k];
-      rest /= sizes[k];
-    }
-    // Target `dev` at (from=r, to=q) needs piece q along the dim; the device at (from=q, to=r)
-    // holds it. Parts are read from the target's coordinate, then all moved at once.
-    std::vector<int64_t> src_coord = coord;
-    for (const AxisSwap& s : swaps) {
-      size_t kf = axis_index(mesh, s.from.name), kt = axis_index(mesh, s.to.name);
-      if (kf == sizes.size() || kt == sizes.size()) continue;
-      int64_t r = (coord[kf] / s.from.pre_size) % math.size(s.from);
-      int64_t q = (coord[kt] / s.to.pre_size) % math.size(s.to);
-      src_coord[kf] += (q - r) * s.from.pre_size;
-      src_coord[kt] += (r - q) * s.to.pre_size;
-    }
-    int64_t source = 0;
-    for (size_t k = 0; k < sizes.size(); ++k) source = source * sizes[k] + src_coord[k];
-    pairs.emplace_back(source, dev);
+    holders[pieces(mesh, math, src, dev)].push_back(dev);
+    needers[pieces(mesh, math, tgt, dev)].push_back(dev);
   }
+  std::vector<int64_t> source(static_cast<size_t>(mesh.devices()), -1);
+  for (auto& [piece, want] : needers) {
+    std::vector<int64_t>& have = holders[piece];
+    std::vector<int64_t> free_have, free_want;
+    for (int64_t d : have)
+      if (std::find(want.begin(), want.end(), d) == want.end()) free_have.push_back(d);
+    for (int64_t d : want)
+      if (std::find(have.begin(), have.end(), d) != have.end())
+        source[static_cast<size_t>(d)] = d;
+      else
+        free_want.push_back(d);
+    for (size_t k = 0; k < free_want.size() && k < free_have.size(); ++k)
+      source[static_cast<size_t>(free_want[k])] = free_have[k];
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t dev = 0; dev < mesh.devices(); ++dev)
+    if (source[static_cast<size_t>(dev)] >= 0)
+      pairs.emplace_back(source[static_cast<size_t>(dev)], dev);
   return pairs;
 }
 
 namespace {
 
-/// Ops replacing one reshard, built from its source to its target sharding.
-class ReshardLowering {
- public:
-  ReshardLowering(Module& m, const MeshDecl& mesh) : m_(m), math_{mesh} {}
-
-  /// Emits the collectives into `out`; returns the value standing for the reshard's result.
-  ValueId lower(ValueId x, TensorSharding src, const TensorSharding& tgt, const Location& loc,
-                std::vector<OpId>& out) {
-    const size_t rank = tgt.dims.size();
-    TensorSharding cur = closed(std::move(src));
-    cur.dims.resize(rank);
-    auto suffix = [&](const std::vector<AxisRef>& have, const std::vector<AxisRef>& want) {
-      size_t k = 0;
-      while (k < have.size() && k < want.size() && have[k] == want[k]) ++k;
-      return std::vector<AxisRef>(have.begin() + static_cast<std::ptrdiff_t>(k), have.end());
-    };
-    auto target = [&](size_t d) {
-      return math_.normalize(math_.without_trivial(tgt.dims[d].axes));
-    };
-    // 0. collective_permute: dims whose axes are only replaced by unused axes of the same size
-    //    keep their shard size; each device sends its shard to the one that needs it.
-    if (auto swaps = axis_swaps(math_, cur, tgt, true); !swaps.empty()) {
-      TensorSharding next = cur;
-      for (size_t d = 0; d < rank; ++d) {
-        auto have = math_.normalize(math_.without_trivial(cur.dims[d].axes));
-        auto want = target(d);
-        if (have.size() != want.size() || have == want) continue;
-        bool swapped = true;
-        for (size_t k = 0; k < have.size() && swapped; ++k)
-          swapped =
-              have[k] == want[k] || std::any_of(swaps.begin(), swaps.end(), [&](const AxisSwap& s) {
-                return s.from == have[k] && s.to == want[k];
-              });
-        if (swapped) next.dims[d].axes = want;
-      }
-      OpId o = m_.add_op("sdy.collective_permute", {x}, {m_.values[x].type}, loc);
-      m_.ops[o].sharding = next;
-      out.push_back(o);
-      x = m_.ops[o].results[0];
-      cur = next;
-    }
-    // 1. all_to_all: an axis that leaves dim d and is wanted at the end of dim e.
-    for (size_t d = 0; d < rank; ++d) {
-      auto extra = suffix(cur.dims[d].axes, tgt.dims[d].axes);
-      if (extra.size() != 1 || math_.size(extra[0]) == 1) continue;
-      for (size_t e = 0; e < rank; ++e) {
-        if (e == d) continue;
-        auto want_e = target(e);
-        auto have_e = math_.without_trivial(cur.dims[e].axes);
-        if (want_e.size() == have_e.size() + 1 &&
-            std::equal(have_e.begin(), have_e.end(), want_e.begin()) && want_e.back() == extra[0]) {
-          TensorSharding next = cur;
-          next.dims[d].axes.pop_back();
-          next.dims[e].axes.push_back(extra[0]);
-          OpId o = m_.add_op("sdy.all_to_all", {x}, {m_.values[x].type}, loc);
-          m_.ops[o].all_to_all.push_back(
-              {{extra[0]}, static_cast<int64_t>(d), static_cast<int64_t>(e)});
-          m_.ops[o].sharding = next;
-          out.push_back(o);
-          x = m_.ops[o].results[0];
-          cur = next;
-          break;
-        }
-      }
-    }
-    // 2. all_gather what the target does not keep.
-    std::vector<std::vector<AxisRef>> gather(rank);
-    bool any = false;
-    TensorSharding after = cur;
-    for (size_t d = 0; d < rank; ++d) {
-      gather[d] = suffix(cur.dims[d].axes, tgt.dims[d].axes);
-      // Keep gathering consistent with what the target needs: the kept prefix must be a
-      // prefix of the target (ignoring size-1 axes).
-      any |= !gather[d].empty();
-      after.dims[d].axes.resize(cur.dims[d].axes.size() - gather[d].size());
-    }
-    if (any) {
-      OpId o = m_.add_op("sdy.all_gather", {x}, {m_.values[x].type}, loc);
-      m_.ops[o].dim_axes = gather;
-      m_.ops[o].sharding = after;
-      out.push_back(o);
-      x = m_.ops[o].results[0];
-      cur = after;
-    }
-    // 3. all_slice what the target adds (size-1 axes split nothing and are left out).
-    std::vector<std::vector<AxisRef>> slice(rank);
-    any = false;
-    after = cur;
-    for (size_t d = 0; d < rank; ++d) {
-      auto want = target(d);
-      auto have = math_.without_trivial(cur.dims[d].axes);
-      if (want.size() > have.size())
-        slice[d].assign(want.begin() + static_cast<std::ptrdiff_t>(have.size()), want.end());
-      any |= !slice[d].empty();
-      after.dims[d].axes.insert(after.dims[d].axes.end(), slice[d].begin(), slice[d].end());
-    }
-    if (any) {
-      OpId o = m_.add_op("sdy.all_slice", {x}, {m_.values[x].type}, loc);
-      m_.ops[o].dim_axes = slice;
-      m_.ops[o].sharding = after;
-      out.push_back(o);
-      x = m_.ops[o].results[0];
-    }
-    return x;
+/// Ops replacing one reshard: the collectives plan_reshard chooses, each carrying its sharding.
+/// The all_gather + all_slice sequence of a reshard: per dim, what follows the common prefix of
+/// the (non-trivial) source and target axes is gathered, then the target's rest is sliced.
+std::vector<ReshardStep> gather_then_slice(const MeshDecl& mesh, const TensorSharding& from,
+                                           const TensorSharding& to) {
+  AxisMath math{mesh};
+  const size_t rank = to.dims.size();
+  std::vector<std::vector<AxisRef>> gather(rank), slice(rank);
+  TensorSharding cur = replicated_sharding(from.mesh, rank);
+  cur.unreduced = to.unreduced;
+  bool gathers = false, slices = false;
+  for (size_t d = 0; d < rank; ++d) {
+    auto have =
+        math.without_trivial(d < from.dims.size() ? from.dims[d].axes : std::vector<AxisRef>{});
+    auto want = math.without_trivial(to.dims[d].axes);
+    size_t k = 0;
+    while (k < have.size() && k < want.size() && have[k] == want[k]) ++k;
+    cur.dims[d].axes.assign(have.begin(), have.begin() + static_cast<std::ptrdiff_t>(k));
+    gather[d].assign(have.begin() + static_cast<std::ptrdiff_t>(k), have.end());
+    slice[d].assign(want.begin() + static_cast<std::ptrdiff_t>(k), want.end());
+    gathers |= !gather[d].empty();
+    slices |= !slice[d].empty();
   }
+  std::vector<ReshardStep> steps;
+  if (gathers) steps.push_back({"all_gather", gather, {}, cur});
+  if (from.mesh != to.mesh) {
+    cur.mesh = to.mesh;
+    steps.push_back({"collective_permute", {}, {}, cur});
+  }
+  if (slices) {
+    for (size_t d = 0; d < rank; ++d)
+      cur.dims[d].axes.insert(cur.dims[d].axes.end(), slice[d].begin(), slice[d].end());
+    steps.push_back({"all_slice", slice, {}, cur});
+  }
+  return steps;
+}
 
- private:
-  Module& m_;
-  AxisMath math_;
-};
+/// True when `axes` group devices as one whole mesh axis or the whole mesh in order does.
+bool whole_axis_groups(const MeshDecl& mesh, const std::vector<AxisRef>& axes) {
+  AxisMath math{mesh};
+  auto kept = math.without_trivial(axes);
+  if (kept.empty()) return true;
+  auto groups = replica_groups(mesh, kept);
+  std::vector<int64_t> all(static_cast<size_t>(mesh.devices()));
+  std::iota(all.begin(), all.end(), 0);
+  if (groups == std::vector<std::vector<int64_t>>{all}) return true;
+  for (const auto& a : mesh.axes)
+    if (groups == replica_groups(mesh, {AxisRef{a.first, 1, 0}})) return true;
+  return false;
+}
+
+bool whole_axis_steps(const MeshDecl& mesh, const std::vector<ReshardStep>& steps) {
+  for (const ReshardStep& s : steps) {
+    if (s.kind == "all_to_all" && !whole_axis_groups(mesh, s.a2a.axes)) return false;
+    for (const auto& axes : s.dim_axes)
+      if (!whole_axis_groups(mesh, axes)) return false;
+  }
+  return true;
+}
+
+/// Ops replacing one reshard: the collectives of `mode`, each carrying its sharding.
+Status lower_reshard(Module& m, const MeshDecl& mesh, ValueId x, const TensorSharding& from,
+                     const TensorSharding& to, ReshardMode mode, const Location& loc,
+                     std::vector<OpId>& out, ValueId& result) {
+  auto steps = mode == ReshardMode::gather_slice
+                   ? Result<std::vector<ReshardStep>>(gather_then_slice(mesh, from, to))
+                   : plan_reshard(mesh, from, to, m.values[x].type.shape);
+  if (!steps && mode == ReshardMode::physical) steps = gather_then_slice(mesh, from, to);
+  if (!steps)
+    return fail(steps.error().code, loc.str(), ": sdy.reshard from ", sharding_string(from), " to ",
+                sharding_string(to), ": ", steps.error().message);
+  if (mode == ReshardMode::physical && !whole_axis_steps(mesh, *steps))
+    steps = gather_then_slice(mesh, from, to);
+  for (ReshardStep& s : *steps) {
+    OpId o = m.add_op("sdy." + s.kind, {x}, {m.values[x].type}, loc);
+    Op& op = m.ops[o];
+    if (s.kind == "all_to_all")
+      op.all_to_all.push_back(std::move(s.a2a));
+    else if (s.kind != "collective_permute")
+      op.dim_axes = std::move(s.dim_axes);
+    op.sharding = std::move(s.out);
+    out.push_back(o);
+    x = op.results[0];
+  }
+  result = x;
+  return {};
+}
 
 Attr dense_groups(const std::vector<std::vector<int64_t>>& groups) {
   Attr a;
@@ -303,32 +246,92 @@ std::vector<std::vector<int64_t>> replica_groups(const MeshDecl& mesh,
 }
 
 Status reshards_to_collectives(Module& m) {
+  return reshards_to_collectives(m, ReshardMode::shardy);
+}
+
+Status reshards_to_collectives(Module& m, ReshardMode mode) {
   const MeshDecl* mesh = m.main_mesh();
   OpId mc = kNone;
   std::vector<OpId>* body = entry_body(m, &mc);
   if (!mesh || !body || !m.ops[mc].manual_axes.empty()) return {};
-  ReshardLowering lowering(m, *mesh);
-  std::vector<OpId> out;
+  auto mesh_named = [&](const std::string& name) -> const MeshDecl* {
+    for (const MeshDecl& d : m.meshes)
+      if (d.name == name) return &d;
+    return name.empty() ? mesh : nullptr;
+  };
+  auto replicated = [&](const TensorSharding& s) {
+    const MeshDecl* d = mesh_named(s.mesh);
+    return std::all_of(s.dims.begin(), s.dims.end(), [&](const DimSharding& dim) {
+      return !d || AxisMath{*d}.without_trivial(dim.axes).empty();
+    });
+  };
+  auto maximal = [](const MeshDecl* d) {
+    return d && d->axes.empty() && d->device_ids.size() == 1;
+  };
   std::map<ValueId, ValueId> remap;
   auto fix = [&](Op& op) {
     for (ValueId& v : op.operands)
       if (auto it = remap.find(v); it != remap.end()) v = it->second;
   };
-  const std::vector<OpId> ops = *body;
-  for (OpId o : ops) {
-    fix(m.ops[o]);
-    if (m.ops[o].name != "sdy.reshard") {
-      out.push_back(o);
-      continue;
+  // Rewrites one block's ops (and those of nested regions, e.g. a while body) in order.
+  std::function<Result<std::vector<OpId>>(const std::vector<OpId>&)> rewrite =
+      [&](const std::vector<OpId>& ops) -> Result<std::vector<OpId>> {
+    std::vector<OpId> out;
+    for (OpId o : ops) {
+      fix(m.ops[o]);
+      if (m.ops[o].name != "sdy.reshard" || !m.ops[o].sharding) {
+        for (size_t r = 0; r < m.ops[o].regions.size(); ++r) {
+          const std::vector<OpId> inner = m.ops[o].regions[r].ops;
+          std::vector<OpId> done = MESHPLAN_TRY(rewrite(inner));
+          m.ops[o].regions[r].ops = std::move(done);
+        }
+        out.push_back(o);
+        continue;
+      }
+      // The value resharded, seen through propagation barriers (which move no data).
+      ValueId x = m.ops[o].operands[0];
+      while (m.values[x].def != kNone && m.ops[m.values[x].def].name == "sdy.propagation_barrier" &&
+             !m.ops[m.values[x].def].operands.empty())
+        x = m.ops[m.values[x].def].operands[0];
+      TensorSharding to = *m.ops[o].sharding;
+      auto src = sharding_of(m, x);
+      if (!src && m.values[x].def == kNone) {  // a data-flow op's block argument (while body)
+        for (const Op& holder : m.ops)
+          for (const Block& region : holder.regions)
+            for (size_t i = 0; i < region.args.size() && !src; ++i)
+              if (region.args[i] == x && i < holder.shardings.size()) src = holder.shardings[i];
+      }
+      TensorSharding from =
+          src ? *src : replicated_sharding(to.mesh, m.values[x].type.shape.size());
+      const MeshDecl *in_mesh = mesh_named(from.mesh), *out_mesh = mesh_named(to.mesh);
+      // Single-device meshes, rank changes and meshes of other axes are no collective: the
+      // reshard stays (as Shardy leaves it).
+      if (maximal(in_mesh) || maximal(out_mesh) || from.dims.size() != to.dims.size()) {
+        out.push_back(o);
+        continue;
+      }
+      if (replicated(to)) {
+        if (replicated(from)) {
+          remap[m.ops[o].results[0]] = m.ops[o].operands[0];
+          continue;
+        }
+        TensorSharding all = replicated_sharding(from.mesh, from.dims.size());
+        all.unreduced = to.unreduced;
+        to = std::move(all);  // same devices as the source: gather, no permute
+        out_mesh = in_mesh;
+      }
+      if (!in_mesh || !out_mesh || (in_mesh != out_mesh && in_mesh->axes != out_mesh->axes)) {
+        out.push_back(o);
+        continue;
+      }
+      ValueId result = kNone;
+      MESHPLAN_TRY(lower_reshard(m, *in_mesh, x, from, to, mode, m.ops[o].loc, out, result));
+      remap[m.ops[o].results[0]] = result;
     }
-    ValueId x = m.ops[o].operands[0];
-    auto src = sharding_of(m, x);
-    TensorSharding from =
-        src ? *src : replicated_sharding(mesh->name, m.values[x].type.shape.size());
-    TensorSharding to = *m.ops[o].sharding;
-    Location loc = m.ops[o].loc;
-    remap[m.ops[o].results[0]] = lowering.lower(x, from, to, loc, out);
-  }
+    return out;
+  };
+  const std::vector<OpId> top = *body;
+  std::vector<OpId> out = MESHPLAN_TRY(rewrite(top));
   // all_reduce followed only by an all_slice over the same axes: one reduce_scatter.
   std::map<ValueId, int> uses;
   for (OpId o : out)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "mesh/spmd_reshard.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -285,15 +286,7 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   MESHPLAN_TRY(lower_partial_manual(m));
   MESHPLAN_TRY(wrap_under_manual_computation(m));
   if (done(Stage::wrap)) return {};
-  MESHPLAN_TRY(reshards_to_collectives(m));
-  if (done(Stage::collectives)) return {};
-  MESHPLAN_TRY(global_to_local_shapes(m));
-  if (done(Stage::local_shapes)) return {};
-  MESHPLAN_TRY(close_shardings(m));
-  // The result must be a well-formed per-device program (a bug here is meshplan's).
-  if (m.main_mesh() && has_manual_computation(m, *m.entry())) MESHPLAN_TRY(verify_local_program(m));
-  MESHPLAN_TRY(map_mesh_axes(m, o));
-  return {};
+  return lower_to_local(m, o);  // collectives, local shapes, mesh mapping
 }
 
 }  // namespace meshplan::planner::shlo

@@ -72,7 +72,8 @@ Status constraints_to_reshards(Module& m);
 Status insert_explicit_reshards(Module& m);
 /// Pass 9: every op of the entry function under one sdy.manual_computation (manual_axes={}).
 Status wrap_under_manual_computation(Module& m);
-/// Pass 10: each sdy.reshard becomes sdy.all_to_all / sdy.all_gather / sdy.all_slice;
+/// Pass 10: each sdy.reshard becomes the collectives Shardy's sdy-reshard-to-collectives
+/// chooses (sdy.all_slice, sdy.collective_permute, sdy.all_to_all, sdy.all_gather);
 /// sdy.all_reduce + sdy.all_slice on the same axes fuse into sdy.reduce_scatter.
 Status reshards_to_collectives(Module& m);
 /// Pass 11: manual_axes = all mesh axes, every tensor inside gets its local shape, sdy.sharding
@@ -106,9 +107,8 @@ std::vector<std::vector<int64_t>> replica_groups(const MeshDecl& mesh,
 
 /// The (source, target) device pairs (row-major ids, one per device, self-pairs included: a
 /// device nobody targets would get zeros) of the collective_permute that reshards `src` to
-/// `tgt` when they differ only by dims' axes replaced with unused axes of the same size: the
-/// device at (a=i, b=j, rest) holds piece i, so target (a=r, b=q, rest) receives from
-/// (a=q, b=r, rest). Dims that differ otherwise are ignored (identity on their axes).
+/// `tgt`, two shardings that split each dim into equally many pieces: every device receives
+/// the piece `tgt` gives it from a device holding it under `src`, itself when it does.
 std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
                                                        const TensorSharding& src,
                                                        const TensorSharding& tgt);
