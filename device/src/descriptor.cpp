@@ -15,11 +15,13 @@ uint64_t ChipDesc::l1_usable_top() const {
 
 Hash128 ChipDesc::hash() const {
   Hasher h;
-  h.string("meshplan.chip.v2").string(name).u32(grid_x).u32(grid_y).u64(l1_size);
+  h.string("meshplan.chip.v3").string(name).u32(grid_x).u32(grid_y).u64(l1_size);
   h.u64(l1_unreserved_base).f64(l1_usable_fraction).u32(dram_banks).u64(dram_bank_size);
   h.u32(l1_alignment).u32(dram_alignment).f64(clock_ghz).u32(matmul_flops_per_cycle);
   h.u32(eltwise_elems_per_cycle).u32(noc_bytes_per_cycle).f64(dram_gbps).u32(ethernet_links);
   h.f64(ethernet_gbps).u64(dispatch_ns).f64(pcie_h2d_gbps).f64(pcie_d2h_gbps);
+  h.f64(matmul_utilization).u32(dram_read_bytes_per_cycle).u32(mcast_bytes_per_cycle);
+  h.u32(l1_bytes_per_cycle).u32(conv_block_sync_cycles);
   return h.digest();
 }
 
@@ -63,6 +65,21 @@ Status ChipDesc::verify() const {
     return bad("ethernet_gbps", ethernet_gbps, "must be > 0 when the chip has ethernet links");
   if (!(pcie_h2d_gbps > 0.0)) return bad("pcie_h2d_gbps", pcie_h2d_gbps, "must be > 0");
   if (!(pcie_d2h_gbps > 0.0)) return bad("pcie_d2h_gbps", pcie_d2h_gbps, "must be > 0");
+  if (!(matmul_utilization > 0.0 && matmul_utilization <= 1.0))
+    return bad("matmul_utilization", matmul_utilization,
+               "must be in (0, 1]: an achieved share of the FPU's peak");
+  if (dram_read_bytes_per_cycle == 0 || dram_read_bytes_per_cycle > noc_bytes_per_cycle)
+    return bad("dram_read_bytes_per_cycle", dram_read_bytes_per_cycle,
+               str("must be in (0, noc_bytes_per_cycle ", noc_bytes_per_cycle,
+                   "]: a core's DRAM reads enter through its NoC port"));
+  if (mcast_bytes_per_cycle == 0 || mcast_bytes_per_cycle > noc_bytes_per_cycle)
+    return bad("mcast_bytes_per_cycle", mcast_bytes_per_cycle,
+               str("must be in (0, noc_bytes_per_cycle ", noc_bytes_per_cycle,
+                   "]: a multicast leaves through the sender's NoC port"));
+  if (l1_bytes_per_cycle < noc_bytes_per_cycle)
+    return bad("l1_bytes_per_cycle", l1_bytes_per_cycle,
+               str("must be at least noc_bytes_per_cycle ", noc_bytes_per_cycle,
+                   ": a core reads its own L1 no slower than it reads another's"));
   return {};
 }
 
@@ -92,6 +109,17 @@ ChipDesc wormhole_b0() {
   // tt-metal PR #7759's test_rw_buffer (reads are the slow direction; see the rules document).
   d.pcie_h2d_gbps = 15.0;
   d.pcie_d2h_gbps = 1.9;
+  // tt-metal tech_reports/GEMM_FLOPS (N150, manually tuned): mean of the best device-based
+  // utilizations of the demos' dtype/fidelity pairs (bf16 HiFi4 92.4%, bfp8_b HiFi2 89.2%,
+  // bfp4_b LoFi 87.7%).
+  d.matmul_utilization = 0.89;
+  // Tenstorrent's measured data-movement primitives (tt-low-level-documentation,
+  // data_movement_doc/general/ideal_performance.md, Wormhole B0): "DRAM Read" 22 B/cycle per
+  // core, "One To All (Multicast + Linked)" 22 B/cycle.
+  d.dram_read_bytes_per_cycle = 22;
+  d.mcast_bytes_per_cycle = 22;
+  d.l1_bytes_per_cycle = 64;       // Assumption: both NoC ports, 2 x 32 B/cycle.
+  d.conv_block_sync_cycles = 500;  // Assumption: the order of a DRAM read round trip.
   return d;
 }
 
@@ -134,6 +162,13 @@ ChipDesc blackhole_p150() {
   // No published Blackhole transfer figure was found: the Wormhole figures (assumption).
   d.pcie_h2d_gbps = 15.0;
   d.pcie_d2h_gbps = 1.9;
+  d.matmul_utilization = 0.89;  // Wormhole's (GEMM_FLOPS gives no per-fidelity P150 figures).
+  // The same measurements on Blackhole: "DRAM Read" 33 B/cycle, "One To All (Multicast +
+  // Linked)" 41 B/cycle.
+  d.dram_read_bytes_per_cycle = 33;
+  d.mcast_bytes_per_cycle = 41;
+  d.l1_bytes_per_cycle = 128;      // Assumption: both NoC ports, 2 x 64 B/cycle.
+  d.conv_block_sync_cycles = 500;  // Assumption, as for Wormhole.
   return d;
 }
 

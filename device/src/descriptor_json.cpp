@@ -121,6 +121,11 @@ Result<ChipDesc> chip_from_table(const fb::ChipDescriptor& t, std::string_view s
   MESHPLAN_CHIP_FIELD(dispatch_ns)
   MESHPLAN_CHIP_FIELD(pcie_h2d_gbps)
   MESHPLAN_CHIP_FIELD(pcie_d2h_gbps)
+  MESHPLAN_CHIP_FIELD(matmul_utilization)
+  MESHPLAN_CHIP_FIELD(dram_read_bytes_per_cycle)
+  MESHPLAN_CHIP_FIELD(mcast_bytes_per_cycle)
+  MESHPLAN_CHIP_FIELD(l1_bytes_per_cycle)
+  MESHPLAN_CHIP_FIELD(conv_block_sync_cycles)
 #undef MESHPLAN_CHIP_FIELD
   auto ok = d.verify();
   if (!ok) return std::unexpected(with_context(ok.error(), str(source, ": ", table)));
@@ -197,6 +202,11 @@ flatbuffers::Offset<fb::ChipDescriptor> write_chip(flatbuffers::FlatBufferBuilde
   c.add_dispatch_ns(d.dispatch_ns);
   c.add_pcie_h2d_gbps(d.pcie_h2d_gbps);
   c.add_pcie_d2h_gbps(d.pcie_d2h_gbps);
+  c.add_matmul_utilization(d.matmul_utilization);
+  c.add_dram_read_bytes_per_cycle(d.dram_read_bytes_per_cycle);
+  c.add_mcast_bytes_per_cycle(d.mcast_bytes_per_cycle);
+  c.add_l1_bytes_per_cycle(d.l1_bytes_per_cycle);
+  c.add_conv_block_sync_cycles(d.conv_block_sync_cycles);
   return c.Finish();
 }
 

@@ -102,6 +102,14 @@ std::string norm_rule(const OpLaunch& op) {
   const TensorPlacement& in = *op.operands[0];
   const TensorPlacement& out = *op.results[0];
   if (std::string e = row_op_dtype_rule(in); !e.empty()) return e;
+  // The scale (gamma) and shift (beta) operands are read as f32 or bf16 only.
+  for (size_t i = 1; i < op.operands.size() && i < 3; ++i) {
+    const TensorPlacement& p = *op.operands[i];
+    if (p.dtype == DType::f32 || p.dtype == DType::bf16) continue;
+    return str(i == 1 ? "weight" : "bias", " '", p.name, "' is ", dtype_name(p.dtype),
+               i == 1 ? "; tt-metal: \"Gamma tensor dtype must be FLOAT32 or BFLOAT16\""
+                      : "; tt-metal: \"Beta tensor must be FLOAT32 or BFLOAT16\"");
+  }
   if (!sharded(in)) return {};
   if (in.memory == MemLayout::height_sharded)
     return str("operand '", in.name,

@@ -14,24 +14,6 @@ namespace meshplan::device {
 
 namespace {
 
-/// Assumption (DEVICE-FACTS gives no L1 port figure): a core reads or writes its own L1 at the
-/// width of its two NoC ports together, 2 x noc_bytes_per_cycle.
-constexpr double kL1LocalPorts = 2.0;
-
-/// Assumption (DEVICE-FACTS gives no latency figures): handing one conv2d activation block from
-/// the reader to compute and on to the writer -- the reader's barrier on its outstanding NoC
-/// reads plus the circular-buffer semaphore updates between the three kernels -- costs 500
-/// cycles, the order of a DRAM read round trip. Chosen a priori, not fitted to any result.
-constexpr double kConvBlockSyncCycles = 500.0;
-
-/// Achieved share of the FPU's peak on a tile-matmul (unpack, pack and the destination-register
-/// hand-off between tile-matmuls): tt-metal tech_reports/GEMM_FLOPS, N150 manually tuned
-/// matmuls, best device-based utilization of the dtype/fidelity pairs tt-metal's LLM demos run:
-/// bf16 at HiFi4 92.4% (3072^3), bfp8_b at HiFi2 89.2% (3072x3072x4096), bfp4_b at LoFi 87.7%
-/// (4096^3); their mean. Measured on Wormhole; Blackhole uses it too (its P150 runs peak higher,
-/// 96% on 13x10 cores, not broken down per fidelity in what was read).
-constexpr double kMatmulUtilization = 0.89;
-
 uint64_t tensor_bytes(const TensorPlacement& t) {
   return static_cast<uint64_t>(page_count(t)) * t.page_size;
 }
@@ -42,10 +24,11 @@ int fidelity_factor(MathFidelity f) {
 
 /// Cycles of one 32x32x32 tile-matmul on one core as achieved: the FPU's peak at `fidelity`
 /// (16 cycles at LoFi, x2 HiFi2, x3 HiFi3, x4 HiFi4 on Wormhole) over the achieved share of it,
-/// kMatmulUtilization: 18.0, 36.0, 53.9 and 71.9 cycles. Matmuls and conv2d.
+/// ChipDesc::matmul_utilization (Wormhole 0.89: 18.0, 36.0, 53.9 and 71.9 cycles). Matmuls and
+/// conv2d.
 double tile_matmul_cycles(const ChipDesc& chip, MathFidelity fidelity) {
   return 2.0 * kTileH * kTileW * kTileW / chip.matmul_flops_per_cycle * fidelity_factor(fidelity) /
-         kMatmulUtilization;
+         chip.matmul_utilization;
 }
 
 bool is_data_movement(OpKind k) {
@@ -122,11 +105,21 @@ namespace {
 
 /// Per-core data movement of one op (see timing.hpp): bytes the busiest core moves, by path.
 struct Movement {
-  double noc_read = 0;   ///< Bytes in through the core's read NoC port, weighted by contention.
-  double noc_write = 0;  ///< Bytes out through the write NoC port, weighted by contention.
-  double local = 0;      ///< Bytes of its own L1 (sharded operands and results).
-  double dram = 0;       ///< Bytes to or from DRAM over all cores.
+  double noc_read = 0;   ///< Bytes in from other cores' L1, weighted by contention.
+  double dram_read = 0;  ///< Bytes the core reads from DRAM (ChipDesc::dram_read_bytes_per_cycle).
+  double mcast_cycles = 0;  ///< Cycles of multicast operand blocks (sender and receivers alike).
+  double noc_write = 0;     ///< Bytes out through the write NoC port, weighted by contention.
+  double local = 0;         ///< Bytes of its own L1 (sharded operands and results).
+  double dram = 0;          ///< Bytes to or from DRAM over all cores.
 };
+
+/// Cycles of the core's incoming traffic: reads from other cores' L1 at the NoC port's width,
+/// reads from DRAM at one core's measured DRAM read rate, and the multicast blocks it takes part
+/// in, one after another.
+double read_cycles(const ChipDesc& chip, const Movement& m) {
+  return m.noc_read / chip.noc_bytes_per_cycle + m.dram_read / chip.dram_read_bytes_per_cycle +
+         m.mcast_cycles;
+}
 
 bool same_shards(const TensorPlacement& a, const TensorPlacement& b) {
   return a.buffer == BufferType::l1 && b.buffer == BufferType::l1 &&
@@ -183,7 +176,7 @@ class MovementModel {
   /// A core reads `bytes` of `t` that live elsewhere; `readers` cores do the same.
   void read(Movement& m, const TensorPlacement& t, double bytes, double readers) const {
     if (t.buffer == BufferType::dram) {
-      m.noc_read += bytes;
+      m.dram_read += bytes;
       m.dram += bytes * readers;
     } else {
       m.noc_read += bytes * spread(readers);
@@ -227,9 +220,10 @@ class MovementModel {
         read(c, a, static_cast<double>(rows * mb.kt) * ta, w);
         read(c, b, static_cast<double>(mb.kt * cols) * tb, w);
         dram += c.dram / w;  // read() counted every core's copy; this core's own
-        if (c.noc_read > busiest.noc_read) busiest = c;
+        if (read_cycles(chip_, c) > read_cycles(chip_, busiest)) busiest = c;
       }
       m.noc_read += busiest.noc_read;
+      m.dram_read += busiest.dram_read;
       m.dram += dram;
     } else {
       double in0 = static_cast<double>(mb.per_core_m * mb.kt) * ta;
@@ -311,13 +305,17 @@ class MovementModel {
                double readers) const {
     bool sharded = t.buffer == BufferType::l1 && t.memory != MemLayout::interleaved;
     if (shared) {
-      // The sender's own read, or the multicast every receiver takes: the larger of the two.
+      // The sender reads a block, then multicasts it while it reads the next (tt-metal's
+      // multicast senders issue the next block's reads without waiting for the multicast to
+      // land): the slower of its read and its multicast sets the pace, at the measured
+      // multicast rate, and every receiver takes the blocks at that pace.
       Movement src;
       if (sharded)
         src.local = bytes;
       else
         read(src, t, bytes, readers);
-      m.noc_read += std::max(bytes, src.noc_read);
+      m.mcast_cycles += std::max(static_cast<double>(bytes) / chip_.mcast_bytes_per_cycle,
+                                 read_cycles(chip_, src));
       m.local += src.local;
       m.dram += src.dram;
     } else if (sharded) {
@@ -376,9 +374,9 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   else
     model.generic(m, op, t.cores_used);
   double noc_bytes_per_ns = chip.noc_bytes_per_cycle * chip.clock_ghz;
-  double l1_bytes_per_ns = kL1LocalPorts * chip.noc_bytes_per_cycle * chip.clock_ghz;
+  double l1_bytes_per_ns = chip.l1_bytes_per_cycle * chip.clock_ghz;
   double dram_ns = m.dram / chip.dram_gbps;  // bytes / (GB/s) = ns
-  double movement_ns = std::max({dram_ns, m.noc_read / noc_bytes_per_ns,
+  double movement_ns = std::max({dram_ns, read_cycles(chip, m) / chip.clock_ghz,
                                  m.noc_write / noc_bytes_per_ns, m.local / l1_bytes_per_ns});
   double compute_ns = compute_cycles / chip.clock_ghz;
   t.compute_ns = static_cast<uint64_t>(std::ceil(compute_ns));
@@ -390,7 +388,8 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
     // (block, chunk) step (the first step's data before compute starts, or the last step's
     // compute after its data); every step pays a hand-off.
     double n = static_cast<double>(conv->n_blocks * conv->act_block_w_div);
-    busy_ns += std::min(compute_ns, movement_ns) / n + n * kConvBlockSyncCycles / chip.clock_ghz;
+    busy_ns +=
+        std::min(compute_ns, movement_ns) / n + n * chip.conv_block_sync_cycles / chip.clock_ghz;
   }
   t.duration_ns = chip.dispatch_ns + static_cast<uint64_t>(std::ceil(busy_ns));
   return t;

@@ -94,6 +94,9 @@ std::vector<std::pair<planner::Graph, device::ChipDesc>> models() {
   one.name = "wormhole_b0_1x1";
   one.grid_x = one.grid_y = 1;
   one.noc_bytes_per_cycle = 64 * 32;
+  one.dram_read_bytes_per_cycle *= 64;
+  one.mcast_bytes_per_cycle *= 64;
+  one.l1_bytes_per_cycle *= 64;
   planner::Graph big = transformer(2, 512, 512, 1024);
   big.name = "transformer2_1core";
   out.emplace_back(big, one);
@@ -165,6 +168,9 @@ device::ChipDesc one_core_chip() {
   one.name = "wormhole_b0_1x1";
   one.grid_x = one.grid_y = 1;
   one.noc_bytes_per_cycle = 64 * 32;
+  one.dram_read_bytes_per_cycle *= 64;
+  one.mcast_bytes_per_cycle *= 64;
+  one.l1_bytes_per_cycle *= 64;
   one.eltwise_elems_per_cycle = 64 * 32;
   return one;
 }

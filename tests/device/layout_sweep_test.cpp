@@ -539,3 +539,73 @@ TEST_CASE(
   CHECK(s.accepted_sharded > 900);
   CHECK(s.rejected > 300);
 }
+
+TEST_CASE(
+    "norm weight dtypes and conv2d weight layouts: validate() and launch() agree over operand "
+    "and result layouts") {
+  Sweep s;
+  const std::vector<int64_t> shape{2, 40, 96}, vec{96};
+  auto h0 = random_values(shape, 31), hw = random_values(vec, 32), hb = random_values(vec, 33);
+  for (float& v : hw) v += 1.5f;
+  // Norm weight and bias in every dtype: tt-metal reads gamma and beta as f32 or bf16 only.
+  int norm_accepted = 0, norm_dtype_refused = 0;
+  for (DType dt : {DType::f32, DType::bf16, DType::bf8b, DType::bf4b})
+    for (OpKind kind : {OpKind::layer_norm, OpKind::rms_norm})
+      for (Kind k0 : kKinds) {
+        CAPTURE(op_name(kind));
+        CAPTURE(dtype_name(dt));
+        CAPTURE(kind_name(k0));
+        std::vector<TensorPlacement> ins{place("x", shape, DType::bf16, k0),
+                                         place("w", vec, dt, Kind::dram)};
+        std::vector<std::vector<float>> host{h0, hw};
+        if (kind == OpKind::layer_norm) {
+          ins.push_back(place("b", vec, dt, Kind::l1));
+          host.push_back(hb);
+        }
+        TensorPlacement z = place("z", shape, DType::bf16, k0 == Kind::height ? Kind::dram : k0);
+        std::vector<const TensorPlacement*> in;
+        for (auto& t : ins) in.push_back(&t);
+        const TensorPlacement* outs[1] = {&z};
+        OpLaunch probe{kind, "op", in, outs, grid_config()};
+        std::string why = s.model.validate(probe).reason;
+        if (why.find("Gamma tensor dtype must be FLOAT32 or BFLOAT16") != std::string::npos)
+          ++norm_dtype_refused;
+        int before = s.accepted;
+        s.check(kind, ins, z, grid_config(), host, 0.05);
+        norm_accepted += s.accepted - before;
+      }
+  // conv2d, 1x1 over [1, 8, 8, 32] with its weight in matmul form [32, 32]: the activation and
+  // the result in every layout, the weight interleaved or sharded.
+  const std::vector<int64_t> xs{1, 8, 8, 32}, ws{32, 32};
+  auto hx = random_values(xs, 34), hk = random_values(ws, 35);
+  int conv_accepted = 0, conv_weight_refused = 0;
+  for (Kind kw : {Kind::dram, Kind::l1, Kind::height, Kind::width})
+    for (Kind k0 : kKinds)
+      for (Kind k1 : {Kind::dram, Kind::l1, Kind::height, Kind::block_row}) {
+        CAPTURE(kind_name(kw));
+        CAPTURE(kind_name(k0));
+        CAPTURE(kind_name(k1));
+        std::vector<TensorPlacement> ins{place("x", xs, DType::bf16, k0),
+                                         place("w", ws, DType::bf16, kw)};
+        TensorPlacement y = place("y", xs, DType::bf16, k1);
+        std::vector<const TensorPlacement*> in{&ins[0], &ins[1]};
+        const TensorPlacement* outs[1] = {&y};
+        OpLaunch probe{OpKind::conv2d, "op", in, outs, grid_config()};
+        std::string why = s.model.validate(probe).reason;
+        if (why.find("Weights tensor should not be sharded") != std::string::npos)
+          ++conv_weight_refused;
+        int before = s.accepted;
+        s.check(OpKind::conv2d, ins, y, grid_config(), {hx, hk}, 0.02);
+        conv_accepted += s.accepted - before;
+      }
+  MESSAGE("norm/conv sweep: ", norm_accepted, " norms, ", conv_accepted,
+          " conv2d accepted; refused: ", norm_dtype_refused, " for the norm weight's dtype, ",
+          conv_weight_refused, " for sharded conv weights; ", s.rejected, " rejected in all");
+  // f32 and bf16 weights on the interleaved and width/block-sharded inputs (2 dtypes x 2 ops x
+  // at least 4 kinds); every bf8b/bf4b weight refused for its dtype (2 x 2 x the kinds that pass
+  // the shard checks).
+  CHECK(norm_accepted >= 16);
+  CHECK(norm_dtype_refused >= 16);
+  CHECK(conv_accepted >= 20);
+  CHECK(conv_weight_refused >= 20);
+}

@@ -61,6 +61,27 @@ TEST_CASE("built-in rates are the achievable ones") {
   CHECK(host_transfer_ns(wh, 1 << 20, true) == 69906);
   CHECK(host_transfer_ns(wh, 1 << 20, false) == 551883);
   CHECK(host_transfer_ns(wh, 0, true) == 0);
+  // Measured per-core rates (Tenstorrent's data-movement primitives), GEMM_FLOPS utilization.
+  CHECK(wh.matmul_utilization == 0.89);
+  CHECK(wh.dram_read_bytes_per_cycle == 22);
+  CHECK(wh.mcast_bytes_per_cycle == 22);
+  ChipDesc bh = blackhole_p150();
+  CHECK(bh.dram_read_bytes_per_cycle == 33);
+  CHECK(bh.mcast_bytes_per_cycle == 41);
+}
+
+TEST_CASE("a device file's rates round-trip and reach the timing") {
+  // matmul_utilization set in a file is the one the loaded chip carries, and printing the chip
+  // gives it back.
+  auto c = chip_from_json(R"({chip: {base: "wormhole_b0", matmul_utilization: 0.5}})", "d.json");
+  REQUIRE_MESSAGE(c, c.error().message);
+  CHECK(c->matmul_utilization == 0.5);
+  CHECK(c->hash() != wormhole_b0().hash());
+  auto text = chip_to_json(*c);
+  REQUIRE(text);
+  auto back = chip_from_json(*text, "back.json");
+  REQUIRE_MESSAGE(back, back.error().message);
+  CHECK(back->hash() == c->hash());
 }
 
 TEST_CASE("built-in meshes") {
@@ -106,6 +127,11 @@ TEST_CASE("every field enters the chip and mesh hashes") {
       [](ChipDesc& d) { d.ethernet_links = 14; },
       [](ChipDesc& d) { d.ethernet_gbps = 50; },
       [](ChipDesc& d) { d.dispatch_ns = 10; },
+      [](ChipDesc& d) { d.matmul_utilization = 0.75; },
+      [](ChipDesc& d) { d.dram_read_bytes_per_cycle = 20; },
+      [](ChipDesc& d) { d.mcast_bytes_per_cycle = 19; },
+      [](ChipDesc& d) { d.l1_bytes_per_cycle = 32; },
+      [](ChipDesc& d) { d.conv_block_sync_cycles = 400; },
   };
   for (size_t i = 0; i < chip_edits.size(); ++i) {
     ChipDesc e = base;
@@ -154,6 +180,13 @@ TEST_CASE("verify names the field") {
       {[](ChipDesc& d) { d.l1_unreserved_base = d.l1_size - 2048; }, "l1_unreserved_base"},
       {[](ChipDesc& d) { d.pcie_h2d_gbps = 0; }, "pcie_h2d_gbps"},
       {[](ChipDesc& d) { d.pcie_d2h_gbps = -1; }, "pcie_d2h_gbps"},
+      {[](ChipDesc& d) { d.matmul_utilization = 0; }, "matmul_utilization"},
+      {[](ChipDesc& d) { d.matmul_utilization = 1.2; }, "matmul_utilization"},
+      {[](ChipDesc& d) { d.dram_read_bytes_per_cycle = 0; }, "dram_read_bytes_per_cycle"},
+      {[](ChipDesc& d) { d.dram_read_bytes_per_cycle = 33; }, "dram_read_bytes_per_cycle"},
+      {[](ChipDesc& d) { d.mcast_bytes_per_cycle = 0; }, "mcast_bytes_per_cycle"},
+      {[](ChipDesc& d) { d.mcast_bytes_per_cycle = 64; }, "mcast_bytes_per_cycle"},
+      {[](ChipDesc& d) { d.l1_bytes_per_cycle = 16; }, "l1_bytes_per_cycle"},
   };
   for (const Case& c : cases) {
     ChipDesc d = wormhole_b0();
@@ -252,6 +285,17 @@ TEST_CASE("JSON validation errors name the file and the field") {
       {R"({chip: {base: "wormhole_b0", dram_gbps: -1}})", "field 'dram_gbps' = -1 must be > 0"},
       {R"({chip: {base: "wormhole_b0", pcie_d2h_gbps: 0}})",
        "field 'pcie_d2h_gbps' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", matmul_utilization: 1.5}})",
+       "d.json: chip: chip 'wormhole_b0': field 'matmul_utilization' = 1.5 must be in (0, 1]"},
+      {R"({chip: {base: "wormhole_b0", dram_read_bytes_per_cycle: 40}})",
+       "field 'dram_read_bytes_per_cycle' = 40 must be in (0, noc_bytes_per_cycle 32]"},
+      {R"({chip: {base: "blackhole_p150", noc_bytes_per_cycle: 32}})",
+       "chip 'blackhole_p150': field 'dram_read_bytes_per_cycle' = 33 must be in (0, "
+       "noc_bytes_per_cycle 32]"},
+      {R"({chip: {base: "wormhole_b0", mcast_bytes_per_cycle: 0}})",
+       "field 'mcast_bytes_per_cycle' = 0 must be in (0, noc_bytes_per_cycle 32]"},
+      {R"({chip: {base: "wormhole_b0", l1_bytes_per_cycle: 8}})",
+       "field 'l1_bytes_per_cycle' = 8 must be at least noc_bytes_per_cycle 32"},
       {R"({chip: {base: "n300", dram_bank_size: 8}})",
        "field 'dram_bank_size' = 8 must hold at least one aligned page"},
       {R"({chip: {base: "wormhole_b0", dram_alignment: 48}})",

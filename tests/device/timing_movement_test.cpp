@@ -4,6 +4,7 @@
 // parameters, not wall time.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "meshplan/device/formats.hpp"
@@ -130,9 +131,41 @@ TEST_CASE("matmul: block-sharded in0 and result stay on their cores under mcast_
   OpTiming interleaved = time_of(OpKind::matmul, {&a_il, &b}, o_il, mc2);
   CHECK(sharded.duration_ns <= interleaved.duration_ns);
   CHECK(sharded.dram_ns == 0);
-  // Each core receives its in0 block (4 x 32 tiles) and in1 block (32 x 4) by multicast; the
-  // in1 sender reads its block from interleaved L1 with 8 senders' contention (max(1, 8 x 3.5 /
-  // 64) = 1): (128 + 128) x 2048 B at 32 B/cycle; the result is written in place.
+  // Each core takes part in the multicast of its in0 block (4 x 32 tiles, read locally by its
+  // sender) and its in1 block (32 x 4, read by the sender from interleaved L1 with 8 senders'
+  // contention, max(1, 8 x 3.5 / 64) = 1: 32 B/cycle); each block at the slower of the read and
+  // the measured multicast rate, 22 B/cycle: (128 + 128) x 2048 B / 22. The result is written
+  // in place.
   CHECK(sharded.duration_ns ==
-        wormhole_b0().dispatch_ns + std::max<uint64_t>(sharded.compute_ns, 256 * 2048 / 32));
+        wormhole_b0().dispatch_ns + std::max<uint64_t>(sharded.compute_ns, (256 * 2048 + 21) / 22));
+}
+
+TEST_CASE("matmul: DRAM reads and multicasts at the chip's measured per-core rates") {
+  // [32, 2048] x [2048, 2048] on 8x1 cores, mcast_2d: 8 in1 senders, each reading 64 K x 8 N
+  // tiles (1 MiB) of DRAM weights and multicasting them; in0 (1 x 64 tiles, 128 KiB) read from
+  // interleaved L1 by its one sender and multicast along the row.
+  std::vector<int64_t> as{32, 2048}, bs{2048, 2048}, os{32, 2048};
+  auto a = placed("a", as, BufferType::l1), b = placed("w", bs, BufferType::dram),
+       o = placed("o", os, BufferType::l1);
+  OpConfig mc2 = grid(8, 1);
+  mc2.program = MatmulProgram::mcast_2d;
+  const TensorPlacement* outs[1] = {&o};
+  const TensorPlacement* ins[2] = {&a, &b};
+  OpLaunch op{OpKind::matmul, "op", ins, outs, mc2};
+  ChipDesc chip = wormhole_b0();
+  REQUIRE(OpModel(chip).validate(op).ok);
+  OpTiming measured = estimate(chip, op);
+  // The weights once over DRAM: 8 MiB / 267 GB/s = 31418 ns, less than the senders' ports:
+  // (1048576 + 131072) B at 22 B/cycle (DRAM read and multicast both 22) = 53620.4 cycles.
+  CHECK(measured.dram_ns == (8388608ull + 266) / 267);
+  CHECK(measured.duration_ns == chip.dispatch_ns + (1048576 + 131072 + 21) / 22);
+  // At the NoC's full width (32 B/cycle for both) the senders take 36864 cycles, still above
+  // the DRAM time: the per-core rates come from the descriptor.
+  chip.dram_read_bytes_per_cycle = 32;
+  chip.mcast_bytes_per_cycle = 32;
+  CHECK(estimate(chip, op).duration_ns == chip.dispatch_ns + (1048576 + 131072) / 32);
+  // The compute: 1 x 8 x 64 tile-matmuls per core at HiFi2, 32 cycles over matmul_utilization.
+  CHECK(measured.compute_ns == static_cast<uint64_t>(std::ceil(512 * 32 / 0.89)));
+  chip.matmul_utilization = 0.5;
+  CHECK(estimate(chip, op).compute_ns == 512 * 64);
 }

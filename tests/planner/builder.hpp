@@ -80,15 +80,19 @@ class GraphBuilder {
 
 /// Wormhole B0 cut to one Tensix core, so L1 pressure appears with small tensors (usable L1
 /// per core is unchanged: ~1296 KiB). Its NoC and eltwise unit get the whole grid's throughput
-/// (64 x 32 B/cycle, 64 x 32 elements/cycle) so that, as on the full chip, the timing model rates
-/// L1 above DRAM; with one core at 32 B/cycle, DRAM (288 GB/s) would be cheaper and cost-driven
-/// policies would rightly avoid L1.
+/// (64 x 32 B/cycle, 64 x 32 elements/cycle; the per-core DRAM read, multicast and L1 rates
+/// likewise x 64) so that, as on the full chip, the timing model rates L1 above DRAM; with one
+/// core at 32 B/cycle, DRAM (267 GB/s) would be cheaper and cost-driven policies would rightly
+/// avoid L1.
 inline device::ChipDesc one_core_chip() {
   device::ChipDesc c = device::wormhole_b0();
   c.name = "wormhole_b0_1x1";
   c.grid_x = 1;
   c.grid_y = 1;
   c.noc_bytes_per_cycle = 64 * 32;
+  c.dram_read_bytes_per_cycle = 64 * c.dram_read_bytes_per_cycle;
+  c.mcast_bytes_per_cycle = 64 * c.mcast_bytes_per_cycle;
+  c.l1_bytes_per_cycle = 64 * c.l1_bytes_per_cycle;
   c.eltwise_elems_per_cycle = 64 * 32;
   return c;
 }

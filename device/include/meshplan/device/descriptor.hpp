@@ -39,6 +39,21 @@ struct ChipDesc {
   double pcie_h2d_gbps = 15.0;
   /// Achievable device-to-host PCIe bandwidth (tensor reads from DRAM), GB/s.
   double pcie_d2h_gbps = 1.9;
+  /// Achieved share of the FPU's peak on a tile-matmul at the fidelity its weight dtype is run
+  /// with (tt-metal's GEMM_FLOPS tech report; docs/hardware-rules.md). In (0, 1].
+  double matmul_utilization = 0.89;
+  /// One core's achievable DRAM read rate, bytes per cycle (tt-metal's measured data-movement
+  /// primitives: "DRAM Read"). At most noc_bytes_per_cycle: the reads enter through the NoC port.
+  uint32_t dram_read_bytes_per_cycle = 22;
+  /// One sender's achievable multicast rate to a core range, bytes per cycle (the same
+  /// measurements: "One To All (Multicast + Linked)"). At most noc_bytes_per_cycle.
+  uint32_t mcast_bytes_per_cycle = 22;
+  /// A core's rate on its own L1 (sharded operands and results), bytes per cycle. Assumption: the
+  /// width of its two NoC ports together, 2 x noc_bytes_per_cycle; at least noc_bytes_per_cycle.
+  uint32_t l1_bytes_per_cycle = 64;
+  /// Hand-off of one conv2d activation block between reader, compute and writer (read barrier
+  /// plus circular-buffer semaphores), cycles. Assumption, the order of a DRAM round trip.
+  uint32_t conv_block_sync_cycles = 500;
 
   int cores() const { return grid_x * grid_y; }
   /// Highest L1 address (exclusive) that tensors may use: base + (size - base) * fraction,

@@ -6,15 +6,16 @@
 //            (conv2d: + one block's data movement + n_blocks x block hand-off; see below)
 //
 // compute: the busiest core's work: tile-matmuls x cycles per tile-matmul (16 at LoFi, x2 at
-//   HiFi2, x3 HiFi3, x4 HiFi4), or elements / eltwise_elems_per_cycle, over the clock (row ops,
-//   reductions, conv2d and pools: see timing.cpp).
+//   HiFi2, x3 HiFi3, x4 HiFi4, over matmul_utilization), or elements / eltwise_elems_per_cycle,
+//   over the clock (row ops, reductions, conv2d and pools: see timing.cpp).
 //
-// data movement: the busiest of four paths, each a bandwidth (every figure from DEVICE-FACTS
-// unless marked as an assumption):
-//   - the core's read NoC port and its write NoC port (2 NoCs: readers use one, writers the
-//     other), noc_bytes_per_cycle each;
-//   - its own L1, for data already on the core (assumption: 2 x noc_bytes_per_cycle, the width
-//     of both NoC ports; DEVICE-FACTS has no L1 port figure);
+// data movement: the busiest of four paths, each a rate of the ChipDesc (docs/hardware-rules.md
+// names each one's source; the assumptions are marked there):
+//   - the core's incoming traffic: reads of other cores' L1 at noc_bytes_per_cycle, reads of
+//     DRAM at dram_read_bytes_per_cycle (one core's measured DRAM read rate), multicast blocks
+//     at mcast_bytes_per_cycle (the measured multicast rate), one after another;
+//   - its write NoC port (2 NoCs: readers use one, writers the other), noc_bytes_per_cycle;
+//   - its own L1, for data already on the core, l1_bytes_per_cycle (an assumption);
 //   - DRAM, dram_gbps over all banks (the achievable, measured rate, not the peak), for every
 //     byte any core reads from or writes to DRAM.
 // What each core moves, per placement:
@@ -35,11 +36,12 @@
 //   - matmul programs: the busiest core reads its in0 block (per_core_m x K tiles) and in1 block
 //     (K x per_core_n). Multicast blocks (mcast_2d: in0 along rows, in1 along columns; mcast_1d:
 //     the multicast operand) are read once from their source by one sender per row/column (a
-//     local read when the source is sharded) and arrive at every other core at 1 x their bytes;
-//     the sender pays the larger of the two. Program none reads, on every core, the in0 rows and
-//     in1 columns its contiguous range of output tiles spans, so cores sharing rows or columns
-//     read (and for DRAM, fetch from DRAM) them again; its sharded result is written remotely
-//     (it computes tiles off their shard).
+//     local read when the source is sharded) and multicast to every other core; the sender
+//     reads the next block while the last one is multicast, so the slower of its read and the
+//     multicast (at mcast_bytes_per_cycle) sets every participant's pace. Program none reads, on
+//     every core, the in0 rows and in1 columns its contiguous range of output tiles spans, so cores
+//     sharing rows or columns read (and for DRAM, fetch from DRAM) them again; its sharded result
+//     is written remotely (it computes tiles off their shard).
 //   - conv2d (conv_blocking.hpp): each core reads its 1/cores share of the input over the NoC
 //     (halo rows aside) and writes the im2col blocks it builds (rows_per_core x k_tiles tiles)
 //     into its own L1; the weight block (the core's columns' share of the weight as stored:
@@ -58,16 +60,15 @@
 //   last step's compute after its data arrived; when compute is, the first step's movement
 //   before compute can start (a two-stage pipeline of n equal steps). The last term is the
 //   per-step synchronisation: each chunk is handed from reader to compute like a block (the
-//   partials stay in compute's f32 buffer between chunks). Assumption (no DEVICE-FACTS figure):
-//   a hand-off costs 500 cycles (the reader's barrier on its NoC reads plus the circular-buffer
-//   semaphores; the order of a DRAM read round trip), chosen a priori. Movement in bytes does
-//   not depend on div: a K split pays off only through the taller blocks its smaller
+//   partials stay in compute's f32 buffer between chunks). Assumption (no published figure):
+//   a hand-off costs conv_block_sync_cycles (500: the reader's barrier on its NoC reads plus the
+//   circular-buffer semaphores; the order of a DRAM read round trip), chosen a priori. Movement in
+//   bytes does not depend on div: a K split pays off only through the taller blocks its smaller
 //   activation buffer lets fit (streamed weights are re-read once per block). Larger blocks pay
 //   more fill, smaller ones more hand-offs; the planner picks the (height, div) pair with the
 //   lowest total.
-// Not modelled: NoC latency per request (bandwidth-bound transfers), multicast egress of the
-// sender, DRAM traffic contending with L1 traffic on the NoC links, interleaved DRAM bank
-// imbalance.
+// Not modelled: NoC latency per request (bandwidth-bound transfers), DRAM traffic contending with
+// L1 traffic on the NoC links, interleaved DRAM bank imbalance.
 #pragma once
 
 #include <span>
