@@ -27,6 +27,7 @@ std::optional<MeshShardType> mesh_shard_type_from_name(std::string_view name) {
     if (mesh_shard_type_name(t) == name) return t;
   return std::nullopt;
 }
+
 std::string mesh_shard_label(std::string_view direction, const MeshShardSpec& spec) {
   std::string s = str("mesh_shard ", direction, "(", mesh_shard_type_name(spec.type));
   if (spec.type == MeshShardType::devices)
