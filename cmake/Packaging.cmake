@@ -1,6 +1,6 @@
 # Library properties shared by meshplan's installed libraries, and the install rules: headers
 # under include/meshplan/, the exported CMake package (find_package(meshplan) → meshplan::schemas,
-# ::device, ::planner, ::runtime, ::c), a pkg-config file and the command-line tools.
+# ::device, ::emulator, ::planner, ::runtime, ::c), a pkg-config file and the command-line tools.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -38,14 +38,16 @@ endfunction()
 
 function(meshplan_install)
   set(cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/meshplan)
-  install(TARGETS meshplan_schemas meshplan_device meshplan_planner meshplan_runtime meshplan_c
+  install(TARGETS meshplan_schemas meshplan_device meshplan_emulator meshplan_planner meshplan_runtime meshplan_c
     EXPORT meshplanTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(TARGETS meshplan-compile meshplan-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  foreach(lib schemas device planner runtime)
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${lib}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  foreach(lib schemas device device/emulator planner runtime)
+    if(EXISTS ${PROJECT_SOURCE_DIR}/${lib}/include)
+      install(DIRECTORY ${PROJECT_SOURCE_DIR}/${lib}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+    endif()
   endforeach()
   install(DIRECTORY ${PROJECT_BINARY_DIR}/schemas/generated/meshplan/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meshplan FILES_MATCHING PATTERN "*_generated.h")

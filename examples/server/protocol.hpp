@@ -63,8 +63,8 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "protocol.hpp"
 
 namespace meshplan::server {

@@ -17,6 +17,7 @@
 #include <numeric>
 
 #include "meshplan/planner/memory_plan.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/planner/schedule.hpp"
 #include "meshplan/planner/testing.hpp"
 

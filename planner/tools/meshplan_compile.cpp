@@ -40,6 +40,7 @@
 #include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/report.hpp"
 #include "meshplan/runtime/cache_edit.hpp"

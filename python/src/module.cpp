@@ -12,8 +12,8 @@
 
 #include "compile.hpp"
 #include "meshplan/device/descriptor_json.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"

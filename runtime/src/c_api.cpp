@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/backend.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -21,7 +21,7 @@ struct mp_cache {
 
 struct mp_executable {
   // The EmulatedMesh the plan names (1x1 for a single-chip plan) and the plan bound to it.
-  std::unique_ptr<device::EmulatedMesh> mesh;
+  std::unique_ptr<device::Mesh> mesh;
   std::unique_ptr<runtime::Executable> exe;
   // NUL-terminated copies of input/output names (plan strings are, but views may not say so).
   std::vector<std::string> input_names, output_names;
@@ -174,13 +174,15 @@ mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_execu
   const fb::DeviceInfo* want = plan->plan().header()->device();
   auto chip = device::builtin_chip(want->name() ? want->name()->string_view() : "");
   if (!chip) return report(chip.error());
-  // Mesh plans run on the EmulatedMesh their header names, single-chip plans on a 1x1 mesh of
-  // their chip; both with host (full) tensors.
+  // Mesh plans run on the emulated mesh their header names, single-chip plans on a 1x1 mesh of
+  // their chip; both with host (full) tensors. The mesh is opened through the backend registry,
+  // where the C API registers the emulator itself.
   bool mesh_plan = runtime::is_mesh_plan(*plan);
   auto desc = mesh_plan ? runtime::plan_mesh_desc(*plan, *chip)
                         : Result<device::MeshDesc>(device::single_chip_mesh(*chip));
   if (!desc) return report(desc.error());
-  auto mesh = device::EmulatedMesh::create(*desc);
+  if (Status s = device::register_emulator_backend(); !s) return report(s.error());
+  auto mesh = device::open_backend(device::kEmulatorBackend, *desc);
   if (!mesh) return report(mesh.error());
   auto exe = runtime::Executable::bind(*plan, **mesh);
   if (!exe) return report(exe.error());

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "meshplan/device/backend.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/runtime/check.hpp"
 
 #ifdef MESHPLAN_HAVE_MPI
@@ -16,6 +18,16 @@
 #endif
 
 namespace meshplan::tools {
+
+namespace {
+
+/// The in-process emulated mesh, opened through the backend registry.
+Result<std::unique_ptr<device::Mesh>> open_emulated_mesh(const device::MeshDesc& desc) {
+  MESHPLAN_TRY(device::register_emulator_backend());
+  return device::open_backend(device::kEmulatorBackend, desc);
+}
+
+}  // namespace
 
 #ifdef MESHPLAN_HAVE_MPI
 namespace {
@@ -33,7 +45,7 @@ Status bcast(void* data, int count, MPI_Datatype type, const std::string& what) 
 
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
                                                     const runtime::PlanRef& plan) {
-  if (!device::launched_by_mpi()) return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  if (!device::launched_by_mpi()) return open_emulated_mesh(desc);
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     return fail(ErrorCode::io, "MPI_Init failed");
@@ -175,7 +187,7 @@ Result<int> finish_mpi(Result<int> code) {
 
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
                                                     const runtime::PlanRef&) {
-  return MESHPLAN_TRY(device::EmulatedMesh::create(desc));
+  return open_emulated_mesh(desc);
 }
 bool is_root_rank() {
   return true;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 
 using namespace meshplan;
 using namespace meshplan::device;

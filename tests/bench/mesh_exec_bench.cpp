@@ -6,8 +6,8 @@
 
 #include <random>
 
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"

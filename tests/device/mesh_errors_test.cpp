@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "mesh_fixture.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 
 using namespace meshplan;
 using namespace meshplan::device;

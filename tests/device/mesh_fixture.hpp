@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/formats.hpp"
-#include "meshplan/device/mesh.hpp"
 
 namespace meshplan::test {
 

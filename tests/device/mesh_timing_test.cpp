@@ -4,7 +4,7 @@
 
 #include "mesh_fixture.hpp"
 #include "meshplan/device/collective_timing.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/timing.hpp"
 
 using namespace meshplan;

@@ -8,7 +8,7 @@
 
 #include "device/op_test_util.hpp"
 #include "mesh_fixture.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 
 using namespace meshplan;
 using namespace meshplan::test;

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/device/op_semantics.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/planner.hpp"

@@ -5,7 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "meshplan/device/collective_ops.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/candidates.hpp"
 #include "meshplan/planner/graph_builder.hpp"

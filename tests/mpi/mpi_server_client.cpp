@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base64.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"

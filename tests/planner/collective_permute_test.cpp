@@ -9,7 +9,7 @@
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/descriptor.hpp"
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/spmd_host.hpp"

@@ -9,6 +9,7 @@
 
 #include "graphs.hpp"
 #include "meshplan/planner/df_sharding.hpp"
+#include "meshplan/planner/policy.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner;

@@ -3,6 +3,7 @@
 // edge fails a whole chain. A synthetic checker makes sharded configs legal, as tt-mlir's
 // optimizer tests do; with the real OpModel (no sharded layouts yet) the plans also run.
 #include "meshplan/planner/df_sharding.hpp"
+#include "meshplan/planner/policy.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,6 +4,7 @@
 
 #include "builder.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 
 using namespace meshplan;
 using namespace meshplan::test;

@@ -6,6 +6,7 @@
 
 #include "graphs.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 
 using namespace meshplan;
 using namespace meshplan::test;

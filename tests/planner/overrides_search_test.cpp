@@ -7,6 +7,7 @@
 #include "graphs.hpp"
 #include "meshplan/planner/memory_plan.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/planner/testing.hpp"
 
 using namespace meshplan;

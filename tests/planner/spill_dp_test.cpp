@@ -13,6 +13,7 @@
 
 #include "graphs.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/schemas/schemas.hpp"
 
 using namespace meshplan;

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"

@@ -5,8 +5,8 @@
 
 #include <limits>
 
+#include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
-#include "meshplan/device/mesh.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/check.hpp"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "../../src/mesh_internal.hpp"
+#include "../../emulator/src/mesh_internal.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/timing.hpp"
 

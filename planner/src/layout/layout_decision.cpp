@@ -1,6 +1,6 @@
-// LayoutDecision (policy.hpp): the all-DRAM decision the policies start from. Apart from
+// LayoutDecision (layout_decision.hpp): the all-DRAM decision the policies start from. Apart from
 // policy.cpp, so that df_sharding.cpp, which policy.cpp calls, does not call back into it.
-#include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/layout_decision.hpp"
 
 #include "meshplan/planner/candidates.hpp"
 

@@ -5,6 +5,7 @@
 
 #include "meshplan/device/formats.hpp"
 #include "meshplan/planner/policies.hpp"
+#include "meshplan/planner/policy.hpp"
 
 namespace meshplan::planner {
 

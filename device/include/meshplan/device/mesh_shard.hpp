@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct MeshShardSpec {
   std::vector<int64_t> shard_shape = {};
   friend bool operator==(const MeshShardSpec&, const MeshShardSpec&) = default;
 };
+
+/// "mesh_shard DIRECTION(TYPE[, shard_dims=[a,b]])": how errors name a mesh_shard.
+std::string mesh_shard_label(std::string_view direction, const MeshShardSpec& spec);
 
 /// The per-chip shape of a host tensor of `full_shape` under `spec` on a rows x cols mesh
 /// (`identity`: the full shape itself is the per-chip shape). Errors if a split dim does not

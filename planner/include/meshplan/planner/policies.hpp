@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/planner/policy.hpp"
+#include "meshplan/planner/layout_decision.hpp"
 
 namespace meshplan::planner {
+
+struct LayoutResult;  // policy.hpp
 
 /// One op's override-output-layout, resolved to the result layouts it allows.
 struct OutputOverride {

@@ -1,6 +1,7 @@
 // The layout planner's pipeline: a policy decides layouts and reshards on the original graph
-// (LayoutDecision), moves are materialized as to_memory_config ops (LayoutResult), L1 spill
-// management evicts under memory pressure, and the L1 memory planner proves the result fits.
+// (LayoutDecision, layout_decision.hpp), moves are materialized as to_memory_config ops
+// (LayoutResult), L1 spill management evicts under memory pressure, and the L1 memory planner
+// proves the result fits.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "meshplan/planner/candidates.hpp"
 #include "meshplan/planner/layout.hpp"
+#include "meshplan/planner/layout_decision.hpp"
 
 namespace meshplan::planner {
 
@@ -21,27 +23,6 @@ enum class SpillSelection : uint8_t {
   dp_exact = 1,        ///< The DP's optimum over the spill choice space.
   dp_kept_belady = 2,  ///< The DP proved no choice of the space beats Belady's plan, kept.
   dp_fallback = 3,     ///< The DP hit a limit: Belady's plan, not proven optimal.
-};
-
-/// A policy's answer on the original graph (indexed by its ValueId and OpId).
-struct LayoutDecision {
-  /// A to_memory_config inserted before op `before`, feeding its operand `operand` with `to`.
-  struct Reshard {
-    OpId before;
-    uint32_t operand;
-    TensorLayout to;
-  };
-  std::vector<TensorLayout> tensors;
-  std::vector<device::OpConfig> configs;
-  std::vector<Reshard> reshards;
-  /// Values moved to DRAM right after their producer (df-sharding's chain-output spills); every
-  /// later reader, and the graph output, reads the copy.
-  std::vector<ValueId> spills;
-  /// What the policy tells the user about its plan (a bound it hit, in op order); not in the plan.
-  std::vector<std::string> notes;
-
-  /// Every value DRAM interleaved, every op on the full grid with its attribute config.
-  static Result<LayoutDecision> all_dram(const Graph& graph, const device::ChipDesc& chip);
 };
 
 /// A planned graph: the original ops plus inserted moves, with layouts for every value and

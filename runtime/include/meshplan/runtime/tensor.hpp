@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/device/memory.hpp"
+#include "meshplan/device/host_memory.hpp"
 
 namespace meshplan::runtime {
 

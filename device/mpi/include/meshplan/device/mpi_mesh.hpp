@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 
 namespace meshplan::device {
 

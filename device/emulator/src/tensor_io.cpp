@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "meshplan/device/formats.hpp"
-#include "meshplan/device/memory.hpp"
+#include "meshplan/device/host_memory.hpp"
 
 namespace meshplan::device {
 

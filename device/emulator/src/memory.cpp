@@ -1,31 +1,14 @@
-// Lazily allocated emulated memories and aligned host buffers, from the process's allocator
-// (std::aligned_alloc): the library never links an allocator of its own, so an embedder keeps
-// the malloc it chose; the tools link mimalloc, which then serves these allocations too.
+// Lazily allocated emulated memories, in chunks from aligned_alloc_bytes (host_memory.hpp).
 #include "meshplan/device/memory.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
+
+#include "meshplan/device/host_memory.hpp"
 
 namespace meshplan::device {
-
-namespace {
-
-constexpr size_t kAlign = 64;
-
-// std::aligned_alloc needs a size that is a multiple of the alignment.
-void* alloc_aligned(size_t bytes, bool zero) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded);
-  if (!p) throw std::bad_alloc();
-  if (zero) std::memset(p, 0, rounded);
-  return p;
-}
-
-}  // namespace
 
 SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
     : size_(size),
@@ -33,7 +16,7 @@ SparseMemory::SparseMemory(uint64_t size, uint64_t chunk_size)
       chunks_((size + chunk_size - 1) / chunk_size, nullptr) {}
 
 SparseMemory::~SparseMemory() {
-  for (std::byte* c : chunks_) std::free(c);
+  for (std::byte* c : chunks_) aligned_free_bytes(c);
 }
 
 SparseMemory::SparseMemory(SparseMemory&& o) noexcept
@@ -43,7 +26,7 @@ SparseMemory::SparseMemory(SparseMemory&& o) noexcept
 
 SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
   if (this != &o) {
-    for (std::byte* c : chunks_) std::free(c);
+    for (std::byte* c : chunks_) aligned_free_bytes(c);
     size_ = o.size_;
     chunk_size_ = o.chunk_size_;
     chunks_ = std::move(o.chunks_);
@@ -55,7 +38,10 @@ SparseMemory& SparseMemory::operator=(SparseMemory&& o) noexcept {
 std::byte* SparseMemory::chunk_for_write(size_t index) {
   // Out of host memory throws std::bad_alloc: the callers have no error path, and a null chunk
   // must not be written.
-  if (!chunks_[index]) chunks_[index] = static_cast<std::byte*>(alloc_aligned(chunk_size_, true));
+  if (!chunks_[index]) {
+    chunks_[index] = static_cast<std::byte*>(aligned_alloc_bytes(chunk_size_));
+    std::memset(chunks_[index], 0, chunk_size_);
+  }
   return chunks_[index];
 }
 
@@ -98,31 +84,6 @@ uint64_t SparseMemory::resident_bytes() const {
   uint64_t n = 0;
   for (std::byte* c : chunks_) n += c ? chunk_size_ : 0;
   return n;
-}
-
-void MiFree::operator()(void* p) const {
-  std::free(p);
-}
-
-std::unique_ptr<float[], MiFree> alloc_floats(size_t count) {
-  // Null when the host cannot hold it (the callers report the tensor and its size).
-  if (count > (SIZE_MAX - kAlign) / sizeof(float)) return nullptr;
-  size_t rounded = (std::max<size_t>(count * sizeof(float), 1) + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded);
-  if (p) std::memset(p, 0, rounded);
-  return std::unique_ptr<float[], MiFree>(static_cast<float*>(p));
-}
-
-}  // namespace meshplan::device
-
-namespace meshplan::device {
-
-void* aligned_alloc_bytes(size_t bytes) {
-  return alloc_aligned(bytes, false);
-}
-
-void aligned_free_bytes(void* p) {
-  std::free(p);
 }
 
 }  // namespace meshplan::device

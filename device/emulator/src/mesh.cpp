@@ -1,5 +1,5 @@
 // Mesh: construction, per-chip clocks, groups along an axis, and the shared helpers.
-#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/emulated_mesh.hpp"
 
 #include <algorithm>
 #include <cstring>

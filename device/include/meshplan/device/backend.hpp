@@ -1,0 +1,38 @@
+// Device backends by name, registered by explicit calls (as IREE's HAL registers its drivers):
+// a program registers the backends it links (the emulator: register_emulator_backend() in
+// emulator_backend.hpp), then opens meshes by backend name. No static initializer registers
+// anything, so a backend the linker keeps is one a caller asked for. A hardware backend is a
+// sibling folder of device/emulator/ with its own registration function.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshplan/device/mesh.hpp"
+#include "meshplan/device/mesh_desc.hpp"
+#include "meshplan/schemas/error.hpp"
+
+namespace meshplan::device {
+
+/// Opens a mesh of `desc`'s shape and chip on one backend (a single chip is a 1x1 mesh).
+using MeshFactory = std::function<Result<std::unique_ptr<Mesh>>(const MeshDesc& desc)>;
+
+/// Adds backend `name` to the process's registry. Fails (invalid_argument) when the name is
+/// empty or already registered. Thread-safe.
+Status register_backend(std::string_view name, MeshFactory factory);
+
+/// Whether backend `name` is registered. Thread-safe.
+bool has_backend(std::string_view name);
+
+/// The registered backend names, sorted. Thread-safe.
+std::vector<std::string> backend_names();
+
+/// Opens a mesh on backend `name`; not_found (naming the registered backends) when no backend of
+/// that name is registered, else whatever the backend's factory answers. Thread-safe; the
+/// factory runs outside the registry's lock.
+Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc& desc);
+
+}  // namespace meshplan::device
