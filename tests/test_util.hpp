@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -38,6 +39,24 @@ class TempDir {
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// `--input=TYPE=v0,v1,...` for meshplan-run, the values written as integers (tests that use it
+/// pick small integer values so every sum is exact).
+inline std::string input_arg(const std::string& type, const std::vector<float>& v) {
+  std::string s = " --input=" + type + "=";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(static_cast<int>(v[i]));
+  return s;
+}
+
+/// The float32 payload of a .npy file: its last n*4 bytes.
+inline std::vector<float> npy_values(const std::string& path, size_t n) {
+  std::vector<uint8_t> bytes = read_bytes(path);
+  REQUIRE(bytes.size() >= n * 4);
+  std::vector<float> v(n);
+  std::memcpy(v.data(), bytes.data() + bytes.size() - n * 4, n * 4);
+  return v;
 }
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {

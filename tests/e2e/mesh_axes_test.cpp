@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
 
 #include "test_util.hpp"
@@ -45,21 +44,6 @@ std::vector<float> values(int n, int salt) {
   return v;
 }
 
-std::string input_arg(const std::string& type, const std::vector<float>& v) {
-  std::string s = " --input=" + type + "=";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + std::to_string(static_cast<int>(v[i]));
-  return s;
-}
-
-std::vector<float> npy_values(const std::string& path, size_t n) {
-  std::vector<uint8_t> bytes = test::read_bytes(path);
-  REQUIRE(bytes.size() >= n * 4);
-  std::vector<float> v(n);
-  std::memcpy(v.data(), bytes.data() + bytes.size() - n * 4, n * 4);
-  return v;
-}
-
 void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
 }
@@ -93,8 +77,8 @@ TEST_CASE("a data x fsdp x tensor module runs on t3k and equals the one-chip pro
   CHECK(inspected.text.find("host [32x64] -> per chip [32x32]") != std::string::npos);
 
   const std::vector<float> x = values(kB * kD, 1), w1 = values(kD * kH, 2), w2 = values(kH * kD, 3);
-  const std::string inputs =
-      input_arg("16x32xf32", x) + input_arg("32x64xf32", w1) + input_arg("64x32xf32", w2);
+  const std::string inputs = test::input_arg("16x32xf32", x) + test::input_arg("32x64xf32", w1) +
+                             test::input_arg("64x32xf32", w2);
   const std::string out_mesh = dir.file("mesh.npy"), out_one = dir.file("one.npy");
   auto r1 =
       test::run_shell(kRun + " " + cache + " --name mesh" + inputs + " --output=@" + out_mesh);
@@ -104,7 +88,7 @@ TEST_CASE("a data x fsdp x tensor module runs on t3k and equals the one-chip pro
   INFO(r2.text);
   REQUIRE(r2.status == 0);
   CHECK(test::read_bytes(out_mesh) == test::read_bytes(out_one));
-  std::vector<float> got = npy_values(out_mesh, kB * kD);
+  std::vector<float> got = test::npy_values(out_mesh, kB * kD);
   int wrong = 0;
   for (int i = 0; i < kB; ++i)
     for (int j = 0; j < kD; ++j) {

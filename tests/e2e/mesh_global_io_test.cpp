@@ -4,7 +4,6 @@
 // same program planned for one chip (integer-valued data, exact in every dtype on the way).
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <fstream>
 
 #include "test_util.hpp"
@@ -17,6 +16,7 @@ const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshpl
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
 
 constexpr int kN = 64;
+constexpr const char* kInputType = "64x64xf32";
 
 /// dot(a, b) + b with a split [{"x"}, {"y"}] and b [{"y"}, {}]: the contracting dim is split over
 /// "y" (partial sums, an all_reduce), the rows over "x".
@@ -35,22 +35,6 @@ std::string module_text(bool sharded) {
 std::vector<float> values(int salt) {
   std::vector<float> v(kN * kN);
   for (int i = 0; i < kN * kN; ++i) v[i] = static_cast<float>((i * 7 + salt * 3 + i / 5) % 3 - 1);
-  return v;
-}
-
-std::string input_arg(const std::vector<float>& v) {
-  std::string s = " --input=64x64xf32=";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + std::to_string(static_cast<int>(v[i]));
-  return s;
-}
-
-/// The float32 payload of a .npy file (its last n*4 bytes).
-std::vector<float> npy_values(const std::string& path, size_t n) {
-  std::vector<uint8_t> bytes = test::read_bytes(path);
-  REQUIRE(bytes.size() >= n * 4);
-  std::vector<float> v(n);
-  std::memcpy(v.data(), bytes.data() + bytes.size() - n * 4, n * 4);
   return v;
 }
 
@@ -83,7 +67,7 @@ TEST_CASE("a module's own 2x2 mesh with global inputs equals the one-chip progra
   CHECK(inspected.text.find("host [64x64] -> per chip [32x64], devices") != std::string::npos);
 
   const std::vector<float> a = values(1), b = values(2);
-  const std::string inputs = input_arg(a) + input_arg(b);
+  const std::string inputs = test::input_arg(kInputType, a) + test::input_arg(kInputType, b);
   const std::string out_mesh = dir.file("mesh.npy"), out_one = dir.file("one.npy");
   auto r1 =
       test::run_shell(kRun + " " + cache + " --name mesh" + inputs + " --output=@" + out_mesh);
@@ -95,7 +79,7 @@ TEST_CASE("a module's own 2x2 mesh with global inputs equals the one-chip progra
   REQUIRE(r2.status == 0);
   CHECK(test::read_bytes(out_mesh) == test::read_bytes(out_one));
   // And both are dot(a, b) + b, worked out here.
-  std::vector<float> got = npy_values(out_mesh, kN * kN);
+  std::vector<float> got = test::npy_values(out_mesh, kN * kN);
   int wrong = 0;
   for (int i = 0; i < kN; ++i)
     for (int j = 0; j < kN; ++j) {

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <fstream>
 
 #include "test_util.hpp"
@@ -17,6 +16,7 @@ const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshpl
 const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
 
 constexpr int kRows = 32, kCols = 64;
+constexpr const char* kInputType = "32x64xf32";
 
 /// |x| + |x| with x split `from` and the sum wanted `to` (a reshard between the two); without
 /// shardings (`from` empty) the one-chip program.
@@ -41,21 +41,6 @@ std::vector<float> values() {
   return v;
 }
 
-std::string input_arg(const std::vector<float>& v) {
-  std::string s = " --input=32x64xf32=";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + std::to_string(static_cast<int>(v[i]));
-  return s;
-}
-
-std::vector<float> npy_values(const std::string& path, size_t n) {
-  std::vector<uint8_t> bytes = test::read_bytes(path);
-  REQUIRE(bytes.size() >= n * 4);
-  std::vector<float> v(n);
-  std::memcpy(v.data(), bytes.data() + bytes.size() - n * 4, n * 4);
-  return v;
-}
-
 /// Compiles the sharded and the one-chip program, runs both, checks they agree bit for bit and
 /// equal 2|x|; returns the sharded compile's summary.
 std::string run_both(const std::string& from, const std::string& to,
@@ -73,16 +58,16 @@ std::string run_both(const std::string& from, const std::string& to,
   REQUIRE(c2.status == 0);
   const std::vector<float> x = values();
   const std::string out_mesh = dir.file("mesh.npy"), out_one = dir.file("one.npy");
-  auto r1 = test::run_shell(kRun + " " + cache + " --name mesh" + input_arg(x) + " --output=@" +
-                            out_mesh);
+  auto r1 = test::run_shell(kRun + " " + cache + " --name mesh" + test::input_arg(kInputType, x) +
+                            " --output=@" + out_mesh);
   INFO(r1.text);
   REQUIRE(r1.status == 0);
-  auto r2 =
-      test::run_shell(kRun + " " + cache + " --name one" + input_arg(x) + " --output=@" + out_one);
+  auto r2 = test::run_shell(kRun + " " + cache + " --name one" + test::input_arg(kInputType, x) +
+                            " --output=@" + out_one);
   INFO(r2.text);
   REQUIRE(r2.status == 0);
   CHECK(test::read_bytes(out_mesh) == test::read_bytes(out_one));
-  std::vector<float> got = npy_values(out_mesh, x.size());
+  std::vector<float> got = test::npy_values(out_mesh, x.size());
   int wrong = 0;
   for (size_t i = 0; i < x.size(); ++i) wrong += got[i] != 2 * std::fabs(x[i]);
   CHECK(wrong == 0);
