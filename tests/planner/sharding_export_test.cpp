@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "meshplan/planner/sharding_export.hpp"
+#include "meshplan/planner/sharding_strategies.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -116,4 +117,42 @@ TEST_CASE("sdy.all_to_all reads and prints in Shardy's syntax") {
   CHECK(a2a.all_to_all[1].axes[0].name == "c");
   CHECK(a2a.all_to_all[1].src == 1);
   CHECK(a2a.all_to_all[1].tgt == 0);
+}
+
+TEST_CASE("the text-only stages take tensors beyond a chip's memory; planning refuses them") {
+  // 24576 x 8192 x 16384 bf16 is 3.3e12 elements (6 TiB): Shardy's passes only rewrite the
+  // module, so the sdy stages read it; lowering it to a plan is refused at the argument.
+  const std::string text =
+      "sdy.mesh @m = <[\"x\"=2, \"y\"=4]>\n"
+      "func.func @f(%arg0: tensor<24576x8192x16384xbf16> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"x\"}, {}, {}]>}) -> (tensor<24576x8192x16384xbf16> {sdy.sharding = "
+      "#sdy.sharding<@m, [{\"x\"}, {}, {}]>}) {\n"
+      "  %0 = sdy.reshard %arg0 <@m, [{}, {\"x\"}, {}]> : tensor<24576x8192x16384xbf16>\n"
+      "  %1 = sdy.reshard %0 <@m, [{\"x\"}, {}, {}]> : tensor<24576x8192x16384xbf16>\n"
+      "  return %1 : tensor<24576x8192x16384xbf16>\n"
+      "}\n";
+  auto device = parse_module(text, "big.mlir");
+  REQUIRE_FALSE(device.has_value());
+  CHECK(device.error().message ==
+        "big.mlir:2:11: @f argument 0 tensor<24576x8192x16384xbf16>: shape [24576x8192x16384] "
+        "holds 3298534883328 elements, more than the limit of 4294967296");
+  auto m = parse_module_for_propagation(text, "big.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  REQUIRE(run_sdy_export_pass(*m, *export_pass_from_name("sdy-reshard-to-collectives")));
+  // "x" moves from dim 0 to dim 1 and back: one all_to_all each way, as for any size.
+  const std::string out = print_module(*m);
+  CHECK(out.find("sdy.all_to_all [{\"x\"}: 0->1] %arg0 out_sharding=<@m, [{}, {\"x\"}, {}]>") !=
+        std::string::npos);
+  CHECK(out.find("sdy.all_to_all [{\"x\"}: 1->0] %0 out_sharding=<@m, [{\"x\"}, {}, {}]>") !=
+        std::string::npos);
+  // Past 2^48 elements even the text stages refuse (byte sizes times devices must fit 64 bits).
+  std::string huge = text;
+  for (size_t at = 0; (at = huge.find("24576x8192x16384", at)) != std::string::npos; at += 21)
+    huge.replace(at, 16, "24576x8192x16384x1024");
+  for (size_t at = 0; (at = huge.find("{}]", at)) != std::string::npos; at += 7)
+    huge.replace(at, 3, "{}, {}]");
+  auto too_big = parse_module_for_propagation(huge, "huge.mlir");
+  REQUIRE_FALSE(too_big.has_value());
+  CHECK(too_big.error().message.find("holds more than 281474976710656 elements") !=
+        std::string::npos);
 }

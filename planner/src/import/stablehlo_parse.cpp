@@ -329,7 +329,7 @@ Result<Module> parse_module_for_propagation(std::string_view text, std::string f
   parse::Parser p(text, std::move(file));
   p.import = {.unroll_loops = false, .drop_barriers = false, .inline_calls = false, .tokens = true};
   Module m = MESHPLAN_TRY(p.run());
-  MESHPLAN_TRY(verify_module(m));
+  MESHPLAN_TRY(verify_module(m, SizeLimits::text));
   return m;
 }
 

@@ -34,7 +34,7 @@ std::optional<int64_t> volume_of(std::span<const int64_t> shape) {
 
 class Verifier {
  public:
-  explicit Verifier(const Module& m) : m_(m) {}
+  Verifier(const Module& m, SizeLimits limits) : m_(m), limits_(limits) {}
 
   Status run() {
     for (const MeshDecl& mesh : m_.meshes) MESHPLAN_TRY(check_mesh(mesh));
@@ -70,6 +70,22 @@ class Verifier {
     std::vector<int64_t> shape = t.shape;
     for (int64_t& d : shape)
       if (d == 0) d = 1;  // a zero-size tensor: the other dims' limits still apply
+    if (limits_ == SizeLimits::text) {
+      // Rank and dims as on the device (each dim checked alone); only the element count may go
+      // beyond a chip's memory.
+      if (shape.size() > static_cast<size_t>(device::kMaxRank))
+        return bad(loc, what, " ", type_string(t), ": rank ", shape.size(),
+                   " is more than the limit of ", device::kMaxRank);
+      for (int64_t d : shape)
+        if (d < 1 || d > device::kMaxDimension)
+          return bad(loc, what, " ", type_string(t), ": dimension ", d, " is outside [1, ",
+                     device::kMaxDimension, "]");
+      auto volume = volume_of(shape);
+      if (volume && *volume <= kMaxTextElements) return {};
+      return bad(loc, what, " ", type_string(t), ": shape ", shape_text(t.shape),
+                 " holds more than ", kMaxTextElements, " elements, the limit of a module that is",
+                 " only rewritten (Shardy's passes)");
+    }
     auto volume = device::checked_volume(shape);
     if (!volume) return bad(loc, what, " ", type_string(t), ": ", volume.error().message);
     return {};
@@ -446,13 +462,14 @@ class Verifier {
   }
 
   const Module& m_;
+  SizeLimits limits_;
   mutable std::deque<std::vector<int64_t>> scratch_;  ///< Stable storage for ints() results.
 };
 
 }  // namespace
 
-Status verify_module(const Module& module) {
-  return Verifier(module).run();
+Status verify_module(const Module& module, SizeLimits limits) {
+  return Verifier(module, limits).run();
 }
 
 }  // namespace meshplan::planner::shlo
