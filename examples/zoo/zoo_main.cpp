@@ -30,6 +30,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
@@ -53,6 +54,7 @@ struct Args {
   bool hardware_check = false;  ///< --hardware-check: published Llama-3.1-8B points vs the plan.
   bool prefill = true;          ///< --no-prefill: the hardware check plans decode only.
   bool calibrate = true;        ///< --no-calibrate: the hardware check keeps dispatch_ns.
+  std::string weight_dtype;     ///< --weight-dtype: storage precision of every model's weights.
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -300,6 +302,8 @@ Result<int> run(const Args& args) {
       planner::PlannerOptions options;
       options.policy = policy;
       options.flatten_spatial = args.flatten_spatial;
+      if (!args.weight_dtype.empty())
+        options.weight_dtype = MESHPLAN_TRY(planner::parse_weight_dtype(args.weight_dtype));
       Row row;
       row.model = spec.name;
       row.device = spec.device;
@@ -349,6 +353,8 @@ Result<int> run(const Args& args) {
       planner::PlannerOptions options;
       options.policy = policy;
       options.flatten_spatial = args.flatten_spatial;
+      if (!args.weight_dtype.empty())
+        options.weight_dtype = MESHPLAN_TRY(planner::parse_weight_dtype(args.weight_dtype));
       Row row;
       row.model = spec.name;
       row.device = spec.mesh;
@@ -506,6 +512,10 @@ int main(int argc, char** argv) {
   cli.app()
       .add_option("--bench-json", args.bench_json, "Write the policy comparison as JSON")
       ->type_name("FILE");
+  cli.app()
+      .add_option("--weight-dtype", args.weight_dtype,
+                  "Store every model's matmul weights as bf16, bfp8_b or bfp4_b (default bf16)")
+      ->type_name("DTYPE");
   bool no_run = false, no_flatten = false;
   cli.app().add_flag("--no-run", no_run, "Plan only; run nothing");
   cli.app()
