@@ -134,18 +134,28 @@ int64_t volume_of(const fb::TensorPlan& t) {
 }
 
 /// A lower bound of a plan's device time under the timing model (roofline): the larger of the
-/// argument and output bytes that cannot stay in the chip's L1 crossing DRAM once at dram_gbps,
-/// and the matmul and conv2d FLOPs at the LoFi peak of every core; plus one dispatch per graph
-/// op (reshards and spills are avoidable). Each op takes dispatch + max(compute, movement), and
-/// a sum of maxima is at least the maximum of the sums, so no plan beats it.
+/// bytes that must cross DRAM once at dram_gbps and the matmul and conv2d FLOPs at the LoFi peak
+/// of every core; plus one dispatch per graph op (reshards and spills are avoidable). The bytes
+/// are every argument a non-collective op reads (arguments live in DRAM interleaved in every
+/// plan: the policies choose the layouts of op results only, and an op reads a DRAM operand at
+/// least once, timed at dram_gbps) and the output bytes that cannot stay in the chip's L1. Each
+/// op takes dispatch + max(compute, movement), and a sum of maxima is at least the maximum of
+/// the sums, so no plan beats it.
 double lower_bound_us(const fb::Plan& p, const device::ChipDesc& chip) {
-  uint64_t bytes = 0;
-  for (const fb::TensorPlan* t : *p.tensors())
-    if (t->role() != fb::TensorRole::intermediate) bytes += stored_bytes(*t);
-  for (uint32_t i : *p.outputs()) bytes += stored_bytes(*p.tensors()->Get(i));
+  std::vector<bool> read(p.tensors()->size(), false);
+  for (const fb::OpPlan* op : *p.ops())
+    if (op->operands() && !device::is_collective(static_cast<device::OpKind>(op->kind())))
+      for (uint32_t i : *op->operands()) read[i] = true;
+  uint64_t argument_bytes = 0, output_bytes = 0;
+  for (uint32_t i = 0; i < p.tensors()->size(); ++i) {
+    const fb::TensorPlan* t = p.tensors()->Get(i);
+    if (t->role() != fb::TensorRole::intermediate && read[i])
+      argument_bytes += stored_bytes(*t);
+  }
+  for (uint32_t i : *p.outputs()) output_bytes += stored_bytes(*p.tensors()->Get(i));
   uint64_t l1 =
       static_cast<uint64_t>(chip.cores()) * (chip.l1_usable_top() - chip.l1_unreserved_base);
-  uint64_t dram_bytes = bytes > l1 ? bytes - l1 : 0;
+  uint64_t dram_bytes = argument_bytes + (output_bytes > l1 ? output_bytes - l1 : 0);
   double flops = 0;
   uint32_t graph_ops = 0;
   for (const fb::OpPlan* op : *p.ops()) {
