@@ -2,6 +2,8 @@
 // operations, written from the rules (docs/hardware-rules.md), not from tt-metal's code.
 #include "layout_rules.hpp"
 
+#include <algorithm>
+
 #include "meshplan/device/placement.hpp"
 
 namespace meshplan::device {
@@ -87,12 +89,64 @@ std::string softmax_rule(const OpLaunch& op) {
                " of each row's ", row,
                " columns per shard; tt-metal's sharded softmax needs whole rows per shard "
                "(\"shard width must equal to input tensor shape[3]\")");
+  // One shard per core of the program's grid ("number of shards must equal to number of
+  // cores"): tt-metal counts M * K / (block_h * block_w tiles), rounding down, so a partial last
+  // shard or a core without a shard refuses the launch.
+  int64_t rows = view_2d(in.shape, in.layout).rows;
+  int64_t shards = rows * row / (in.shard.shape[0] * in.shard.shape[1]);
+  if (shards != static_cast<int64_t>(in.shard.cores()))
+    return str("operand '", in.name, "' (", shard_text(in), ") has ", rows, " rows in shards of ",
+               in.shard.shape[0], ": ", shards, " whole shards on ", in.shard.cores(),
+               " cores; tt-metal's sharded softmax needs one shard per core (\"number of shards "
+               "must equal to number of cores\")");
   if (out.buffer != in.buffer || out.memory != in.memory || !(out.shard == in.shard) ||
       out.dtype != in.dtype)
     return str("result '", out.name, "' is not placed like operand '", in.name, "' (",
                shard_text(in),
                "); tt-metal's sharded softmax runs in place (\"Operation must be inplace for "
                "sharded multi-core program config\")");
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/normalization/layernorm/device/layernorm_device_operation.cpp
+// (validate_on_program_cache_miss, LayerNormShardedMultiCoreProgramConfig branch). ttnn's
+// layer_norm and rms_norm derive that config from a sharded input's shard spec
+// (create_program_config: block_h and block_w are the shard's sides in tiles), and the validation
+// then wants the shards to be the even split of the tensor over the shard grid: with one row of
+// shards (M == block_h), block_w = ceil(K tiles / cores); otherwise, counting cores from the
+// origin to the grid's bounding box's far corner, block_w = ceil(K tiles / columns) and
+// block_h = floor(M tiles / rows) (columns and rows swap for a column-major grid).
+std::string norm_blocks_rule(const TensorPlacement& in) {
+  View2D v = view_2d(in.shape, in.layout);
+  int64_t mt = v.rows / kTileH, kt = v.cols / kTileW;
+  int64_t block_h = in.shard.shape[0] / kTileH, block_w = in.shard.shape[1] / kTileW;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (v.rows == in.shard.shape[0]) {
+    int64_t cores = in.shard.cores();
+    if (block_w != ceil_div(kt, cores))
+      return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_w,
+                 " tiles wide for ", kt, " tiles over ", cores, " cores; tt-metal's sharded norm: "
+                 "\"block_w (", block_w, ") must equal to K (in tiles) / num_cores (",
+                 ceil_div(kt, cores), ")\"");
+    return {};
+  }
+  int x1 = 0, y1 = 0;
+  for (int i = 0; i < in.shard.range_count(); ++i) {
+    x1 = std::max<int>(x1, in.shard.range(i).x1);
+    y1 = std::max<int>(y1, in.shard.range(i).y1);
+  }
+  bool row_wise = in.shard.orientation == ShardOrientation::row_major;
+  int64_t across = row_wise ? x1 + 1 : y1 + 1, down = row_wise ? y1 + 1 : x1 + 1;
+  if (block_w != ceil_div(kt, across))
+    return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_w,
+               " tiles wide for ", kt, " tiles over ", across, row_wise ? " core columns" : " core rows",
+               "; tt-metal's sharded norm: \"block_w (", block_w, ") must equal to K (in tiles) / ",
+               row_wise ? "num_cores_c (" : "num_cores_r (", ceil_div(kt, across), ")\"");
+  if (block_h != mt / down)
+    return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_h,
+               " tiles high for ", mt, " tiles over ", down, row_wise ? " core rows" : " core columns",
+               "; tt-metal's sharded norm: \"block_h (", block_h, ") must equal to M (in tiles) / ",
+               row_wise ? "num_cores_r (" : "num_cores_c (", mt / down, ")\"");
   return {};
 }
 
@@ -122,7 +176,7 @@ std::string norm_rule(const OpLaunch& op) {
     return str("operand '", in.name, "' is ", memory_name(in.memory), " but result '", out.name,
                "' is ", memory_name(out.memory),
                "; tt-metal: \"Input and output memory layouts must match\"");
-  return {};
+  return norm_blocks_rule(in);
 }
 
 }  // namespace

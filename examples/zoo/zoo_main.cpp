@@ -30,6 +30,7 @@
 #include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/plan_file.hpp"
 #include "meshplan/planner/planner.hpp"
+#include "meshplan/planner/prepare_weights.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/executable.hpp"
@@ -53,6 +54,7 @@ struct Args {
   bool hardware_check = false;  ///< --hardware-check: published Llama-3.1-8B points vs the plan.
   bool prefill = true;          ///< --no-prefill: the hardware check plans decode only.
   bool calibrate = true;        ///< --no-calibrate: the hardware check keeps dispatch_ns.
+  std::string weight_dtype;     ///< --weight-dtype: storage precision of every model's weights.
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -132,18 +134,28 @@ int64_t volume_of(const fb::TensorPlan& t) {
 }
 
 /// A lower bound of a plan's device time under the timing model (roofline): the larger of the
-/// argument and output bytes that cannot stay in the chip's L1 crossing DRAM once at dram_gbps,
-/// and the matmul and conv2d FLOPs at the LoFi peak of every core; plus one dispatch per graph
-/// op (reshards and spills are avoidable). Each op takes dispatch + max(compute, movement), and
-/// a sum of maxima is at least the maximum of the sums, so no plan beats it.
+/// bytes that must cross DRAM once at dram_gbps and the matmul and conv2d FLOPs at the LoFi peak
+/// of every core; plus one dispatch per graph op (reshards and spills are avoidable). The bytes
+/// are every argument a non-collective op reads (arguments live in DRAM interleaved in every
+/// plan: the policies choose the layouts of op results only, and an op reads a DRAM operand at
+/// least once, timed at dram_gbps) and the output bytes that cannot stay in the chip's L1. Each
+/// op takes dispatch + max(compute, movement), and a sum of maxima is at least the maximum of
+/// the sums, so no plan beats it.
 double lower_bound_us(const fb::Plan& p, const device::ChipDesc& chip) {
-  uint64_t bytes = 0;
-  for (const fb::TensorPlan* t : *p.tensors())
-    if (t->role() != fb::TensorRole::intermediate) bytes += stored_bytes(*t);
-  for (uint32_t i : *p.outputs()) bytes += stored_bytes(*p.tensors()->Get(i));
+  std::vector<bool> read(p.tensors()->size(), false);
+  for (const fb::OpPlan* op : *p.ops())
+    if (op->operands() && !device::is_collective(static_cast<device::OpKind>(op->kind())))
+      for (uint32_t i : *op->operands()) read[i] = true;
+  uint64_t argument_bytes = 0, output_bytes = 0;
+  for (uint32_t i = 0; i < p.tensors()->size(); ++i) {
+    const fb::TensorPlan* t = p.tensors()->Get(i);
+    if (t->role() != fb::TensorRole::intermediate && read[i])
+      argument_bytes += stored_bytes(*t);
+  }
+  for (uint32_t i : *p.outputs()) output_bytes += stored_bytes(*p.tensors()->Get(i));
   uint64_t l1 =
       static_cast<uint64_t>(chip.cores()) * (chip.l1_usable_top() - chip.l1_unreserved_base);
-  uint64_t dram_bytes = bytes > l1 ? bytes - l1 : 0;
+  uint64_t dram_bytes = argument_bytes + (output_bytes > l1 ? output_bytes - l1 : 0);
   double flops = 0;
   uint32_t graph_ops = 0;
   for (const fb::OpPlan* op : *p.ops()) {
@@ -300,6 +312,8 @@ Result<int> run(const Args& args) {
       planner::PlannerOptions options;
       options.policy = policy;
       options.flatten_spatial = args.flatten_spatial;
+      if (!args.weight_dtype.empty())
+        options.weight_dtype = MESHPLAN_TRY(planner::parse_weight_dtype(args.weight_dtype));
       Row row;
       row.model = spec.name;
       row.device = spec.device;
@@ -349,6 +363,8 @@ Result<int> run(const Args& args) {
       planner::PlannerOptions options;
       options.policy = policy;
       options.flatten_spatial = args.flatten_spatial;
+      if (!args.weight_dtype.empty())
+        options.weight_dtype = MESHPLAN_TRY(planner::parse_weight_dtype(args.weight_dtype));
       Row row;
       row.model = spec.name;
       row.device = spec.mesh;
@@ -506,6 +522,10 @@ int main(int argc, char** argv) {
   cli.app()
       .add_option("--bench-json", args.bench_json, "Write the policy comparison as JSON")
       ->type_name("FILE");
+  cli.app()
+      .add_option("--weight-dtype", args.weight_dtype,
+                  "Store every model's matmul weights as bf16, bfp8_b or bfp4_b (default bf16)")
+      ->type_name("DTYPE");
   bool no_run = false, no_flatten = false;
   cli.app().add_flag("--no-run", no_run, "Plan only; run nothing");
   cli.app()

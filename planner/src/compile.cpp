@@ -74,20 +74,33 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
   // The policy returns the planned graph: the original ops plus inserted reshards and spills.
   // The L1 packing fitting made of it last (on its schedule) serves the memory plan unless
   // block-float storage below changes the layouts it packed.
+  // Weights in a block float (PlannerOptions::weight_dtype): the policies plan them in their
+  // storage dtype, so that every choice is costed on the bytes the plan will read (a block-float
+  // weight moves half or a quarter of its bf16 bytes, which changes which matmul program is
+  // cheapest); the planned graph keeps their logical dtype.
+  const std::vector<WeightStorage> stored =
+      MESHPLAN_TRY(weight_storage(*source, options.weight_dtype, options.weight_dtype_overrides));
+  Graph stored_graph;
+  const Graph* planning = source;
+  if (!stored.empty()) {
+    stored_graph = *source;
+    for (const WeightStorage& w : stored) stored_graph.values[w.value].dtype = w.dtype;
+    planning = &stored_graph;
+  }
   L1Packing packing;
   Schedule schedule;
   LayoutResult planned =
-      MESHPLAN_TRY(plan_layout_packed(*source, chip, options, packing, schedule));
-  // Weights in a block float (PlannerOptions::weight_dtype): their tiled tensors, and the moved
-  // copies the policy made of them, take the storage dtype; memory, timing and the runtime's
-  // upload follow the planned dtype.
-  const std::vector<WeightStorage> stored =
-      MESHPLAN_TRY(weight_storage(*source, options.weight_dtype, options.weight_dtype_overrides));
+      MESHPLAN_TRY(plan_layout_packed(*planning, chip, options, packing, schedule));
+  // Their tiled tensors, and the moved copies the policy made of them, take the storage dtype;
+  // memory, timing and the runtime's upload follow the planned dtype.
   if (!stored.empty()) {
     std::vector<bool> block(planned.graph.values.size(), false);
-    auto store = [&](ValueId v, device::DType dtype) {
+    auto store = [&](ValueId v, device::DType dtype, device::DType logical) {
+      // The planned graph's values keep the logical dtype (the weights' and their copies').
+      planned.graph.values[v].dtype = logical;
       TensorLayout& t = planned.layout.tensors[v];
       if (t.layout != device::TileLayout::tile) {
+        t.dtype = logical;
         planned.notes.push_back("weight '" + planned.graph.values[v].name +
                                 "' is planned row-major: kept in " +
                                 std::string(device::dtype_name(t.dtype)));
@@ -96,11 +109,13 @@ Result<CompiledPlan> compile(const Graph& original, const device::ChipDesc& chip
       t.dtype = dtype;
       block[v] = true;
     };
-    for (const WeightStorage& w : stored) store(w.value, w.dtype);
+    for (const WeightStorage& w : stored) store(w.value, w.dtype, source->values[w.value].dtype);
     for (OpId o = 0; o < planned.graph.ops.size(); ++o) {
       const Op& op = planned.graph.ops[o];
       if (planned.origin[o] != OpOrigin::graph && !op.operands.empty() && block[op.operands[0]])
-        for (ValueId r : op.results) store(r, planned.layout.tensors[op.operands[0]].dtype);
+        for (ValueId r : op.results)
+          store(r, planned.layout.tensors[op.operands[0]].dtype,
+                planned.graph.values[op.operands[0]].dtype);
     }
     // A matmul on block-float weights runs at the fidelity tt-metal's demos pair with their
     // dtype (device::weight_fidelity: bfp4_b LoFi, bfp8_b HiFi2).

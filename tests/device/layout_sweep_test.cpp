@@ -609,3 +609,102 @@ TEST_CASE(
   CHECK(conv_accepted >= 20);
   CHECK(conv_weight_refused >= 20);
 }
+
+TEST_CASE(
+    "sharded softmax and norms: one shard per core, shards the even split of the grid "
+    "(tt-metal's sharded program configs); validate() and launch() agree") {
+  Sweep s;
+  auto sharded = [](std::string_view name, const std::vector<int64_t>& shape, MemLayout m,
+                    CoreRange grid, int64_t rows, int64_t cols,
+                    ShardOrientation o = ShardOrientation::row_major) {
+    ShardSpec spec;
+    spec.grid = grid;
+    spec.shape[0] = rows;
+    spec.shape[1] = cols;
+    spec.orientation = o;
+    return make_sharded(name, shape, DType::bf16, m, spec, 0);
+  };
+  // Whether validate() refuses `x` -> `z` with a reason containing `why` (empty: accepts); then
+  // the contract (launch refuses with the same reason, or runs and matches the reference).
+  auto expect = [&](OpKind kind, const TensorPlacement& x, const TensorPlacement& z,
+                    const std::vector<float>& hx, const std::string& why) {
+    std::vector<TensorPlacement> ins{x};
+    std::vector<std::vector<float>> host{hx};
+    std::vector<const TensorPlacement*> in{&ins[0]};
+    const TensorPlacement* outs[1] = {&z};
+    OpLaunch probe{kind, "op", in, outs, grid_config()};
+    OpValidation v = s.model.validate(probe);
+    if (why.empty())
+      CHECK_MESSAGE(v.ok, v.reason);
+    else
+      CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
+    s.check(kind, ins, z, grid_config(), host, 0.05);
+  };
+  const std::string one_per_core = "\"number of shards must equal to number of cores\"";
+  // Softmax over [2, 40, 96]: 128 rows as tiled (4 tile rows), 96 columns.
+  {
+    const std::vector<int64_t> shape{2, 40, 96};
+    auto hx = random_values(shape, 41);
+    auto in_place = [&](CoreRange g, int64_t rows) {
+      TensorPlacement x = sharded("x", shape, MemLayout::height_sharded, g, rows, 96);
+      TensorPlacement z = sharded("z", shape, MemLayout::height_sharded, g, rows, 96);
+      return std::pair{x, z};
+    };
+    auto [x4, z4] = in_place(CoreRange{0, 0, 3, 0}, 32);  // 4 shards on 4 cores
+    expect(OpKind::softmax, x4, z4, hx, "");
+    auto [x2, z2] = in_place(CoreRange{0, 0, 1, 0}, 64);  // 2 shards on 2 cores
+    expect(OpKind::softmax, x2, z2, hx, "");
+    auto [x8, z8] = in_place(CoreRange{0, 0, 3, 1}, 32);  // 4 shards, 8 cores: 4 idle
+    expect(OpKind::softmax, x8, z8, hx, one_per_core);
+    auto [x3, z3] = in_place(CoreRange{0, 0, 1, 0}, 96);  // 96 + a partial 32: 1 whole shard
+    expect(OpKind::softmax, x3, z3, hx, one_per_core);
+    // A core range set of 4 cores holding 4 shards is one shard per core.
+    TensorPlacement xs = place("x", shape, DType::bf16, Kind::height_set);
+    TensorPlacement zs = place("z", shape, DType::bf16, Kind::height_set);
+    expect(OpKind::softmax, xs, zs, hx, "");
+  }
+  // Layer norm over [2, 64, 256]: Mt = 4, Kt = 8 (tiles).
+  {
+    const std::vector<int64_t> shape{2, 64, 256};
+    auto hx = random_values(shape, 42);
+    auto both = [&](MemLayout m, CoreRange g, int64_t rows, int64_t cols,
+                    ShardOrientation o = ShardOrientation::row_major) {
+      return std::pair{sharded("x", shape, m, g, rows, cols, o),
+                       sharded("z", shape, m, g, rows, cols, o)};
+    };
+    const MemLayout w = MemLayout::width_sharded, b = MemLayout::block_sharded;
+    // One row of shards: block_w = ceil(8 / cores).
+    auto [a1, a2] = both(w, CoreRange{0, 0, 3, 1}, 128, 32);  // 8 cores, 1 tile each
+    expect(OpKind::layer_norm, a1, a2, hx, "");
+    auto [c1, c2] = both(w, CoreRange{0, 0, 2, 0}, 128, 96);  // 3 tiles on 3 cores (3 + 3 + 2)
+    expect(OpKind::rms_norm, c1, c2, hx, "");
+    auto [d1, d2] = both(w, CoreRange{0, 0, 3, 0}, 128, 96);  // 3 tiles on 4 cores: ceil 2
+    expect(OpKind::rms_norm, d1, d2, hx,
+           "\"block_w (3) must equal to K (in tiles) / num_cores (2)\"");
+    // Block sharded, 2 rows of shards: block_w = ceil(8 / columns), block_h = 4 / rows.
+    auto [e1, e2] = both(b, CoreRange{0, 0, 3, 1}, 64, 64);
+    expect(OpKind::layer_norm, e1, e2, hx, "");
+    auto [f1, f2] = both(b, CoreRange{0, 0, 1, 3}, 64, 64, ShardOrientation::col_major);
+    expect(OpKind::layer_norm, f1, f2, hx, "");
+    // The same grid one core row down: tt-metal counts rows from the origin (3), 4 / 3 = 1.
+    auto [g1, g2] = both(b, CoreRange{0, 1, 3, 2}, 64, 64);
+    expect(OpKind::layer_norm, g1, g2, hx,
+           "\"block_h (2) must equal to M (in tiles) / num_cores_r (1)\"");
+    // Shards 3 tiles wide on 4 columns (3 + 3 + 2, one column idle): ceil(8 / 4) = 2.
+    auto [h1, h2] = both(b, CoreRange{0, 0, 3, 1}, 64, 96);
+    expect(OpKind::rms_norm, h1, h2, hx,
+           "\"block_w (3) must equal to K (in tiles) / num_cores_c (2)\"");
+  }
+  // Mt = 5 on 2 rows of cores: shards of 3 tile rows (3 + 2), floor(5 / 2) = 2.
+  {
+    const std::vector<int64_t> shape{1, 160, 256};
+    auto hx = random_values(shape, 43);
+    TensorPlacement x = sharded("x", shape, MemLayout::block_sharded, CoreRange{0, 0, 3, 1}, 96, 64);
+    TensorPlacement z = sharded("z", shape, MemLayout::block_sharded, CoreRange{0, 0, 3, 1}, 96, 64);
+    expect(OpKind::layer_norm, x, z, hx,
+           "\"block_h (3) must equal to M (in tiles) / num_cores_r (2)\"");
+  }
+  MESSAGE("sharded row ops: ", s.accepted, " accepted, ", s.rejected, " rejected");
+  CHECK(s.accepted == 7);
+  CHECK(s.rejected == 6);
+}

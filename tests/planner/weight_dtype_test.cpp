@@ -148,6 +148,37 @@ TEST_CASE("block-float weights are planned in their dtype and cost their bytes")
   CHECK(t4 < t8);
 }
 
+TEST_CASE("the policies cost block-float weights in their storage dtype when choosing programs") {
+  // A prefill-shaped K projection: 128 tokens against a 4096x1024 weight (4x32 output tiles).
+  // The 1-D in0-multicast program sends every core all of in0, 128 x 4096 x 2 bytes = 1 MiB, at
+  // the 22 B/cycle multicast rate: 47,663 ns before any weight arrives. With bf16 weights the
+  // 2-D program's weight columns cost as much as that; with bfp8_b weights (1088 bytes a tile)
+  // they cost about half, and a policy that sees the stored bytes takes the 2-D program.
+  GraphBuilder b("kproj");
+  auto x = b.input("x", {128, 4096});
+  auto w = b.parameter("wk", {4096, 1024});
+  auto h = b.op("relu", {x}, {}, "act");
+  b.output(b.op("matmul", {h, w}, {}, "k_proj"));
+  auto g = b.build();
+  REQUIRE(g);
+  for (const char* policy : {"beam", "greedy"}) {
+    CAPTURE(policy);
+    PlannerOptions o;
+    o.policy = policy;
+    o.weight_dtype = DType::bf8b;
+    auto plan = compile(*g, device::wormhole_b0(), o);
+    REQUIRE(plan);
+    const fb::Plan* p = fb::GetSizePrefixedPlan(plan->bytes.data());
+    const fb::OpPlan* proj = nullptr;
+    for (const fb::OpPlan* op : *p->ops())
+      if (op->name()->str() == "k_proj") proj = op;
+    REQUIRE(proj);
+    CHECK(static_cast<device::MatmulProgram>(proj->config()->program()) ==
+          device::MatmulProgram::mcast_2d);
+    CHECK(proj->estimated_ns() < 47663 + 1000);
+  }
+}
+
 TEST_CASE("a matmul on block-float weights runs at the fidelity tt-metal pairs with the dtype") {
   // tt-transformers: bfp4_b weights at LoFi, bfp8_b at HiFi2; bf16 stays at the default HiFi2.
   // fc1 = linear(x, w, bias); fc2 = matmul(fc1, w2), w2 overridden to bfp4_b.
