@@ -218,3 +218,25 @@ TEST_CASE("df-sharding with the real OpModel: a chain matmul runs the program it
   E2E e = run_e2e(g, device::wormhole_b0(), o);
   CHECK(e.l1_outputs > 0);
 }
+
+TEST_CASE("materialize: a reshard before a reader of a spilled value moves the spill's copy") {
+  // df-sharding's chain entries can reshard a value an earlier chain spilled.
+  GraphBuilder gb("spill_reshard");
+  gb.output(gb.relu("b", gb.relu("a", gb.input("x", {64, 256}))));
+  Graph g = gb.finish();
+  auto d = LayoutDecision::all_dram(g, device::wormhole_b0());
+  REQUIRE(d);
+  ValueId a = g.ops[0].results[0];
+  TensorLayout l1 = interleaved_layout(g.values[a], device::BufferType::l1);
+  d->tensors[a] = l1;
+  d->spills.push_back(a);
+  d->reshards.push_back(LayoutDecision::Reshard{1, 0, l1});
+  auto r = materialize(g, *d);
+  REQUIRE_MESSAGE(r, (r ? std::string() : r.error().message));
+  REQUIRE(r->graph.ops.size() == 4);  // a, its spill, the reshard, b
+  const Op& move = r->graph.ops[2];
+  CHECK(move.kind == device::OpKind::to_memory_config);
+  CHECK(r->graph.values[move.operands[0]].name == g.values[a].name + ".spill");
+  CHECK(r->graph.values[move.results[0]].name == g.values[a].name + ".spill.reshard");
+  CHECK(r->graph.ops[3].operands[0] == move.results[0]);
+}
