@@ -166,11 +166,13 @@ std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& bas
   return out;
 }
 
-Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip) {
+Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip,
+                              const std::vector<bool>& kept) {
   OpQuery q(g, chip);
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     if (op.kind != device::OpKind::matmul && op.kind != device::OpKind::linear) continue;
+    if (o < kept.size() && kept[o]) continue;  // The policy chose it in its search.
     device::OpConfig given = MESHPLAN_TRY(op_config(op, g.mesh));
     if (!is_auto_matmul(op.kind, given)) continue;  // The graph fixed the program: keep it.
     device::OpConfig c = plan.configs[o];

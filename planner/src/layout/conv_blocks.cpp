@@ -65,6 +65,40 @@ std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
   return out;
 }
 
+std::vector<device::OpConfig> legacy_conv_configs(const device::OpLaunch& launch,
+                                                  const device::ChipDesc& chip) {
+  device::OpLaunch l = launch;
+  l.config.act_block_h = 0;
+  l.config.act_block_w_div = 0;
+  l.config.stream_weights = false;
+  auto resolved = device::resolve_conv(l, chip);
+  if (!resolved) return {};
+  const int64_t rows = resolved->rows_per_core;
+  uint32_t given_h = launch.config.act_block_h, given_div = launch.config.act_block_w_div;
+  if ((given_h != 0 && rows % given_h != 0) ||
+      (given_div != 0 && resolved->k_tiles % given_div != 0))
+    return {};
+  // act_block_h_override 0 (TTNN: the shard's whole height), 64 and 32 rows, in tiles.
+  std::vector<uint32_t> heights;
+  if (given_h != 0) {
+    heights = {given_h};
+  } else {
+    for (int64_t h : {rows, int64_t{2}, int64_t{1}})
+      if (h >= 1 && rows % h == 0 &&
+          std::find(heights.begin(), heights.end(), static_cast<uint32_t>(h)) == heights.end())
+        heights.push_back(static_cast<uint32_t>(h));
+  }
+  std::vector<device::OpConfig> out;
+  for (uint32_t h : heights) {
+    device::OpConfig c = launch.config;
+    c.act_block_h = h;
+    c.act_block_w_div = given_div != 0 ? given_div : 1;
+    c.stream_weights = false;  // Residency is the device's: resident when it fits.
+    out.push_back(c);
+  }
+  return out;
+}
+
 namespace {
 
 /// L1 bytes per core of the tensors live across the op at schedule position `pos`, its result
@@ -82,7 +116,8 @@ uint64_t live_l1_bytes(const Graph& g, const Schedule& s, const LayoutPlan& plan
 
 }  // namespace
 
-Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip) {
+Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip,
+                          const std::vector<bool>& kept) {
   OpQuery q(g, chip);
   Schedule s = Schedule::build(g);
   uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
@@ -90,6 +125,7 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
     OpId o = s.order()[pos];
     const Op& op = g.ops[o];
     if (op.kind != device::OpKind::conv2d) continue;
+    if (o < kept.size() && kept[o]) continue;  // The policy chose it in its search.
     // What the graph fixed is kept; the rest (and the weights' residency) is chosen here.
     device::OpConfig given = MESHPLAN_TRY(op_config(op, g.mesh));
     device::OpConfig base = plan.configs[o];

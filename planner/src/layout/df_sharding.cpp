@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "meshplan/planner/candidates.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/shard_solver.hpp"
 
@@ -38,6 +39,50 @@ uint32_t cores_of(const TensorLayout& t) {
 
 bool is_sharded(const TensorLayout& t) {
   return t.memory != device::MemLayout::interleaved;
+}
+
+// tt-mlir's generateMatmulProgramConfig: the program a sharded result implies (block sharded:
+// the 2-D multicast; width sharded: 1-D multicasting in0, cores split N; height sharded: 1-D
+// multicasting in1, cores split M), default blocks on the result's grid.
+std::optional<device::OpConfig> legacy_matmul_program(device::OpConfig c,
+                                                      const TensorLayout& layout) {
+  switch (layout.memory) {
+    case device::MemLayout::block_sharded:
+      c.program = device::MatmulProgram::mcast_2d;
+      c.mcast_in0 = true;
+      break;
+    case device::MemLayout::width_sharded:
+      c.program = device::MatmulProgram::mcast_1d;
+      c.mcast_in0 = true;
+      break;
+    case device::MemLayout::height_sharded:
+      c.program = device::MatmulProgram::mcast_1d;
+      c.mcast_in0 = false;
+      break;
+    default:
+      return std::nullopt;
+  }
+  c.transpose_mcast = false;
+  c.in0_block_w = 0;
+  c.out_subblock_h = c.out_subblock_w = 1;
+  return c;
+}
+
+// One solver config: a sharded result layout and the op-specific config that goes with it.
+struct SolverConfig {
+  TensorLayout layout;
+  std::optional<device::OpConfig> op;
+};
+
+// The op-specific part of a config, for dumps ("mcast_1d in1", "h 4 div 1"); empty without.
+std::string op_config_string(const std::optional<device::OpConfig>& c) {
+  if (!c) return "";
+  if (c->program != device::MatmulProgram::none) {
+    std::string s = str(" ", device::program_name(c->program));
+    if (c->program == device::MatmulProgram::mcast_1d) s += c->mcast_in0 ? " in0" : " in1";
+    return s;
+  }
+  return str(" h ", c->act_block_h, " div ", c->act_block_w_div);
 }
 
 // A failed solve in op names: the edge (producer -> consumer, the value between them), the
@@ -96,6 +141,40 @@ class OpModelChecker final : public ShardChecker {
     for (const TensorLayout& t : in) ptrs.push_back(&t);
     device::OpValidation v = q_.validate(op.kind, op.name, op.operands, ptrs, op.results[0], out,
                                          config_for(base_[o], out, chip_));
+    if (l1) *l1 = v.cb_bytes_per_core + v.output_l1_bytes_per_core;
+    return v.ok;
+  }
+  std::vector<device::OpConfig> op_configs(OpId o, const TensorLayout& layout) const override {
+    const Op& op = g_.ops[o];
+    device::OpConfig base = config_for(base_[o], layout, chip_);
+    if (is_auto_matmul(op.kind, base_[o])) {
+      if (auto c = legacy_matmul_program(base, layout)) return {*c};
+      return {};
+    }
+    if (!is_auto_conv(op.kind, base_[o])) return {};
+    std::vector<device::TensorPlacement> ins;
+    ins.reserve(op.operands.size());
+    for (ValueId v : op.operands)
+      ins.push_back(placement_of(g_.values[v], interleaved_layout(g_.values[v], device::BufferType::dram)));
+    std::vector<const device::TensorPlacement*> inp;
+    for (const device::TensorPlacement& t : ins) inp.push_back(&t);
+    device::TensorPlacement out = placement_of(g_.values[op.results[0]], layout);
+    const device::TensorPlacement* outp[1] = {&out};
+    return legacy_conv_configs(device::OpLaunch{op.kind, op.name, inp, outp, base}, chip_);
+  }
+  bool valid_config(OpId o, uint32_t operand, const TensorLayout& in, const TensorLayout& out,
+                    const device::OpConfig& config) const override {
+    std::vector<TensorLayout> ins = dram_operands(g_.ops[o]);
+    ins[operand] = in;
+    return valid_all_config(o, ins, out, config, nullptr);
+  }
+  bool valid_all_config(OpId o, const std::vector<TensorLayout>& in, const TensorLayout& out,
+                        const device::OpConfig& config, uint64_t* l1) const override {
+    const Op& op = g_.ops[o];
+    std::vector<const TensorLayout*> ptrs;
+    for (const TensorLayout& t : in) ptrs.push_back(&t);
+    device::OpValidation v = q_.validate(op.kind, op.name, op.operands, ptrs, op.results[0], out,
+                                         config_for(config, out, chip_));
     if (l1) *l1 = v.cb_bytes_per_core + v.output_l1_bytes_per_core;
     return v.ok;
   }
@@ -188,6 +267,33 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   DfShardingResult out;
   out.decision = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
   LayoutDecision& d = out.decision;
+  const std::vector<device::OpConfig> attribute_configs = d.configs;
+  d.kept_configs.assign(g.ops.size(), false);
+  // The config a completed chain selected per op: later checks of the op with that result layout
+  // validate it with its op-specific config; an op whose result leaves that layout goes back to
+  // its attribute config (tt-mlir derives a matmul's program from a sharded result only).
+  std::vector<std::optional<SolverConfig>> chosen(g.ops.size());
+  auto chosen_for = [&](OpId o, const TensorLayout& out) -> const device::OpConfig* {
+    if (!chosen[o] || !chosen[o]->op || !(chosen[o]->layout == out)) return nullptr;
+    return &*chosen[o]->op;
+  };
+  auto valid_op = [&](OpId o, uint32_t operand, const TensorLayout& in, const TensorLayout& out) {
+    const device::OpConfig* c = chosen_for(o, out);
+    return c ? checker.valid_config(o, operand, in, out, *c) : checker.valid(o, operand, in, out);
+  };
+  auto valid_all_op = [&](OpId o, const std::vector<TensorLayout>& in, const TensorLayout& out,
+                          uint64_t* l1) {
+    const device::OpConfig* c = chosen_for(o, out);
+    return c ? checker.valid_all_config(o, in, out, *c, l1) : checker.valid_all(o, in, out, l1);
+  };
+  // `o`'s result moves off its chain layout to `t`: its op-specific config goes with it.
+  auto leave_chain_layout = [&](OpId o, const TensorLayout& t) {
+    if (chosen[o] && chosen[o]->op) {
+      d.kept_configs[o] = false;
+      d.configs[o] = attribute_configs[o];
+    }
+    d.configs[o] = config_for(d.configs[o], t, chip);
+  };
   const int n = static_cast<int>(g.ops.size());
   const uint64_t usable = chip.l1_usable_top() - chip.l1_unreserved_base;
   // Uses of every value: (op, operand); graph outputs count as a use.
@@ -201,6 +307,30 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   // 1. Chains: ops with legal sharded configs, continued while the op's only use is operand 0 of
   // the next op in the schedule.
   std::vector<std::vector<TensorLayout>> configs(g.ops.size());
+  std::vector<std::vector<std::optional<device::OpConfig>>> op_cfgs(g.ops.size());
+  // LegalOpConfigAnalysis: every legal layout paired with every op-specific config of the search
+  // space, config-major as tt-mlir builds them (all layouts with the space's first config, then
+  // with its second, ...); a layout without op-specific configs appears once, with none.
+  auto expand = [&](OpId o, std::vector<TensorLayout> layouts) {
+    std::vector<std::vector<device::OpConfig>> per(layouts.size());
+    size_t most = 0;
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      per[i] = checker.op_configs(o, layouts[i]);
+      most = std::max(most, per[i].size());
+    }
+    configs[o].clear();
+    op_cfgs[o].clear();
+    for (size_t k = 0; k < std::max<size_t>(most, 1); ++k)
+      for (size_t i = 0; i < layouts.size(); ++i) {
+        if (k < per[i].size()) {
+          configs[o].push_back(layouts[i]);
+          op_cfgs[o].push_back(per[i][k]);
+        } else if (k == 0) {
+          configs[o].push_back(layouts[i]);
+          op_cfgs[o].push_back(std::nullopt);
+        }
+      }
+  };
   L1Chain current;
   auto finalize = [&] {
     if (current.ops.empty()) return;
@@ -209,15 +339,20 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     current = L1Chain{};
   };
   for (OpId o = 0; o < g.ops.size(); ++o) {
+    std::vector<TensorLayout> layouts;
     if (const OutputOverride* w = overrides.output_for(o)) {
       // The override narrows the op's legal configs to its sharded layouts (the solver's bitset
       // for this op holds only those).
       for (const TensorLayout& t : w->layouts)
-        if (is_sharded(t) && checker.legal_config(o, t)) configs[o].push_back(t);
+        if (is_sharded(t) && checker.legal_config(o, t)) layouts.push_back(t);
     } else {
-      configs[o] = checker.legal_configs(o);
+      layouts = checker.legal_configs(o);
     }
-    if (configs[o].size() > ShardSolver::kMaxConfigs) configs[o].resize(ShardSolver::kMaxConfigs);
+    expand(o, std::move(layouts));
+    if (configs[o].size() > ShardSolver::kMaxConfigs) {
+      configs[o].resize(ShardSolver::kMaxConfigs);
+      op_cfgs[o].resize(ShardSolver::kMaxConfigs);
+    }
     if (g.ops[o].kind == device::OpKind::concat) {
       // Concats get single-op chains of their own, resolved after the regular chains (§4.1.6).
       finalize();
@@ -236,7 +371,10 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     if (!(single_use && uses[r][0].first == o + 1 && uses[r][0].second == 0)) finalize();
   }
   finalize();
-  if (record_solver) out.configs = configs;
+  if (record_solver) {
+    out.configs = configs;
+    out.op_configs = op_cfgs;
+  }
 
   // Chains by their first and last op (regular chains only for `last_of`).
   std::vector<int> chain_first(g.ops.size(), -1), chain_last(g.ops.size(), -1);
@@ -279,7 +417,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     for (const TensorLayout& t : w.layouts)
       if (!is_sharded(t) && checker.valid_all(o, in, t, nullptr)) {
         d.tensors[g.ops[o].results[0]] = t;
-        d.configs[o] = config_for(d.configs[o], t, chip);
+        leave_chain_layout(o, t);
         return true;
       }
     return false;
@@ -312,18 +450,21 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   for (L1Chain& chain : out.chains) {
     if (chain.concat) continue;
     auto solve = [&](bool use_preference) -> std::optional<ShardSolver::Solution> {
-      std::vector<std::vector<TensorLayout>> node_configs;
+      std::vector<std::vector<SolverConfig>> node_configs;
       std::vector<uint32_t> counts;
       std::vector<ShardSolver::Edge> edges;
       for (uint32_t k = 0; k < chain.ops.size(); ++k) {
-        node_configs.push_back(configs[chain.ops[k]]);
+        OpId o = chain.ops[k];
+        node_configs.emplace_back();
+        for (size_t i = 0; i < configs[o].size(); ++i)
+          node_configs.back().push_back(SolverConfig{configs[o][i], op_cfgs[o][i]});
         if (k > 0) edges.push_back(ShardSolver::Edge{k - 1, k, 0});
       }
       if (use_preference) {
-        std::vector<TensorLayout>& last = node_configs.back();
-        std::vector<TensorLayout> kept;
-        for (const TensorLayout& t : last)
-          if (t.memory == *chain.preferred) kept.push_back(t);
+        std::vector<SolverConfig>& last = node_configs.back();
+        std::vector<SolverConfig> kept;
+        for (const SolverConfig& t : last)
+          if (t.layout.memory == *chain.preferred) kept.push_back(t);
         if (kept.empty()) {
           chain.failure = str("last op ", g.ops[chain.ops.back()].name,
                               " has no config of the preferred memory layout");
@@ -333,16 +474,22 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       }
       for (const auto& c : node_configs) counts.push_back(static_cast<uint32_t>(c.size()));
       auto layout = [&](uint32_t node, uint32_t c) -> const TensorLayout& {
-        return node_configs[node][c];
+        return node_configs[node][c].layout;
+      };
+      // Config `c` of `node` valid with operand 0 in `in` (its op-specific config included).
+      auto accepts = [&](uint32_t node, uint32_t c, const TensorLayout& in) {
+        OpId o = chain.ops[node];
+        const SolverConfig& x = node_configs[node][c];
+        return x.op ? checker.valid_config(o, 0, in, x.layout, *x.op)
+                    : checker.valid(o, 0, in, x.layout);
       };
       ShardSolver::Callbacks cb;
       cb.edge_ok = [&](const ShardSolver::Edge& e, uint32_t p, uint32_t c) {
-        return checker.valid(chain.ops[e.consumer], 0, layout(e.producer, p),
-                             layout(e.consumer, c));
+        return accepts(e.consumer, c, layout(e.producer, p));
       };
       cb.entry_ok = [&](uint32_t node, uint32_t c) {
         OpId o = chain.ops[node];
-        return checker.valid(o, 0, d.tensors[g.ops[o].operands[0]], layout(node, c));
+        return accepts(node, c, d.tensors[g.ops[o].operands[0]]);
       };
       cb.forced_reshard = [&](const ShardSolver::Edge& e) {
         return forced_move(chain.ops[e.consumer]) != nullptr;
@@ -354,13 +501,13 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         if (const Overrides::Move* m = forced_move(o)) {
           // The memreconfig's move is the edge's only reshard: to interleaved in its memory.
           TensorLayout t = interleaved_layout(g.values[v], m->to);
-          if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
+          if (accepts(e.consumer, c, t) &&
               (!entry || checker.move_valid(v, d.tensors[v], t)))
             return t;
           return std::nullopt;
         }
         for (const TensorLayout& t : checker.reshard_targets(v))
-          if (checker.valid(o, 0, t, layout(e.consumer, c)) &&
+          if (accepts(e.consumer, c, t) &&
               (!entry || checker.move_valid(v, d.tensors[v], t)))
             return t;
         return std::nullopt;
@@ -380,8 +527,11 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       chain.failure.clear();
       ShardSolver::Solution sol = solver.finish();
       chain.layouts.clear();
-      for (uint32_t k = 0; k < chain.ops.size(); ++k)
+      chain.op_configs.clear();
+      for (uint32_t k = 0; k < chain.ops.size(); ++k) {
         chain.layouts.push_back(layout(k, sol.config[k]));
+        chain.op_configs.push_back(node_configs[k][sol.config[k]].op);
+      }
       // A forced move inside the chain leaves the producer's selected layout.
       for (const auto& [edge, target] : sol.reshards) {
         OpId o = chain.ops[edge.consumer];
@@ -408,7 +558,10 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     for (uint32_t k = 0; k < chain.ops.size(); ++k) {
       OpId o = chain.ops[k];
       d.tensors[g.ops[o].results[0]] = chain.layouts[k];
-      d.configs[o] = config_for(d.configs[o], chain.layouts[k], chip);
+      const std::optional<device::OpConfig>& x = chain.op_configs[k];
+      d.configs[o] = config_for(x ? *x : d.configs[o], chain.layouts[k], chip);
+      chosen[o] = SolverConfig{chain.layouts[k], x};
+      if (x) d.kept_configs[o] = true;
     }
     for (const auto& [edge, target] : sol->reshards)
       d.reshards.push_back(LayoutDecision::Reshard{chain.ops[edge.consumer], 0, target});
@@ -459,7 +612,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   auto op_fits = [&](OpId o, uint64_t extra) {
     std::vector<TensorLayout> in = inputs_of(o);
     uint64_t need = 0;
-    if (!checker.valid_all(o, in, d.tensors[g.ops[o].results[0]], &need)) return false;
+    if (!valid_all_op(o, in, d.tensors[g.ops[o].results[0]], &need)) return false;
     return need + extra + reserved_at(static_cast<int>(o)) <= usable;
   };
   auto range_fits = [&](int from, int to, uint64_t extra) {
@@ -508,7 +661,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     std::optional<TensorLayout> result;
     for (const TensorLayout& t : configs[c])
       if (t.memory == *want && t.shard.grid == in[0].shard.grid &&
-          checker.valid_all(c, in, t, nullptr)) {
+          valid_all_op(c, in, t, nullptr)) {
         result = t;
         break;
       }
@@ -552,7 +705,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   // a reader included (it then moves from `t`).
   auto readers_accept = [&](ValueId v, const TensorLayout& t) {
     for (auto [o, i] : uses[v]) {
-      if (!checker.valid(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
+      if (!valid_op(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
       for (const LayoutDecision::Reshard& m : d.reshards)
         if (m.before == o && m.operand == i && !checker.move_valid(v, t, m.to)) return false;
     }
@@ -591,13 +744,14 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       bool ok = readers_accept(v, l1) && op_fits(p, 0);
       if (ok) {
         uint64_t need = 0;
-        ok = checker.valid_all(q, inputs_of(q), l1, &need) &&
+        ok = valid_all_op(q, inputs_of(q), l1, &need) &&
              need + reserved_at(static_cast<int>(q)) - bytes <= usable;
       }
       if (ok) {
         chain.layouts.back() = l1;
+        chain.op_configs.back().reset();
         chain.spill = SpillLocation::l1_interleaved;
-        d.configs[q] = config_for(d.configs[q], l1, chip);
+        leave_chain_layout(q, l1);
         decided[chain_last[q]] = true;
       } else {
         unreserve_to(before);
@@ -634,7 +788,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
     bool fork = uses[v].size() > 1 || (is_output[v] && !uses[v].empty());
     auto consumers_accept = [&](const TensorLayout& t) {
       for (auto [o, i] : uses[v])
-        if (!checker.valid(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
+        if (!valid_op(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
       return true;
     };
     // 3. Fork L1 reservations (§4.1.4): sharded if every consumer takes it, else L1 interleaved.
@@ -654,14 +808,15 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       uint64_t l1_bytes = l1_bytes_per_core(g.values[v], l1, chip);
       d.tensors[v] = l1;  // tentatively, so the range is validated with readers seeing it
       resident[v] = true;
-      bool kept = checker.valid_all(last, in, l1, nullptr) && consumers_accept(l1) &&
+      bool kept = valid_all_op(last, in, l1, nullptr) && consumers_accept(l1) &&
                   range_fits(static_cast<int>(last) + 1, end, l1_bytes);
       d.tensors[v] = sharded;
       resident[v] = false;
       if (kept) {
         d.tensors[v] = l1;
-        d.configs[last] = config_for(d.configs[last], l1, chip);
+        leave_chain_layout(last, l1);
         chain.layouts.back() = l1;
+        chain.op_configs.back().reset();
         chain.spill = SpillLocation::l1_interleaved;
         reserve(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
         resident[v] = true;
@@ -680,7 +835,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       uint64_t bytes = l1_bytes_per_core(g.values[v], sharded, chip);
       const TensorLayout& join_out = d.tensors[g.ops[join].results[0]];
       auto join_accepts = [&] {
-        if (!checker.valid(join, operand, sharded, join_out)) return false;
+        if (!valid_op(join, operand, sharded, join_out)) return false;
         std::vector<TensorLayout> in;
         bool three_way = false;
         for (uint32_t i = 0; i < g.ops[join].operands.size(); ++i) {
@@ -694,7 +849,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
             in.push_back(interleaved_layout(g.values[x], device::BufferType::dram));
           }
         }
-        return !three_way || checker.valid_all(join, in, join_out, nullptr);
+        return !three_way || valid_all_op(join, in, join_out, nullptr);
       };
       resident[v] = true;
       if (first_op_of_completed_chain(join) && join_accepts() &&
@@ -722,7 +877,7 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
   auto fits_with_inputs = [&](OpId o, const std::vector<TensorLayout>& in,
                               const TensorLayout& result) {
     uint64_t need = 0;
-    if (!checker.valid_all(o, in, result, &need)) return false;
+    if (!valid_all_op(o, in, result, &need)) return false;
     for (size_t i = 0; i < in.size(); ++i)
       if (in[i].in_l1()) need += l1_bytes_per_core(g.values[g.ops[o].operands[i]], in[i], chip);
     return need + reserved_at(static_cast<int>(o)) < fallback_cap;
@@ -816,7 +971,10 @@ std::string DfShardingResult::print_solver(const Graph& g) const {
       o << "  node " << k << " " << g.ops[c.ops[k]].name << ":";
       if (c.ops[k] < configs.size())
         for (size_t i = 0; i < configs[c.ops[k]].size(); ++i)
-          o << (i ? "," : "") << " " << i << "=" << layout_string(configs[c.ops[k]][i]);
+          o << (i ? "," : "") << " " << i << "=" << layout_string(configs[c.ops[k]][i])
+            << (c.ops[k] < op_configs.size() && i < op_configs[c.ops[k]].size()
+                    ? op_config_string(op_configs[c.ops[k]][i])
+                    : std::string());
       o << "\n";
     }
     std::istringstream lines(c.solver);

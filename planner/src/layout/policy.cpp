@@ -130,8 +130,8 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
     Op op = g.ops[o];
     for (ValueId& v : op.operands) v = current[v];
     for (const auto* rs : before[o]) {
-      ValueId src = op.operands[rs->operand];
-      ValueId dst = add_value(r.graph, names.values(), g.values[src], ".reshard");
+      ValueId src = op.operands[rs->operand];  // a spill's copy when the value was spilled
+      ValueId dst = add_value(r.graph, names.values(), r.graph.values[src], ".reshard");
       r.layout.tensors.push_back(rs->to);
       Op move;
       move.name = unique_op_name(names.ops(), op.name + ".reshard" + std::to_string(rs->operand));
@@ -153,6 +153,10 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
       op.operands[rs->operand] = dst;
     }
     ValueId result = op.results[0];
+    if (!d.kept_configs.empty()) {
+      r.kept_configs.resize(r.graph.ops.size(), false);
+      r.kept_configs.push_back(d.kept_configs[o]);
+    }
     r.graph.ops.push_back(std::move(op));
     r.layout.configs.push_back(d.configs[o]);
     r.origin.push_back(OpOrigin::graph);
@@ -174,6 +178,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
     }
   }
   for (ValueId& v : r.graph.outputs) v = current[v];
+  if (!r.kept_configs.empty()) r.kept_configs.resize(r.graph.ops.size(), false);
   MESHPLAN_TRY(check_planned(r.graph));
   return r;
 }
@@ -400,8 +405,8 @@ namespace {
 Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last, Schedule& s) {
   for (;;) {
     // Matmul programs on the layouts as they now stand (demotions below can change them).
-    MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip));
-    MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip));
+    MESHPLAN_TRY(choose_matmul_programs(r.graph, r.layout, chip, r.kept_configs));
+    MESHPLAN_TRY(choose_conv_blocks(r.graph, r.layout, chip, r.kept_configs));
     s = Schedule::build(r.graph);
     last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (last.unplaced.empty()) break;
@@ -409,9 +414,12 @@ Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last
     for (ValueId v : last.unplaced) {
       r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
       OpId producer = r.graph.values[v].producer;
-      if (producer != kNoOp)
+      if (producer != kNoOp) {
         r.layout.configs[producer] =
             config_for(r.layout.configs[producer], r.layout.tensors[v], chip);
+        // Its kept program or blocks were chosen for the layout it loses: chosen again.
+        if (producer < r.kept_configs.size()) r.kept_configs[producer] = false;
+      }
       ++r.spills;
     }
   }

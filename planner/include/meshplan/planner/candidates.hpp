@@ -50,8 +50,10 @@ bool is_auto_matmul(device::OpKind kind, const device::OpConfig& config);
 std::vector<device::OpConfig> matmul_program_configs(const device::OpConfig& base);
 
 /// Fixes the program of every auto matmul of `plan` to the cheapest valid one on its final
-/// layouts (the one OpQuery::timing scored it with). Graph-given programs are kept.
-Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
+/// layouts (the one OpQuery::timing scored it with). Graph-given programs are kept, and so are
+/// the configs of ops marked in `kept` (by OpId; the policy chose them).
+Status choose_matmul_programs(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip,
+                              const std::vector<bool>& kept = {});
 
 /// Whether a conv2d config leaves its activation block height or its K split to the planner
 /// (act_block_h or act_block_w_div 0, what op_config() gives when the graph has no such
@@ -83,8 +85,19 @@ std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
 /// layouts: the cheapest valid config (as OpQuery::timing scores it) whose circular buffers fit
 /// beside the L1 tensors live across the op (per core, from the schedule), streaming the
 /// weights when only that fits; when none fits, the valid config with the smallest circular
-/// buffers. Graph-given heights and splits are kept.
-Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip);
+/// buffers. Graph-given heights and splits are kept, and so are the configs of ops marked in
+/// `kept` (by OpId; the policy chose them).
+Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDesc& chip,
+                          const std::vector<bool>& kept = {});
+
+/// The conv2d configs of tt-mlir's legacy search space (LegalOpConfigAnalysis: act_block_h
+/// override 0, 64, 32 rows; act_block_w_div 1) for `launch`, in that order: the busiest core's
+/// whole tile rows (what TTNN's height 0 resolves to), 2 tile rows, 1 tile row, each kept when it
+/// divides those rows and differs from an earlier one. A height or K split the graph gives is
+/// kept instead. Empty when the launch has no conv2d blocking (bad shapes) or its given height
+/// or split do not divide.
+std::vector<device::OpConfig> legacy_conv_configs(const device::OpLaunch& launch,
+                                                  const device::ChipDesc& chip);
 
 /// Text of a layout ("l1 height_sharded 8x1 [32x64]", "dram interleaved").
 std::string layout_string(const TensorLayout& layout);

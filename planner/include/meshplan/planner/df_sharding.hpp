@@ -36,6 +36,28 @@ class ShardChecker {
   /// Is `op` valid with operands `in` and result `out`? Also reports its L1 need per core.
   virtual bool valid_all(OpId op, const std::vector<TensorLayout>& in, const TensorLayout& out,
                          uint64_t* l1_bytes) const = 0;
+  /// The op-specific configs of `op` with sharded result `layout`, in the search space's order
+  /// (tt-mlir's LegalOpConfigAnalysis): a matmul's program derived from the layout, a conv2d's
+  /// block heights. Each is a config of its own in the solver. Empty (the default): the op has
+  /// none, or the graph fixed them; it is validated with its attribute config.
+  virtual std::vector<device::OpConfig> op_configs(OpId op, const TensorLayout& layout) const {
+    (void)op;
+    (void)layout;
+    return {};
+  }
+  /// valid() with op config `config` (an op_configs() entry) instead of the attribute config.
+  virtual bool valid_config(OpId op, uint32_t operand, const TensorLayout& in,
+                            const TensorLayout& out, const device::OpConfig& config) const {
+    (void)config;
+    return valid(op, operand, in, out);
+  }
+  /// valid_all() with op config `config`.
+  virtual bool valid_all_config(OpId op, const std::vector<TensorLayout>& in,
+                                const TensorLayout& out, const device::OpConfig& config,
+                                uint64_t* l1_bytes) const {
+    (void)config;
+    return valid_all(op, in, out, l1_bytes);
+  }
   /// Reshard targets for `value` (sharded layouts) and whether moving `from` -> `to` is valid.
   virtual std::vector<TensorLayout> reshard_targets(ValueId value) const = 0;
   virtual bool move_valid(ValueId value, const TensorLayout& from,
@@ -54,6 +76,8 @@ struct L1Chain {
   ChainState state = ChainState::in_build;
   SpillLocation spill = SpillLocation::dram;
   std::vector<TensorLayout> layouts;  ///< Selected result layout per op (completed chains).
+  /// The op-specific config selected with each layout (ShardChecker::op_configs), if any.
+  std::vector<std::optional<device::OpConfig>> op_configs;
   /// A concat isolated in its own chain (seed 001 §4.1.6), resolved after the regular chains.
   bool concat = false;
   /// Output memory layout a neighbouring concat needs (setConcatChainPreferences): the solver
@@ -89,8 +113,10 @@ struct DfShardingResult {
   /// The memreconfig moves the solver did not take (not on operand 0 of an op in a completed
   /// chain): df_sharding() applies them to the decision.
   std::vector<Overrides::Move> moves_after;
-  /// Legal sharded configs per op (the solver's config indices), by OpId.
+  /// Legal sharded configs per op (the solver's config indices), by OpId: the result layout of
+  /// each, and its op-specific config (op_configs, same indices) when the op has them.
   std::vector<std::vector<TensorLayout>> configs;
+  std::vector<std::vector<std::optional<device::OpConfig>>> op_configs;
 };
 
 /// Runs DFShardingPolicy with `checker`. `record_solver` keeps each chain's solver dump.

@@ -26,6 +26,10 @@ struct LayoutDecision {
   /// Values moved to DRAM right after their producer (df-sharding's chain-output spills); every
   /// later reader, and the graph output, reads the copy.
   std::vector<ValueId> spills;
+  /// Ops (by OpId; empty: none) whose op-specific config (matmul program, conv2d blocks) the
+  /// policy chose in its own search (df-sharding's solver): fitting keeps it instead of choosing
+  /// again, as long as the op's result keeps its layout.
+  std::vector<bool> kept_configs;
   /// What the policy tells the user about its plan (a bound it hit, in op order); not in the plan.
   std::vector<std::string> notes;
 

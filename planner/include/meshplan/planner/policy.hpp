@@ -47,6 +47,8 @@ struct LayoutResult {
   /// The mesh a mesh program is planned for (PlannerOptions::mesh): OpQuery costs its
   /// collectives there. Absent: each collective's default mesh.
   std::optional<device::MeshDesc> mesh;
+  /// LayoutDecision::kept_configs by OpId of `graph` (inserted moves: false; empty: none).
+  std::vector<bool> kept_configs;
   /// The policy's notes (LayoutDecision::notes).
   std::vector<std::string> notes;
 };
