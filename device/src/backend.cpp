@@ -48,7 +48,8 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc& desc) {
+Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc& desc,
+                                           const BackendOptions& options) {
   MeshFactory factory;
   {
     Registry& r = registry();
@@ -62,7 +63,7 @@ Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc
     }
     factory = it->second;
   }
-  return factory(desc);
+  return factory(desc, options);
 }
 
 }  // namespace meshplan::device

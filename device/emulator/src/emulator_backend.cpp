@@ -12,10 +12,15 @@ Status register_emulator_backend() {
   static std::once_flag once;
   static Status status;
   std::call_once(once, [] {
-    status = register_backend(kEmulatorBackend,
-                              [](const MeshDesc& desc) -> Result<std::unique_ptr<Mesh>> {
-                                return MESHPLAN_TRY(EmulatedMesh::create(desc));
-                              });
+    status = register_backend(
+        kEmulatorBackend,
+        [](const MeshDesc& desc, const BackendOptions& options) -> Result<std::unique_ptr<Mesh>> {
+          auto mesh = MESHPLAN_TRY(EmulatedMesh::create(desc));
+          if (options.host_threads != 0)
+            for (int i = 0; i < mesh->size(); ++i)
+              mesh->chip(i).set_core_threads(options.host_threads);
+          return std::unique_ptr<Mesh>(std::move(mesh));
+        });
   });
   return status;
 }
