@@ -1,9 +1,27 @@
-# Fails if meshplan::runtime's link interface names the planner, or if the meshplan-run binary
-# holds any meshplan::planner symbol. meshplan-compile must hold some (else the nm check proves
-# nothing).
+# Fails if meshplan::runtime's link interface names the planner or a backend (the emulator, the
+# MPI mesh), if the meshplan-run binary holds any meshplan::planner symbol, or if the runtime
+# library defines or uses any backend symbol. meshplan-compile must hold planner symbols and the
+# C API's library (which registers the emulator) backend ones, else the nm checks prove nothing.
 file(READ "${LINKS}" links)
 if(links MATCHES "planner")
   message(FATAL_ERROR "meshplan::runtime links the planner: ${links}")
+endif()
+if(links MATCHES "emulator|device_mpi")
+  message(FATAL_ERROR "meshplan::runtime links a backend: ${links}")
+endif()
+set(backend_symbols "meshplan::device::(Emulated[A-Za-z]*|MpiMesh|register_[a-z]+_backend)")
+execute_process(COMMAND ${NM} -C "${RUNTIME_LIBRARY}" OUTPUT_VARIABLE library_syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${RUNTIME_LIBRARY}")
+endif()
+string(REGEX MATCHALL "${backend_symbols}" hits "${library_syms}")
+if(hits)
+  list(REMOVE_DUPLICATES hits)
+  message(FATAL_ERROR "the runtime library uses backend symbols: ${hits}")
+endif()
+execute_process(COMMAND ${NM} -C "${BACKEND_USER_LIBRARY}" OUTPUT_VARIABLE user_syms)
+if(NOT user_syms MATCHES "meshplan::device::register_emulator_backend")
+  message(FATAL_ERROR "control failed: ${BACKEND_USER_LIBRARY} shows no register_emulator_backend, so the backend check is blind")
 endif()
 execute_process(COMMAND ${NM} -C "${RUNTIME_BINARY}" OUTPUT_VARIABLE runtime_syms RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -18,4 +36,4 @@ execute_process(COMMAND ${NM} -C "${PLANNER_BINARY}" OUTPUT_VARIABLE planner_sym
 if(NOT planner_syms MATCHES "meshplan::planner::")
   message(FATAL_ERROR "control failed: meshplan-compile shows no meshplan::planner symbols, so the check is blind")
 endif()
-message(STATUS "runtime link interface: ${links}meshplan-run holds no meshplan::planner symbols")
+message(STATUS "runtime link interface: ${links}meshplan-run holds no meshplan::planner symbols; the runtime library no backend symbols")
