@@ -89,3 +89,20 @@ TEST_CASE("backend registry: the emulator's chips run their cores on the asked h
   CHECK(threads >= 1);
   CHECK(threads <= 4);
 }
+
+TEST_CASE("backend registry: register_backend_once registers on the first call, answers it after") {
+  auto factory = [](const MeshDesc& d, const BackendOptions&) -> Result<std::unique_ptr<Mesh>> {
+    return std::make_unique<NullMesh>(d);
+  };
+  REQUIRE(register_backend_once("test-once", factory));
+  REQUIRE(register_backend_once("test-once", factory));  // not registered twice
+  CHECK(std::ranges::count(backend_names(), std::string("test-once")) == 1);
+  // A name another caller registered first: the first once-call fails and later ones repeat it.
+  REQUIRE(register_backend("test-taken", factory));
+  auto first = register_backend_once("test-taken", factory);
+  REQUIRE_FALSE(first);
+  CHECK(first.error().message.find("'test-taken' is already registered") != std::string::npos);
+  auto again = register_backend_once("test-taken", factory);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().message == first.error().message);
+}

@@ -32,6 +32,11 @@ using MeshFactory =
 /// empty or already registered. Thread-safe.
 Status register_backend(std::string_view name, MeshFactory factory);
 
+/// For a backend's own registration function (register_emulator_backend(), ...): the first call
+/// for `name` registers it as register_backend() does; every later call returns the first call's
+/// status and drops its factory. Thread-safe.
+Status register_backend_once(std::string_view name, MeshFactory factory);
+
 /// Whether backend `name` is registered. Thread-safe.
 bool has_backend(std::string_view name);
 
