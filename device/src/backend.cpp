@@ -11,6 +11,8 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::map<std::string, MeshFactory, std::less<>> factories;
+  /// register_backend_once: the first call's status per name.
+  std::map<std::string, Status, std::less<>> first_calls;
 };
 
 Registry& registry() {
@@ -34,6 +36,18 @@ Status register_backend(std::string_view name, MeshFactory factory) {
   return {};
 }
 
+Status register_backend_once(std::string_view name, MeshFactory factory) {
+  Registry& r = registry();
+  {
+    std::lock_guard lock(r.mutex);
+    if (auto it = r.first_calls.find(name); it != r.first_calls.end()) return it->second;
+  }
+  Status status = register_backend(name, std::move(factory));
+  std::lock_guard lock(r.mutex);
+  // A concurrent first call may have recorded its status meanwhile: the earlier one stands.
+  return r.first_calls.emplace(std::string(name), status).first->second;
+}
+
 bool has_backend(std::string_view name) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
@@ -48,7 +62,8 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc& desc) {
+Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc& desc,
+                                           const BackendOptions& options) {
   MeshFactory factory;
   {
     Registry& r = registry();
@@ -62,7 +77,7 @@ Result<std::unique_ptr<Mesh>> open_backend(std::string_view name, const MeshDesc
     }
     factory = it->second;
   }
-  return factory(desc);
+  return factory(desc, options);
 }
 
 }  // namespace meshplan::device

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "cli.hpp"
-#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/runtime/check.hpp"
+#include "meshplan/runtime/executable.hpp"
+#include "meshplan/runtime/mesh_plan.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
 using namespace meshplan;
@@ -29,9 +31,10 @@ Result<int> demo(const std::string& cache_path, const std::string& name) {
   runtime::PlanRef plan = MESHPLAN_TRY(cache.find(name));
   device::ChipDesc chip =
       MESHPLAN_TRY(device::builtin_chip(plan.plan().header()->device()->name()->string_view()));
-  auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
+  MESHPLAN_TRY(device::register_emulator_backend());
+  auto mesh = MESHPLAN_TRY(runtime::open_plan_mesh(plan, chip, device::kEmulatorBackend));
   auto t_bind = Clock::now();
-  auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
+  auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
   double startup_us = us_since(t0), bind_us = us_since(t_bind);
 
   // A request: random inputs, run, compare with the f32 host reference.

@@ -43,7 +43,7 @@ Result<std::shared_ptr<Plans>> load_plans(const LoadOptions& o) {
   for (int t = 0; t < o.threads; ++t)
     plans->workers.push_back(MESHPLAN_TRY(Worker::create(verified, o.chips, o.core_threads,
                                                          t ? nullptr : &plans->unbound, &names,
-                                                         o.make_mesh, o.mesh_only)));
+                                                         o.backends, o.mesh_only)));
   plans->names = std::move(names);
   std::sort(plans->names.begin(), plans->names.end());
   auto t_bind = Clock::now();

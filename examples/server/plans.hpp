@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 #include "protocol.hpp"
 
@@ -19,11 +20,12 @@ struct LoadOptions {
   std::string path;  ///< The plan cache file.
   runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
   int threads = 1;                                             ///< Workers (one per worker thread).
-  unsigned core_threads = 1;                                   ///< Host threads per emulated chip.
+  unsigned core_threads = 1;                                   ///< Host threads per chip.
   std::map<std::string, device::ChipDesc, std::less<>> chips;  ///< Devices plans may target.
-  Worker::MeshFactory make_mesh;  ///< Empty: in-process EmulatedMeshes.
-  bool mesh_only = false;         ///< Bind the mesh plans alone (an MPI rank other than 0).
-  bool warm_up = true;  ///< Whether the plans are warmed up before serving (--no-warm-up).
+  /// The registered backends chips and meshes open on (the program registers them).
+  Backends backends{std::string(device::kEmulatorBackend), std::string(device::kEmulatorBackend)};
+  bool mesh_only = false;  ///< Bind the mesh plans alone (an MPI rank other than 0).
+  bool warm_up = true;     ///< Whether the plans are warmed up before serving (--no-warm-up).
   /// An entry that fails verification fails the load (reload), instead of being skipped and
   /// answered `corrupt` (start-up).
   bool strict = false;

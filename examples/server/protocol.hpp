@@ -63,8 +63,7 @@
 #include <string>
 #include <vector>
 
-#include "meshplan/device/emulated_mesh.hpp"
-#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/backend.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
 
@@ -75,8 +74,14 @@ namespace meshplan::server {
 /// --max-connections times this.
 inline constexpr size_t kDefaultMaxLineBytes = 16u << 20;
 
-/// One plan as a worker serves it: bound to a chip (single-chip plans) or to an emulated mesh
-/// (mesh plans: host-shaped inputs and outputs).
+/// The registered backends (device/backend.hpp) a worker opens its chips and meshes on.
+struct Backends {
+  std::string chips;   ///< Single-chip plans: one 1x1 mesh per device.
+  std::string meshes;  ///< Mesh plans (under mpirun: "mpi", an MpiMesh over every rank).
+};
+
+/// One plan as a worker serves it: bound to a chip (single-chip plans) or to a mesh (mesh
+/// plans: host-shaped inputs and outputs).
 struct Served {
   std::unique_ptr<runtime::Executable> exe;
   bool on_mesh = false;  ///< A mesh plan: under MPI its runs are announced to the other ranks.
@@ -88,13 +93,11 @@ struct Served {
   std::string_view output_name(size_t i) const { return exe->output_name(i); }
 };
 
-/// A worker thread's state: one emulated chip per device and one emulated mesh per mesh the
-/// plans target, and every plan bound to its chip or mesh at start-up. Used by one thread at a
-/// time.
+/// A worker thread's state: one chip (a 1x1 mesh) per device and one mesh per mesh the plans
+/// target, opened on the backends it was given, and every plan bound to its chip or mesh at
+/// start-up. Used by one thread at a time.
 class Worker {
  public:
-  /// Makes the emulated mesh for a descriptor (default: an in-process EmulatedMesh).
-  using MeshFactory = std::function<Result<std::unique_ptr<device::Mesh>>(const device::MeshDesc&)>;
   /// Under MPI (docs/mpi.md): `announce` is called on rank 0 with a mesh plan's index (of
   /// mesh_plan_names()) before it runs, so that the other ranks run it too; `finished` is
   /// called on every rank after each mesh run with whether it succeeded. Both end the MPI job
@@ -106,15 +109,16 @@ class Worker {
 
   /// Binds every plan in `plans` (verified entries of the cache) to a chip of this worker,
   /// taken from `chips` by the device name the plan records. Plans that cannot be bound are
-  /// reported in `skipped` (name and reason) and answered with that reason later. Each chip
-  /// runs the cores of big ops on `core_threads` host threads. Plans are served under `names`
+  /// reported in `skipped` (name and reason) and answered with that reason later. Chips open on
+  /// backends.chips, each running the cores of big ops on `core_threads` host threads; meshes
+  /// open on backends.meshes with the backend's default threads. Plans are served under `names`
   /// (parallel to `plans`: the cache entry names, unique, so a ring and a linear plan of one
   /// model are two plans), or under their graph names when `names` is null.
   static Result<std::unique_ptr<Worker>> create(
       const std::vector<runtime::PlanRef>& plans,
       const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
-      std::vector<std::string>* skipped, const std::vector<std::string>* names = nullptr,
-      const MeshFactory& make_mesh = {}, bool mesh_only = false);
+      std::vector<std::string>* skipped, const std::vector<std::string>* names,
+      const Backends& backends, bool mesh_only = false);
 
   void set_hooks(MeshRunHooks hooks) { hooks_ = std::move(hooks); }
   /// The names of the bound mesh plans, in the order of their indices.
@@ -138,8 +142,9 @@ class Worker {
   Result<runtime::RunResult> run_mesh(runtime::Executable& exe,
                                       std::span<const runtime::TensorView> inputs);
   MeshRunHooks hooks_;
-  std::map<std::string, std::unique_ptr<device::EmulatedDevice>, std::less<>> devices_;
-  /// Keyed by the mesh descriptor's hash (hex): one emulated mesh per descriptor.
+  /// Keyed by the chip's name: a 1x1 mesh per device.
+  std::map<std::string, std::unique_ptr<device::Mesh>, std::less<>> chips_;
+  /// Keyed by the mesh descriptor's hash (hex): one mesh per descriptor.
   std::map<std::string, std::unique_ptr<device::Mesh>, std::less<>> meshes_;
   std::map<std::string, Served, std::less<>> bound_;
   std::map<std::string, std::string, std::less<>> unbound_;  ///< name -> why it is not served

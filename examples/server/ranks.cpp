@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <thread>
 
+#include "meshplan/device/emulator_backend.hpp"
+
 #ifdef MESHPLAN_HAVE_MPI
+#include "meshplan/device/mpi_backend.hpp"
 #include "meshplan/device/mpi_mesh.hpp"
 #endif
 
@@ -70,12 +73,13 @@ Result<Ranks> start_ranks() {
   return g_ranks;
 }
 
-Worker::MeshFactory mesh_factory() {
-  if (!g_ranks.mpi) return {};
-  return [](const device::MeshDesc& desc) -> Result<std::unique_ptr<device::Mesh>> {
-    return MESHPLAN_TRY(
-        device::MpiMesh::create(desc, MPI_COMM_WORLD, device::mpi_timeout_seconds()));
-  };
+Status register_backends() {
+  MESHPLAN_TRY(device::register_emulator_backend());
+  return device::register_mpi_backend();
+}
+
+std::string mesh_backend(std::string_view chosen) {
+  return std::string(g_ranks.mpi ? device::kMpiBackend : chosen);
 }
 
 Status compare_mesh_plans(const Worker& worker) {
@@ -154,8 +158,12 @@ void end_job_on_error(const Error& e) {
 Result<Ranks> start_ranks() {
   return Ranks{};
 }
-Worker::MeshFactory mesh_factory() {
-  return {};
+Status register_backends() {
+  return device::register_emulator_backend();
+}
+
+std::string mesh_backend(std::string_view chosen) {
+  return std::string(chosen);
 }
 Status compare_mesh_plans(const Worker&) {
   return {};

@@ -6,8 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
-#include "meshplan/device/emulated_mesh.hpp"
 #include "protocol.hpp"
 
 namespace meshplan::server {
@@ -20,9 +21,11 @@ struct Ranks {
 
 /// Initialises MPI when started by an MPI launcher (and built with MPI).
 Result<Ranks> start_ranks();
-/// The mesh of a descriptor: an MpiMesh over every rank under MPI (collective: every rank
-/// creates the same meshes in the same order), else an EmulatedMesh.
-Worker::MeshFactory mesh_factory();
+/// Registers the backends this build links: "emulator", and "mpi" when built with MPI.
+Status register_backends();
+/// The backend mesh plans open on: "mpi" (an MpiMesh over every rank; collective: every rank
+/// opens the same meshes in the same order) under MPI, else `chosen`.
+std::string mesh_backend(std::string_view chosen);
 /// Every rank checks that every rank serves the same mesh plans (digest of names and keys).
 Status compare_mesh_plans(const Worker& worker);
 /// Hooks that keep the ranks in step (rank 0 announces each mesh run; all agree on each

@@ -1,12 +1,14 @@
 // meshplan-server: a small inference server that embeds the runtime (never the planner). At
-// start-up it maps a plan cache, verifies every plan, binds each to an emulated chip of every
-// worker thread and runs it once there (warm-up), and prints how long that took; then it serves
-// the line protocol of protocol.hpp on a loopback TCP socket and/or stdin until `quit`, SIGTERM
-// or SIGINT. `reload` on the admin channel loads the cache file again the same way and swaps the
-// new plans in; requests already accepted finish on the plans they were accepted under.
+// start-up it maps a plan cache, verifies every plan, binds each to a chip (of --backend, default
+// the emulator) of every worker thread and runs it once there (warm-up), and prints how long that
+// took; then it serves the line protocol of protocol.hpp on a loopback TCP socket and/or stdin
+// until `quit`, SIGTERM or SIGINT. `reload` on the admin channel loads the cache file again the
+// same way and swaps the new plans in; requests already accepted finish on the plans they were
+// accepted under.
 //
 //   meshplan-server CACHE.mpc [--threads N] [--port P] [--stdin] [--verify full|checksummed]
-//                   [--device FILE.json]... [--core-threads K] [--max-connections C]
+//                   [--device FILE.json]... [--core-threads K] [--backend NAME]
+//                   [--max-connections C]
 //
 // Without --port it serves stdin (responses on stdout) and stops at end of input. With --port it
 // listens on 127.0.0.1:P (0: a free port) and prints "listening on 127.0.0.1:PORT"; --stdin
@@ -46,6 +48,7 @@
 
 #include "cli.hpp"
 #include "meshplan/device/descriptor_json.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "plans.hpp"
 #include "protocol.hpp"
 #include "ranks.hpp"
@@ -518,7 +521,8 @@ struct Options {
   bool stdin_too = false;
   runtime::VerifyMode verify = runtime::VerifyMode::checksummed;
   std::vector<std::string> devices;
-  size_t max_connections = 64;  // TCP connections read at once
+  std::string backend{device::kEmulatorBackend};  // the registered backend chips open on
+  size_t max_connections = 64;                    // TCP connections read at once
   Timeouts timeouts;
   bool remote_admin = false;                             // TCP clients may quit and reload
   size_t max_line_bytes = server::kDefaultMaxLineBytes;  // longest request line
@@ -560,6 +564,10 @@ void add_options(tools::Cli& cli, Options& o, TextOptions& t) {
   app.add_option("--device", o.devices, "A chip the plans may target (repeatable)")
       ->type_name("FILE.json")
       ->allow_extra_args(false);
+  app.add_option("--backend", o.backend,
+                 "Open the chips and meshes on this backend (default: emulator; under mpirun "
+                 "mesh plans run on backend mpi)")
+      ->type_name("NAME");
   app.add_option("--core-threads", t.core_threads,
                  "Host threads running each emulated chip's cores (1-64, default 1)")
       ->type_name("K");
@@ -678,7 +686,8 @@ Result<int> serve(Options opt) {
     device::ChipDesc chip = MESHPLAN_TRY(device::load_chip_file(file));
     load.chips[chip.name] = chip;
   }
-  load.make_mesh = server::mesh_factory();
+  MESHPLAN_TRY(server::register_backends());
+  load.backends = server::Backends{opt.backend, server::mesh_backend(opt.backend)};
   load.mesh_only = ranks.rank != 0;
   load.warm_up = opt.warm_up;
   std::shared_ptr<server::Plans> plans = MESHPLAN_TRY(server::load_plans(load));

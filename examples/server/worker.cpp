@@ -194,7 +194,7 @@ Result<std::unique_ptr<Worker>> Worker::create(
     const std::vector<runtime::PlanRef>& plans,
     const std::map<std::string, device::ChipDesc, std::less<>>& chips, unsigned core_threads,
     std::vector<std::string>* skipped, const std::vector<std::string>* names,
-    const MeshFactory& make_mesh, bool mesh_only) {
+    const Backends& backends, bool mesh_only) {
   auto w = std::unique_ptr<Worker>(new Worker());
   for (size_t i = 0; i < plans.size(); ++i) {
     const runtime::PlanRef& plan = plans[i];
@@ -207,17 +207,14 @@ Result<std::unique_ptr<Worker>> Worker::create(
       why = str("plan '", name, "' targets device '", chip_name,
                 "', neither built in nor given with --device FILE.json");
     } else if (runtime::is_mesh_plan(plan)) {
-      // Mesh plans: an emulated mesh of the plan's descriptor (shape, topology, links), shared
-      // by the plans made for that same descriptor (a ring and a linear t3k are two meshes).
+      // Mesh plans: a mesh of the plan's descriptor (shape, topology, links), shared by the plans
+      // made for that same descriptor (a ring and a linear t3k are two meshes).
       auto desc = runtime::plan_mesh_desc(plan, chip->second);
       if (!desc) {
         why = desc.error().message;
       } else {
         auto& mesh = w->meshes_[desc->hash().hex()];
-        if (!mesh && make_mesh)
-          mesh = MESHPLAN_TRY(make_mesh(*desc));
-        else if (!mesh)
-          mesh = MESHPLAN_TRY(device::EmulatedMesh::create(*desc));
+        if (!mesh) mesh = MESHPLAN_TRY(device::open_backend(backends.meshes, *desc));
         auto exe = runtime::Executable::bind(plan, *mesh);
         if (exe)
           w->bound_[name] = Served{std::move(*exe), true};
@@ -227,12 +224,12 @@ Result<std::unique_ptr<Worker>> Worker::create(
     } else if (mesh_only) {
       continue;
     } else {
-      auto& dev = w->devices_[chip_name];
-      if (!dev) {
-        dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip->second));
-        dev->set_core_threads(core_threads);
-      }
-      auto exe = runtime::Executable::bind(plan, *dev);
+      auto& mesh = w->chips_[chip_name];
+      if (!mesh)
+        mesh = MESHPLAN_TRY(device::open_backend(backends.chips,
+                                                 device::single_chip_mesh(chip->second),
+                                                 device::BackendOptions{core_threads}));
+      auto exe = runtime::Executable::bind(plan, *mesh);
       if (exe)
         w->bound_[name] = Served{std::move(*exe), false};
       else

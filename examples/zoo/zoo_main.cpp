@@ -1,9 +1,10 @@
 // meshplan-zoo: the main job. Precompiles the model zoo into one plan cache, opens it as an
-// inference server would, runs every model on the emulated device, verifies it against the f32
-// host reference and prints a table. With --bench-json it also writes the policy comparison.
+// inference server would, runs every model on a backend (--backend, default the emulator),
+// verifies it against the f32 host reference and prints a table. With --bench-json it also writes
+// the policy comparison.
 //
 //   meshplan-zoo [--cache PATH] [--policies dram,...] [--models a,b] [--bench-json FILE] [--no-run]
-//                [--no-flatten-spatial]
+//                [--no-flatten-spatial] [--backend NAME]
 //   meshplan-zoo --hardware-check [--policies P] [--no-prefill] [--no-calibrate]
 //
 // Plans are made for the full published shapes (the figures) and for reduced widths with the same
@@ -22,8 +23,7 @@
 #include "cli.hpp"
 #include "hardware_check.hpp"
 #include "meshplan/device/collective_ops.hpp"
-#include "meshplan/device/emulated_mesh.hpp"
-#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/timing.hpp"
 #include "meshplan/planner/import_json.hpp"
@@ -55,6 +55,7 @@ struct Args {
   bool prefill = true;          ///< --no-prefill: the hardware check plans decode only.
   bool calibrate = true;        ///< --no-calibrate: the hardware check keeps dispatch_ns.
   std::string weight_dtype;     ///< --weight-dtype: storage precision of every model's weights.
+  std::string backend{device::kEmulatorBackend};  ///< --backend: the registered backend runs use.
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -246,6 +247,7 @@ Result<int> hardware_check(const Args& args) {
 }
 
 Result<int> run(const Args& args) {
+  MESHPLAN_TRY(device::register_emulator_backend());
   if (args.hardware_check) return hardware_check(args);
   std::vector<models::ModelSpec> zoo = models::zoo();
   if (!args.models.empty()) {
@@ -414,22 +416,16 @@ Result<int> run(const Args& args) {
     runtime::PlanRef plan = MESHPLAN_TRY(cache.find(row.run_entry));
     auto inputs = runtime::random_inputs(plan, 7);
     auto views = runtime::views_of(inputs);
-    Result<std::vector<runtime::Tensor>> outputs;
-    if (row.mesh) {  // On the emulated mesh the plan was made for, host tensors in and out.
-      device::MeshDesc desc = MESHPLAN_TRY(runtime::plan_mesh_desc(plan, device::wormhole_b0()));
-      auto mesh = MESHPLAN_TRY(device::EmulatedMesh::create(desc));
-      auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
-      auto r = (*exe).run(views);
-      outputs = r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
-                  : std::unexpected(r.error());
-    } else {
-      device::ChipDesc chip = MESHPLAN_TRY(device::builtin_chip(row.device));
-      auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
-      auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
-      auto r = (*exe).run(views);
-      outputs = r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
-                  : std::unexpected(r.error());
-    }
+    // On a mesh of the backend: the one a mesh plan was made for, else 1x1; host tensors in and
+    // out.
+    device::ChipDesc chip =
+        row.mesh ? device::wormhole_b0() : MESHPLAN_TRY(device::builtin_chip(row.device));
+    auto mesh = MESHPLAN_TRY(runtime::open_plan_mesh(plan, chip, args.backend));
+    auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
+    auto r = exe->run(views);
+    Result<std::vector<runtime::Tensor>> outputs =
+        r ? Result<std::vector<runtime::Tensor>>(std::move(r->outputs))
+          : std::unexpected(r.error());
     if (!outputs) {
       row.note = outputs.error().to_string();
       all_ok = false;
@@ -504,8 +500,9 @@ Result<int> run(const Args& args) {
 int main(int argc, char** argv) {
   tools::Cli cli("meshplan-zoo",
                  "meshplan-zoo [--cache PATH] [--policies P,...] [--models M,...] [options]\n\n"
-                 "Precompiles the model zoo into one plan cache, runs every model on the emulated\n"
-                 "device, checks it against the f32 host reference and prints a table.");
+                 "Precompiles the model zoo into one plan cache, runs every model on a backend\n"
+                 "(default: the emulator), checks it against the f32 host reference and prints a\n"
+                 "table.");
   cli.app().footer(
       "Plans are made for the full published shapes (the figures) and for reduced widths with\n"
       "the same structure (those are run and checked). Exit codes: 0 success, 1 error, 2 a\n"
@@ -528,6 +525,9 @@ int main(int argc, char** argv) {
       ->type_name("DTYPE");
   bool no_run = false, no_flatten = false;
   cli.app().add_flag("--no-run", no_run, "Plan only; run nothing");
+  cli.app()
+      .add_option("--backend", args.backend, "Run the plans on this backend (default: emulator)")
+      ->type_name("NAME");
   cli.app()
       .add_option("--write-json", args.write_json, "Write each model's graph.json here")
       ->type_name("DIR");

@@ -5,6 +5,6 @@
     exe = plan.bind()
     outputs = exe.run({"x": np.ones((64, 256), np.float32), ...})
 """
-from ._meshplan import Error, Executable, Plan, PlanCache, compile, __version__
+from ._meshplan import Error, Executable, Plan, PlanCache, backends, compile, __version__
 
-__all__ = ["Error", "Executable", "Plan", "PlanCache", "compile", "__version__"]
+__all__ = ["Error", "Executable", "Plan", "PlanCache", "backends", "compile", "__version__"]

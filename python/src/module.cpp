@@ -1,19 +1,20 @@
-// meshplan's Python module (_meshplan): compile models, open plan caches, bind plans to emulated
-// chips or meshes and run them with NumPy arrays. Errors raise meshplan.Error with meshplan's
-// message; runs release the GIL.
+// meshplan's Python module (_meshplan): compile models, open plan caches, bind plans to a
+// backend's chips or meshes (the emulator, registered at import) and run them with NumPy arrays.
+// Errors raise meshplan.Error with meshplan's message; runs release the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "compile.hpp"
+#include "meshplan/device/backend.hpp"
 #include "meshplan/device/descriptor_json.hpp"
-#include "meshplan/device/emulated_mesh.hpp"
-#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/runtime/cache_edit.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
@@ -51,7 +52,7 @@ struct Cache {
 /// A plan bound to a mesh it owns (1x1 for a single-chip plan).
 struct Exe {
   Plan plan;
-  std::unique_ptr<device::EmulatedMesh> mesh;
+  std::unique_ptr<device::Mesh> mesh;
   std::unique_ptr<runtime::Executable> exe;
   std::atomic<uint64_t> last_device_ns{0};
 
@@ -83,17 +84,15 @@ Result<device::ChipDesc> chip_for(const Plan& p, const std::optional<std::string
   return device::builtin_chip(*device);
 }
 
-/// Binds `p` to a new emulated 1x1 mesh of a chip (`device`: a built-in name or a device JSON
-/// file; default the chip the plan was made for) or, for mesh plans, to the emulated mesh the
-/// plan names.
-std::unique_ptr<Exe> bind(const Plan& p, const std::optional<std::string>& device) {
+/// Binds `p` to a new 1x1 mesh of a chip (`device`: a built-in name or a device JSON file; default
+/// the chip the plan was made for) or, for mesh plans, to the mesh the plan names; the mesh is
+/// opened on the registered backend `backend`.
+std::unique_ptr<Exe> bind(const Plan& p, const std::optional<std::string>& device,
+                          const std::string& backend) {
   auto out = std::make_unique<Exe>();
   out->plan = p;
   device::ChipDesc chip = value_or_raise(chip_for(p, device));
-  device::MeshDesc desc = runtime::is_mesh_plan(p.ref)
-                              ? value_or_raise(runtime::plan_mesh_desc(p.ref, chip))
-                              : device::single_chip_mesh(chip);
-  out->mesh = value_or_raise(device::EmulatedMesh::create(desc));
+  out->mesh = value_or_raise(runtime::open_plan_mesh(p.ref, chip, backend));
   out->exe = value_or_raise(runtime::Executable::bind(out->plan.ref, *out->mesh));
   return out;
 }
@@ -193,6 +192,10 @@ PYBIND11_MODULE(_meshplan, m) {
     }
   });
 
+  // The backends this module links register here, once: Plan.bind opens meshes by name.
+  if (Status s = device::register_emulator_backend(); !s)
+    throw std::runtime_error(s.error().to_string());
+
   py::class_<Plan>(m, "Plan", "A verified plan: compiled in this process or found in a cache.")
       .def_property_readonly("name", [](const Plan& p) { return p.name; })
       .def_property_readonly("key", [](const Plan& p) { return p.ref.key().hex(); })
@@ -228,8 +231,10 @@ PYBIND11_MODULE(_meshplan, m) {
           "Adds the plan to the cache file at cache_path (created if missing), replacing an "
           "entry with the same name; another name of the same plan (same key) stays as an alias.")
       .def("bind", &bind, py::arg("device") = py::none(),
-           "Binds the plan to a new emulated device: a built-in chip name or a device JSON file "
-           "(default: the chip the plan was made for). Mesh plans bind to the mesh they name.")
+           py::arg("backend") = std::string(device::kEmulatorBackend),
+           "Binds the plan to a new device of a backend (default: the emulator): a built-in chip "
+           "name or a device JSON file (default: the chip the plan was made for). Mesh plans "
+           "bind to the mesh they name.")
       .def("__repr__", [](const Plan& p) {
         return "<meshplan.Plan '" + p.name + "' key " + p.ref.key().hex() + ">";
       });
@@ -257,7 +262,7 @@ PYBIND11_MODULE(_meshplan, m) {
            })
       .def_property_readonly("path", [](const Cache& c) { return c.path; });
 
-  py::class_<Exe>(m, "Executable", "A plan bound to an emulated chip or mesh.")
+  py::class_<Exe>(m, "Executable", "A plan bound to a backend's chip or mesh.")
       .def_property_readonly(
           "inputs", [](const Exe& e) { return io_list(e, true); }, "[(name, shape)] in plan order.")
       .def_property_readonly("outputs", [](const Exe& e) { return io_list(e, false); })
@@ -296,5 +301,7 @@ PYBIND11_MODULE(_meshplan, m) {
       "weight_dtype (bf16, bfp8_b, bfp4_b) stores matmul/linear weights in a block float; "
       "weight_dtype_overrides lists PATTERN=DTYPE exceptions (meshplan-compile "
       "--weight-dtype-override).");
+  m.def("backends", &device::backend_names,
+        "The registered backends' names, sorted (Plan.bind's backend takes one).");
   m.attr("__version__") = MESHPLAN_VERSION;
 }

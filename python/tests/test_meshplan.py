@@ -106,6 +106,18 @@ def test_errors_carry_meshplans_message(affine_path, tmp_path):
     assert issubclass(meshplan.Error, RuntimeError)
 
 
+def test_bind_opens_the_named_backend(affine_path):
+    assert "emulator" in meshplan.backends()
+    plan = meshplan.compile(affine_path, policy="greedy")
+    inputs = affine_inputs(6)
+    exe = plan.bind(backend="emulator")
+    np.testing.assert_allclose(exe.run(inputs)["y"], affine_expected(inputs), rtol=1e-4, atol=1e-4)
+    with pytest.raises(meshplan.Error) as e:
+        plan.bind(backend="tt-hardware")
+    assert e.value.code == "not_found"
+    assert "'tt-hardware'" in str(e.value) and "emulator" in str(e.value)
+
+
 def test_threads_share_and_own_executables(affine_path):
     plan = meshplan.compile(affine_path, policy="greedy")
     shared = plan.bind()

@@ -178,11 +178,8 @@ mp_status mp_executable_create(const mp_cache* cache, const char* name, mp_execu
   // their chip; both with host (full) tensors. The mesh is opened through the backend registry,
   // where the C API registers the emulator itself.
   bool mesh_plan = runtime::is_mesh_plan(*plan);
-  auto desc = mesh_plan ? runtime::plan_mesh_desc(*plan, *chip)
-                        : Result<device::MeshDesc>(device::single_chip_mesh(*chip));
-  if (!desc) return report(desc.error());
   if (Status s = device::register_emulator_backend(); !s) return report(s.error());
-  auto mesh = device::open_backend(device::kEmulatorBackend, *desc);
+  auto mesh = runtime::open_plan_mesh(*plan, *chip, device::kEmulatorBackend);
   if (!mesh) return report(mesh.error());
   auto exe = runtime::Executable::bind(*plan, **mesh);
   if (!exe) return report(exe.error());

@@ -66,4 +66,16 @@ Result<device::MeshDesc> plan_mesh_desc(const PlanRef& plan, const device::ChipD
   return d;
 }
 
+Result<device::MeshDesc> run_mesh_desc(const PlanRef& plan, const device::ChipDesc& chip) {
+  if (is_mesh_plan(plan)) return plan_mesh_desc(plan, chip);
+  return device::single_chip_mesh(chip);
+}
+
+Result<std::unique_ptr<device::Mesh>> open_plan_mesh(const PlanRef& plan,
+                                                     const device::ChipDesc& chip,
+                                                     std::string_view backend,
+                                                     const device::BackendOptions& options) {
+  return device::open_backend(backend, MESHPLAN_TRY(run_mesh_desc(plan, chip)), options);
+}
+
 }  // namespace meshplan::runtime

@@ -133,7 +133,7 @@ namespace {
 Result<int> run_on_mesh(const runtime::PlanRef& plan, const device::MeshDesc& desc,
                         const MeshRunOptions& o) {
   const device::ChipDesc& chip = desc.chip;
-  auto mesh = MESHPLAN_TRY(make_run_mesh(desc, plan));
+  auto mesh = MESHPLAN_TRY(make_run_mesh(desc, plan, o.backend));
   auto t_bind = Clock::now();
   auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
   double bind_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_bind).count();

@@ -14,20 +14,19 @@
 #include "meshplan/runtime/check.hpp"
 
 #ifdef MESHPLAN_HAVE_MPI
+#include "meshplan/device/mpi_backend.hpp"
 #include "meshplan/device/mpi_mesh.hpp"
 #endif
 
 namespace meshplan::tools {
 
-namespace {
-
-/// The in-process emulated mesh, opened through the backend registry.
-Result<std::unique_ptr<device::Mesh>> open_emulated_mesh(const device::MeshDesc& desc) {
+Status register_run_backends() {
   MESHPLAN_TRY(device::register_emulator_backend());
-  return device::open_backend(device::kEmulatorBackend, desc);
+#ifdef MESHPLAN_HAVE_MPI
+  MESHPLAN_TRY(device::register_mpi_backend());
+#endif
+  return {};
 }
-
-}  // namespace
 
 #ifdef MESHPLAN_HAVE_MPI
 namespace {
@@ -44,8 +43,10 @@ Status bcast(void* data, int count, MPI_Datatype type, const std::string& what) 
 }  // namespace
 
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
-                                                    const runtime::PlanRef& plan) {
-  if (!device::launched_by_mpi()) return open_emulated_mesh(desc);
+                                                    const runtime::PlanRef& plan,
+                                                    std::string_view backend) {
+  MESHPLAN_TRY(register_run_backends());
+  if (!device::launched_by_mpi()) return device::open_backend(backend, desc);
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     return fail(ErrorCode::io, "MPI_Init failed");
@@ -72,11 +73,10 @@ Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc
                   key.hex(), ", rank ", k, " has key ", theirs.hex(),
                   " (every rank must map the same plan cache)");
   }
-  auto mesh =
-      MESHPLAN_TRY(device::MpiMesh::create(desc, MPI_COMM_WORLD, device::mpi_timeout_seconds()));
+  auto mesh = MESHPLAN_TRY(device::open_backend(device::kMpiBackend, desc));
   if (g_rank != 0 && !std::freopen("/dev/null", "w", stdout))
     return fail(ErrorCode::io, "rank ", g_rank, ": cannot silence stdout");
-  return std::unique_ptr<device::Mesh>(std::move(mesh));
+  return mesh;
 }
 
 bool is_root_rank() {
@@ -186,8 +186,10 @@ Result<int> finish_mpi(Result<int> code) {
 #else  // !MESHPLAN_HAVE_MPI
 
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
-                                                    const runtime::PlanRef&) {
-  return open_emulated_mesh(desc);
+                                                    const runtime::PlanRef&,
+                                                    std::string_view backend) {
+  MESHPLAN_TRY(register_run_backends());
+  return device::open_backend(backend, desc);
 }
 bool is_root_rank() {
   return true;

@@ -1,10 +1,12 @@
-// meshplan-run under mpirun: the mesh plan runs SPMD on an MpiMesh (one block of chips per rank).
-// Without MPI support built in, or outside mpirun, these fall back to the in-process EmulatedMesh.
+// meshplan-run's backends, and meshplan-run under mpirun: the mesh plan runs SPMD on backend "mpi"
+// (an MpiMesh, one block of chips per rank). Without MPI support built in, or outside mpirun,
+// meshes open on the backend the user chose (--backend, default the emulator).
 #pragma once
 
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshplan/device/mesh.hpp"
@@ -13,11 +15,15 @@
 
 namespace meshplan::tools {
 
+/// Registers the backends this build of meshplan-run links: "emulator", and "mpi" when built
+/// with MPI. Idempotent.
+Status register_run_backends();
 /// The mesh to run `plan` on: under mpirun (built with MPI), initialises MPI, checks that every
-/// rank bound the same plan (same key) and returns an MpiMesh over MPI_COMM_WORLD; ranks other
-/// than 0 then print nothing to stdout. Otherwise an EmulatedMesh.
+/// rank bound the same plan (same key) and opens backend "mpi" (an MpiMesh over MPI_COMM_WORLD);
+/// ranks other than 0 then print nothing to stdout. Otherwise a mesh of backend `backend`.
 Result<std::unique_ptr<device::Mesh>> make_run_mesh(const device::MeshDesc& desc,
-                                                    const runtime::PlanRef& plan);
+                                                    const runtime::PlanRef& plan,
+                                                    std::string_view backend);
 /// Whether this process prints results, writes files and checks (rank 0, or no MPI).
 bool is_root_rank();
 /// "rank R of N: " under MPI, else empty.

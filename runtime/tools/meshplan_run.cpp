@@ -1,7 +1,8 @@
-// meshplan-run: runs a plan from a plan cache on the emulated device.
+// meshplan-run: runs a plan from a plan cache on a backend's chips (default: the emulator).
 //
 //   meshplan-run CACHE.mpc --name NAME | --key HEX [--check] [--seed N] [--tolerance T] [--print]
 //                [--device NAME|FILE.json] [--mesh RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json]
+//                [--backend NAME]
 //   meshplan-run CACHE.mpc ls
 //   meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]
 //   ... [--input=2x3xf32=[[1,2,3],[4,5,6]] | --input=@x.npy]... [--output=@y.npy]...
@@ -19,8 +20,10 @@
 #include "cli.hpp"
 #include "inspect_trace.hpp"
 #include "mesh_run.hpp"
+#include "mesh_run_mpi.hpp"
+#include "meshplan/device/backend.hpp"
 #include "meshplan/device/descriptor_json.hpp"
-#include "meshplan/device/emulator.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/device/mesh_spec.hpp"
 #include "meshplan/runtime/check.hpp"
 #include "meshplan/runtime/mesh_plan.hpp"
@@ -34,8 +37,8 @@ using namespace meshplan;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSynopsis =
-    "Runs a plan of a plan cache on the emulated device with random inputs (seed N) or the\n"
-    "given ones, and prints timing.\n"
+    "Runs a plan of a plan cache on a backend's chips (default: the emulator) with random\n"
+    "inputs (seed N) or the given ones, and prints timing.\n"
     "  meshplan-run CACHE.mpc (--name NAME | --key HEX) [options]\n"
     "  meshplan-run CACHE.mpc ls\n"
     "  meshplan-run inspect CACHE.mpc (--name NAME | --key HEX) [--json]\n"
@@ -58,6 +61,7 @@ struct Args {
   std::string trace;
   std::string device;  // --device NAME|FILE.json; empty: the chip named in the plan
   std::string mesh;    // --mesh SPEC (device/mesh_spec.hpp); empty: the mesh the plan records
+  std::string backend{device::kEmulatorBackend};  // --backend NAME (device/backend.hpp)
   uint64_t seed = 1;
   double tolerance = runtime::kDefaultTolerance;
 };
@@ -95,6 +99,10 @@ void add_options(tools::Cli& cli, Args& a, std::vector<std::string>& words) {
   app.add_option("--mesh", a.mesh,
                  "Run a mesh plan on this mesh (default: the plan's); another's is refused")
       ->type_name("RxC|n300|t3k|galaxy[:ring|:linear]|MESH.json");
+  app.add_option("--backend", a.backend,
+                 "Run on this backend's chips (default: emulator; under mpirun mesh plans run on "
+                 "backend mpi)")
+      ->type_name("NAME");
   app.add_flag("--json", a.json, "inspect: print JSON");
 }
 
@@ -201,6 +209,7 @@ Result<device::MeshDesc> mesh_for(const Args& args, const runtime::PlanRef& plan
 }
 
 Result<int> run(const Args& args) {
+  MESHPLAN_TRY(tools::register_run_backends());
   auto t_open = Clock::now();
   runtime::PlanCache cache = MESHPLAN_TRY(runtime::PlanCache::open(args.cache));
   double open_ms = ms_since(t_open);
@@ -226,18 +235,19 @@ Result<int> run(const Args& args) {
     plan = MESHPLAN_TRY(cache.find(args.name));
   }
   double find_ms = ms_since(t_find);
-  if (runtime::is_mesh_plan(plan))  // On the EmulatedMesh the plan was made for.
+  if (runtime::is_mesh_plan(plan))  // On a mesh of the backend, of the shape the plan was made for.
     return tools::run_mesh_plan(
         plan, MESHPLAN_TRY(mesh_for(args, plan)),
         tools::MeshRunOptions{args.inputs, args.outputs, args.trace, args.seed, args.tolerance,
-                              args.check, args.print, args.inspect, args.json});
+                              args.check, args.print, args.inspect, args.json, args.backend});
   if (!args.mesh.empty())
     return fail(ErrorCode::incompatible, "plan '", plan.name(),
                 "' is a single-chip plan: --mesh is for mesh plans");
   device::ChipDesc chip = MESHPLAN_TRY(chip_for(args, plan));
-  auto dev = MESHPLAN_TRY(device::EmulatedDevice::create(chip));
+  // One chip is a 1x1 mesh of the backend.
+  auto mesh = MESHPLAN_TRY(device::open_backend(args.backend, device::single_chip_mesh(chip)));
   auto t_bind = Clock::now();
-  auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *dev));
+  auto exe = MESHPLAN_TRY(runtime::Executable::bind(plan, *mesh));
   double bind_ms = ms_since(t_bind);
 
   if (args.inspect) {

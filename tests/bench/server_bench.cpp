@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/device/emulator_backend.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/plan_cache.hpp"
@@ -72,6 +73,7 @@ double median(std::vector<double> v) {
 void request(benchmark::State& state, int which, bool warm) {
   ServerFixture& f = fixture();
   if (!f.ok) return state.SkipWithError("the model did not plan");
+  if (!device::register_emulator_backend()) return state.SkipWithError("no emulator backend");
   server::LoadOptions load;
   load.path = f.path;
   load.chips.emplace("wormhole_b0", device::wormhole_b0());

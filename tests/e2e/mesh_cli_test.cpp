@@ -1,6 +1,7 @@
 // Mesh plans through the command-line tools: meshplan-compile a per-device graph.json with a
-// mesh, boundary shards and an all_reduce; meshplan-run runs it on the EmulatedMesh the plan names
-// (--check against the host SPMD reference, --trace with one track per chip) and inspects it.
+// mesh, boundary shards and an all_reduce; meshplan-run runs it on the mesh the plan names, of the
+// backend --backend names (default the emulator; --check against the host SPMD reference,
+// --trace with one track per chip) and inspects it.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -49,4 +50,30 @@ TEST_CASE("meshplan-compile and meshplan-run handle a tensor-parallel MLP on a T
                              " --name tp_mlp_t3k --input=@/nonexistent.npy --input=1xf32=[1] "
                              "--input=1xf32=[1] 2>&1");
   CHECK(bad.status != 0);
+}
+
+TEST_CASE("meshplan-run opens mesh and single-chip plans on the backend --backend names") {
+  test::TempDir dir;
+  std::string cache = dir.file("c.mpc");
+  auto compiled = test::run_shell(
+      kCompile + " " + test::source_path("examples/models/tp_mlp_t3k.json") + " -o " + cache +
+      " --device n300 --policy greedy --name tp 2>&1 && " + kCompile + " " +
+      test::source_path("examples/models/mlp.json") + " -o " + cache + " --name mlp 2>&1");
+  INFO(compiled.text);
+  REQUIRE(compiled.status == 0);
+  for (const char* name : {"tp", "mlp"}) {
+    CAPTURE(name);
+    auto ran = test::run_shell(kRun + " " + cache + " --name " + name +
+                               " --backend emulator --check 2>&1");
+    INFO(ran.text);
+    CHECK(ran.status == 0);
+    CHECK(ran.text.find("PASS") != std::string::npos);
+    // An unregistered backend is not_found, naming it and the registered ones.
+    auto bad = test::run_shell(kRun + " " + cache + " --name " + name + " --backend tt-hw 2>&1");
+    INFO(bad.text);
+    CHECK(bad.status == 1);
+    CHECK(bad.text.find("not_found") != std::string::npos);
+    CHECK(bad.text.find("no backend 'tt-hw'") != std::string::npos);
+    CHECK(bad.text.find("registered: emulator") != std::string::npos);
+  }
 }

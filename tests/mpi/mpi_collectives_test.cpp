@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "device/mesh_fixture.hpp"
+#include "meshplan/device/backend.hpp"
+#include "meshplan/device/mpi_backend.hpp"
 #include "meshplan/device/mpi_mesh.hpp"
 
 using namespace meshplan;
@@ -180,4 +182,28 @@ TEST_CASE("MpiMesh: a failing chip's error reaches every rank; the mesh stays us
   // Agreed: every rank returned, and the next collective runs.
   ChipTensors ok(*m.mpi, "ok", same_shape(*m.mpi, {2, 8}), DType::f32, kOut);
   CHECK(m.mpi->all_reduce(in.all(), ok.all(), 1, ReduceOp::sum));
+}
+
+TEST_CASE("mpi backend: registered by name, opens an MpiMesh over every rank") {
+  REQUIRE(register_mpi_backend());
+  REQUIRE(register_mpi_backend());  // idempotent
+  CHECK(has_backend("mpi"));
+  auto desc = builtin_mesh("t3k");
+  REQUIRE(desc);
+  auto mesh = open_backend("mpi", *desc, BackendOptions{.host_threads = 2});
+  REQUIRE_MESSAGE(mesh, mesh.error().message);
+  auto* mpi = dynamic_cast<MpiMesh*>(mesh->get());
+  REQUIRE(mpi != nullptr);
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  CHECK(mpi->ranks() == ranks);
+  CHECK(mpi->size() == 8);
+  // Each owned chip runs its cores on the asked host threads; the others are not this rank's.
+  int owned = 0;
+  for (int i = 0; i < mpi->size(); ++i)
+    if (EmulatedDevice* chip = mpi->local_chip(i)) {
+      CHECK(chip->core_threads() == 2);
+      ++owned;
+    }
+  if (8 % ranks == 0) CHECK(owned == 8 / ranks);  // contiguous blocks (CTest runs 1, 2, 4 ranks)
 }

@@ -1,11 +1,13 @@
 // Reading the mesh part of a plan (MESH-SPEC §4): the header's mesh, the boundary shards of the
-// plan's inputs and outputs with their host (full) shapes. Views into the plan; no allocation
-// beyond the returned small values.
+// plan's inputs and outputs with their host (full) shapes, and the mesh a plan runs on. Views into
+// the plan; no allocation beyond the returned small values.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string_view>
 
+#include "meshplan/device/backend.hpp"
 #include "meshplan/device/descriptor.hpp"
 #include "meshplan/device/mesh_desc.hpp"
 #include "meshplan/device/mesh_shard.hpp"
@@ -35,5 +37,16 @@ Status check_host_inputs(const PlanRef& plan, std::span<const TensorView> inputs
 /// descriptor the plan's device hash names); fails if the rebuilt descriptor's hash differs from
 /// the one the header recorded, or the plan has no mesh.
 Result<device::MeshDesc> plan_mesh_desc(const PlanRef& plan, const device::ChipDesc& chip);
+
+/// The mesh `plan` runs on with `chip`: the mesh it was made for (plan_mesh_desc) for a mesh
+/// plan, a 1x1 mesh of `chip` for a single-chip plan.
+Result<device::MeshDesc> run_mesh_desc(const PlanRef& plan, const device::ChipDesc& chip);
+
+/// Opens run_mesh_desc(plan, chip) on the registered backend `backend` (device/backend.hpp; the
+/// caller registers the backends it links). The caller binds the plan to it.
+Result<std::unique_ptr<device::Mesh>> open_plan_mesh(const PlanRef& plan,
+                                                     const device::ChipDesc& chip,
+                                                     std::string_view backend,
+                                                     const device::BackendOptions& options = {});
 
 }  // namespace meshplan::runtime
