@@ -1,6 +1,7 @@
 // Applying overrides, and greedy layout propagation (policies `l1-interleaved` and `greedy`).
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "common/key_memo.hpp"
 #include "layout/launch_key.hpp"
@@ -10,11 +11,12 @@ namespace meshplan::planner {
 
 namespace {
 
-// Operand layouts of op `o` after its forced moves (recorded as reshards in `d`).
-Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery& q,
-                                                  const Overrides& ov, OpId o, LayoutDecision& d) {
+// Operand layouts of op `o` after its forced moves (recorded as reshards in `d`), into `in`
+// (a buffer the callers reuse across ops).
+Status operand_layouts(const Graph& g, const OpQuery& q, const Overrides& ov, OpId o,
+                       LayoutDecision& d, std::vector<TensorLayout>& in) {
   const Op& op = g.ops[o];
-  std::vector<TensorLayout> in;
+  in.clear();
   for (ValueId v : op.operands) in.push_back(d.tensors[v]);
   for (const Overrides::Move& m : ov.moves) {
     if (m.op != o) continue;
@@ -27,7 +29,7 @@ Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery&
     in[m.operand] = to;
     d.reshards.push_back(LayoutDecision::Reshard{o, m.operand, to});
   }
-  return in;
+  return {};
 }
 
 device::OpValidation check(const OpQuery& q, const Op& op, const std::vector<TensorLayout>& in,
@@ -53,6 +55,45 @@ bool grid_fits(const device::OpConfig& config, const TensorLayout& result,
            config.grid_y == result.shard.grid.y1 - result.shard.grid.y0 + 1;
   return config.grid_x == chip.grid_x && config.grid_y == chip.grid_y;
 }
+
+// config = config_for(config, result, chip) in place: only the grid changes, and copying the
+// whole config (440 bytes) per op showed in greedy's profile.
+void fit_grid(device::OpConfig& config, const TensorLayout& result, const device::ChipDesc& chip) {
+  if (result.memory != device::MemLayout::interleaved) {
+    config.grid_x = static_cast<uint16_t>(result.shard.grid.x1 - result.shard.grid.x0 + 1);
+    config.grid_y = static_cast<uint16_t>(result.shard.grid.y1 - result.shard.grid.y0 + 1);
+  } else {
+    config.grid_x = chip.grid_x;
+    config.grid_y = chip.grid_y;
+  }
+}
+
+// A candidate pool's key (shape and dtype) as a view, and the order of the pools' map, which
+// compares keys and views alike.
+struct PoolKey {
+  std::span<const int64_t> shape;
+  DType dtype;
+};
+struct PoolLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return less(view(a), view(b));
+  }
+
+ private:
+  static PoolKey view(const PoolKey& k) { return k; }
+  static PoolKey view(const std::pair<std::vector<int64_t>, DType>& k) {
+    return {k.first, k.second};
+  }
+  static bool less(const PoolKey& a, const PoolKey& b) {
+    if (std::lexicographical_compare(a.shape.begin(), a.shape.end(), b.shape.begin(),
+                                     b.shape.end()))
+      return true;
+    if (!std::equal(a.shape.begin(), a.shape.end(), b.shape.begin(), b.shape.end())) return false;
+    return a.dtype < b.dtype;
+  }
+};
 
 /// Greedy picks each result's layout for its producer alone, so a sharded result can make its
 /// readers slow (BERT: a width-sharded FFN activation made the next matmul 2.5x slower than with
@@ -186,7 +227,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       for (const Change& c : t.changes()) {
         d.tensors[c.first] = c.second;
         OpId p = g.values[c.first].producer;
-        d.configs[p] = config_for(d.configs[p], c.second, chip);
+        fit_grid(d.configs[p], c.second, chip);
         known[p].reset();
         for (OpId r : readers[c.first]) known[r].reset();
       }
@@ -200,8 +241,9 @@ Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overr
                        LayoutDecision& d, bool sharded_policy) {
   if (ov.empty()) return {};
   OpQuery q(g, chip);
+  std::vector<TensorLayout> in;
   for (OpId o = 0; o < g.ops.size(); ++o) {
-    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    MESHPLAN_TRY(operand_layouts(g, q, ov, o, d, in));
     const OutputOverride* w = ov.output_for(o);
     if (!w) continue;
     const Op& op = g.ops[o];
@@ -238,10 +280,12 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   // Candidate pools depend on the value's shape and dtype only (layout_candidates): transformer
   // layers repeat a handful of shapes, so each pool is built once (a tenth of greedy's time on
   // 10,000 ops went to rebuilding them).
-  std::map<std::pair<std::vector<int64_t>, DType>, std::vector<TensorLayout>> pools;
+  // Looked up by the value's own shape (PoolLess is transparent): no key is built per op.
+  std::map<std::pair<std::vector<int64_t>, DType>, std::vector<TensorLayout>, PoolLess> pools;
   auto candidates = [&](const Value& v) -> const std::vector<TensorLayout>& {
-    auto [it, fresh] = pools.try_emplace({v.shape, v.dtype});
-    if (!fresh) return it->second;
+    if (auto found = pools.find(PoolKey{v.shape, v.dtype}); found != pools.end())
+      return found->second;
+    auto it = pools.try_emplace({v.shape, v.dtype}).first;
     std::vector<TensorLayout> c = layout_candidates(v, chip, options.max_legal_layouts);
     if (!sharded)
       c.erase(std::remove_if(
@@ -257,10 +301,13 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   // reason names the op). Two thirds of greedy's OpModel lookups were such repeats.
   KeyMemo<uint32_t> picks;
   std::string pick_key;
+  // Buffers reused across ops.
+  std::vector<TensorLayout> in;
+  std::vector<const TensorLayout*> ptrs;
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
-    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    MESHPLAN_TRY(operand_layouts(g, q, ov, o, d, in));
     const OutputOverride* w = ov.output_for(o);
     std::vector<TensorLayout> fixed;
     if (w) fixed = w->allowed(sharded);
@@ -271,7 +318,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       // valid fallback (DRAM).
       const TensorLayout* best = nullptr;
       uint64_t best_ns = 0;
-      std::vector<const TensorLayout*> ptrs;
+      ptrs.clear();
       for (const TensorLayout& t : operands) ptrs.push_back(&t);
       uint64_t h = 0;
       if (!w) {  // pools live as long as `picks` (std::map nodes do not move)
@@ -329,7 +376,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     if (!chosen)
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     d.tensors[op.results[0]] = *chosen;
-    d.configs[o] = config_for(d.configs[o], *chosen, chip);
+    fit_grid(d.configs[o], *chosen, chip);
   }
   if (sharded) repair_readers(g, chip, q, ov, d);
   return d;
