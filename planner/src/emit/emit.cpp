@@ -233,10 +233,10 @@ Result<std::vector<uint8_t>> emit_plan(const EmitInput& in, const device::ChipDe
 
     auto name = b.CreateString(op.name);
     static_assert(std::is_same_v<ValueId, uint32_t>, "plan.fbs stores value ids as uint32");
-    const auto& dying = schedule.dying_at(static_cast<int>(pos));
+    const std::vector<ValueId>& dying = schedule.dying_at(static_cast<int>(pos));
     auto fo = b.CreateVector(op.operands);
     auto fr = b.CreateVector(op.results);
-    auto ff = b.CreateVector(dying);
+    auto ff = b.CreateVector(dying.data(), dying.size());
     auto config = write_config(b, c);
     ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff,
                                    duration_ns, static_cast<fb::OpOrigin>(planned.origin[o])));

@@ -95,6 +95,38 @@ struct PoolLess {
   }
 };
 
+// The ops reading each value (each op once, in op order), in one buffer: readers of v are
+// ops_[start_[v], start_[v + 1]) (a vector per value was most of this pass's allocations).
+class ReaderLists {
+ public:
+  explicit ReaderLists(const Graph& g) : start_(g.values.size() + 1, 0) {
+    std::vector<OpId> last(g.values.size(), kNoOp);  // the last op counted for each value
+    for (OpId o = 0; o < g.ops.size(); ++o)
+      for (ValueId v : g.ops[o].operands)
+        if (last[v] != o) {
+          last[v] = o;
+          ++start_[v + 1];
+        }
+    for (size_t v = 0; v < g.values.size(); ++v) start_[v + 1] += start_[v];
+    ops_.resize(start_.back());
+    std::vector<uint32_t> next(start_.begin(), start_.end() - 1);
+    std::fill(last.begin(), last.end(), kNoOp);
+    for (OpId o = 0; o < g.ops.size(); ++o)
+      for (ValueId v : g.ops[o].operands)
+        if (last[v] != o) {
+          last[v] = o;
+          ops_[next[v]++] = o;
+        }
+  }
+  std::span<const OpId> operator[](ValueId v) const {
+    return {ops_.data() + start_[v], start_[v + 1] - start_[v]};
+  }
+
+ private:
+  std::vector<uint32_t> start_;
+  std::vector<OpId> ops_;
+};
+
 /// Greedy picks each result's layout for its producer alone, so a sharded result can make its
 /// readers slow (BERT: a width-sharded FFN activation made the next matmul 2.5x slower than with
 /// interleaved operands). One pass in schedule order over the sharded L1 results that no
@@ -104,10 +136,7 @@ struct PoolLess {
 /// in OpModel's simulated time, every one still valid.
 void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery& q,
                     const Overrides& ov, LayoutDecision& d) {
-  std::vector<std::vector<OpId>> readers(g.values.size());
-  for (OpId o = 0; o < g.ops.size(); ++o)
-    for (ValueId v : g.ops[o].operands)
-      if (readers[v].empty() || readers[v].back() != o) readers[v].push_back(o);
+  ReaderLists readers(g);
   std::vector<bool> fixed(g.values.size(), false);
   for (const LayoutDecision::Reshard& r : d.reshards)
     fixed[g.ops[r.before].operands[r.operand]] = true;
@@ -185,7 +214,8 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       // config_for(d.configs[o], result), without copying the config when its grid already fits.
       const device::OpConfig* config = &d.configs[o];
       if (!grid_fits(*config, result, chip)) {
-        scratch = config_for(*config, result, chip);
+        scratch = *config;
+        fit_grid(scratch, result, chip);
         config = &scratch;
       }
       std::optional<uint64_t> ns =
