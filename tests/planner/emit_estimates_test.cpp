@@ -88,6 +88,40 @@ TEST_CASE("each op's estimate in the plan is the device's time for it (repeated 
     CHECK(check_estimates(g, policy) >= 6 * 14);
 }
 
+TEST_CASE("pools of the same shapes with other windows get their own estimates") {
+  // 3x3 padded by 1 and 5x5 padded by 2, stride 1: the same [1, 32, 32, 32] result, a window of
+  // 9 and of 25 elements per output element.
+  GraphBuilder b("pools");
+  auto x = b.input("x", {1, 32, 32, 32});
+  auto window = [](int64_t k, int64_t pad) {
+    return std::vector<planner::Attribute>{
+        {"kernel", std::vector<int64_t>{k, k}},
+        {"stride", std::vector<int64_t>{1, 1}},
+        {"padding", std::vector<int64_t>{pad, pad, pad, pad}}};
+  };
+  auto p3 = b.op(device::OpKind::max_pool2d, "pool3", {x}, window(3, 1));
+  auto p5 = b.op(device::OpKind::max_pool2d, "pool5", {p3}, window(5, 2));
+  auto p3b = b.op(device::OpKind::max_pool2d, "pool3b", {p5}, window(3, 1));
+  b.output(p3b);
+  planner::Graph g = b.finish();
+  for (const char* policy : {"dram", "greedy"}) {
+    CHECK(check_estimates(g, policy) >= 3);
+    auto compiled = planner::compile(g, device::wormhole_b0(),
+                                     planner::PlannerOptions::with_policy(policy));
+    REQUIRE(compiled);
+    auto plan = runtime::verify_plan(compiled->bytes, g.name);
+    REQUIRE(plan);
+    uint64_t ns3 = 0, ns5 = 0;
+    for (const auto* op : *plan->plan().ops()) {
+      if (op->name()->string_view() == "pool3") ns3 = op->estimated_ns();
+      if (op->name()->string_view() == "pool5") ns5 = op->estimated_ns();
+    }
+    CHECK(ns3 > 0);
+    // 25 elements per output element against 9, on the same (DRAM) layouts.
+    if (std::string_view(policy) == "dram") CHECK(ns5 > ns3);
+  }
+}
+
 TEST_CASE("each op's estimate in the plan is the device's time for it (example models)") {
   for (const char* m : {"transformer_block", "bert_base_layer", "small_cnn"}) {
     auto g = planner::load_graph_file(source_path(std::string("examples/models/") + m + ".json"));
