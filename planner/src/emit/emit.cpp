@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/key_memo.hpp"
+#include "layout/launch_key.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/timing.hpp"
 #include "meshplan/planner/layout.hpp"
@@ -125,7 +127,10 @@ Result<std::vector<uint8_t>> emit_plan(const EmitInput& in, const device::ChipDe
   const Schedule& schedule = in.schedule;
   const MemoryPlan& memory = in.memory;
 
-  flatbuffers::FlatBufferBuilder b(4096);
+  // Sized for the plan up front (about 100 bytes per tensor and per op; a plan's constants go
+  // to segments, not here): growing from a small buffer copied it a dozen times on 10,000 ops.
+  // The bytes written do not depend on the buffer's size.
+  flatbuffers::FlatBufferBuilder b(4096 + 128 * (g.values.size() + g.ops.size()));
   b.ForceDefaults(false);
   // Constant segments, laid out after the FlatBuffer.
   std::vector<fb::Segment> segments;
@@ -177,20 +182,48 @@ Result<std::vector<uint8_t>> emit_plan(const EmitInput& in, const device::ChipDe
 
   uint64_t total_ns = 0, dram_bytes = 0;
   std::vector<flatbuffers::Offset<fb::OpPlan>> ops;
+  ops.reserve(schedule.order().size());
+  // Each op's estimate depends only on its launch (kind, config, shapes and layouts: what
+  // launch_key() writes; names and addresses aside), and planned graphs repeat a few launches
+  // (transformer layers), so an estimate is made once per launch and later ops with the same
+  // key reuse its duration. Placements and pointer lists are reused across ops.
+  KeyMemo<uint64_t> durations;
+  std::string launch;
+  std::vector<device::TensorPlacement> operand_at, result_at;
+  std::vector<const device::TensorPlacement*> inp, resp;
+  std::vector<const TensorLayout*> in_layouts;
   for (size_t pos = 0; pos < schedule.order().size(); ++pos) {
     OpId o = schedule.order()[pos];
     const Op& op = g.ops[o];
     const device::OpConfig& c = layout.configs[o];
-    std::vector<device::TensorPlacement> in, res;
-    for (ValueId v : op.operands) in.push_back(placement(g, layout, memory, v));
-    for (ValueId v : op.results) res.push_back(placement(g, layout, memory, v));
-    std::vector<const device::TensorPlacement*> inp, resp;
-    for (auto& p : in) inp.push_back(&p);
-    for (auto& p : res) resp.push_back(&p);
-    device::OpLaunch launch{op.kind, op.name, inp, resp, c};
-    device::OpTiming timing = device::estimate(chip, launch);
-    if (device::is_collective(op.kind)) timing.duration_ns = device::collective_op_ns(mesh, launch);
-    total_ns += timing.duration_ns;
+    operand_at.clear();
+    result_at.clear();
+    inp.clear();
+    resp.clear();
+    for (ValueId v : op.operands) operand_at.push_back(placement(g, layout, memory, v));
+    for (ValueId v : op.results) result_at.push_back(placement(g, layout, memory, v));
+    for (auto& p : operand_at) inp.push_back(&p);
+    for (auto& p : result_at) resp.push_back(&p);
+    auto estimate = [&] {
+      device::OpLaunch l{op.kind, op.name, inp, resp, c};
+      if (device::is_collective(op.kind)) return device::collective_op_ns(mesh, l);
+      return device::estimate(chip, l).duration_ns;
+    };
+    uint64_t duration_ns;
+    if (op.results.size() == 1) {  // launch_key() describes one result
+      in_layouts.clear();
+      for (ValueId v : op.operands) in_layouts.push_back(&layout.tensors[v]);
+      launch_key(launch, g, op.kind, op.operands, in_layouts, op.results[0],
+                 layout.tensors[op.results[0]], c);
+      uint64_t h = key_hash(launch);
+      if (const uint64_t* known = durations.find(h, launch))
+        duration_ns = *known;
+      else
+        duration_ns = durations.insert(h, launch, estimate());
+    } else {
+      duration_ns = estimate();
+    }
+    total_ns += duration_ns;
     for (auto* p : inp)
       dram_bytes +=
           p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
@@ -199,17 +232,14 @@ Result<std::vector<uint8_t>> emit_plan(const EmitInput& in, const device::ChipDe
           p->buffer == device::BufferType::dram ? device::page_count(*p) * p->page_size : 0;
 
     auto name = b.CreateString(op.name);
-    std::vector<uint32_t> operands(op.operands.begin(), op.operands.end());
-    std::vector<uint32_t> results(op.results.begin(), op.results.end());
-    const auto& dying = schedule.dying_at(static_cast<int>(pos));
-    std::vector<uint32_t> frees(dying.begin(), dying.end());
-    auto fo = b.CreateVector(operands);
-    auto fr = b.CreateVector(results);
-    auto ff = b.CreateVector(frees);
+    static_assert(std::is_same_v<ValueId, uint32_t>, "plan.fbs stores value ids as uint32");
+    const std::vector<ValueId>& dying = schedule.dying_at(static_cast<int>(pos));
+    auto fo = b.CreateVector(op.operands);
+    auto fr = b.CreateVector(op.results);
+    auto ff = b.CreateVector(dying.data(), dying.size());
     auto config = write_config(b, c);
     ops.push_back(fb::CreateOpPlan(b, static_cast<fb::OpKind>(op.kind), name, fo, fr, config, ff,
-                                   timing.duration_ns,
-                                   static_cast<fb::OpOrigin>(planned.origin[o])));
+                                   duration_ns, static_cast<fb::OpOrigin>(planned.origin[o])));
   }
 
   std::vector<uint32_t> inputs, outputs(g.outputs.begin(), g.outputs.end());

@@ -278,6 +278,12 @@ std::string_view launch_key(std::string& k, const Graph& graph, device::OpKind k
       p = put_key(p, config.kernel[1]);
       p = put_key(p, config.groups);
     }
+    // A pool's time counts its window's elements: two pools of the same shapes may have other
+    // windows (3x3 padded by 1 and 5x5 padded by 2, stride 1).
+    if (device::timing_class(kind) == device::TimingClass::pool) {
+      p = put_key(p, config.kernel[0]);
+      p = put_key(p, config.kernel[1]);
+    }
     if (device::is_collective(kind)) {  // Their cost depends on the group, not only on shapes.
       p = put_key(p, config.mesh_rows);
       p = put_key(p, config.mesh_cols);

@@ -1,6 +1,7 @@
 // Applying overrides, and greedy layout propagation (policies `l1-interleaved` and `greedy`).
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "common/key_memo.hpp"
 #include "layout/launch_key.hpp"
@@ -10,11 +11,12 @@ namespace meshplan::planner {
 
 namespace {
 
-// Operand layouts of op `o` after its forced moves (recorded as reshards in `d`).
-Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery& q,
-                                                  const Overrides& ov, OpId o, LayoutDecision& d) {
+// Operand layouts of op `o` after its forced moves (recorded as reshards in `d`), into `in`
+// (a buffer the callers reuse across ops).
+Status operand_layouts(const Graph& g, const OpQuery& q, const Overrides& ov, OpId o,
+                       LayoutDecision& d, std::vector<TensorLayout>& in) {
   const Op& op = g.ops[o];
-  std::vector<TensorLayout> in;
+  in.clear();
   for (ValueId v : op.operands) in.push_back(d.tensors[v]);
   for (const Overrides::Move& m : ov.moves) {
     if (m.op != o) continue;
@@ -27,7 +29,7 @@ Result<std::vector<TensorLayout>> operand_layouts(const Graph& g, const OpQuery&
     in[m.operand] = to;
     d.reshards.push_back(LayoutDecision::Reshard{o, m.operand, to});
   }
-  return in;
+  return {};
 }
 
 device::OpValidation check(const OpQuery& q, const Op& op, const std::vector<TensorLayout>& in,
@@ -54,6 +56,77 @@ bool grid_fits(const device::OpConfig& config, const TensorLayout& result,
   return config.grid_x == chip.grid_x && config.grid_y == chip.grid_y;
 }
 
+// config = config_for(config, result, chip) in place: only the grid changes, and copying the
+// whole config (440 bytes) per op showed in greedy's profile.
+void fit_grid(device::OpConfig& config, const TensorLayout& result, const device::ChipDesc& chip) {
+  if (result.memory != device::MemLayout::interleaved) {
+    config.grid_x = static_cast<uint16_t>(result.shard.grid.x1 - result.shard.grid.x0 + 1);
+    config.grid_y = static_cast<uint16_t>(result.shard.grid.y1 - result.shard.grid.y0 + 1);
+  } else {
+    config.grid_x = chip.grid_x;
+    config.grid_y = chip.grid_y;
+  }
+}
+
+// A candidate pool's key (shape and dtype) as a view, and the order of the pools' map, which
+// compares keys and views alike.
+struct PoolKey {
+  std::span<const int64_t> shape;
+  DType dtype;
+};
+struct PoolLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return less(view(a), view(b));
+  }
+
+ private:
+  static PoolKey view(const PoolKey& k) { return k; }
+  static PoolKey view(const std::pair<std::vector<int64_t>, DType>& k) {
+    return {k.first, k.second};
+  }
+  static bool less(const PoolKey& a, const PoolKey& b) {
+    if (std::lexicographical_compare(a.shape.begin(), a.shape.end(), b.shape.begin(),
+                                     b.shape.end()))
+      return true;
+    if (!std::equal(a.shape.begin(), a.shape.end(), b.shape.begin(), b.shape.end())) return false;
+    return a.dtype < b.dtype;
+  }
+};
+
+// The ops reading each value (each op once, in op order), in one buffer: readers of v are
+// ops_[start_[v], start_[v + 1]) (a vector per value was most of this pass's allocations).
+class ReaderLists {
+ public:
+  explicit ReaderLists(const Graph& g) : start_(g.values.size() + 1, 0) {
+    std::vector<OpId> last(g.values.size(), kNoOp);  // the last op counted for each value
+    for (OpId o = 0; o < g.ops.size(); ++o)
+      for (ValueId v : g.ops[o].operands)
+        if (last[v] != o) {
+          last[v] = o;
+          ++start_[v + 1];
+        }
+    for (size_t v = 0; v < g.values.size(); ++v) start_[v + 1] += start_[v];
+    ops_.resize(start_.back());
+    std::vector<uint32_t> next(start_.begin(), start_.end() - 1);
+    std::fill(last.begin(), last.end(), kNoOp);
+    for (OpId o = 0; o < g.ops.size(); ++o)
+      for (ValueId v : g.ops[o].operands)
+        if (last[v] != o) {
+          last[v] = o;
+          ops_[next[v]++] = o;
+        }
+  }
+  std::span<const OpId> operator[](ValueId v) const {
+    return {ops_.data() + start_[v], start_[v + 1] - start_[v]};
+  }
+
+ private:
+  std::vector<uint32_t> start_;
+  std::vector<OpId> ops_;
+};
+
 /// Greedy picks each result's layout for its producer alone, so a sharded result can make its
 /// readers slow (BERT: a width-sharded FFN activation made the next matmul 2.5x slower than with
 /// interleaved operands). One pass in schedule order over the sharded L1 results that no
@@ -63,10 +136,7 @@ bool grid_fits(const device::OpConfig& config, const TensorLayout& result,
 /// in OpModel's simulated time, every one still valid.
 void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery& q,
                     const Overrides& ov, LayoutDecision& d) {
-  std::vector<std::vector<OpId>> readers(g.values.size());
-  for (OpId o = 0; o < g.ops.size(); ++o)
-    for (ValueId v : g.ops[o].operands)
-      if (readers[v].empty() || readers[v].back() != o) readers[v].push_back(o);
+  ReaderLists readers(g);
   std::vector<bool> fixed(g.values.size(), false);
   for (const LayoutDecision::Reshard& r : d.reshards)
     fixed[g.ops[r.before].operands[r.operand]] = true;
@@ -144,7 +214,8 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       // config_for(d.configs[o], result), without copying the config when its grid already fits.
       const device::OpConfig* config = &d.configs[o];
       if (!grid_fits(*config, result, chip)) {
-        scratch = config_for(*config, result, chip);
+        scratch = *config;
+        fit_grid(scratch, result, chip);
         config = &scratch;
       }
       std::optional<uint64_t> ns =
@@ -186,7 +257,7 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       for (const Change& c : t.changes()) {
         d.tensors[c.first] = c.second;
         OpId p = g.values[c.first].producer;
-        d.configs[p] = config_for(d.configs[p], c.second, chip);
+        fit_grid(d.configs[p], c.second, chip);
         known[p].reset();
         for (OpId r : readers[c.first]) known[r].reset();
       }
@@ -200,8 +271,9 @@ Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overr
                        LayoutDecision& d, bool sharded_policy) {
   if (ov.empty()) return {};
   OpQuery q(g, chip);
+  std::vector<TensorLayout> in;
   for (OpId o = 0; o < g.ops.size(); ++o) {
-    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    MESHPLAN_TRY(operand_layouts(g, q, ov, o, d, in));
     const OutputOverride* w = ov.output_for(o);
     if (!w) continue;
     const Op& op = g.ops[o];
@@ -238,10 +310,12 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   // Candidate pools depend on the value's shape and dtype only (layout_candidates): transformer
   // layers repeat a handful of shapes, so each pool is built once (a tenth of greedy's time on
   // 10,000 ops went to rebuilding them).
-  std::map<std::pair<std::vector<int64_t>, DType>, std::vector<TensorLayout>> pools;
+  // Looked up by the value's own shape (PoolLess is transparent): no key is built per op.
+  std::map<std::pair<std::vector<int64_t>, DType>, std::vector<TensorLayout>, PoolLess> pools;
   auto candidates = [&](const Value& v) -> const std::vector<TensorLayout>& {
-    auto [it, fresh] = pools.try_emplace({v.shape, v.dtype});
-    if (!fresh) return it->second;
+    if (auto found = pools.find(PoolKey{v.shape, v.dtype}); found != pools.end())
+      return found->second;
+    auto it = pools.try_emplace({v.shape, v.dtype}).first;
     std::vector<TensorLayout> c = layout_candidates(v, chip, options.max_legal_layouts);
     if (!sharded)
       c.erase(std::remove_if(
@@ -257,10 +331,13 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   // reason names the op). Two thirds of greedy's OpModel lookups were such repeats.
   KeyMemo<uint32_t> picks;
   std::string pick_key;
+  // Buffers reused across ops.
+  std::vector<TensorLayout> in;
+  std::vector<const TensorLayout*> ptrs;
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
-    std::vector<TensorLayout> in = MESHPLAN_TRY(operand_layouts(g, q, ov, o, d));
+    MESHPLAN_TRY(operand_layouts(g, q, ov, o, d, in));
     const OutputOverride* w = ov.output_for(o);
     std::vector<TensorLayout> fixed;
     if (w) fixed = w->allowed(sharded);
@@ -271,7 +348,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       // valid fallback (DRAM).
       const TensorLayout* best = nullptr;
       uint64_t best_ns = 0;
-      std::vector<const TensorLayout*> ptrs;
+      ptrs.clear();
       for (const TensorLayout& t : operands) ptrs.push_back(&t);
       uint64_t h = 0;
       if (!w) {  // pools live as long as `picks` (std::map nodes do not move)
@@ -329,7 +406,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     if (!chosen)
       return fail(ErrorCode::invalid_argument, "no legal layout for op '", op.name, "': ", reason);
     d.tensors[op.results[0]] = *chosen;
-    d.configs[o] = config_for(d.configs[o], *chosen, chip);
+    fit_grid(d.configs[o], *chosen, chip);
   }
   if (sharded) repair_readers(g, chip, q, ov, d);
   return d;

@@ -93,8 +93,16 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return a.size != b.size ? a.size > b.size : a.first != b.first ? a.first < b.first : a.v < b.v;
   });
-  // Placed items per schedule position, so overlap queries touch only the item's lifetime.
-  std::vector<std::vector<uint32_t>> at(std::max(n, 1));
+  // Placed items per schedule position, so overlap queries touch only the item's lifetime: a
+  // list per position through one node buffer (a vector per position was a third of the
+  // packing's allocations). The order a position lists its items in does not matter: the
+  // overlapping ranges are sorted below.
+  struct Placed {
+    uint32_t item, next;
+  };
+  constexpr uint32_t kEnd = UINT32_MAX;
+  std::vector<uint32_t> head(std::max(n, 1), kEnd);
+  std::vector<Placed> placed;
   std::vector<uint64_t> addr(items.size(), 0);
   std::vector<uint32_t> stamp(items.size(), 0);
   std::vector<uint32_t> overlapping;
@@ -104,8 +112,8 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
     const Item& it = items[i];
     overlapping.clear();
     for (int p = it.first; p <= it.last; ++p)
-      for (uint32_t j : at[p])
-        if (stamp[j] != i + 1) {
+      for (uint32_t k = head[p]; k != kEnd; k = placed[k].next)
+        if (uint32_t j = placed[k].item; stamp[j] != i + 1) {
           stamp[j] = i + 1;
           overlapping.push_back(j);
         }
@@ -148,7 +156,10 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
     addr[i] = best_addr;
     out.address[it.v] = best_addr;
     lowest = std::min(lowest, best_addr);
-    for (int p = it.first; p <= it.last; ++p) at[p].push_back(i);
+    for (int p = it.first; p <= it.last; ++p) {
+      placed.push_back(Placed{i, head[p]});
+      head[p] = static_cast<uint32_t>(placed.size() - 1);
+    }
   }
   out.high_water = top - lowest;
   return out;

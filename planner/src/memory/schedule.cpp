@@ -13,18 +13,23 @@ Schedule Schedule::build(const Graph& g) {
   for (int i = 0; i < n; ++i) s.order_[i] = static_cast<OpId>(i);
   s.def_.assign(g.values.size(), -1);
   s.last_.assign(g.values.size(), -1);
-  s.dying_.assign(g.ops.size(), {});
   for (int pos = 0; pos < n; ++pos) {
     const Op& op = g.ops[s.order_[pos]];
     for (ValueId r : op.results) s.def_[r] = pos;
     for (ValueId v : op.operands) s.last_[v] = std::max(s.last_[v], pos);
   }
   for (ValueId v : g.outputs) s.last_[v] = n;
-  for (ValueId v = 0; v < g.values.size(); ++v) {
-    // A value nothing reads dies right after it is defined (arguments: after the first op).
-    int dies = s.last_[v] >= 0 ? s.last_[v] : std::max(s.def_[v], 0);
-    if (dies < n) s.dying_[dies].push_back(v);
-  }
+  // A value nothing reads dies right after it is defined (arguments: after the first op).
+  auto dies = [&](ValueId v) { return s.last_[v] >= 0 ? s.last_[v] : std::max(s.def_[v], 0); };
+  // Counted first, so each position's list is allocated once at its size (growing them was
+  // most of this function's allocations), then filled in value order (sorted by id).
+  std::vector<uint32_t> count(g.ops.size(), 0);
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    if (int d = dies(v); d < n) ++count[d];
+  s.dying_.resize(g.ops.size());
+  for (int pos = 0; pos < n; ++pos) s.dying_[pos].reserve(count[pos]);
+  for (ValueId v = 0; v < g.values.size(); ++v)
+    if (int d = dies(v); d < n) s.dying_[d].push_back(v);
   return s;
 }
 
