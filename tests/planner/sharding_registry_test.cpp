@@ -209,17 +209,32 @@ func.func @main(%arg0: tensor<4x3x3xf32>) -> (tensor<4x3x3xf32>, tensor<4x3x3xf3
   CHECK(has(bad.error().message, "bad.mlir:2:"));
 }
 
-TEST_CASE("unreduced values with max/min reductions are a located refusal") {
-  // Summing max-partials would be a wrong program: refused where the sharding is written.
-  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
-func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}], unreduced=max{"x"}>}) -> tensor<8x8xf32> {
-  return %arg0 : tensor<8x8xf32>
+TEST_CASE("unreduced values with max/min reductions are read, and refused by the mesh pipeline") {
+  // Shardy's `unreduced=max{...}` reads and prints back; summing max-partials would be a wrong
+  // program, so the mesh pipeline refuses them where the sharding is written.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2]>
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.maximum %arg0, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}], unreduced=max{"x"}>]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
 }
-)",
-                        "u.mlir");
-  REQUIRE_FALSE(m.has_value());
-  CHECK(has(m.error().message, "u.mlir:2:"));
-  CHECK(has(m.error().message, "unreduced=max{...}"));
+)";
+  auto m = parse_module(text, "u.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  CHECK(has(print_module(*m), "unreduced=max{\"x\"}>"));
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  o.stop_after = *stage_from_name("close");
+  auto s = run_pipeline(*m, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(has(s.error().message, "u.mlir:3:"));
+  CHECK(has(s.error().message, "unreduced=max{...}"));
+  // Other kinds are not Shardy's: a parse error.
+  std::string mul = text;
+  mul.replace(mul.find("max{"), 3, "mul");
+  auto bad = parse_module(mul, "u.mlir");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(has(bad.error().message, "unreduced=mul{...}"));
 }
 
 TEST_CASE("rng_bit_generator keeps its state replicated; collective_broadcast is pointwise") {
