@@ -267,6 +267,15 @@ func.func public @main(%arg0: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@me
                  "tensor<4xf32>\n"
                  "  return %4, %5 : tensor<4xf32>, tensor<4xf32>\n") != std::string::npos);
   CHECK(count(got, "sdy.reshard") == 0);
+  // Partial maxima are combined by a max all_reduce where the function result drops them.
+  const std::string max = R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced=max{"x"}>}) -> tensor<4xf32> {
+  return %arg0 : tensor<4xf32>
+}
+)";
+  CHECK(partial_reshards(max).find("  %0 = sdy.all_reduce max {\"x\"} %arg0 out_sharding=<@mesh, "
+                                   "[{}]> : tensor<4xf32>\n"
+                                   "  return %0") != std::string::npos);
   // A reduced dim whose result keeps no partial sums: the partitioner sums it; nothing added.
   const std::string plain = R"(sdy.mesh @mesh = <["x"=2]>
 func.func public @main(%arg0: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> tensor<4xf32> {
