@@ -272,7 +272,8 @@ TEST_CASE("rng_bit_generator prints as MLIR prints it, with its named results, a
 TEST_CASE("insert-explicit-reshards reshards call operands to the callee's argument shardings") {
   // @foo states its argument sharding; @bar states none, so its operand (sharded) becomes
   // fully replicated on the operand's mesh, as Shardy's pass does. The calls keep the result
-  // shardings they state; the callees' bodies are resharded on their own.
+  // shardings they state; the callees' bodies are resharded on their own. Each reshard goes
+  // right after its operand (here the block's start), so the one made later comes first.
   const std::string out = exported(R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
 func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, tensor<8xf32>) {
   %0 = call @foo(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
@@ -288,11 +289,11 @@ func.func private @bar(%arg0: tensor<8xf32>) -> tensor<8xf32> {
 }
 )",
                                    "sdy-insert-explicit-reshards");
-  CHECK(has(out, R"(  %0 = sdy.reshard %arg0 <@mesh, [{"x"}]> : tensor<8xf32>
-  %1 = call @foo(%0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
-  %2 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>
-  %3 = call @bar(%2) : (tensor<8xf32>) -> tensor<8xf32>
-  return %1, %3 : tensor<8xf32>, tensor<8xf32>
+  CHECK(has(out, R"(  %0 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>
+  %1 = sdy.reshard %arg0 <@mesh, [{"x"}]> : tensor<8xf32>
+  %2 = call @foo(%1) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
+  %3 = call @bar(%0) : (tensor<8xf32>) -> tensor<8xf32>
+  return %2, %3 : tensor<8xf32>, tensor<8xf32>
 )"));
   CHECK(has(
       out,
