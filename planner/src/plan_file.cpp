@@ -141,6 +141,20 @@ Status run_module(const ModelSource& source, const FileOptions& options,
   if (!options.propagation.empty() && stage != "sdy-propagation")
     return fail(ErrorCode::invalid_argument,
                 "--propagation selects the strategy of --stop-after=sdy-propagation");
+  shlo::ExportOptions export_options;
+  if (!options.explicit_reshards.empty()) {
+    auto version = shlo::explicit_reshards_from_name(options.explicit_reshards);
+    if (!version)
+      return fail(ErrorCode::invalid_argument, "--explicit-reshards: unknown version '",
+                  options.explicit_reshards, "' (full, partial)");
+    // The partial version leaves conflicts to a partitioner the mesh pipeline does not have.
+    if (*version == shlo::ExplicitReshards::partial && stage != "sdy-insert-explicit-reshards")
+      return fail(
+          ErrorCode::invalid_argument,
+          "--explicit-reshards=partial applies to --stop-after=sdy-insert-explicit-reshards "
+          "only (the mesh pipeline resolves every conflict: full)");
+    export_options.explicit_reshards = *version;
+  }
   if (stage == "sdy-propagation") {
     model.module_text = MESHPLAN_TRY(sdy_propagation(module, options));
     return {};
@@ -149,7 +163,7 @@ Status run_module(const ModelSource& source, const FileOptions& options,
     // One of Shardy's export passes alone, on the module as written.
     if (!prints_module(options))
       return fail(ErrorCode::invalid_argument, "--stop-after=", stage, " needs --emit=sdy");
-    MESHPLAN_TRY(shlo::run_sdy_export_pass(module, *pass));
+    MESHPLAN_TRY(shlo::run_sdy_export_pass(module, *pass, export_options));
     model.module_text = shlo::print_module(module);
     return {};
   }

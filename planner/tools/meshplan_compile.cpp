@@ -126,7 +126,8 @@ constexpr const char* kFooter =
     "  --stop-after=sdy-PASS runs one of Shardy's export passes alone on the module as written\n"
     "  and prints it: sdy-sharding-constraint-to-reshard, sdy-remove-sharding-groups,\n"
     "  sdy-drop-sharding-rules, sdy-close-shardings, sdy-insert-explicit-reshards,\n"
-    "  sdy-reshard-to-collectives.\n"
+    "  sdy-reshard-to-collectives. --explicit-reshards=partial runs the partial version of\n"
+    "  sdy-insert-explicit-reshards (Shardy's enable-full-version=false; default full).\n"
     "  Without --emit, the per-device program is lowered to the graph IR and planned as above.\n"
     "  A MODEL.json with sharding annotations (mesh_axes, Argument.sharding) or a --mesh larger\n"
     "  than 1x1 takes the same path: the graph is exported to StableHLO/Shardy first. --mesh also\n"
@@ -146,6 +147,7 @@ struct Args {
   bool device_given = false;  // --device was written (a mesh JSON file's chip must agree)
   std::string mesh, stop_after, arg_types;  // mesh "" = not given (1x1)
   std::string propagation;                  // --propagation=STRATEGY (sdy-propagation stage)
+  std::string explicit_reshards;  // --explicit-reshards=full|partial (sdy-insert-explicit-reshards)
   std::string report;                       // --report=FILE.html
   std::vector<std::string>
       compare;  // --compare=POLICY,POLICY: also plan with these, for the report
@@ -237,6 +239,9 @@ void add_options(tools::Cli& cli, Args& a, NumberArgs& n) {
   app.add_option("--propagation", a.propagation,
                  "--stop-after=sdy-propagation: the propagation strategy (default pipeline)")
       ->type_name("basic|aggressive|op-priority|user-priority|pipeline");
+  app.add_option("--explicit-reshards", a.explicit_reshards,
+                 "--stop-after=sdy-insert-explicit-reshards: the pass's version (default full)")
+      ->type_name("full|partial");
   app.add_option("--arg-types", a.arg_types, "Argument kinds of a StableHLO module")
       ->type_name("input,parameter,...");
   app.add_flag("--presharded", a.presharded, "Sharded arguments arrive split, one per chip");
@@ -427,6 +432,7 @@ planner::FileOptions file_options(const Args& args) {
   }
   o.stop_after = args.stop_after;
   o.propagation = args.propagation;
+  o.explicit_reshards = args.explicit_reshards;
   o.print_module = args.emit == "sdy"         ? planner::ModuleOutput::sdy
                    : args.emit == "stablehlo" ? planner::ModuleOutput::stablehlo
                                               : planner::ModuleOutput::none;

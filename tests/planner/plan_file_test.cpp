@@ -161,6 +161,24 @@ TEST_CASE("plan_file: errors name the option or the mesh shapes that disagree") 
   REQUIRE_FALSE(strategy);
   CHECK(strategy.error().message.find("--propagation") != std::string::npos);
 
+  // The partial explicit reshards leave conflicts for a partitioner: Shardy's stage only.
+  planner::FileOptions partial;
+  partial.explicit_reshards = "partial";
+  partial.print_module = planner::ModuleOutput::sdy;
+  auto pipeline = planner::plan_file(planner::ModelSource::from_text(kModule), partial);
+  REQUIRE_FALSE(pipeline);
+  CHECK(pipeline.error().message.find("--explicit-reshards=partial applies to "
+                                      "--stop-after=sdy-insert-explicit-reshards") !=
+        std::string::npos);
+  partial.explicit_reshards = "half";
+  partial.stop_after = "sdy-insert-explicit-reshards";
+  auto version = planner::plan_file(planner::ModelSource::from_text(kModule), partial);
+  REQUIRE_FALSE(version);
+  CHECK(version.error().message.find("--explicit-reshards: unknown version 'half'") !=
+        std::string::npos);
+  partial.explicit_reshards = "partial";
+  CHECK(planner::plan_file(planner::ModelSource::from_text(kModule), partial).has_value());
+
   planner::FileOptions stage;
   stage.stop_after = "bogus";
   stage.print_module = planner::ModuleOutput::sdy;

@@ -25,6 +25,29 @@ std::string reshards(const std::string& text) {
   return print_module(*m);
 }
 
+/// The partial version (Shardy's enable-full-version=false).
+Result<std::string> try_partial(const std::string& text) {
+  auto m = parse_module(text, "p.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  ExportOptions o;
+  o.explicit_reshards = ExplicitReshards::partial;
+  MESHPLAN_TRY(run_sdy_export_pass(*m, ExportPass::insert_explicit_reshards, o));
+  return print_module(*m);
+}
+
+std::string partial_reshards(const std::string& text) {
+  auto got = try_partial(text);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  return *got;
+}
+
+/// The module as the printer writes it, untouched by any pass.
+std::string printed(const std::string& text) {
+  auto m = parse_module(text, "p.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  return print_module(*m);
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
@@ -164,4 +187,165 @@ func.func public @main(%arg0: tensor<2x13xf32> {sdy.sharding = #sdy.sharding<@me
                  "[{}, {\"x\"}]>]>} : tensor<2x13xf32>\n"
                  "  %1 = sdy.reshard %0 <@mesh, [{}, {}]> : tensor<2x13xf32>\n"
                  "  return %1") != std::string::npos);
+}
+
+// The partial version (enable-full-version=false) resolves only what a later partitioner does
+// not: its expected texts follow Shardy's documentation of the option and the pass's stated
+// rules, worked out by hand.
+
+TEST_CASE("explicit reshards, partial: conflicts of other ops and function results stay") {
+  // The negate's operand and result disagree and the function result wants a third sharding:
+  // the full version reshards twice, the partial one leaves all of it to the partitioner.
+  const std::string text = negate_module("[{\"y\"}, {}]", "[{\"x\"}, {}]");
+  CHECK(count(reshards(text), "sdy.reshard") == 1);
+  CHECK(partial_reshards(text) == printed(text));
+  const std::string result = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) {
+  %0 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)";
+  CHECK(partial_reshards(result) == printed(result));
+}
+
+TEST_CASE("explicit reshards, partial: a dot result split like the contracting dim moves after") {
+  // lhs [{"y"}, {"x"}] and rhs [{"x"}, {}] agree on the contracting dim ("x"); the result asks
+  // "x" for its rows, which the lhs splits over "y". The result (8x4) is no larger than the
+  // lhs (8x16) and its rows hold exactly the contracting axes, so the dot computes its rows
+  // over "y" and the smaller result is resharded to "x" after it.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}, %arg1: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x4xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {?}]>]>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %1 = stablehlo.negate %0 : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+)";
+  std::string got = partial_reshards(text);
+  CHECK(got.find("  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] "
+                 "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"y\"}, {?}]>]>} : "
+                 "(tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>\n"
+                 "  %1 = sdy.reshard %0 <@mesh, [{\"x\"}, {?}]> : tensor<8x4xf32>\n"
+                 "  %2 = stablehlo.negate %1 : tensor<8x4xf32>\n") != std::string::npos);
+  // The same dot with a result larger than the lhs (2x4 times 4x32): nothing moves.
+  const std::string larger = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}, %arg1: tensor<4x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<2x32xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<2x4xf32>, tensor<4x32xf32>) -> tensor<2x32xf32>
+  return %0 : tensor<2x32xf32>
+}
+)";
+  CHECK(partial_reshards(larger) == printed(larger));
+  // Operands that disagree on the contracting dim: left to the partitioner.
+  const std::string disagree = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> tensor<8x4xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}, {}]>]>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)";
+  CHECK(partial_reshards(disagree) == printed(disagree));
+}
+
+TEST_CASE("explicit reshards, partial: partial sums are summed where a use drops them") {
+  // The reduce's result keeps "x" unreduced and its reduced dim is split over {"x", "y"}: an
+  // all_reduce over "y" follows it; the multiply's result keeps nothing, so its operand is
+  // summed over "x" first; the function result states no sharding and keeps no partial sums.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x", "y"}]>}, %arg1: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced={"y"}>}) -> (tensor<4xf32>, tensor<4xf32>) {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}], unreduced={"x"}>]>} : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %1 = stablehlo.multiply %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}]>]>} : tensor<4xf32>
+  return %1, %arg1 : tensor<4xf32>, tensor<4xf32>
+}
+)";
+  std::string got = partial_reshards(text);
+  CHECK(got.find("  %1 = sdy.all_reduce {\"y\"} %0 out_sharding=<@mesh, [{}], "
+                 "unreduced={\"x\"}> : tensor<4xf32>\n"
+                 "  %2 = sdy.all_reduce {\"x\"} %1 out_sharding=<@mesh, [{}]> : tensor<4xf32>\n"
+                 "  %3 = sdy.all_reduce {\"x\"} %1 out_sharding=<@mesh, [{}]> : tensor<4xf32>\n"
+                 "  %4 = stablehlo.multiply %2, %3 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{}]>]>} : tensor<4xf32>\n"
+                 "  %5 = sdy.all_reduce {\"y\"} %arg1 out_sharding=<@mesh, [{}]> : "
+                 "tensor<4xf32>\n"
+                 "  return %4, %5 : tensor<4xf32>, tensor<4xf32>\n") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 0);
+  // Partial maxima are combined by a max all_reduce where the function result drops them.
+  const std::string max = R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced=max{"x"}>}) -> tensor<4xf32> {
+  return %arg0 : tensor<4xf32>
+}
+)";
+  CHECK(partial_reshards(max).find("  %0 = sdy.all_reduce max {\"x\"} %arg0 out_sharding=<@mesh, "
+                                   "[{}]> : tensor<4xf32>\n"
+                                   "  return %0") != std::string::npos);
+  // A reduced dim whose result keeps no partial sums: the partitioner sums it; nothing added.
+  const std::string plain = R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}]>]>} : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)";
+  CHECK(partial_reshards(plain) == printed(plain));
+}
+
+TEST_CASE("explicit reshards, partial: a manual computation's boundary keeps what it states") {
+  // The operand's partial sums over "x" are summed before the boundary (its in_sharding keeps
+  // "y" only); inside, the returned value's "y" is summed since the out_sharding keeps none.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}], unreduced={"x", "y"}>}) -> (tensor<16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}], unreduced={"y"}>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%arg1: tensor<8xf32>) {
+    %1 = stablehlo.negate %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}], unreduced={"y"}>]>} : tensor<8xf32>
+    sdy.return %1 : tensor<8xf32>
+  } : (tensor<16xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+)";
+  std::string got = partial_reshards(text);
+  CHECK(got.find("  %0 = sdy.all_reduce {\"x\"} %arg0 out_sharding=<@mesh, [{}], "
+                 "unreduced={\"y\"}> : tensor<16xf32>\n"
+                 "  %1 = sdy.manual_computation(%0)") != std::string::npos);
+  CHECK(got.find("unreduced={\"y\"}>]>} : tensor<8xf32>\n"
+                 "    %3 = sdy.all_reduce {\"y\"} %2 out_sharding=<@mesh, [{}]> : "
+                 "tensor<8xf32>\n"
+                 "    sdy.return %3 : tensor<8xf32>\n") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards, partial: a concatenate fed other shardings is resolved") {
+  // The operands disagree with the result: resolved as the full version does (the larger
+  // operand's "y" wins, the result is resharded back after). Operands like the result: kept.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<4x24xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> tensor<4x32xf32> {
+  %0 = stablehlo.concatenate %arg0, %arg1, dim = 1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}]>]>} : (tensor<4x8xf32>, tensor<4x24xf32>) -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}
+)";
+  std::string got = partial_reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{\"y\"}, {}]> : tensor<4x8xf32>\n"
+                 "  %1 = stablehlo.concatenate %0, %arg1, dim = 1 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"y\"}, {}]>]>} : (tensor<4x8xf32>, "
+                 "tensor<4x24xf32>) -> tensor<4x32xf32>\n"
+                 "  %2 = sdy.reshard %1 <@mesh, [{}, {}]> : tensor<4x32xf32>\n"
+                 "  return %2") != std::string::npos);
+  const std::string same = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<4x24xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) {
+  %0 = stablehlo.concatenate %arg0, %arg1, dim = 1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<4x8xf32>, tensor<4x24xf32>) -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}
+)";
+  CHECK(partial_reshards(same) == printed(same));
+}
+
+TEST_CASE("explicit reshards, partial: kept partial sums over disagreeing reduced dims fail") {
+  // The result keeps "x" unreduced, but lhs and rhs split the contracting dim differently:
+  // which sums it holds is undefined, a located error naming the op.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> tensor<8x4xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}], unreduced={"x"}>]>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)";
+  auto got = try_partial(text);
+  REQUIRE_FALSE(got.has_value());
+  CHECK(got.error().message.find("p.mlir:3:") != std::string::npos);
+  CHECK(got.error().message.find("stablehlo.dot_general") != std::string::npos);
+  CHECK(got.error().message.find("unreduced {\"x\"}") != std::string::npos);
 }

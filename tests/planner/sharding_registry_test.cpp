@@ -209,17 +209,32 @@ func.func @main(%arg0: tensor<4x3x3xf32>) -> (tensor<4x3x3xf32>, tensor<4x3x3xf3
   CHECK(has(bad.error().message, "bad.mlir:2:"));
 }
 
-TEST_CASE("unreduced values with max/min reductions are a located refusal") {
-  // Summing max-partials would be a wrong program: refused where the sharding is written.
-  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
-func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}], unreduced=max{"x"}>}) -> tensor<8x8xf32> {
-  return %arg0 : tensor<8x8xf32>
+TEST_CASE("unreduced values with max/min reductions are read, and refused by the mesh pipeline") {
+  // Shardy's `unreduced=max{...}` reads and prints back; summing max-partials would be a wrong
+  // program, so the mesh pipeline refuses them where the sharding is written.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2]>
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.maximum %arg0, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}], unreduced=max{"x"}>]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
 }
-)",
-                        "u.mlir");
-  REQUIRE_FALSE(m.has_value());
-  CHECK(has(m.error().message, "u.mlir:2:"));
-  CHECK(has(m.error().message, "unreduced=max{...}"));
+)";
+  auto m = parse_module(text, "u.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  CHECK(has(print_module(*m), "unreduced=max{\"x\"}>"));
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  o.stop_after = *stage_from_name("close");
+  auto s = run_pipeline(*m, o);
+  REQUIRE_FALSE(s.has_value());
+  CHECK(has(s.error().message, "u.mlir:3:"));
+  CHECK(has(s.error().message, "unreduced=max{...}"));
+  // Other kinds are not Shardy's: a parse error.
+  std::string mul = text;
+  mul.replace(mul.find("max{"), 3, "mul");
+  auto bad = parse_module(mul, "u.mlir");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(has(bad.error().message, "unreduced=mul{...}"));
 }
 
 TEST_CASE("rng_bit_generator keeps its state replicated; collective_broadcast is pointwise") {
@@ -257,7 +272,8 @@ TEST_CASE("rng_bit_generator prints as MLIR prints it, with its named results, a
 TEST_CASE("insert-explicit-reshards reshards call operands to the callee's argument shardings") {
   // @foo states its argument sharding; @bar states none, so its operand (sharded) becomes
   // fully replicated on the operand's mesh, as Shardy's pass does. The calls keep the result
-  // shardings they state; the callees' bodies are resharded on their own.
+  // shardings they state; the callees' bodies are resharded on their own. Each reshard goes
+  // right after its operand (here the block's start), so the one made later comes first.
   const std::string out = exported(R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
 func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, tensor<8xf32>) {
   %0 = call @foo(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
@@ -273,11 +289,11 @@ func.func private @bar(%arg0: tensor<8xf32>) -> tensor<8xf32> {
 }
 )",
                                    "sdy-insert-explicit-reshards");
-  CHECK(has(out, R"(  %0 = sdy.reshard %arg0 <@mesh, [{"x"}]> : tensor<8xf32>
-  %1 = call @foo(%0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
-  %2 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>
-  %3 = call @bar(%2) : (tensor<8xf32>) -> tensor<8xf32>
-  return %1, %3 : tensor<8xf32>, tensor<8xf32>
+  CHECK(has(out, R"(  %0 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>
+  %1 = sdy.reshard %arg0 <@mesh, [{"x"}]> : tensor<8xf32>
+  %2 = call @foo(%1) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>
+  %3 = call @bar(%0) : (tensor<8xf32>) -> tensor<8xf32>
+  return %2, %3 : tensor<8xf32>, tensor<8xf32>
 )"));
   CHECK(has(
       out,

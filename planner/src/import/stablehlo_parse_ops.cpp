@@ -280,6 +280,8 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
         MESHPLAN_TRY(expect("]", "']' closing the per-dimension axes"));
       }
     } else if (n == "sdy.all_reduce") {
+      for (std::string_view kind : {"max", "min"})
+        if (accept_word(kind)) op.set_prop("reduction", Attr::keyword(std::string(kind)));
       op.reduce_axes = MESHPLAN_TRY(axis_set());
     } else if (n == "sdy.all_to_all") {
       MESHPLAN_TRY(expect("[", "'[' opening the all_to_all parameters"));

@@ -83,11 +83,13 @@ Result<TensorSharding> Parser::sharding() {
     } else if (accept_word("unreduced")) {
       MESHPLAN_TRY(expect("=", "'=' after unreduced"));
       ws();
-      for (std::string_view kind : {"max", "min", "and", "or", "mul"})
+      for (std::string_view kind : {"max", "min"})
+        if (accept_word(kind)) s.unreduced_kind = kind;
+      for (std::string_view kind : {"and", "or", "mul"})
         if (accept_word(kind))
           return error_at(pos_, str("unreduced=", kind,
-                                    "{...}: only sums are read as unreduced values (write "
-                                    "unreduced={...})"));
+                                    "{...}: only sums, max{...} and min{...} are read as "
+                                    "unreduced values"));
       s.unreduced = MESHPLAN_TRY(axis_set());
     } else {
       return error("'replicated' or 'unreduced'");

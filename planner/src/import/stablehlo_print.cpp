@@ -391,6 +391,7 @@ bool Printer::pretty(const Op& op, int indent) {
           out_ << (d ? ", " : "") << axes_string(op.dim_axes[d]);
         out_ << "] ";
       } else if (s == "all_reduce") {
+        if (const Attr* kind = op.prop("reduction")) out_ << kind->text << " ";
         out_ << axes_string(op.reduce_axes) << " ";
       } else if (s == "all_to_all") {
         out_ << "[";

@@ -137,7 +137,7 @@ std::string sharding_string(const TensorSharding& sh) {
   }
   s += "]";
   if (!sh.replicated.empty()) s += ", replicated=" + axes_string(sh.replicated);
-  if (!sh.unreduced.empty()) s += ", unreduced=" + axes_string(sh.unreduced);
+  if (!sh.unreduced.empty()) s += ", unreduced=" + sh.unreduced_kind + axes_string(sh.unreduced);
   return s + ">";
 }
 

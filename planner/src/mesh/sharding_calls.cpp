@@ -283,7 +283,8 @@ void restore_calls(Module& m, CallView& view, bool callee_results) {
     call.shardings.clear();
     for (size_t i = 0; i < results.size(); ++i) {
       // A result nothing reached is fully open on the mesh the others use.
-      TensorSharding open{any->mesh, {}, {}, {}};
+      TensorSharding open;
+      open.mesh = any->mesh;
       open.dims.assign(fn.results[i].type.shape.size(), DimSharding{{}, true, -1});
       call.shardings.push_back(results[i] ? *results[i] : open);
     }

@@ -6,6 +6,7 @@
 #include <array>
 #include <utility>
 
+#include "mesh/spmd_reshards_partial.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -109,8 +110,9 @@ Status each_function(Module& m, const Pass& pass) {
 
 /// Shardy's explicit reshards at a `func.call`: each operand is resharded to the callee's
 /// argument sharding (fully replicated on the operands' mesh when the callee states none and
-/// some operand has a sharding; nothing when neither has one). The reshards go right before the
-/// call, which insert_explicit_reshards then leaves as it is.
+/// some operand has a sharding; nothing when neither has one). As in Shardy, each reshard goes
+/// right after its operand (at the block's start for an argument), so that reshards of one value
+/// made later come first; insert_explicit_reshards then leaves the call as it is.
 Status reshard_call_operands(Module& one, Func& f, const Module& whole) {
   std::vector<OpId> ops;
   for (OpId o : f.body.ops) {
@@ -141,7 +143,11 @@ Status reshard_call_operands(Module& one, Func& f, const Module& whole) {
         const OpId r = one.add_op("sdy.reshard", {v}, {one.values[v].type}, one.ops[o].loc);
         one.ops[r].sharding = *want;
         one.ops[o].operands[k] = one.ops[r].results[0];
-        ops.push_back(r);
+        auto at = ops.begin();
+        if (one.values[v].def != kNone)
+          if (auto def = std::find(ops.begin(), ops.end(), one.values[v].def); def != ops.end())
+            at = def + 1;
+        ops.insert(at, r);
       }
     }
     ops.push_back(o);
@@ -179,7 +185,13 @@ std::string_view export_pass_names() {
          "sdy-reshard-to-collectives";
 }
 
-Status run_sdy_export_pass(Module& m, ExportPass pass) {
+std::optional<ExplicitReshards> explicit_reshards_from_name(std::string_view name) {
+  if (name == "full") return ExplicitReshards::full;
+  if (name == "partial") return ExplicitReshards::partial;
+  return std::nullopt;
+}
+
+Status run_sdy_export_pass(Module& m, ExportPass pass, const ExportOptions& options) {
   switch (pass) {
     case ExportPass::sharding_constraint_to_reshard:
       return constraints_to_reshards(m);
@@ -196,8 +208,11 @@ Status run_sdy_export_pass(Module& m, ExportPass pass) {
       close_all(m);
       return {};
     case ExportPass::insert_explicit_reshards:
-      return each_function(m, [&m](Module& one, Func& f) -> Status {
+      return each_function(m, [&m, &options](Module& one, Func& f) -> Status {
+        // Both versions reshard call operands (one callee body serves every call).
         MESHPLAN_TRY(reshard_call_operands(one, f, m));
+        if (options.explicit_reshards == ExplicitReshards::partial)
+          return insert_explicit_reshards_partial(one);
         return insert_explicit_reshards(one);
       });
     case ExportPass::reshard_to_collectives:

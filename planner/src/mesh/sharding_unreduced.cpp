@@ -49,6 +49,8 @@ void insert_in(Module& m, const Func& f, Block& b) {
       TensorType t = m.values[v].type;
       OpId ar = m.add_op("sdy.all_reduce", {v}, {t}, m.ops[o].loc);
       m.ops[ar].reduce_axes = reduce;
+      if (!s->unreduced_kind.empty())
+        m.ops[ar].set_prop("reduction", Attr::keyword(s->unreduced_kind));
       s->unreduced = kept;
       m.ops[ar].sharding = *s;
       m.ops[o].operands[k] = m.ops[ar].results[0];

@@ -59,6 +59,11 @@ Status check_sharding(const Module& m, const TensorSharding& s, const TensorType
   }
   for (const AxisRef& a : s.replicated) MESHPLAN_TRY(use(a));
   for (const AxisRef& a : s.unreduced) MESHPLAN_TRY(use(a));
+  // Partial values are summed by the pipeline's collectives: max/min partials would come out
+  // as sums, a wrong program.
+  if (require_divisible && !s.unreduced.empty() && !s.unreduced_kind.empty())
+    return fail(ErrorCode::unimplemented, where(), ": unreduced=", s.unreduced_kind,
+                "{...}: the mesh pipeline combines partial values by sums only");
   return {};
 }
 
@@ -67,6 +72,9 @@ namespace {
 Status check_block(const Module& m, const Block& block) {
   for (OpId o : block.ops) {
     const Op& op = m.ops[o];
+    if (op.name == "sdy.all_reduce" && op.prop("reduction"))
+      return fail(ErrorCode::unimplemented, op.loc.str(), ": sdy.all_reduce ",
+                  op.prop("reduction")->text, ": the mesh pipeline reduces by sums only");
     for (size_t k = 0; k < op.shardings.size() && k < op.results.size(); ++k)
       MESHPLAN_TRY(check_sharding(m, op.shardings[k], m.values[op.results[k]].type,
                                   str(op.name, " result ", k), op.loc, true));

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "mesh/sharding_rules_shardy.hpp"
+#include "mesh/spmd_reshards_partial.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
 
@@ -308,6 +309,10 @@ Axes mesh_order(const AxisMath& math, Axes axes) {
 }  // namespace
 
 Status insert_explicit_reshards(Module& m) {
+  return insert_explicit_reshards_on(m, nullptr);
+}
+
+Status insert_explicit_reshards_on(Module& m, const std::function<bool(OpId)>& only) {
   Func* f = m.entry();
   const MeshDecl* mesh = m.main_mesh();
   if (!f || !mesh || has_manual_computation(m, *f)) return {};
@@ -338,6 +343,8 @@ Status insert_explicit_reshards(Module& m) {
       if (reduce.empty()) continue;
       OpId ar = m.add_op("sdy.all_reduce", {v}, {m.values[v].type}, m.ops[o].loc);
       m.ops[ar].reduce_axes = mesh_order(math, reduce);
+      if (!s.unreduced_kind.empty())
+        m.ops[ar].set_prop("reduction", Attr::keyword(s.unreduced_kind));
       s.unreduced = axes_minus(math, math.without_trivial(s.unreduced), reduce);
       for (auto& d : s.dims) d.open = false, d.priority = -1;
       m.ops[ar].sharding = s;
@@ -349,6 +356,10 @@ Status insert_explicit_reshards(Module& m) {
   const std::vector<OpId> body = f->body.ops;
   for (OpId o : body) {
     for (ValueId& v : m.ops[o].operands) v = remap[v];
+    if (only && !only(o)) {  // an op the caller leaves as it is
+      out.push_back(o);
+      continue;
+    }
     if (m.ops[o].name == "func.return") {
       // Results keep the partial sums their declared sharding keeps.
       reduce_unreduced(o, [&](size_t k) {

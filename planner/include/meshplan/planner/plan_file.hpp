@@ -55,6 +55,9 @@ struct FileOptions {
   /// (candidates, layout, spills, memory, emit); empty: the whole pipeline.
   std::string stop_after;
   std::string propagation;  ///< (--propagation) the strategy of stop_after=sdy-propagation.
+  /// (--explicit-reshards) "full" or "partial": the version of
+  /// stop_after=sdy-insert-explicit-reshards; empty: full. The mesh pipeline runs the full one.
+  std::string explicit_reshards;
   ModuleOutput print_module = ModuleOutput::none;  ///< (--emit=sdy|stablehlo)
   std::vector<std::string> conv2d_overrides;       ///< (--override-conv2d-config) lists.
   PlannerOptions planner;  ///< Policy, beam, spills, weights, overrides (options.mesh is set here).

@@ -32,8 +32,27 @@ std::optional<ExportPass> export_pass_from_name(std::string_view name);
 /// The stage names export_pass_from_name takes, comma-separated (for messages).
 std::string_view export_pass_names();
 
+/// Which version of sdy-insert-explicit-reshards runs (Shardy's `enable-full-version` option).
+enum class ExplicitReshards {
+  /// Every op ends with agreeing shardings, function results with their declared sharding.
+  full,
+  /// Only what a later partitioner cannot do: partial sums a use drops are all-reduced, a dot
+  /// result is resharded where that spares a reduce-scatter of a larger operand, calls and
+  /// concatenates fed other shardings are resolved as in the full version; other conflicts and
+  /// function results stay as they are.
+  partial,
+};
+
+/// "full" or "partial" (--explicit-reshards), or nullopt.
+std::optional<ExplicitReshards> explicit_reshards_from_name(std::string_view name);
+
+/// The options of the export passes.
+struct ExportOptions {
+  ExplicitReshards explicit_reshards = ExplicitReshards::full;  ///< sdy-insert-explicit-reshards
+};
+
 /// Runs one export pass on every function of the module (each seen on the mesh its shardings
 /// name first); the shardings were checked when the module was read.
-Status run_sdy_export_pass(Module& module, ExportPass pass);
+Status run_sdy_export_pass(Module& module, ExportPass pass, const ExportOptions& options = {});
 
 }  // namespace meshplan::planner::shlo

@@ -62,6 +62,9 @@ struct TensorSharding {
   std::vector<DimSharding> dims;
   std::vector<AxisRef> replicated;
   std::vector<AxisRef> unreduced;
+  /// How the unreduced partial values combine: "" (a sum), "max" or "min" (`unreduced=max{...}`).
+  /// Only sums reach the mesh pipeline (verify_shardings refuses the others).
+  std::string unreduced_kind;
   bool operator==(const TensorSharding&) const = default;
 };
 
