@@ -32,4 +32,10 @@ Status check_manual_entry(const Module& m);
 /// manual_axes={} (the pipeline's wrapped form) is left to the later passes.
 Status lower_partial_manual(Module& m);
 
+/// The module's global mesh: its first mesh with axes that is not maximal ("" when none).
+std::string global_mesh_name(const Module& m);
+/// insert_explicit_reshards (spmd.hpp) with the global mesh given: the mesh single-device
+/// (maximal-mesh) ops move their operands and results through, replicated.
+Status insert_explicit_reshards(Module& m, const std::string& global);
+
 }  // namespace meshplan::planner::shlo
