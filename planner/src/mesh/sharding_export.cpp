@@ -198,7 +198,7 @@ Status run_sdy_export_pass(Module& m, ExportPass pass) {
     case ExportPass::insert_explicit_reshards:
       return each_function(m, [&m, global = global_mesh_name(m)](Module& one, Func& f) -> Status {
         MESHPLAN_TRY(reshard_call_operands(one, f, m));
-        return insert_explicit_reshards(one, global);
+        return insert_explicit_reshards(one, global, true);
       });
     case ExportPass::reshard_to_collectives:
       return each_function(m, lower_reshards);

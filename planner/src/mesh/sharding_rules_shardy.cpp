@@ -34,8 +34,10 @@ bool scalars(const Module& m, const Op& op, size_t from) {
 }
 
 /// dynamic_slice: a dim the slice keeps whole is one factor of operand and result; a sliced
-/// dim is a factor of its own in each, needing replication.
-std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op) {
+/// dim needs replication: for propagation a factor of its own in each (nothing propagates
+/// through it), for explicit reshards (`shared`) one factor of both, as Shardy's rule states
+/// it, so that its axes can move to the dims kept whole.
+std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op, bool shared) {
   if (op.operands.empty() || op.results.size() != 1 || !scalars(m, op, 1)) return std::nullopt;
   const auto& in = shape_of(m, op.operands[0]);
   const auto& out = shape_of(m, op.results[0]);
@@ -47,7 +49,7 @@ std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op) {
       in_d[d] = out_d[d] = {b.factor(in[d], false)};
     } else {
       in_d[d] = {b.factor(in[d], true)};
-      out_d[d] = {b.factor(out[d], true)};
+      out_d[d] = shared ? in_d[d] : std::vector<int>{b.factor(out[d], true)};
     }
   }
   b.r.operands.push_back(std::move(in_d));
@@ -101,10 +103,16 @@ std::optional<FactorRule> pointwise_call(const Module& m, const Op& op) {
 
 std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;  // a stated rule wins
-  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op);
+  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op, false);
   if (op.name == "stablehlo.dynamic_update_slice") return dynamic_update_slice(m, op);
   if (op.name == "stablehlo.custom_call") return pointwise_call(m, op);
   return std::nullopt;
+}
+
+std::optional<FactorRule> shardy_reshard_rule(const Module& m, const Op& op) {
+  if (op.attr("sdy.sharding_rule")) return std::nullopt;
+  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op, true);
+  return shardy_stage_rule(m, op);
 }
 
 }  // namespace meshplan::planner::shlo

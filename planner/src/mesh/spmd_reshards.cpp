@@ -331,10 +331,10 @@ std::string global_mesh_name(const Module& m) {
 }
 
 Status insert_explicit_reshards(Module& m) {
-  return insert_explicit_reshards(m, global_mesh_name(m));
+  return insert_explicit_reshards(m, global_mesh_name(m), false);
 }
 
-Status insert_explicit_reshards(Module& m, const std::string& global) {
+Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules) {
   Func* f = m.entry();
   const MeshDecl* mesh = m.main_mesh();
   if (!f || !mesh || has_manual_computation(m, *f)) return {};
@@ -573,7 +573,9 @@ Status insert_explicit_reshards(Module& m, const std::string& global) {
         out->push_back(o);
         continue;
       }
-      FactorRule rule = MESHPLAN_TRY(sharding_rule(m, op));
+      std::optional<FactorRule> stage_rule;
+      if (shardy_rules) stage_rule = shardy_reshard_rule(m, op);
+      FactorRule rule = stage_rule ? *stage_rule : MESHPLAN_TRY(sharding_rule(m, op));
       const size_t nf = rule.factor_sizes.size();
       // Every operand and result seen through the rule, then one common factor sharding.
       std::vector<FactorTensor> ts;

@@ -35,7 +35,9 @@ Status lower_partial_manual(Module& m);
 /// The module's global mesh: its first mesh with axes that is not maximal ("" when none).
 std::string global_mesh_name(const Module& m);
 /// insert_explicit_reshards (spmd.hpp) with the global mesh given: the mesh single-device
-/// (maximal-mesh) ops move their operands and results through, replicated.
-Status insert_explicit_reshards(Module& m, const std::string& global);
+/// (maximal-mesh) ops move their operands and results through, replicated. `shardy_rules`:
+/// the `sdy-insert-explicit-reshards` stage, which takes Shardy's rules where they differ from
+/// the mesh pipeline's (shardy_stage_rule: dynamic slices keep the dims they do not slice).
+Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules);
 
 }  // namespace meshplan::planner::shlo
