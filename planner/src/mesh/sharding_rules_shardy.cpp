@@ -109,10 +109,39 @@ std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op) {
   return std::nullopt;
 }
 
-std::optional<FactorRule> shardy_reshard_rule(const Module& m, const Op& op) {
+namespace {
+
+/// pad and slice: one factor per dim of operand and result, sized as the operand's dim; a dim
+/// whose size changes is a permutation factor. The padding value is a scalar.
+std::optional<ReshardRule> pad_or_slice(const Module& m, const Op& op) {
+  const size_t scalar_from = op.name == "stablehlo.pad" ? 1 : op.operands.size();
+  if (op.operands.empty() || op.results.size() != 1 || !scalars(m, op, scalar_from))
+    return std::nullopt;
+  const auto& in = shape_of(m, op.operands[0]);
+  const auto& out = shape_of(m, op.results[0]);
+  if (in.size() != out.size()) return std::nullopt;
+  Builder b;
+  std::vector<bool> permutation;
+  std::vector<std::vector<int>> dims(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    dims[d] = {b.factor(in[d], false)};
+    permutation.push_back(in[d] != out[d]);
+  }
+  b.r.operands.push_back(dims);
+  for (size_t k = 1; k < op.operands.size(); ++k) b.r.operands.push_back({});
+  b.r.results.push_back(std::move(dims));
+  return ReshardRule{std::move(b.r), std::move(permutation)};
+}
+
+}  // namespace
+
+std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;
-  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op, true);
-  return shardy_stage_rule(m, op);
+  if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
+  std::optional<FactorRule> r =
+      op.name == "stablehlo.dynamic_slice" ? dynamic_slice(m, op, true) : shardy_stage_rule(m, op);
+  if (!r) return std::nullopt;
+  return ReshardRule{std::move(*r), {}};
 }
 
 }  // namespace meshplan::planner::shlo

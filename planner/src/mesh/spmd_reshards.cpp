@@ -79,12 +79,16 @@ bool axis_less(const AxisRef& a, const AxisRef& b) {
   return std::tie(a.name, a.pre_size, a.size) < std::tie(b.name, b.pre_size, b.size);
 }
 
+bool permutation(const std::vector<bool>& perm, size_t fi) {
+  return fi < perm.size() && perm[fi];
+}
+
 /// A factor's candidate axes when no common factor sharding exists (see common_axes).
 struct Candidate {
   size_t factor = 0;
   Axes axes;
   int64_t source_elements = 0;  ///< elements of the tensors that already hold these axes
-  int precedence = 0;           ///< pass-through 3, reduction 2, needs replication 0
+  int precedence = 0;           ///< pass-through 3, reduction 2, permutation 1, needs replication 0
   int64_t split = 0;            ///< devices these axes add to the factor's current axes
 };
 
@@ -126,13 +130,22 @@ std::optional<std::vector<Axes>> compatible_axes(const AxisMath& math, const Fac
 /// Two non-scalar tensors, one factor per dim and none needing replication: the larger tensor
 /// (then the more split one) keeps its sharding; the other's factors keep what does not clash.
 std::vector<Axes> unary_axes(const AxisMath& math, const FactorRule& rule,
-                             const std::vector<FactorTensor>& ts, size_t a, size_t b) {
+                             const std::vector<bool>& perm, const std::vector<FactorTensor>& ts,
+                             size_t a, size_t b) {
   auto devices = [&](const FactorTensor& t) {
     int64_t n = 1;
     for (const Axes& x : t.axes) n *= math.product(x);
     return n;
   };
-  if (std::pair(ts[b].elements, devices(ts[b])) > std::pair(ts[a].elements, devices(ts[a])))
+  // Shardy's preference: a tensor without sharded permutation factors, then the larger one,
+  // then the more split one.
+  auto unpermuted = [&](const FactorTensor& t) {
+    for (size_t fi = 0; fi < t.axes.size(); ++fi)
+      if (t.has[fi] && permutation(perm, fi) && !t.axes[fi].empty()) return false;
+    return true;
+  };
+  if (std::tuple(unpermuted(ts[b]), ts[b].elements, devices(ts[b])) >
+      std::tuple(unpermuted(ts[a]), ts[a].elements, devices(ts[a])))
     std::swap(a, b);
   std::vector<Axes> out(rule.factor_sizes.size());
   Axes kept;
@@ -154,7 +167,7 @@ std::vector<Axes> unary_axes(const AxisMath& math, const FactorRule& rule,
 /// other candidates that clash with it. A factor is only split once every factor before it in
 /// a dim is fully split (a dim's shards are contiguous ranges).
 std::vector<Axes> greedy_axes(const AxisMath& math, const FactorRule& rule,
-                              const std::vector<FactorTensor>& ts) {
+                              const std::vector<bool>& perm, const std::vector<FactorTensor>& ts) {
   const size_t nf = rule.factor_sizes.size();
   std::vector<std::vector<size_t>> waits(nf);  // factors that must be full first
   auto deps = [&](const std::vector<std::vector<int>>& dims) {
@@ -174,7 +187,10 @@ std::vector<Axes> greedy_axes(const AxisMath& math, const FactorRule& rule,
         Candidate c;
         c.factor = fi;
         c.axes = axes;
-        c.precedence = rule.need_replication[fi] ? 0 : rule.reduction[fi] ? 2 : 3;
+        c.precedence = rule.need_replication[fi] ? 0
+                       : rule.reduction[fi]      ? 2
+                       : permutation(perm, fi)   ? 1
+                                                 : 3;
         c.split = math.product(axes);
         cands.push_back(c);
       }
@@ -248,7 +264,7 @@ void distribute_to_batching(const AxisMath& math, const FactorRule& rule,
 /// their common sharding when they agree; else, for a unary op, the larger tensor's; else the
 /// greedy choice above.
 std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
-                              const std::vector<FactorTensor>& ts) {
+                              const std::vector<bool>& perm, const std::vector<FactorTensor>& ts) {
   if (auto same = compatible_axes(math, rule, ts)) return *same;
   std::vector<size_t> nonscalar;
   for (size_t i = 0; i < ts.size(); ++i)
@@ -260,8 +276,8 @@ std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
     for (const auto& dims : *list)
       for (const auto& dim : dims) multi |= dim.size() > 1;
   if (nonscalar.size() == 2 && !replication && !multi)
-    return unary_axes(math, rule, ts, nonscalar[0], nonscalar[1]);
-  std::vector<Axes> fs = greedy_axes(math, rule, ts);
+    return unary_axes(math, rule, perm, ts, nonscalar[0], nonscalar[1]);
+  std::vector<Axes> fs = greedy_axes(math, rule, perm, ts);
   if (replication) distribute_to_batching(math, rule, ts, fs);
   return fs;
 }
@@ -573,9 +589,10 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         out->push_back(o);
         continue;
       }
-      std::optional<FactorRule> stage_rule;
+      std::optional<ReshardRule> stage_rule;
       if (shardy_rules) stage_rule = shardy_reshard_rule(m, op);
-      FactorRule rule = stage_rule ? *stage_rule : MESHPLAN_TRY(sharding_rule(m, op));
+      const std::vector<bool> perm = stage_rule ? stage_rule->permutation : std::vector<bool>{};
+      FactorRule rule = stage_rule ? stage_rule->rule : MESHPLAN_TRY(sharding_rule(m, op));
       const size_t nf = rule.factor_sizes.size();
       // Every operand and result seen through the rule, then one common factor sharding.
       std::vector<FactorTensor> ts;
@@ -600,7 +617,7 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
       };
       for (size_t k = 0; k < op.operands.size(); ++k) add_tensor(rule.operands[k], op.operands[k]);
       for (size_t k = 0; k < op.results.size(); ++k) add_tensor(rule.results[k], op.results[k]);
-      std::vector<Axes> fs = common_axes(math, rule, ts);
+      std::vector<Axes> fs = common_axes(math, rule, perm, ts);
       // A factor can only be sharded where every factor before it in the same dim is fully
       // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
       // keep "x" on the minor factor, so the operand is resharded first.
