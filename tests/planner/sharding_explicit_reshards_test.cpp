@@ -353,3 +353,24 @@ func.func public @main(%arg0: tensor<28x28x16xf32> {sdy.sharding = #sdy.sharding
                   "  %1 = sdy.reshard %0 <@mesh, [{}, {}, {\"x\"}]> : tensor<30x26x16xf32>\n") !=
         std::string::npos);
 }
+
+TEST_CASE("explicit reshards: plans refuse a maximal mesh with a located error") {
+  // The mesh pipeline has no value that lives on one device: an op placed so is refused where
+  // it is written, naming the mesh (the sdy stage above shows Shardy's reshards instead).
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev1 = <[], device_ids=[1]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@dev1, []>]>} : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)",
+                        "p.mlir");
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE(!s.has_value());
+  CHECK(s.error().message.find("p.mlir:4:3: stablehlo.negate has a single-device (maximal) "
+                               "sharding on @dev1") != std::string::npos);
+}

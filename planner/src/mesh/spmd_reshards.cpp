@@ -545,6 +545,12 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
                       s.mesh);
         single = s.mesh;
       }
+      // Plans do not place values on one device (the per-device program has no such value).
+      if (!single.empty() && !shardy_rules)
+        return fail(ErrorCode::unimplemented, op.loc.str(), ": ", op.name,
+                    " has a single-device (maximal) sharding on @", single,
+                    "; plans do not support maximal meshes (the sdy-insert-explicit-reshards "
+                    "stage shows the reshards Shardy inserts for it)");
       if (!single.empty() && !global.empty()) {
         const TensorSharding on_device{single, {}, {}, {}};
         for (size_t k = 0; k < op.operands.size(); ++k) {
