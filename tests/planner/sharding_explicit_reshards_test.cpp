@@ -374,3 +374,21 @@ func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mes
   CHECK(s.error().message.find("p.mlir:4:3: stablehlo.negate has a single-device (maximal) "
                                "sharding on @dev1") != std::string::npos);
 }
+
+TEST_CASE("explicit reshards: a reverse computes as the tensor without sharded reversed dims") {
+  // Shardy's reverse rule: reversed dims are permutation factors. The result is split along
+  // the reversed dim 1, the operand is not: the reverse keeps the operand's sharding, and the
+  // result moves after it (the same number of elements on both sides).
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> (tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = stablehlo.reverse %arg0, dims = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = stablehlo.reverse %arg0, dims = [1] {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"y\"}, {}]>]>} : tensor<4x8xf32>\n"
+                 "  %1 = sdy.reshard %0 <@mesh, [{}, {\"x\"}]> : tensor<4x8xf32>\n"
+                 "  return %1") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 1);
+}

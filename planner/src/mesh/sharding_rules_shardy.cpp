@@ -138,6 +138,16 @@ std::optional<ReshardRule> pad_or_slice(const Module& m, const Op& op) {
 std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;
   if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
+  if (op.name == "stablehlo.reverse") {
+    // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
+    // need replication), the others pass through.
+    auto r = sharding_rule(m, op);
+    if (!r) return std::nullopt;
+    ReshardRule out{std::move(*r), {}};
+    out.permutation = out.rule.need_replication;
+    out.rule.need_replication.assign(out.permutation.size(), false);
+    return out;
+  }
   std::optional<FactorRule> r =
       op.name == "stablehlo.dynamic_slice" ? dynamic_slice(m, op, true) : shardy_stage_rule(m, op);
   if (!r) return std::nullopt;
