@@ -349,3 +349,230 @@ func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@me
   CHECK(got.error().message.find("stablehlo.dot_general") != std::string::npos);
   CHECK(got.error().message.find("unreduced {\"x\"}") != std::string::npos);
 }
+
+// Shardy's maximal meshes (`<[], device_ids=[k]>`): an op whose result lives on one device gets
+// its operands there through the module's global mesh (its first mesh with axes), replicated,
+// and gives its results back replicated on that mesh; its own result sharding becomes `[]` on
+// the single device. Users then reshard from the replicated value as for any other operand.
+TEST_CASE("explicit reshards: an op on a maximal mesh goes through the global mesh replicated") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev1 = <[], device_ids=[1]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.custom_call @Host(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@dev1, []>]>} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{}, {}]> : tensor<8x4xf32>\n"
+                 "  %1 = sdy.reshard %0 <@dev1, []> : tensor<8x4xf32>\n"
+                 "  %2 = stablehlo.custom_call @Host(%1) {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@dev1, []>]>} : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+                 "  %3 = sdy.reshard %2 <@mesh, [{}, {}]> : tensor<8x4xf32>\n"
+                 "  %4 = sdy.reshard %3 <@mesh, [{\"x\"}, {}]> : tensor<8x4xf32>\n"
+                 "  return %4 : tensor<8x4xf32>\n") != std::string::npos);
+  // A replicated operand on the global mesh goes to the device directly; a result whose own
+  // sharding is on the mesh comes back replicated and then to that sharding.
+  const std::string mixed = R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev0 = <[], device_ids=[0]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}, tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0:2 = stablehlo.custom_call @Two(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@dev0, []>, <@mesh, [{"x"}, {}]>]>} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  return %0#0, %0#1 : tensor<8x4xf32>, tensor<8x4xf32>
+}
+)";
+  std::string two = reshards(mixed);
+  CHECK(two.find("  %0 = sdy.reshard %arg0 <@dev0, []> : tensor<8x4xf32>\n"
+                 "  %1:2 = stablehlo.custom_call @Two(%0) {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@dev0, []>, <@dev0, []>]>} : (tensor<8x4xf32>) -> "
+                 "(tensor<8x4xf32>, tensor<8x4xf32>)\n"
+                 "  %2 = sdy.reshard %1#0 <@mesh, [{}, {}]> : tensor<8x4xf32>\n"
+                 "  %3 = sdy.reshard %1#1 <@mesh, [{}, {}]> : tensor<8x4xf32>\n"
+                 "  %4 = sdy.reshard %3 <@mesh, [{\"x\"}, {}]> : tensor<8x4xf32>\n"
+                 "  return %2, %4 : tensor<8x4xf32>, tensor<8x4xf32>\n") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: maximal shardings where Shardy refuses them are located errors") {
+  auto error_of = [](const std::string& text) {
+    auto m = parse_module(text, "r.mlir");
+    REQUIRE_MESSAGE(m.has_value(), m.error().message);
+    auto s = run_sdy_export_pass(*m, *export_pass_from_name("sdy-insert-explicit-reshards"));
+    REQUIRE(!s.has_value());
+    return s.error().message;
+  };
+  const std::string arg = error_of(R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev0 = <[], device_ids=[0]>
+func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@dev0, []>}) -> tensor<8xf32> {
+  return %arg0 : tensor<8xf32>
+}
+)");
+  CHECK(arg.find("r.mlir:3:1") != std::string::npos);
+  CHECK(arg.find("argument 0 cannot have a single-device (maximal) sharding @dev0") !=
+        std::string::npos);
+  const std::string conflict = error_of(R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev0 = <[], device_ids=[0]>
+sdy.mesh @dev1 = <[], device_ids=[1]>
+func.func public @main(%arg0: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0:2 = stablehlo.custom_call @Two(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@dev0, []>, <@dev1, []>]>} : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return %0#0, %0#1 : tensor<8xf32>, tensor<8xf32>
+}
+)");
+  CHECK(conflict.find("r.mlir:5:") != std::string::npos);
+  CHECK(conflict.find("conflicting single-device result shardings @dev0 and @dev1") !=
+        std::string::npos);
+}
+
+// Data-flow edges (Shardy's ShardableDataFlowOpInterface): a while's result owns the edge
+// through its operand, its regions' arguments and the value its body yields; the ops inside
+// its body see the arguments with the result's sharding, and each source that differs is
+// resharded right after it is defined (a function argument: at the start of the body).
+const std::string kWhile = R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
+func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %c_0 = stablehlo.constant dense<1> : tensor<i32>
+  %c_1 = stablehlo.constant dense<3> : tensor<i32>
+  %0:2 = stablehlo.while(%iterArg = %arg0, %iterArg_2 = %c) : tensor<8xf32>, tensor<i32> attributes {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}]>, <@mesh, []>]>}
+   cond {
+    %1 = stablehlo.compare  LT, %iterArg_2, %c_1 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %1 = stablehlo.add %iterArg_2, %c_0 : tensor<i32>
+    %2 = stablehlo.negate %iterArg {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : tensor<8xf32>
+    stablehlo.return %2, %1 : tensor<8xf32>, tensor<i32>
+  }
+  return %0#0 : tensor<8xf32>
+}
+)";
+
+TEST_CASE("explicit reshards: a while's operand, body arguments and yield follow its sharding") {
+  // The bound is an argument (with a constant bound the importer unrolls the loop).
+  std::string text = kWhile;
+  text.replace(text.find("%c_1 = stablehlo.constant dense<3>"), 35,
+               "%c_1 = stablehlo.add %arg1, %arg1");
+  text.replace(text.find(") -> (tensor<8xf32>"), 1, ", %arg1: tensor<i32>)");
+  std::string got = reshards(text);
+  // The operand: right after %arg0 is defined, i.e. first in the function.
+  CHECK(got.find(") {\n  %0 = sdy.reshard %arg0 <@mesh, [{\"y\"}]> : tensor<8xf32>\n"
+                 "  %c = stablehlo.constant") != std::string::npos);
+  CHECK(got.find("  %1 = stablehlo.add %arg1, %arg1 : tensor<i32>\n") != std::string::npos);
+  CHECK(got.find("  %2:2 = stablehlo.while(%iterArg = %0, %iterArg_1 = %c)") != std::string::npos);
+  // Inside the body the argument is on "y"; the negate wants "x" (4 devices, more split): the
+  // argument moves before it, and the value the body yields moves back to "y" after it.
+  CHECK(got.find("    %4 = sdy.reshard %iterArg <@mesh, [{\"x\"}]> : tensor<8xf32>\n"
+                 "    %5 = stablehlo.negate %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{\"x\"}]>]>} : tensor<8xf32>\n"
+                 "    %6 = sdy.reshard %5 <@mesh, [{\"y\"}]> : tensor<8xf32>\n"
+                 "    stablehlo.return %6, %3 : tensor<8xf32>, tensor<i32>\n") !=
+        std::string::npos);
+  // The scalar counter is replicated on both sides: no reshard for it.
+  CHECK(count(got, "sdy.reshard") == 3);
+  // On the emulated mesh (the importer unrolls the three iterations), equal to one device.
+  check_equals_one_device(kWhile, 0);
+}
+
+TEST_CASE("explicit reshards: each case branch yields the case's sharding") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
+func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, %arg1: tensor<i32>) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) {
+  %0 = "stablehlo.case"(%arg1) ({
+    stablehlo.return %arg0 : tensor<8xf32>
+  }, {
+    %1 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : tensor<8xf32>
+    stablehlo.return %1 : tensor<8xf32>
+  }) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}]>]>} : (tensor<i32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+)";
+  std::string got = reshards(text);
+  // Branch 0 yields the function argument: resharded at the start of the function; branch 1
+  // yields the abs: resharded right after it, inside the branch.
+  CHECK(got.find(") {\n  %0 = sdy.reshard %arg0 <@mesh, [{\"y\"}]> : tensor<8xf32>\n"
+                 "  %1 = \"stablehlo.case\"(%arg1) ({\n"
+                 "    stablehlo.return %0 : tensor<8xf32>\n") != std::string::npos);
+  CHECK(got.find("    %2 = stablehlo.abs %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{\"x\"}]>]>} : tensor<8xf32>\n"
+                 "    %3 = sdy.reshard %2 <@mesh, [{\"y\"}]> : tensor<8xf32>\n"
+                 "    stablehlo.return %3 : tensor<8xf32>\n") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 2);
+}
+
+TEST_CASE("explicit reshards: a dynamic_slice moves the axes of its sliced dims to kept dims") {
+  // Shardy's rule: one factor per dim shared by operand and result; the sliced dims (4 -> 1,
+  // 8 -> 2) need replication, so their axes ("x" then "y") go to the dim kept whole (32).
+  const std::string text = R"(sdy.mesh @mesh = <["x"=4, "y"=2]>
+func.func public @main(%arg0: tensor<32x4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}, {"y"}]>}, %arg1: tensor<i32>, %arg2: tensor<i32>, %arg3: tensor<i32>) -> (tensor<32x1x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"y"}]>}) {
+  %0 = stablehlo.dynamic_slice %arg0, %arg1, %arg2, %arg3, sizes = [32, 1, 2] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}, {"y"}]>]>} : (tensor<32x4x8xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<32x1x2xf32>
+  return %0 : tensor<32x1x2xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{\"x\", \"y\"}, {}, {}]> : tensor<32x4x8xf32>\n"
+                 "  %1 = stablehlo.dynamic_slice %0, %arg1, %arg2, %arg3, sizes = [32, 1, 2] "
+                 "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\", \"y\"}, {}, {}]>]>} : "
+                 "(tensor<32x4x8xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> "
+                 "tensor<32x1x2xf32>\n"
+                 "  %2 = sdy.reshard %1 <@mesh, [{}, {}, {\"y\"}]> : tensor<32x1x2xf32>\n"
+                 "  return %2") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a pad prefers the tensor whose padded dims are not sharded") {
+  // Shardy's pad rule: one factor per dim, the padded dim (28 -> 30) a permutation factor. The
+  // operand (12544 elements) is larger than the result (12480) but has "z" on the padded dim:
+  // the result's sharding wins and the operand moves to it before the pad.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=4, "y"=2, "z"=4]>
+func.func public @main(%arg0: tensor<28x28x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"z"}, {}, {"x"}]>}, %arg1: tensor<f32>) -> (tensor<30x26x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"x"}]>}) {
+  %0 = stablehlo.pad %arg0, %arg1, low = [1, -1, 0], high = [1, -1, 0], interior = [0, 0, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}, {"x"}]>]>} : (tensor<28x28x16xf32>, tensor<f32>) -> tensor<30x26x16xf32>
+  return %0 : tensor<30x26x16xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{}, {}, {\"x\"}]> : tensor<28x28x16xf32>\n"
+                 "  %1 = stablehlo.pad %0, %arg1") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 1);
+  // Neither side sharded on a padded dim: the larger tensor (the operand) keeps its sharding
+  // and the result moves after the pad.
+  std::string plain = text;
+  plain.replace(plain.find("[{\"z\"}, {}, {\"x\"}]"), 18, "[{}, {}, {\"y\"}]");
+  std::string kept = reshards(plain);
+  CHECK(kept.find("  %0 = stablehlo.pad %arg0, %arg1, low = [1, -1, 0], high = [1, -1, 0], "
+                  "interior = [0, 0, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, "
+                  "{}, {\"y\"}]>]>} : (tensor<28x28x16xf32>, tensor<f32>) -> tensor<30x26x16xf32>\n"
+                  "  %1 = sdy.reshard %0 <@mesh, [{}, {}, {\"x\"}]> : tensor<30x26x16xf32>\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("explicit reshards: plans refuse a maximal mesh with a located error") {
+  // The mesh pipeline has no value that lives on one device: an op placed so is refused where
+  // it is written, naming the mesh (the sdy stage above shows Shardy's reshards instead).
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
+sdy.mesh @dev1 = <[], device_ids=[1]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@dev1, []>]>} : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)",
+                        "p.mlir");
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE(!s.has_value());
+  CHECK(s.error().message.find("p.mlir:4:3: stablehlo.negate has a single-device (maximal) "
+                               "sharding on @dev1") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a reverse computes as the tensor without sharded reversed dims") {
+  // Shardy's reverse rule: reversed dims are permutation factors. The result is split along
+  // the reversed dim 1, the operand is not: the reverse keeps the operand's sharding, and the
+  // result moves after it (the same number of elements on both sides).
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> (tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = stablehlo.reverse %arg0, dims = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = stablehlo.reverse %arg0, dims = [1] {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"y\"}, {}]>]>} : tensor<4x8xf32>\n"
+                 "  %1 = sdy.reshard %0 <@mesh, [{}, {\"x\"}]> : tensor<4x8xf32>\n"
+                 "  return %1") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 1);
+}

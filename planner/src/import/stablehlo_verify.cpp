@@ -106,6 +106,13 @@ class Verifier {
                     kMaxAxisSize * kMaxAxisSize, " devices");
     }
     if (mesh.device_ids.empty()) return {};
+    // A maximal mesh (`<[], device_ids=[3]>`) names the one device a tensor lives on.
+    if (mesh.axes.empty() && mesh.device_ids.size() == 1) {
+      if (mesh.device_ids[0] < 0)
+        return fail(ErrorCode::invalid_argument, where(), ": device id ", mesh.device_ids[0],
+                    " is negative");
+      return {};
+    }
     if (static_cast<int64_t>(mesh.device_ids.size()) != devices)
       return fail(ErrorCode::invalid_argument, where(), ": device_ids lists ",
                   mesh.device_ids.size(), " devices, the axes make ", devices);

@@ -208,12 +208,13 @@ Status run_sdy_export_pass(Module& m, ExportPass pass, const ExportOptions& opti
       close_all(m);
       return {};
     case ExportPass::insert_explicit_reshards:
-      return each_function(m, [&m, &options](Module& one, Func& f) -> Status {
+      return each_function(m, [&m, &options, global = global_mesh_name(m)](Module& one,
+                                                                          Func& f) -> Status {
         // Both versions reshard call operands (one callee body serves every call).
         MESHPLAN_TRY(reshard_call_operands(one, f, m));
         if (options.explicit_reshards == ExplicitReshards::partial)
           return insert_explicit_reshards_partial(one);
-        return insert_explicit_reshards(one);
+        return insert_explicit_reshards(one, global, true);
       });
     case ExportPass::reshard_to_collectives:
       return each_function(m, lower_reshards);

@@ -34,8 +34,10 @@ bool scalars(const Module& m, const Op& op, size_t from) {
 }
 
 /// dynamic_slice: a dim the slice keeps whole is one factor of operand and result; a sliced
-/// dim is a factor of its own in each, needing replication.
-std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op) {
+/// dim needs replication: for propagation a factor of its own in each (nothing propagates
+/// through it), for explicit reshards (`shared`) one factor of both, as Shardy's rule states
+/// it, so that its axes can move to the dims kept whole.
+std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op, bool shared) {
   if (op.operands.empty() || op.results.size() != 1 || !scalars(m, op, 1)) return std::nullopt;
   const auto& in = shape_of(m, op.operands[0]);
   const auto& out = shape_of(m, op.results[0]);
@@ -47,7 +49,7 @@ std::optional<FactorRule> dynamic_slice(const Module& m, const Op& op) {
       in_d[d] = out_d[d] = {b.factor(in[d], false)};
     } else {
       in_d[d] = {b.factor(in[d], true)};
-      out_d[d] = {b.factor(out[d], true)};
+      out_d[d] = shared ? in_d[d] : std::vector<int>{b.factor(out[d], true)};
     }
   }
   b.r.operands.push_back(std::move(in_d));
@@ -101,10 +103,55 @@ std::optional<FactorRule> pointwise_call(const Module& m, const Op& op) {
 
 std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;  // a stated rule wins
-  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op);
+  if (op.name == "stablehlo.dynamic_slice") return dynamic_slice(m, op, false);
   if (op.name == "stablehlo.dynamic_update_slice") return dynamic_update_slice(m, op);
   if (op.name == "stablehlo.custom_call") return pointwise_call(m, op);
   return std::nullopt;
+}
+
+namespace {
+
+/// pad and slice: one factor per dim of operand and result, sized as the operand's dim; a dim
+/// whose size changes is a permutation factor. The padding value is a scalar.
+std::optional<ReshardRule> pad_or_slice(const Module& m, const Op& op) {
+  const size_t scalar_from = op.name == "stablehlo.pad" ? 1 : op.operands.size();
+  if (op.operands.empty() || op.results.size() != 1 || !scalars(m, op, scalar_from))
+    return std::nullopt;
+  const auto& in = shape_of(m, op.operands[0]);
+  const auto& out = shape_of(m, op.results[0]);
+  if (in.size() != out.size()) return std::nullopt;
+  Builder b;
+  std::vector<bool> permutation;
+  std::vector<std::vector<int>> dims(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    dims[d] = {b.factor(in[d], false)};
+    permutation.push_back(in[d] != out[d]);
+  }
+  b.r.operands.push_back(dims);
+  for (size_t k = 1; k < op.operands.size(); ++k) b.r.operands.push_back({});
+  b.r.results.push_back(std::move(dims));
+  return ReshardRule{std::move(b.r), std::move(permutation)};
+}
+
+}  // namespace
+
+std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
+  if (op.attr("sdy.sharding_rule")) return std::nullopt;
+  if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
+  if (op.name == "stablehlo.reverse") {
+    // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
+    // need replication), the others pass through.
+    auto r = sharding_rule(m, op);
+    if (!r) return std::nullopt;
+    ReshardRule out{std::move(*r), {}};
+    out.permutation = out.rule.need_replication;
+    out.rule.need_replication.assign(out.permutation.size(), false);
+    return out;
+  }
+  std::optional<FactorRule> r =
+      op.name == "stablehlo.dynamic_slice" ? dynamic_slice(m, op, true) : shardy_stage_rule(m, op);
+  if (!r) return std::nullopt;
+  return ReshardRule{std::move(*r), {}};
 }
 
 }  // namespace meshplan::planner::shlo

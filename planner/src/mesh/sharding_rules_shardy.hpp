@@ -12,6 +12,18 @@ namespace meshplan::planner::shlo {
 /// mesh pipeline's rule: `dynamic_slice`, `dynamic_update_slice` and the custom calls Shardy
 /// treats as pointwise (`MoveToHost`, `MoveToDevice`, ...). nullopt: use sharding_rule.
 std::optional<FactorRule> shardy_stage_rule(const Module& m, const Op& op);
+/// A rule of the `sdy-insert-explicit-reshards` stage and its permutation factors (Shardy's
+/// kPermutation: factors whose elements change place along their dim, e.g. padded or sliced
+/// dims; empty: none).
+struct ReshardRule {
+  FactorRule rule;
+  std::vector<bool> permutation;
+};
+/// The rule that stage takes where Shardy's differs from the mesh pipeline's: a dynamic_slice's
+/// sliced dims are one factor of operand and result needing replication, pad and slice have
+/// one factor per dim, permutation factors where the size changes, and a reverse's reversed
+/// dims are permutation factors. nullopt: sharding_rule.
+std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op);
 
 /// The rule Shardy's op sharding rule registry gives ops the general rules do not cover:
 /// cholesky, triangular_solve, rng_bit_generator, collective_broadcast, bitcast_convert

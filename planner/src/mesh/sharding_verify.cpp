@@ -29,6 +29,10 @@ Status check_sharding(const Module& m, const TensorSharding& s, const TensorType
   if (!mesh)
     return fail(ErrorCode::invalid_argument, where(), " names mesh @", s.mesh,
                 ", which the module does not declare");
+  // A maximal mesh (one device, no axes) places the whole tensor on that device: `[]`.
+  if (mesh->axes.empty() && mesh->device_ids.size() == 1 && s.dims.empty() &&
+      s.replicated.empty() && s.unreduced.empty())
+    return {};
   if (s.dims.size() != type.shape.size())
     return fail(ErrorCode::invalid_argument, where(), " has ", s.dims.size(), " dims for a rank-",
                 type.shape.size(), " tensor");

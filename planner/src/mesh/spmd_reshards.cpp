@@ -2,6 +2,7 @@
 // sdy-insert-explicit-reshards), partial sums along sharded reduction factors become
 // sdy.all_reduce, and results placed otherwise than propagation decided are resharded after.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -79,12 +80,16 @@ bool axis_less(const AxisRef& a, const AxisRef& b) {
   return std::tie(a.name, a.pre_size, a.size) < std::tie(b.name, b.pre_size, b.size);
 }
 
+bool permutation(const std::vector<bool>& perm, size_t fi) {
+  return fi < perm.size() && perm[fi];
+}
+
 /// A factor's candidate axes when no common factor sharding exists (see common_axes).
 struct Candidate {
   size_t factor = 0;
   Axes axes;
   int64_t source_elements = 0;  ///< elements of the tensors that already hold these axes
-  int precedence = 0;           ///< pass-through 3, reduction 2, needs replication 0
+  int precedence = 0;           ///< pass-through 3, reduction 2, permutation 1, needs replication 0
   int64_t split = 0;            ///< devices these axes add to the factor's current axes
 };
 
@@ -126,13 +131,22 @@ std::optional<std::vector<Axes>> compatible_axes(const AxisMath& math, const Fac
 /// Two non-scalar tensors, one factor per dim and none needing replication: the larger tensor
 /// (then the more split one) keeps its sharding; the other's factors keep what does not clash.
 std::vector<Axes> unary_axes(const AxisMath& math, const FactorRule& rule,
-                             const std::vector<FactorTensor>& ts, size_t a, size_t b) {
+                             const std::vector<bool>& perm, const std::vector<FactorTensor>& ts,
+                             size_t a, size_t b) {
   auto devices = [&](const FactorTensor& t) {
     int64_t n = 1;
     for (const Axes& x : t.axes) n *= math.product(x);
     return n;
   };
-  if (std::pair(ts[b].elements, devices(ts[b])) > std::pair(ts[a].elements, devices(ts[a])))
+  // Shardy's preference: a tensor without sharded permutation factors, then the larger one,
+  // then the more split one.
+  auto unpermuted = [&](const FactorTensor& t) {
+    for (size_t fi = 0; fi < t.axes.size(); ++fi)
+      if (t.has[fi] && permutation(perm, fi) && !t.axes[fi].empty()) return false;
+    return true;
+  };
+  if (std::tuple(unpermuted(ts[b]), ts[b].elements, devices(ts[b])) >
+      std::tuple(unpermuted(ts[a]), ts[a].elements, devices(ts[a])))
     std::swap(a, b);
   std::vector<Axes> out(rule.factor_sizes.size());
   Axes kept;
@@ -154,7 +168,7 @@ std::vector<Axes> unary_axes(const AxisMath& math, const FactorRule& rule,
 /// other candidates that clash with it. A factor is only split once every factor before it in
 /// a dim is fully split (a dim's shards are contiguous ranges).
 std::vector<Axes> greedy_axes(const AxisMath& math, const FactorRule& rule,
-                              const std::vector<FactorTensor>& ts) {
+                              const std::vector<bool>& perm, const std::vector<FactorTensor>& ts) {
   const size_t nf = rule.factor_sizes.size();
   std::vector<std::vector<size_t>> waits(nf);  // factors that must be full first
   auto deps = [&](const std::vector<std::vector<int>>& dims) {
@@ -174,7 +188,10 @@ std::vector<Axes> greedy_axes(const AxisMath& math, const FactorRule& rule,
         Candidate c;
         c.factor = fi;
         c.axes = axes;
-        c.precedence = rule.need_replication[fi] ? 0 : rule.reduction[fi] ? 2 : 3;
+        c.precedence = rule.need_replication[fi] ? 0
+                       : rule.reduction[fi]      ? 2
+                       : permutation(perm, fi)   ? 1
+                                                 : 3;
         c.split = math.product(axes);
         cands.push_back(c);
       }
@@ -248,7 +265,7 @@ void distribute_to_batching(const AxisMath& math, const FactorRule& rule,
 /// their common sharding when they agree; else, for a unary op, the larger tensor's; else the
 /// greedy choice above.
 std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
-                              const std::vector<FactorTensor>& ts) {
+                              const std::vector<bool>& perm, const std::vector<FactorTensor>& ts) {
   if (auto same = compatible_axes(math, rule, ts)) return *same;
   std::vector<size_t> nonscalar;
   for (size_t i = 0; i < ts.size(); ++i)
@@ -260,8 +277,8 @@ std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
     for (const auto& dims : *list)
       for (const auto& dim : dims) multi |= dim.size() > 1;
   if (nonscalar.size() == 2 && !replication && !multi)
-    return unary_axes(math, rule, ts, nonscalar[0], nonscalar[1]);
-  std::vector<Axes> fs = greedy_axes(math, rule, ts);
+    return unary_axes(math, rule, perm, ts, nonscalar[0], nonscalar[1]);
+  std::vector<Axes> fs = greedy_axes(math, rule, perm, ts);
   if (replication) distribute_to_batching(math, rule, ts, fs);
   return fs;
 }
@@ -306,28 +323,70 @@ Axes mesh_order(const AxisMath& math, Axes axes) {
   return math.normalize(std::move(axes));
 }
 
+/// A mesh of one device and no axes (`<[], device_ids=[3]>`): Shardy's maximal mesh, which
+/// places a whole tensor on that device alone.
+bool maximal(const Module& m, const std::string& name) {
+  const MeshDecl* d = m.mesh(name);
+  return d && d->axes.empty() && d->device_ids.size() == 1;
+}
+
+bool is_token(const Module& m, ValueId v) {
+  return m.values[v].type.element == kTokenType;
+}
+
+bool fully_replicated(const TensorSharding& s) {
+  return s.unreduced.empty() && std::all_of(s.dims.begin(), s.dims.end(),
+                                            [](const DimSharding& d) { return d.axes.empty(); });
+}
+
 }  // namespace
 
+std::string global_mesh_name(const Module& m) {
+  for (const MeshDecl& d : m.meshes)
+    if (!d.axes.empty() && !maximal(m, d.name)) return d.name;
+  return {};
+}
+
 Status insert_explicit_reshards(Module& m) {
-  return insert_explicit_reshards_on(m, nullptr);
+  return insert_explicit_reshards(m, global_mesh_name(m), false);
 }
 
 Status insert_explicit_reshards_on(Module& m, const std::function<bool(OpId)>& only) {
+  return insert_explicit_reshards(m, global_mesh_name(m), true, only);
+}
+
+Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules,
+                                const std::function<bool(OpId)>& only) {
   Func* f = m.entry();
   const MeshDecl* mesh = m.main_mesh();
   if (!f || !mesh || has_manual_computation(m, *f)) return {};
+  // A whole function's inputs and outputs live on the mesh, never on one device.
+  for (size_t i = 0; i < f->args.size(); ++i)
+    if (auto s = m.values[f->args[i].value].sharding; s && maximal(m, s->mesh))
+      return fail(ErrorCode::invalid_argument, f->loc.str(), ": function @", f->name, " argument ",
+                  i, " cannot have a single-device (maximal) sharding @", s->mesh);
+  for (size_t i = 0; i < f->results.size(); ++i)
+    if (const auto& s = f->results[i].sharding; s && maximal(m, s->mesh))
+      return fail(ErrorCode::invalid_argument, f->loc.str(), ": function @", f->name, " result ", i,
+                  " cannot have a single-device (maximal) sharding @", s->mesh);
   AxisMath math{*mesh};
-  std::vector<OpId> out;
+  std::vector<OpId>* out = nullptr;  // the block being rewritten
   std::vector<ValueId> remap(m.values.size());
   for (ValueId v = 0; v < remap.size(); ++v) remap[v] = v;
+  // Block arguments of a while's regions have the sharding of the while's result they carry.
+  std::map<ValueId, TensorSharding> arg_sharding;
+  auto stated = [&](ValueId v) -> std::optional<TensorSharding> {
+    if (auto it = arg_sharding.find(v); it != arg_sharding.end()) return it->second;
+    return sharding_of(m, v);
+  };
   auto current = [&](ValueId v) {
-    auto s = sharding_of(m, v);
+    auto s = stated(v);
     return s ? *s : replicated_sharding(mesh->name, m.values[v].type.shape.size());
   };
   auto reshard = [&](ValueId v, const TensorSharding& to, const Location& loc) {
     OpId r = m.add_op("sdy.reshard", {v}, {m.values[v].type}, loc);
     m.ops[r].sharding = to;
-    out.push_back(r);
+    out->push_back(r);
     remap.resize(m.values.size());
     remap.back() = static_cast<ValueId>(m.values.size() - 1);
     return m.ops[r].results[0];
@@ -348,179 +407,337 @@ Status insert_explicit_reshards_on(Module& m, const std::function<bool(OpId)>& o
       s.unreduced = axes_minus(math, math.without_trivial(s.unreduced), reduce);
       for (auto& d : s.dims) d.open = false, d.priority = -1;
       m.ops[ar].sharding = s;
-      out.push_back(ar);
+      out->push_back(ar);
       remap.resize(m.values.size());
       m.ops[o].operands[k] = remap.back() = m.ops[ar].results[0];
     }
   };
-  const std::vector<OpId> body = f->body.ops;
-  for (OpId o : body) {
-    for (ValueId& v : m.ops[o].operands) v = remap[v];
-    if (only && !only(o)) {  // an op the caller leaves as it is
-      out.push_back(o);
-      continue;
-    }
-    if (m.ops[o].name == "func.return") {
-      // Results keep the partial sums their declared sharding keeps.
-      reduce_unreduced(o, [&](size_t k) {
-        const auto& want = k < f->results.size() ? f->results[k].sharding : std::nullopt;
-        return want ? want->unreduced : Axes{};
-      });
-    } else if (m.ops[o].name != "stablehlo.constant") {
-      // An op keeps the partial sums its (first) result keeps; a reshard what its target keeps.
-      const Op& op = m.ops[o];
-      Axes keep;
-      if (op.sharding)
-        keep = op.sharding->unreduced;
-      else if (!op.results.empty())
-        keep = current(op.results[0]).unreduced;
-      reduce_unreduced(o, [&](size_t) { return keep; });
-    }
-    const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
-    if (op.name == "func.return") {
-      for (size_t k = 0; k < op.operands.size(); ++k) {
-        const auto& want = f->results[k].sharding;
-        ValueId v = op.operands[k];
-        if (want && !same_placement(math, current(v), *want)) {
-          ValueId nv = reshard(v, *want, op.loc);
-          m.ops[o].operands[k] = nv;
-        }
+  // Blocks being rewritten, outermost first: their ops so far and their arguments.
+  std::vector<std::pair<std::vector<OpId>*, std::vector<ValueId>>> open;
+  // Puts reshard `r` right after the op defining `v` (at the start of the block whose argument
+  // it is) among the finished regions of data-flow op `host` and the blocks being rewritten.
+  auto insert_after = [&](ValueId v, OpId r, OpId host) {
+    const OpId def = m.values[v].def;
+    auto place = [&](std::vector<OpId>& ops, const std::vector<ValueId>& args) {
+      if (def == kNone) {
+        if (std::find(args.begin(), args.end(), v) == args.end()) return false;
+        ops.insert(ops.begin(), r);
+        return true;
       }
-      out.push_back(o);
-      continue;
-    }
-    // Sharding ops, constants and collectives written in the program keep what they have.
-    const bool written_collective =
-        op.name == "stablehlo.all_gather" || op.name == "stablehlo.all_reduce" ||
-        op.name == "stablehlo.reduce_scatter" || op.name == "stablehlo.all_to_all" ||
-        op.name == "stablehlo.collective_permute";
-    // (Inside a partial manual computation's body they carry a rule along the free axes.)
-    if (op.sharding || op.name == "stablehlo.constant" ||
-        (written_collective && !op.attr("sdy.sharding_rule")) || shardy_skips_op(m, op)) {
-      out.push_back(o);
-      continue;
-    }
-    FactorRule rule = MESHPLAN_TRY(sharding_rule(m, op));
-    const size_t nf = rule.factor_sizes.size();
-    // Every operand and result seen through the rule, then one common factor sharding.
-    std::vector<FactorTensor> ts;
-    auto add_tensor = [&](const std::vector<std::vector<int>>& dims, ValueId v) {
-      FactorTensor t;
-      t.has.assign(nf, false);
-      for (const auto& dim : dims)
-        for (int f32 : dim) t.has[static_cast<size_t>(f32)] = true;
-      const TensorSharding now = current(v);
-      t.axes = project(math, rule, dims, now);
-      // A dim of one factor gives it all its axes, also those that do not divide it (Shardy
-      // keeps such an uneven split on the factor; `project` drops what does not divide).
-      for (size_t d = 0; d < dims.size() && d < now.dims.size(); ++d)
-        if (dims[d].size() == 1)
-          t.axes[static_cast<size_t>(dims[d][0])] =
-              math.normalize(math.without_trivial(now.dims[d].axes));
-      for (Axes& a : t.axes)
-        for (AxisRef& r : a) r = canonical(math, r);
-      t.elements = 1;
-      for (int64_t d : m.values[v].type.shape) t.elements *= d;
-      ts.push_back(std::move(t));
+      auto at = std::find(ops.begin(), ops.end(), def);
+      if (at == ops.end()) return false;
+      ops.insert(at + 1, r);
+      return true;
     };
-    for (size_t k = 0; k < op.operands.size(); ++k) add_tensor(rule.operands[k], op.operands[k]);
-    for (size_t k = 0; k < op.results.size(); ++k) add_tensor(rule.results[k], op.results[k]);
-    std::vector<Axes> fs = common_axes(math, rule, ts);
-    // A factor can only be sharded where every factor before it in the same dim is fully
-    // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
-    // keep "x" on the minor factor, so the operand is resharded first.
-    for (bool changed = true; changed;) {
-      changed = false;
-      auto legalize = [&](const std::vector<std::vector<int>>& dims) {
-        for (const auto& dim : dims) {
-          bool full = true;
-          for (int f32 : dim) {
-            auto& axes = fs[static_cast<size_t>(f32)];
-            if (!full && !math.without_trivial(axes).empty()) {
-              axes.clear();
-              changed = true;
-            }
-            full &= math.product(axes) == rule.factor_sizes[static_cast<size_t>(f32)];
+    for (Block& b : m.ops[host].regions)
+      if (place(b.ops, b.args)) return;
+    for (auto it = open.rbegin(); it != open.rend(); ++it)
+      if (place(*it->first, it->second)) return;
+    out->insert(std::find(out->begin(), out->end(), host), r);
+  };
+  // Shardy's data-flow edge: the use `k` of `user` (an edge source) gets the sharding of the
+  // edge's owner (its fully closed replicated form when the owner states none and the source
+  // is sharded), through a reshard placed right after the source.
+  auto reshard_source = [&](OpId host, OpId user, size_t k,
+                            const std::optional<TensorSharding>& target) {
+    const ValueId v = m.ops[user].operands[k];
+    if (is_token(m, v)) return;
+    const std::optional<TensorSharding> have = stated(v);
+    bool same = false;
+    if (!target)
+      same = !have || fully_replicated(*have);
+    else if (!have)
+      same = fully_replicated(*target);
+    else
+      same = have->mesh == target->mesh && same_placement(math, *have, *target);
+    if (same) return;
+    TensorSharding to = target ? *target : replicated_sharding(have->mesh, have->dims.size());
+    const OpId r = m.add_op("sdy.reshard", {v}, {m.values[v].type}, m.ops[user].loc);
+    m.ops[r].sharding = to;
+    remap.resize(m.values.size());
+    remap.back() = m.ops[r].results[0];
+    m.ops[user].operands[k] = m.ops[r].results[0];
+    insert_after(v, r, host);
+  };
+  // Rewrites the ops of the function body (owner kNone) or of region `region` of `owner`.
+  auto run_block = [&](auto& self, OpId owner, size_t region) -> Status {
+    std::vector<OpId> ops = owner == kNone ? f->body.ops : m.ops[owner].regions[region].ops;
+    std::vector<ValueId> args;
+    if (owner == kNone)
+      for (const ArgInfo& a : f->args) args.push_back(a.value);
+    else
+      args = m.ops[owner].regions[region].args;
+    std::vector<OpId> rewritten;
+    std::vector<OpId>* outer = out;
+    out = &rewritten;
+    open.emplace_back(&rewritten, args);
+    for (OpId o : ops) {
+      for (ValueId& v : m.ops[o].operands) v = remap[v];
+      if (only && !only(o)) {  // an op the caller leaves as it is
+        out->push_back(o);
+        continue;
+      }
+      if (m.ops[o].name == "stablehlo.return") {  // a region's terminator: see data-flow ops
+        out->push_back(o);
+        continue;
+      }
+      const std::string name = m.ops[o].name;
+      if (name == "stablehlo.while" || name == "stablehlo.case" || name == "stablehlo.if" ||
+          name == "stablehlo.optimization_barrier") {
+        // Data-flow ops: each result owns an edge whose sources (the while's operand and the
+        // value its body yields, each branch's yield, the barrier's operand) get its sharding;
+        // the regions' own ops are rewritten first.
+        const Op op = m.ops[o];
+        auto owner_sharding = [&](size_t k) -> std::optional<TensorSharding> {
+          if (k < op.shardings.size()) return op.shardings[k];
+          return std::nullopt;
+        };
+        if (name == "stablehlo.while")
+          for (const Block& b : op.regions)
+            for (size_t k = 0; k < b.args.size() && k < op.results.size(); ++k)
+              if (auto s = owner_sharding(k)) arg_sharding[b.args[k]] = *s;
+        for (size_t i = 0; i < op.regions.size(); ++i) MESHPLAN_TRY(self(self, o, i));
+        out->push_back(o);
+        auto yield = [&](size_t i) -> OpId {
+          if (i >= m.ops[o].regions.size() || m.ops[o].regions[i].ops.empty()) return kNone;
+          const OpId t = m.ops[o].regions[i].ops.back();
+          return m.ops[t].name == "stablehlo.return" ? t : kNone;
+        };
+        for (size_t k = 0; k < op.results.size(); ++k) {
+          const auto target = owner_sharding(k);
+          if (name == "stablehlo.optimization_barrier" || name == "stablehlo.while")
+            if (k < m.ops[o].operands.size()) reshard_source(o, o, k, target);
+          for (size_t i = name == "stablehlo.while" ? 1 : 0; i < m.ops[o].regions.size(); ++i) {
+            if (name == "stablehlo.optimization_barrier") break;
+            const OpId t = yield(i);
+            if (t != kNone && k < m.ops[t].operands.size()) reshard_source(o, t, k, target);
           }
         }
+        continue;
+      }
+      if (m.ops[o].name == "func.return") {
+        // Results keep the partial sums their declared sharding keeps.
+        reduce_unreduced(o, [&](size_t k) {
+          const auto& want = k < f->results.size() ? f->results[k].sharding : std::nullopt;
+          return want ? want->unreduced : Axes{};
+        });
+      } else if (m.ops[o].name != "stablehlo.constant") {
+        // An op keeps the partial sums its (first) result keeps; a reshard what its target keeps.
+        const Op& op = m.ops[o];
+        Axes keep;
+        if (op.sharding)
+          keep = op.sharding->unreduced;
+        else if (!op.results.empty())
+          keep = current(op.results[0]).unreduced;
+        reduce_unreduced(o, [&](size_t) { return keep; });
+      }
+      const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
+      if (op.name == "func.return") {
+        for (size_t k = 0; k < op.operands.size(); ++k) {
+          const auto& want = f->results[k].sharding;
+          ValueId v = op.operands[k];
+          if (want && !same_placement(math, current(v), *want)) {
+            ValueId nv = reshard(v, *want, op.loc);
+            m.ops[o].operands[k] = nv;
+          }
+        }
+        out->push_back(o);
+        continue;
+      }
+      // An op with a result on a maximal mesh runs on that one device: its operands go there
+      // through the global mesh replicated, its results come back replicated on the global mesh
+      // (then to the result's own sharding when that is not single-device).
+      std::string single;
+      for (const TensorSharding& s : op.shardings) {
+        if (!maximal(m, s.mesh)) continue;
+        if (!single.empty() &&
+            m.mesh(single)->device_ids.front() != m.mesh(s.mesh)->device_ids.front())
+          return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                      " has conflicting single-device result shardings @", single, " and @",
+                      s.mesh);
+        single = s.mesh;
+      }
+      // Plans do not place values on one device (the per-device program has no such value).
+      if (!single.empty() && !shardy_rules)
+        return fail(ErrorCode::unimplemented, op.loc.str(), ": ", op.name,
+                    " has a single-device (maximal) sharding on @", single,
+                    "; plans do not support maximal meshes (the sdy-insert-explicit-reshards "
+                    "stage shows the reshards Shardy inserts for it)");
+      if (!single.empty() && !global.empty()) {
+        const TensorSharding on_device{single, {}, {}, {}, {}};
+        for (size_t k = 0; k < op.operands.size(); ++k) {
+          ValueId v = op.operands[k];
+          if (is_token(m, v)) continue;
+          const auto have = sharding_of(m, v);
+          const TensorSharding now =
+              have ? *have : replicated_sharding(global, m.values[v].type.shape.size());
+          if (now.mesh == single && fully_replicated(now)) continue;
+          if (!(fully_replicated(now) && now.mesh == global))
+            v = reshard(v, replicated_sharding(global, m.values[v].type.shape.size()), op.loc);
+          m.ops[o].operands[k] = reshard(v, on_device, op.loc);
+        }
+        out->push_back(o);
+        m.ops[o].shardings.resize(op.results.size(), on_device);
+        for (size_t k = 0; k < op.results.size(); ++k) {
+          const ValueId r = op.results[k];
+          if (is_token(m, r)) {
+            m.ops[o].shardings[k] = TensorSharding{global, {}, {}, {}, {}};
+            continue;
+          }
+          const TensorSharding replicated =
+              replicated_sharding(global, m.values[r].type.shape.size());
+          const TensorSharding target = k < op.shardings.size() && !maximal(m, op.shardings[k].mesh)
+                                            ? op.shardings[k]
+                                            : replicated;
+          m.ops[o].shardings[k] = on_device;
+          ValueId last = reshard(r, replicated, op.loc);
+          if (!(target == replicated)) last = reshard(last, target, op.loc);
+          remap[r] = last;
+        }
+        continue;
+      }
+      // Sharding ops, constants and collectives written in the program keep what they have.
+      const bool written_collective =
+          op.name == "stablehlo.all_gather" || op.name == "stablehlo.all_reduce" ||
+          op.name == "stablehlo.reduce_scatter" || op.name == "stablehlo.all_to_all" ||
+          op.name == "stablehlo.collective_permute";
+      // (Inside a partial manual computation's body they carry a rule along the free axes.)
+      if (op.sharding || op.name == "stablehlo.constant" ||
+          (written_collective && !op.attr("sdy.sharding_rule")) || shardy_skips_op(m, op)) {
+        out->push_back(o);
+        continue;
+      }
+      std::optional<ReshardRule> stage_rule;
+      if (shardy_rules) stage_rule = shardy_reshard_rule(m, op);
+      const std::vector<bool> perm = stage_rule ? stage_rule->permutation : std::vector<bool>{};
+      FactorRule rule = stage_rule ? stage_rule->rule : MESHPLAN_TRY(sharding_rule(m, op));
+      const size_t nf = rule.factor_sizes.size();
+      // Every operand and result seen through the rule, then one common factor sharding.
+      std::vector<FactorTensor> ts;
+      auto add_tensor = [&](const std::vector<std::vector<int>>& dims, ValueId v) {
+        FactorTensor t;
+        t.has.assign(nf, false);
+        for (const auto& dim : dims)
+          for (int f32 : dim) t.has[static_cast<size_t>(f32)] = true;
+        const TensorSharding now = current(v);
+        t.axes = project(math, rule, dims, now);
+        // A dim of one factor gives it all its axes, also those that do not divide it (Shardy
+        // keeps such an uneven split on the factor; `project` drops what does not divide).
+        for (size_t d = 0; d < dims.size() && d < now.dims.size(); ++d)
+          if (dims[d].size() == 1)
+            t.axes[static_cast<size_t>(dims[d][0])] =
+                math.normalize(math.without_trivial(now.dims[d].axes));
+        for (Axes& a : t.axes)
+          for (AxisRef& r : a) r = canonical(math, r);
+        t.elements = 1;
+        for (int64_t d : m.values[v].type.shape) t.elements *= d;
+        ts.push_back(std::move(t));
       };
-      for (const auto& dims : rule.operands) legalize(dims);
-      for (const auto& dims : rule.results) legalize(dims);
-    }
-    // The sharding a tensor gets from the factor shardings; dims stay open or closed as they
-    // were, its replicated and unreduced axes stay.
-    auto derived = [&](const std::vector<std::vector<int>>& dims, const TensorSharding& was) {
-      TensorSharding want = replicated_sharding(mesh->name, dims.size());
-      want.replicated = was.replicated;
-      want.unreduced = was.unreduced;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        for (int f32 : dims[d]) {
-          const auto& axes = fs[static_cast<size_t>(f32)];
-          want.dims[d].axes.insert(want.dims[d].axes.end(), axes.begin(), axes.end());
-          if (math.product(axes) != rule.factor_sizes[static_cast<size_t>(f32)]) break;
+      for (size_t k = 0; k < op.operands.size(); ++k) add_tensor(rule.operands[k], op.operands[k]);
+      for (size_t k = 0; k < op.results.size(); ++k) add_tensor(rule.results[k], op.results[k]);
+      std::vector<Axes> fs = common_axes(math, rule, perm, ts);
+      // A factor can only be sharded where every factor before it in the same dim is fully
+      // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
+      // keep "x" on the minor factor, so the operand is resharded first.
+      for (bool changed = true; changed;) {
+        changed = false;
+        auto legalize = [&](const std::vector<std::vector<int>>& dims) {
+          for (const auto& dim : dims) {
+            bool full = true;
+            for (int f32 : dim) {
+              auto& axes = fs[static_cast<size_t>(f32)];
+              if (!full && !math.without_trivial(axes).empty()) {
+                axes.clear();
+                changed = true;
+              }
+              full &= math.product(axes) == rule.factor_sizes[static_cast<size_t>(f32)];
+            }
+          }
+        };
+        for (const auto& dims : rule.operands) legalize(dims);
+        for (const auto& dims : rule.results) legalize(dims);
+      }
+      // The sharding a tensor gets from the factor shardings; dims stay open or closed as they
+      // were, its replicated and unreduced axes stay.
+      auto derived = [&](const std::vector<std::vector<int>>& dims, const TensorSharding& was) {
+        TensorSharding want = replicated_sharding(mesh->name, dims.size());
+        want.replicated = was.replicated;
+        want.unreduced = was.unreduced;
+        for (size_t d = 0; d < dims.size(); ++d) {
+          for (int f32 : dims[d]) {
+            const auto& axes = fs[static_cast<size_t>(f32)];
+            want.dims[d].axes.insert(want.dims[d].axes.end(), axes.begin(), axes.end());
+            if (math.product(axes) != rule.factor_sizes[static_cast<size_t>(f32)]) break;
+          }
+          want.dims[d].axes = math.normalize(want.dims[d].axes);
+          if (d < was.dims.size()) want.dims[d].open = was.dims[d].open;
         }
-        want.dims[d].axes = math.normalize(want.dims[d].axes);
-        if (d < was.dims.size()) want.dims[d].open = was.dims[d].open;
+        return want;
+      };
+      // Operands: reshard to what the factor shardings need.
+      for (size_t k = 0; k < op.operands.size(); ++k) {
+        ValueId v = op.operands[k];
+        TensorSharding now = current(v);
+        TensorSharding want = derived(rule.operands[k], now);
+        want.unreduced.clear();
+        if (!same_placement(math, now, want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
       }
-      return want;
-    };
-    // Operands: reshard to what the factor shardings need.
-    for (size_t k = 0; k < op.operands.size(); ++k) {
-      ValueId v = op.operands[k];
-      TensorSharding now = current(v);
-      TensorSharding want = derived(rule.operands[k], now);
-      want.unreduced.clear();
-      if (!same_placement(math, now, want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
-    }
-    out.push_back(o);
-    // Results: partial sums along sharded reduction factors that the result does not keep
-    // unreduced become an all_reduce; a result placed otherwise than propagation decided is
-    // resharded after the op.
-    Axes reduction;
-    for (size_t fi = 0; fi < nf; ++fi)
-      if (rule.reduction[fi]) {
-        auto nontrivial = math.without_trivial(fs[fi]);
-        reduction.insert(reduction.end(), nontrivial.begin(), nontrivial.end());
-      }
-    const Axes result_unreduced = op.results.empty() ? Axes{} : current(op.results[0]).unreduced;
-    const Axes reduce = mesh_order(math, axes_minus(math, reduction, result_unreduced));
-    for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
-      ValueId r = m.ops[o].results[k];
-      TensorSharding wanted = current(r);
-      TensorSharding actual = derived(rule.results[k], wanted);
-      bool moved = !same_placement(math, wanted, actual);
-      if (moved) {
-        // The op computes its result as the factor shardings place it.
-        for (size_t j = m.ops[o].shardings.size(); j < m.ops[o].results.size(); ++j)
-          m.ops[o].shardings.push_back(current(m.ops[o].results[j]));
-        m.ops[o].shardings[k] = actual;
-      }
-      ValueId last = r;
-      if (!reduce.empty()) {
-        OpId ar = m.add_op("sdy.all_reduce", {r}, {m.values[r].type}, m.ops[o].loc);
-        m.ops[ar].reduce_axes = reduce;
-        m.ops[ar].sharding = actual;
-        for (auto& d : m.ops[ar].sharding->dims) d.open = false, d.priority = -1;
-        if (rule.reduction_kind != "sum") {
-          Attr kind;
-          kind.kind = Attr::Kind::string;
-          kind.text = rule.reduction_kind;
-          m.ops[ar].attrs.emplace_back("meshplan.reduction", kind);
+      out->push_back(o);
+      // Results: partial sums along sharded reduction factors that the result does not keep
+      // unreduced become an all_reduce; a result placed otherwise than propagation decided is
+      // resharded after the op.
+      Axes reduction;
+      for (size_t fi = 0; fi < nf; ++fi)
+        if (rule.reduction[fi]) {
+          auto nontrivial = math.without_trivial(fs[fi]);
+          reduction.insert(reduction.end(), nontrivial.begin(), nontrivial.end());
         }
-        out.push_back(ar);
-        remap.resize(m.values.size());
-        last = remap.back() = m.ops[ar].results[0];
+      const Axes result_unreduced = op.results.empty() ? Axes{} : current(op.results[0]).unreduced;
+      const Axes reduce = mesh_order(math, axes_minus(math, reduction, result_unreduced));
+      for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
+        ValueId r = m.ops[o].results[k];
+        TensorSharding wanted = current(r);
+        TensorSharding actual = derived(rule.results[k], wanted);
+        bool moved = !same_placement(math, wanted, actual);
+        if (moved) {
+          // The op computes its result as the factor shardings place it.
+          for (size_t j = m.ops[o].shardings.size(); j < m.ops[o].results.size(); ++j)
+            m.ops[o].shardings.push_back(current(m.ops[o].results[j]));
+          m.ops[o].shardings[k] = actual;
+        }
+        ValueId last = r;
+        if (!reduce.empty()) {
+          OpId ar = m.add_op("sdy.all_reduce", {r}, {m.values[r].type}, m.ops[o].loc);
+          m.ops[ar].reduce_axes = reduce;
+          m.ops[ar].sharding = actual;
+          for (auto& d : m.ops[ar].sharding->dims) d.open = false, d.priority = -1;
+          if (rule.reduction_kind != "sum") {
+            Attr kind;
+            kind.kind = Attr::Kind::string;
+            kind.text = rule.reduction_kind;
+            m.ops[ar].attrs.emplace_back("meshplan.reduction", kind);
+          }
+          out->push_back(ar);
+          remap.resize(m.values.size());
+          last = remap.back() = m.ops[ar].results[0];
+        }
+        if (moved) {
+          TensorSharding to = wanted;
+          for (auto& d : to.dims) d.open = false, d.priority = -1;
+          last = reshard(last, to, m.ops[o].loc);
+        }
+        remap[r] = last;
       }
-      if (moved) {
-        TensorSharding to = wanted;
-        for (auto& d : to.dims) d.open = false, d.priority = -1;
-        last = reshard(last, to, m.ops[o].loc);
-      }
-      remap[r] = last;
     }
-  }
-  f->body.ops = out;
-  return {};
+    open.pop_back();
+    out = outer;
+    if (owner == kNone)
+      f->body.ops = std::move(rewritten);
+    else
+      m.ops[owner].regions[region].ops = std::move(rewritten);
+    return {};
+  };
+  return run_block(run_block, kNone, 0);
 }
 
 }  // namespace meshplan::planner::shlo

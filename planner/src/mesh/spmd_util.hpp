@@ -1,6 +1,7 @@
 // Helpers shared by the mesh passes (internal to planner/src).
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "meshplan/planner/spmd.hpp"
@@ -31,5 +32,14 @@ Status check_manual_entry(const Module& m);
 /// must run over manual axes only. A full manual computation only gets checked; one with
 /// manual_axes={} (the pipeline's wrapped form) is left to the later passes.
 Status lower_partial_manual(Module& m);
+
+/// The module's global mesh: its first mesh with axes that is not maximal ("" when none).
+std::string global_mesh_name(const Module& m);
+/// insert_explicit_reshards (spmd.hpp) with the global mesh given: the mesh single-device
+/// (maximal-mesh) ops move their operands and results through, replicated. `shardy_rules`:
+/// the `sdy-insert-explicit-reshards` stage, which takes Shardy's rules where they differ from
+/// the mesh pipeline's (shardy_stage_rule: dynamic slices keep the dims they do not slice).
+Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules,
+                                const std::function<bool(OpId)>& only = nullptr);
 
 }  // namespace meshplan::planner::shlo
