@@ -650,6 +650,7 @@ Result<Graph> lower_to_graph(const Module& m) {
   }
   std::map<std::string, const Op*> source;  // lowered op name -> the module op it came from
   std::vector<lowering::PendingCheck> checks;
+  std::vector<lowering::PendingOverflow> overflows;
   for (OpId o : body->ops) {
     const Op& op = m.ops[o];
     size_t first = g.ops.size();
@@ -667,6 +668,7 @@ Result<Graph> lower_to_graph(const Module& m) {
     } else if (!MESHPLAN_TRY(lowering::lower_empty(l, op))) {
       MESHPLAN_TRY(lower_op(l, op));
       MESHPLAN_TRY(lowering::wrap_narrow(l, op));
+      MESHPLAN_TRY(lowering::check_wide(l, op, overflows));
     }
     for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }
@@ -677,6 +679,14 @@ Result<Graph> lower_to_graph(const Module& m) {
                 ": unimplemented: a check in a program on a ", g.mesh.rows, "x", g.mesh.cols,
                 " mesh (checks run on single-chip programs)");
   MESHPLAN_TRY(lowering::add_check_outputs(l, checks));
+  // Overflow checks read whole values on the host, like checks.
+  if (!overflows.empty() && !g.mesh.single_chip())
+    return fail(ErrorCode::unimplemented, overflows.front().loc, ": unimplemented: ",
+                overflows.front().op, " of 64-bit integers in a program on a ", g.mesh.rows, "x",
+                g.mesh.cols,
+                " mesh (64-bit integers are computed in 32-bit words; the check that a result "
+                "stays in their range runs on single-chip programs)");
+  MESHPLAN_TRY(lowering::add_overflow_outputs(l, overflows));
   if (auto valid = validate(g); !valid)
     return std::unexpected(locate_validation_error(valid.error(), source));
   return std::move(g);
