@@ -2,7 +2,8 @@
 // error — never a wrapped value — when one does not: at lowering for folded values, at run time
 // for host inputs and for computed results of add, subtract, multiply, negate, abs and convert.
 // Expected values are worked out by hand (46340 * 46341 = 2147441940 < 2^31 - 1; 65535 * 65537
-// = 2^32 - 1; -65536 * 32768 = -2^31), each one 32-bit wrapping would get wrong.
+// = 2^32 - 1; -65536 * 32768 = -2^31), each one 32-bit wrapping would get wrong. And Shardy's
+// sdy.constant, which lowers as the constant it holds.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -208,4 +209,18 @@ TEST_CASE("integer host inputs beyond the 32-bit word are refused, naming the in
   CAPTURE(e);
   CHECK(has(e, "input 1"));
   CHECK(has(e, "u32"));
+}
+
+TEST_CASE("sdy.constant (Shardy's per-use constant) lowers as the constant it holds") {
+  const std::string text = R"(func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %c = sdy.constant dense<[1.5, -2.0]> : tensor<2xf32>
+  %s = sdy.constant dense<3.0> : tensor<2xf32>
+  %0 = stablehlo.add %a, %c : tensor<2xf32>
+  %1 = stablehlo.multiply %0, %s : tensor<2xf32>
+  return %1 : tensor<2xf32>
+})";
+  std::vector<Values> out;
+  CHECK(run_text(text, {{0.5f, 4.0f}}, &out) == "");
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == Values{6.0f, 6.0f});  // (0.5 + 1.5) * 3, (4 - 2) * 3
 }

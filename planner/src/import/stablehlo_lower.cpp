@@ -219,6 +219,12 @@ Result<Folded> fold_constant(const Lowering& l, const Op& op) {
   const double lo = narrow ? narrow->first : is_uint ? 0.0 : -2147483648.0;
   const double hi = narrow ? narrow->second : is_uint ? 4294967295.0 : 2147483647.0;
   size_t n = static_cast<size_t>(device::volume(f.shape));
+  // A literal of as many values as the (local) result holds, or a splat. On a mesh, an
+  // sdy.constant the partitioner sharded keeps its global literal: its piece is not taken.
+  if (a->values.size() != 1 && a->values.size() != n)
+    return l.unimplemented(op, str(op.name, " of ", a->values.size(), " values whose result ",
+                                   type_string(l.type(op.results[0])), " holds ", n,
+                                   " (a sharded constant other than a splat)"));
   for (size_t i = 0; i < n; ++i) {
     double v = a->values.size() == 1 ? a->values[0] : a->values.at(i);
     bool out = is_int ? v < lo || v > hi : std::isfinite(v) && std::isinf(static_cast<float>(v));
@@ -419,7 +425,9 @@ Status lower_pad(Lowering& l, const Op& op) {
 
 Status lower_op(Lowering& l, const Op& op) {
   const std::string& n = op.name;
-  if (n == "stablehlo.constant") {
+  // sdy.constant is Shardy's constant (one copy per use, so that each can be sharded on its
+  // own): the same value.
+  if (n == "stablehlo.constant" || n == "sdy.constant") {
     Folded f = MESHPLAN_TRY(fold_constant(l, op));
     // Integers f32 does not hold (beyond 2^24, other than the dtype's largest value, which
     // folds as an identity) are built exactly on the device instead of folded.
