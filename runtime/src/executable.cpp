@@ -276,6 +276,7 @@ Result<RunResult> Executable::run(std::span<const NamedTensorView> inputs) {
 Result<RunResult> Executable::run(std::span<const TensorView> inputs) {
   bool mesh_plan = is_mesh_plan(plan_);
   MESHPLAN_TRY(mesh_plan ? check_host_inputs(plan_, inputs) : check_inputs(plan_, inputs));
+  MESHPLAN_TRY(check_input_values(plan_, inputs));
   std::lock_guard<std::mutex> lock(mutex_);
   try {
     return run_bound(inputs);

@@ -1,6 +1,7 @@
 // The one run loop (Executable::run_bound, executable.hpp): a plan on the chips it is bound to,
 // one chip (a 1x1 mesh or a lone Device) or a mesh; and checking a mesh plan's host inputs.
 #include <algorithm>
+#include <cmath>
 
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/mesh.hpp"
@@ -72,6 +73,29 @@ Status check_host_inputs(const PlanRef& p, std::span<const TensorView> inputs) {
       return fail(ErrorCode::invalid_argument, "input ", i, " '", name,
                   "': ", inputs[i].data.size(), " values for host shape ", shape_text(want),
                   copies > 1 ? str(" on ", copies, " chips (identity)") : std::string());
+  }
+  return {};
+}
+
+Status check_input_values(const PlanRef& p, std::span<const TensorView> inputs) {
+  const auto* ids = p.plan().inputs();
+  for (uint32_t i = 0; i < ids->size() && i < inputs.size(); ++i) {
+    if (input_transform(p, i)) continue;
+    device::TensorPlacement t = p.placement(ids->Get(i));
+    if (t.dtype != device::DType::i32 && t.dtype != device::DType::u32) continue;
+    const bool is_unsigned = t.dtype == device::DType::u32;
+    // f32 rounds the word's largest value up to 2^31 (2^32): that one stores the largest word.
+    const double lo = is_unsigned ? 0.0 : -2147483648.0;
+    const double hi = is_unsigned ? 4294967296.0 : 2147483648.0;
+    const std::span<const float> data = inputs[i].data;
+    for (size_t k = 0; k < data.size(); ++k) {
+      const double x = data[k];
+      if (std::isnan(x) || x < lo || x > hi)
+        return fail(ErrorCode::invalid_argument, "input ", i, " '", t.name, "': value ", data[k],
+                    " (element ", k, ") is not a value of ",
+                    device::dtype_name(t.dtype),
+                    ", the device dtype its integers are computed in (64-bit integers included)");
+    }
   }
   return {};
 }
@@ -187,6 +211,20 @@ Result<RunResult> Executable::run_bound(std::span<const TensorView> inputs) {
       MESHPLAN_TRY(chips.chip(0).read(placement, t.data));
     }
     result.outputs.push_back(std::move(t));
+  }
+  // Overflow outputs (a lowered i64/ui64 op's check that its exact result stayed in the
+  // 32-bit word): a nonzero one fails the run, naming the op.
+  for (uint32_t i = 0; i < p.outputs()->size(); ++i) {
+    std::string_view name = plan_.placement(p.outputs()->Get(i)).name;
+    if (!name.starts_with("overflow:")) continue;
+    const auto& flag = result.outputs[i].data;
+    if (std::ranges::any_of(flag, [](float x) { return x != 0; })) {
+      size_t at = name.find('@');
+      return fail(ErrorCode::unimplemented, name.substr(at == std::string_view::npos ? 0 : at + 1),
+                  ": ", name.substr(9, at == std::string_view::npos ? name.npos : at - 9),
+                  ": a 64-bit integer result left the 32-bit range it is computed in (meshplan "
+                  "refuses the run rather than wrap it)");
+    }
   }
   // Per chip: its clock, its time in device ops, and the rest (collectives, incl. waiting).
   for (int c = 0; c < chips.count; ++c) {

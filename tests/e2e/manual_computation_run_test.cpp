@@ -367,13 +367,44 @@ TEST_CASE("GSPMD shard_map (SPMDFullToShardShape) runs on the mesh as a manual c
         "8x8xf32=[[-4,-3,-2,-1,0,1,2,3],[3,4,-4,-3,-2,-1,0,1],[1,2,3,4,-4,-3,-2,-1],[-1,0,1,2,3,"
         "4,-4,-3],[-3,-2,-1,0,1,2,3,4],[4,-4,-3,-2,-1,0,1,2],[2,3,4,-4,-3,-2,-1,0],[0,1,2,3,4,-4,"
         "-3,-2]]");
-  // A transposed device order names no mesh of whole axes in iota order: refused where it is.
+  // A transposed device order (<=[2,2]T(1,0): tile (i, j) on device 2j + i) splits a's rows
+  // over the minor axis and its columns over the major one: the psum over the minor axis adds
+  // the row halves, out[4 x0 + i][j] = a[i][8 x0 + j] + a[i + 4][8 x0 + j].
   std::string transposed = text;
   transposed.replace(transposed.find("{devices=[2,2]<=[4]}\"} :"), 20,
                      "{devices=[2,2]<=[2,2]T(1,0)}");
-  std::string out = compile(dir, cache, "transposed", transposed, 1);
-  CHECK(out.find(
-            "transposed.mlir:3:5: unimplemented: mhlo.sharding \"{devices=[2,2]<=[2,2]T(1,0)}\"") !=
+  write_text(dir.file("transposed.mlir"), transposed);
+  sdy = meshplan::test::run_shell(kBin + "/planner/meshplan-compile " +
+                                  dir.file("transposed.mlir") + " --stop-after=import --emit=sdy");
+  INFO(sdy.text);
+  CHECK(sdy.text.find("in_shardings=[<@mesh, [{\"_axis_1\"}, {\"_axis_0\"}]>") !=
+        std::string::npos);
+  compile(dir, cache, "transposed", transposed);
+  CHECK(output(cache, "transposed", inputs) ==
+        "8x8xf32=[[-3,-2,-1,0,1,2,3,4],[4,-4,-3,-2,-1,0,1,2],[2,3,4,-4,-3,-2,-1,0],[0,1,2,3,4,-4,"
+        "-3,-2],[-4,-3,-2,-1,0,1,2,3],[3,4,-4,-3,-2,-1,0,1],[1,2,3,4,-4,-3,-2,-1],[-1,0,1,2,3,4,-4,"
+        "-3]]");
+  // Eight devices, <=[2,4]T(1,0): tile (i, j) of a [4, 2] grid on device 4j + i, so dim 0
+  // takes the minor reshape dim (4 devices, "_axis_1") and dim 1 the major one (2, "_axis_0");
+  // an iota tiling replicated over the minor 4 names "_axis_0" alone.
+  const std::string eight = gspmd_program(
+      8, "{devices=[4,2]<=[2,4]T(1,0)}", "{devices=[1,2,4]<=[8] last_tile_dim_replicate}",
+      "tensor<2x8xf32>", "tensor<16x4xf32>", "{devices=[4,2]<=[2,4]T(1,0)}", "tensor<2x4xf32>",
+      "    %r = \"stablehlo.slice\"(%arg0) {start_indices = array<i64: 0, 0>, limit_indices = "
+      "array<i64: 2, 4>, strides = array<i64: 1, 1>} : (tensor<2x8xf32>) -> tensor<2x4xf32>\n");
+  write_text(dir.file("eight.mlir"), eight);
+  sdy = meshplan::test::run_shell(kBin + "/planner/meshplan-compile " + dir.file("eight.mlir") +
+                                  " --stop-after=import --emit=sdy");
+  INFO(sdy.text);
+  CHECK(sdy.text.find("sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=4]>") != std::string::npos);
+  CHECK(sdy.text.find("in_shardings=[<@mesh, [{\"_axis_1\"}, {\"_axis_0\"}]>, <@mesh, [{}, "
+                      "{\"_axis_0\"}]>] out_shardings=[<@mesh, [{\"_axis_1\"}, {\"_axis_0\"}]>]") !=
+        std::string::npos);
+  // An explicit device list out of iota order: refused where it is.
+  std::string listed = text;
+  listed.replace(listed.find("{devices=[2,2]<=[4]}\"} :"), 20, "{devices=[2,2]0,2,1,3}");
+  std::string out = compile(dir, cache, "listed", listed, 1);
+  CHECK(out.find("listed.mlir:3:5: unimplemented: mhlo.sharding \"{devices=[2,2]0,2,1,3}\"") !=
         std::string::npos);
 }
 

@@ -7,9 +7,11 @@
 //   return %g
 // GSPMD names no mesh axes: the tile assignments (iota device order) are factored into the
 // coarsest mesh whose axes every tiled dim is made of, `"_axis_0"` major-most, as Shardy's own
-// GSPMD import names them. Forms without such a mesh (transposed or explicit device orders that
-// are not the iota, partial manual shardings, a body that uses an argument directly) are a
-// located "unimplemented" error.
+// GSPMD import names them; a reshaped and transposed iota (`<=[8,4]T(1,0)`) gives a tile dim the
+// axes of the reshape dims it is made of, in the transposed order. Forms without such a mesh
+// (explicit device orders that are not the iota, tilings that split the devices across each
+// other's axes, partial manual shardings, a body that uses an argument directly) are a located
+// "unimplemented" error.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -30,11 +32,17 @@ std::string sharding_text(const Op& op) {
   return a && a->kind == Attr::Kind::string ? a->text : "";
 }
 
+/// A device-id interval [lo, hi) in multiplicative terms: the mixed-radix digits of the iota
+/// device id from `lo` (the devices below them) up to `hi`.
+using Range = std::pair<int64_t, int64_t>;
+
 /// A tiled (or replicated) GSPMD sharding: pieces per dim, then one trailing replication
-/// factor (1 when none).
+/// factor (1 when none); and per tile dim (the replication last) the device-id ranges whose
+/// digits number its tiles, major first.
 struct Tiles {
   std::vector<int64_t> dims;
   int64_t replicated = 1;
+  std::vector<std::vector<Range>> ranges;
   int64_t devices() const {
     int64_t n = replicated;
     for (int64_t d : dims) n *= d;
@@ -64,10 +72,58 @@ std::vector<int64_t> int_list(std::string_view s, bool& ok) {
   return out;
 }
 
-/// Reads `{replicated}`, `{devices=[a,b,...]<=[N]}` or `{devices=[a,b,...]0,1,...}` (device
-/// order the iota), each optionally with ` last_tile_dim_replicate`; nullopt otherwise.
+/// The device-id ranges of each of `tiles` (major first) when the tile grid's devices are the
+/// iota over `reshape` transposed by `perm` (HloSharding's `<=[reshape]T(perm)`): each tile dim
+/// takes, major first, the transposed reshape dims (or a major or minor part of one) whose
+/// sizes make it up. nullopt when the tile dims do not split the transposed dims that way.
+std::optional<std::vector<std::vector<Range>>> tile_ranges(const std::vector<int64_t>& tiles,
+                                                           const std::vector<int64_t>& reshape,
+                                                           const std::vector<int64_t>& perm) {
+  const size_t k = reshape.size();
+  if (perm.size() != k) return std::nullopt;
+  std::vector<int64_t> below(k, 1);  // devices below reshape dim j in the iota
+  for (size_t j = k; j-- > 1;) below[j - 1] = below[j] * reshape[j];
+  std::vector<bool> seen(k, false);
+  for (int64_t p : perm) {
+    if (p < 0 || static_cast<size_t>(p) >= k || seen[static_cast<size_t>(p)]) return std::nullopt;
+    seen[static_cast<size_t>(p)] = true;
+  }
+  std::vector<std::vector<Range>> out;
+  size_t pos = 0;
+  int64_t rem = k ? reshape[static_cast<size_t>(perm[0])] : 1;  // what is left of perm[pos]
+  for (int64_t t : tiles) {
+    std::vector<Range> r;
+    int64_t need = t;
+    while (need > 1) {
+      while (pos < k && rem == 1) {
+        ++pos;
+        rem = pos < k ? reshape[static_cast<size_t>(perm[pos])] : 1;
+      }
+      if (pos == k) return std::nullopt;
+      const int64_t b = below[static_cast<size_t>(perm[pos])];
+      if (need >= rem) {
+        if (need % rem != 0) return std::nullopt;
+        r.emplace_back(b, b * rem);
+        need /= rem;
+        rem = 1;
+      } else {
+        if (rem % need != 0) return std::nullopt;
+        r.emplace_back(b * (rem / need), b * rem);
+        rem /= need;
+        need = 1;
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// Reads `{replicated}`, `{devices=[a,b,...]<=[N]}`, `{devices=[a,b,...]<=[r0,r1,...]T(p...)}`
+/// (an iota reshaped and transposed) or `{devices=[a,b,...]0,1,...}` (device order the iota),
+/// each optionally with ` last_tile_dim_replicate`; nullopt otherwise.
 std::optional<Tiles> read_tiles(const std::string& s, size_t rank) {
-  if (s == "{replicated}") return Tiles{std::vector<int64_t>(rank, 1), 1};
+  if (s == "{replicated}")
+    return Tiles{std::vector<int64_t>(rank, 1), 1, std::vector<std::vector<Range>>(rank + 1)};
   std::string_view t = s;
   if (!t.starts_with("{devices=[") || !t.ends_with("}")) return std::nullopt;
   t = t.substr(10, t.size() - 11);
@@ -85,10 +141,21 @@ std::optional<Tiles> read_tiles(const std::string& s, size_t rank) {
   int64_t n = 1;
   for (int64_t d : tiles) n = d > 0 && n <= (int64_t{1} << 31) ? n * d : 0;
   if (!ok || n <= 0) return std::nullopt;
+  std::vector<int64_t> reshape = {n}, perm = {0};
   if (order.starts_with("<=[")) {
-    if (!order.ends_with("]")) return std::nullopt;
-    std::vector<int64_t> iota = int_list(order.substr(3, order.size() - 4), ok);
-    if (!ok || iota.size() != 1 || iota[0] != n) return std::nullopt;  // reshaped / transposed
+    size_t shut = order.find(']');
+    if (shut == std::string_view::npos) return std::nullopt;
+    reshape = int_list(order.substr(3, shut - 3), ok);
+    std::string_view rest = order.substr(shut + 1);
+    perm.clear();
+    for (size_t j = 0; j < reshape.size(); ++j) perm.push_back(static_cast<int64_t>(j));
+    if (!rest.empty()) {
+      if (!rest.starts_with("T(") || !rest.ends_with(")")) return std::nullopt;
+      perm = int_list(rest.substr(2, rest.size() - 3), ok);
+    }
+    int64_t m = 1;
+    for (int64_t r : reshape) m = r > 0 && m <= n ? m * r : 0;
+    if (!ok || m != n) return std::nullopt;
   } else {
     std::vector<int64_t> ids = int_list(order, ok);
     if (!ok || static_cast<int64_t>(ids.size()) != n) return std::nullopt;
@@ -101,8 +168,13 @@ std::optional<Tiles> read_tiles(const std::string& s, size_t rank) {
     if (tiles.empty()) return std::nullopt;
     out.replicated = tiles.back();
     out.dims.pop_back();
+  } else {
+    tiles.push_back(1);
   }
   if (out.dims.size() != rank) return std::nullopt;
+  auto ranges = tile_ranges(tiles, reshape, perm);
+  if (!ranges) return std::nullopt;
+  out.ranges = std::move(*ranges);
   return out;
 }
 
@@ -125,7 +197,8 @@ Status gspmd_shard_map_to_manual(Module& m) {
   auto refuse = [&](const Op& op, const std::string& what) -> Status {
     return fail(ErrorCode::unimplemented, op.loc.str(), ": unimplemented: ", what,
                 " (GSPMD shard_map: meshplan reads one shard_map over all devices that is the "
-                "whole entry function, with iota device order; export with Shardy for others)");
+                "whole entry function, with iota device order, reshaped and transposed or not; export with "
+                "Shardy for others)");
   };
   for (const Op& op : m.ops)
     if (is_boundary(op) && std::find(f->body.ops.begin(), f->body.ops.end(),
@@ -192,9 +265,9 @@ Status gspmd_shard_map_to_manual(Module& m) {
                              " that does not enter the shard_map through "
                              "custom_call @SPMDFullToShardShape"));
 
-  // The mesh: every tiled dim's device range is a run of its axes. A tiling (t0, ..., tk, r)
-  // cuts the iota at the products of its suffixes; the mesh's axes lie between the union of all
-  // cuts, which must each divide the next.
+  // The mesh: every tiled dim's device ranges are runs of its axes. A tiling cuts the iota at
+  // the ends of its ranges (for an iota order, the products of its tile sizes' suffixes); the
+  // mesh's axes lie between the union of all cuts, which must each divide the next.
   int64_t n = 0;
   std::vector<const Boundary*> all;
   for (const auto& b : ins) all.push_back(&b);
@@ -215,15 +288,10 @@ Status gspmd_shard_map_to_manual(Module& m) {
     }
   if (n < 1) n = 1;
   std::set<int64_t> cuts = {1, n};
-  auto suffixes = [](const Tiles& t) {
-    std::vector<int64_t> s(t.dims.size() + 1);  // s[i]: devices below dim i's tiles
-    s[t.dims.size()] = t.replicated;
-    for (size_t i = t.dims.size(); i-- > 0;) s[i] = s[i + 1] * t.dims[i];
-    return s;
-  };
   for (const Boundary* b : all)
     if (b->tiles.devices() > 1)
-      for (int64_t c : suffixes(b->tiles)) cuts.insert(c);
+      for (const auto& dim : b->tiles.ranges)
+        for (auto [lo, hi] : dim) cuts.insert({lo, hi});
   std::vector<int64_t> chain(cuts.begin(), cuts.end());
   for (size_t i = 1; i < chain.size(); ++i)
     if (chain[i] % chain[i - 1] != 0)
@@ -240,12 +308,13 @@ Status gspmd_shard_map_to_manual(Module& m) {
   auto sharding_of_tiles = [&](const Tiles& t) {
     TensorSharding s;
     s.mesh = mesh.name;
-    auto suf = t.devices() > 1 ? suffixes(t) : std::vector<int64_t>(t.dims.size() + 1, 1);
     for (size_t d = 0; d < t.dims.size(); ++d) {
       DimSharding dim;
-      for (size_t a = 0; a < mesh.axes.size(); ++a)
-        if (axis_below[a] >= suf[d + 1] && axis_below[a] < suf[d])
-          dim.axes.push_back(AxisRef{mesh.axes[a].first, 1, 0});
+      if (t.devices() > 1)
+        for (auto [lo, hi] : t.ranges[d])
+          for (size_t a = 0; a < mesh.axes.size(); ++a)
+            if (axis_below[a] >= lo && axis_below[a] < hi)
+              dim.axes.push_back(AxisRef{mesh.axes[a].first, 1, 0});
       s.dims.push_back(std::move(dim));
     }
     return s;

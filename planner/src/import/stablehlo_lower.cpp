@@ -219,6 +219,12 @@ Result<Folded> fold_constant(const Lowering& l, const Op& op) {
   const double lo = narrow ? narrow->first : is_uint ? 0.0 : -2147483648.0;
   const double hi = narrow ? narrow->second : is_uint ? 4294967295.0 : 2147483647.0;
   size_t n = static_cast<size_t>(device::volume(f.shape));
+  // A literal of as many values as the (local) result holds, or a splat. On a mesh, an
+  // sdy.constant the partitioner sharded keeps its global literal: its piece is not taken.
+  if (a->values.size() != 1 && a->values.size() != n)
+    return l.unimplemented(op, str(op.name, " of ", a->values.size(), " values whose result ",
+                                   type_string(l.type(op.results[0])), " holds ", n,
+                                   " (a sharded constant other than a splat)"));
   for (size_t i = 0; i < n; ++i) {
     double v = a->values.size() == 1 ? a->values[0] : a->values.at(i);
     bool out = is_int ? v < lo || v > hi : std::isfinite(v) && std::isinf(static_cast<float>(v));
@@ -419,7 +425,9 @@ Status lower_pad(Lowering& l, const Op& op) {
 
 Status lower_op(Lowering& l, const Op& op) {
   const std::string& n = op.name;
-  if (n == "stablehlo.constant") {
+  // sdy.constant is Shardy's constant (one copy per use, so that each can be sharded on its
+  // own): the same value.
+  if (n == "stablehlo.constant" || n == "sdy.constant") {
     Folded f = MESHPLAN_TRY(fold_constant(l, op));
     // Integers f32 does not hold (beyond 2^24, other than the dtype's largest value, which
     // folds as an identity) are built exactly on the device instead of folded.
@@ -650,6 +658,7 @@ Result<Graph> lower_to_graph(const Module& m) {
   }
   std::map<std::string, const Op*> source;  // lowered op name -> the module op it came from
   std::vector<lowering::PendingCheck> checks;
+  std::vector<lowering::PendingOverflow> overflows;
   for (OpId o : body->ops) {
     const Op& op = m.ops[o];
     size_t first = g.ops.size();
@@ -667,6 +676,7 @@ Result<Graph> lower_to_graph(const Module& m) {
     } else if (!MESHPLAN_TRY(lowering::lower_empty(l, op))) {
       MESHPLAN_TRY(lower_op(l, op));
       MESHPLAN_TRY(lowering::wrap_narrow(l, op));
+      MESHPLAN_TRY(lowering::check_wide(l, op, overflows));
     }
     for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }
@@ -677,6 +687,14 @@ Result<Graph> lower_to_graph(const Module& m) {
                 ": unimplemented: a check in a program on a ", g.mesh.rows, "x", g.mesh.cols,
                 " mesh (checks run on single-chip programs)");
   MESHPLAN_TRY(lowering::add_check_outputs(l, checks));
+  // Overflow checks read whole values on the host, like checks.
+  if (!overflows.empty() && !g.mesh.single_chip())
+    return fail(ErrorCode::unimplemented, overflows.front().loc, ": unimplemented: ",
+                overflows.front().op, " of 64-bit integers in a program on a ", g.mesh.rows, "x",
+                g.mesh.cols,
+                " mesh (64-bit integers are computed in 32-bit words; the check that a result "
+                "stays in their range runs on single-chip programs)");
+  MESHPLAN_TRY(lowering::add_overflow_outputs(l, overflows));
   if (auto valid = validate(g); !valid)
     return std::unexpected(locate_validation_error(valid.error(), source));
   return std::move(g);

@@ -116,6 +116,18 @@ Result<bool> lower_empty(Lowering& l, const Op& op);
 /// low bits (x & 0xff), i8/i16 sign-extend them ((x << 24) >> 24, arithmetic). Folded values
 /// wrap on the host.
 Status wrap_narrow(Lowering& l, const Op& op);
+/// i64 and ui64 are computed in 32-bit words (stablehlo_lower_wide.cpp). A folded i64/ui64
+/// result of add, subtract, multiply, negate, abs or convert outside the word's range is a
+/// located error; a computed one gets an overflow check: a one-element 0/1 value, 1 when an
+/// element's exact value leaves the word, appended by add_overflow_outputs as a plan output
+/// named `overflow:<op>@<file:line:col>` that the runtime requires to be 0.
+struct PendingOverflow {
+  GValue flag = 0;
+  std::string op;   ///< The module op's name (stablehlo.add ...).
+  std::string loc;  ///< Its file:line:col.
+};
+Status check_wide(Lowering& l, const Op& op, std::vector<PendingOverflow>& pending);
+Status add_overflow_outputs(Lowering& l, const std::vector<PendingOverflow>& pending);
 /// The range of a narrow integer type `e` (i8, i16, ui8, ui16); nullopt for other types.
 std::optional<std::pair<double, double>> narrow_range(std::string_view e);
 

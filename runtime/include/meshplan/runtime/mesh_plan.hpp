@@ -32,6 +32,10 @@ std::span<const int64_t> host_shape(const PlanRef& plan, size_t index, bool outp
 /// Checks host inputs against the plan's host shapes (identity shards: chips x the shape's
 /// values); errors name the input.
 Status check_host_inputs(const PlanRef& plan, std::span<const TensorView> inputs);
+/// Checks that the values of integer inputs (i32, u32 words; i64/ui64 are computed in them)
+/// are integers the word holds: NaN and values beyond the word's range (other than 2^31 and
+/// 2^32, where f32 rounds INT32_MAX and UINT32_MAX) are errors naming the input and element.
+Status check_input_values(const PlanRef& plan, std::span<const TensorView> inputs);
 
 /// The mesh descriptor the plan was made for, rebuilt from its header with `chip` (the chip
 /// descriptor the plan's device hash names); fails if the rebuilt descriptor's hash differs from
