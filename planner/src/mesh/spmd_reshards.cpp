@@ -758,13 +758,16 @@ Status expand_unreduced_reshards(Module& m) {
   // sdy.reshard first when that is not `have`'s layout), the other added axes become unreduced
   // through sdy.replicated_to_unreduced, then the sharded ones through sdy.sharded_to_unreduced.
   // Returns kNone (no value) when `v` states no sharding (Shardy leaves it as it is), or
-  // `want` adds no unreduced axis or drops one of `have`.
+  // `want` adds no unreduced axis or drops one of `have`'s.
   auto expand = [&](ValueId v, const TensorSharding& want, const Location& loc) -> ValueId {
     const std::optional<TensorSharding> stated = sharding_of(m, v);
     if (!stated) return kNone;
     const TensorSharding& have = *stated;
-    if (have.mesh != want.mesh || have.dims.size() != want.dims.size() || m.mesh(have.mesh) != mesh)
+    if (have.mesh != want.mesh || have.dims.size() != want.dims.size() ||
+        m.mesh(have.mesh) != mesh)
       return kNone;
+    // The moves put zeros where a value is not kept: partial sums only, not max or min.
+    if (!have.unreduced_kind.empty() || !want.unreduced_kind.empty()) return kNone;
     const Axes have_unreduced = math.without_trivial(have.unreduced);
     const Axes added = axes_minus(math, math.without_trivial(want.unreduced), have_unreduced);
     if (added.empty() ||
@@ -794,7 +797,6 @@ Status expand_unreduced_reshards(Module& m) {
     }
     mid.replicated.clear();
     mid.unreduced = have.unreduced;
-    mid.unreduced_kind = have.unreduced_kind;
     TensorSharding layout = have;
     layout.replicated.clear();
     if (!same_placement(math, layout, mid)) v = m.ops[add("sdy.reshard", v, mid, loc)].results[0];
