@@ -576,3 +576,93 @@ func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mes
                  "  return %1") != std::string::npos);
   CHECK(count(got, "sdy.reshard") == 1);
 }
+
+TEST_CASE("explicit reshards: replicated_to_unreduced and sharded_to_unreduced print as read") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}], unreduced={"y", "z"}>}) {
+  %0 = sdy.replicated_to_unreduced {"z"} %arg0 out_sharding=<@mesh, [{"y"}, {"x"}], unreduced={"z"}> : tensor<8x4xf32>
+  %1 = sdy.sharded_to_unreduced [{"y"}, {}] %0 out_sharding=<@mesh, [{}, {"x"}], unreduced={"y", "z"}> : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+)";
+  CHECK(printed(text) == text);
+  // The out_sharding is required, named in the error.
+  auto bad = parse_module(R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = sdy.sharded_to_unreduced [{"x"}, {}] %arg0 : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)",
+                          "b.mlir");
+  REQUIRE(!bad.has_value());
+  CHECK(bad.error().message.find("b.mlir:3:") != std::string::npos);
+  CHECK(bad.error().message.find("out_sharding") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a reshard adding unreduced axes becomes the unreduced moves") {
+  // "y" shards dim 0 and the target's dim 0 is empty: it moves by sharded_to_unreduced; "z" is
+  // replicated in the operand: replicated_to_unreduced, first. "x" stays on dim 1. Both modes.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}], unreduced={"y", "z"}>}) {
+  %0 = sdy.reshard %arg0 <@mesh, [{}, {"x"}], unreduced={"y", "z"}> : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)";
+  const std::string want =
+      "  %0 = sdy.replicated_to_unreduced {\"z\"} %arg0 out_sharding=<@mesh, [{\"y\"}, {\"x\"}], "
+      "unreduced={\"z\"}> : tensor<8x4xf32>\n"
+      "  %1 = sdy.sharded_to_unreduced [{\"y\"}, {}] %0 out_sharding=<@mesh, [{}, {\"x\"}], "
+      "unreduced={\"y\", \"z\"}> : tensor<8x4xf32>\n"
+      "  return %1 : tensor<8x4xf32>\n";
+  std::string full = reshards(text);
+  CHECK(full.find(want) != std::string::npos);
+  CHECK(count(full, "sdy.reshard") == 0);
+  std::string part = partial_reshards(text);
+  CHECK(part.find(want) != std::string::npos);
+  CHECK(count(part, "sdy.reshard") == 0);
+}
+
+TEST_CASE("explicit reshards: a result adding unreduced axes reshards first when dims differ") {
+  // The result wants dim 0 on "y" with "x" unreduced; the argument has "x" on dim 0 and "y" on
+  // dim 1. "x" cannot stay after "y" on dim 0 as it is, so the reshard moves to the result's
+  // dims and "x", now replicated, becomes unreduced by replicated_to_unreduced.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}], unreduced={"x"}>}) {
+  return %arg0 : tensor<8x4xf32>
+}
+)";
+  const std::string want =
+      "  %0 = sdy.reshard %arg0 <@mesh, [{\"y\"}, {}]> : tensor<8x4xf32>\n"
+      "  %1 = sdy.replicated_to_unreduced {\"x\"} %0 out_sharding=<@mesh, [{\"y\"}, {}], "
+      "unreduced={\"x\"}> : tensor<8x4xf32>\n"
+      "  return %1 : tensor<8x4xf32>\n";
+  CHECK(reshards(text).find(want) != std::string::npos);
+  CHECK(partial_reshards(text).find(want) != std::string::npos);
+  // A value without a sharding is left as it is.
+  const std::string open = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32>) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}], unreduced={"x"}>}) {
+  return %arg0 : tensor<8x4xf32>
+}
+)";
+  CHECK(count(reshards(open), "_to_unreduced") == 0);
+}
+
+TEST_CASE("explicit reshards: plans refuse the unreduced moves with a located error") {
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {
+  %0 = sdy.sharded_to_unreduced [{"x"}, {}] %arg0 out_sharding=<@mesh, [{}, {}], unreduced={"x"}> : tensor<8x4xf32>
+  %1 = sdy.all_reduce {"x"} %0 out_sharding=<@mesh, [{}, {}]> : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+)",
+                        "p.mlir");
+  REQUIRE(m.has_value());
+  PipelineOptions o;
+  o.mesh_rows = 0;
+  o.mesh_cols = 0;
+  auto s = run_pipeline(*m, o);
+  REQUIRE(!s.has_value());
+  CHECK(s.error().code == ErrorCode::unimplemented);
+  CHECK(s.error().message.find("p.mlir:3:3: sdy.sharded_to_unreduced is not lowered") !=
+        std::string::npos);
+}

@@ -271,8 +271,12 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     return same_or_func_type(op, results);
   }
   if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.all_reduce" ||
-      n == "sdy.all_to_all" || n == "sdy.collective_permute" || n == "sdy.reduce_scatter") {
-    if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.reduce_scatter") {
+      n == "sdy.all_to_all" || n == "sdy.collective_permute" || n == "sdy.reduce_scatter" ||
+      n == "sdy.replicated_to_unreduced" || n == "sdy.sharded_to_unreduced") {
+    // sdy.sharded_to_unreduced names its axes per dimension, sdy.replicated_to_unreduced
+    // as one list (kept in reduce_axes, as the axes a later all_reduce sums over).
+    if (n == "sdy.all_gather" || n == "sdy.all_slice" || n == "sdy.reduce_scatter" ||
+        n == "sdy.sharded_to_unreduced") {
       MESHPLAN_TRY(expect("[", "'[' opening the per-dimension axes"));
       if (!accept("]")) {
         do op.dim_axes.push_back(MESHPLAN_TRY(axis_set()));
@@ -282,6 +286,8 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     } else if (n == "sdy.all_reduce") {
       for (std::string_view kind : {"max", "min"})
         if (accept_word(kind)) op.set_prop("reduction", Attr::keyword(std::string(kind)));
+      op.reduce_axes = MESHPLAN_TRY(axis_set());
+    } else if (n == "sdy.replicated_to_unreduced") {
       op.reduce_axes = MESHPLAN_TRY(axis_set());
     } else if (n == "sdy.all_to_all") {
       MESHPLAN_TRY(expect("[", "'[' opening the all_to_all parameters"));

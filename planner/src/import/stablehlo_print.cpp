@@ -382,16 +382,20 @@ bool Printer::pretty(const Op& op, int indent) {
       return true;
     }
     if (s == "all_gather" || s == "all_slice" || s == "all_reduce" || s == "all_to_all" ||
-        s == "collective_permute" || s == "reduce_scatter") {
+        s == "collective_permute" || s == "reduce_scatter" || s == "replicated_to_unreduced" ||
+        s == "sharded_to_unreduced") {
       if (!op.sharding || op.operands.size() != 1) return false;
       out_ << n << " ";
-      if (s == "all_gather" || s == "all_slice" || s == "reduce_scatter") {
+      if (s == "all_gather" || s == "all_slice" || s == "reduce_scatter" ||
+          s == "sharded_to_unreduced") {
         out_ << "[";
         for (size_t d = 0; d < op.dim_axes.size(); ++d)
           out_ << (d ? ", " : "") << axes_string(op.dim_axes[d]);
         out_ << "] ";
       } else if (s == "all_reduce") {
         if (const Attr* kind = op.prop("reduction")) out_ << kind->text << " ";
+        out_ << axes_string(op.reduce_axes) << " ";
+      } else if (s == "replicated_to_unreduced") {
         out_ << axes_string(op.reduce_axes) << " ";
       } else if (s == "all_to_all") {
         out_ << "[";

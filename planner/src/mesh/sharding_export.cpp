@@ -213,8 +213,10 @@ Status run_sdy_export_pass(Module& m, ExportPass pass, const ExportOptions& opti
         // Both versions reshard call operands (one callee body serves every call).
         MESHPLAN_TRY(reshard_call_operands(one, f, m));
         if (options.explicit_reshards == ExplicitReshards::partial)
-          return insert_explicit_reshards_partial(one);
-        return insert_explicit_reshards(one, global, true);
+          MESHPLAN_TRY(insert_explicit_reshards_partial(one));
+        else
+          MESHPLAN_TRY(insert_explicit_reshards(one, global, true));
+        return expand_unreduced_reshards(one);
       });
     case ExportPass::reshard_to_collectives:
       return each_function(m, lower_reshards);

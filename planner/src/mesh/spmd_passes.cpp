@@ -263,6 +263,23 @@ Status close_shardings(Module& m) {
   return {};
 }
 
+/// The mesh pipeline does not lower Shardy's explicit unreduced moves (a value kept on one
+/// device of each group and zeros on the others, or a sharded value's shard placed in a zero
+/// tensor): a program holding one is refused where the op is, not compiled wrongly.
+namespace {
+Status refuse_unreduced_moves(const Module& m, const std::vector<OpId>& ops) {
+  for (OpId o : ops) {
+    const Op& op = m.ops[o];
+    if (op.name == "sdy.replicated_to_unreduced" || op.name == "sdy.sharded_to_unreduced")
+      return fail(ErrorCode::unimplemented, op.loc.str(), ": ", op.name,
+                  " is not lowered by the mesh pipeline (only the sdy-* export stages read and "
+                  "write it)");
+    for (const Block& b : op.regions) MESHPLAN_TRY(refuse_unreduced_moves(m, b.ops));
+  }
+  return {};
+}
+}  // namespace
+
 Status run_pipeline(Module& m, const PipelineOptions& o) {
   if (!m.entry()) return fail(ErrorCode::invalid_argument, m.file, ": no function to compile");
   auto done = [&](Stage s) { return o.stop_after == s; };
@@ -274,6 +291,7 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   MESHPLAN_TRY(apply_argument_sharding(m, o));
   MESHPLAN_TRY(verify_shardings(m));
   if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
+  for (const Func& f : m.funcs) MESHPLAN_TRY(refuse_unreduced_moves(m, f.body.ops));
   // On one device every tensor is whole: nothing to propagate and no reshard to add, so an op
   // without a sharding rule (a loop, a window) compiles as it does without a mesh.
   const bool one_device = m.main_mesh() && m.main_mesh()->devices() == 1;

@@ -740,4 +740,118 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
   return run_block(run_block, kNone, 0);
 }
 
+Status expand_unreduced_reshards(Module& m) {
+  Func* f = m.entry();
+  const MeshDecl* mesh = m.main_mesh();
+  if (!f || !mesh) return {};
+  AxisMath math{*mesh};
+  std::vector<OpId> out;
+  auto add = [&](const char* name, ValueId v, const TensorSharding& s, const Location& loc) {
+    const OpId r = m.add_op(name, {v}, {m.values[v].type}, loc);
+    m.ops[r].sharding = s;
+    for (auto& d : m.ops[r].sharding->dims) d.open = false, d.priority = -1;
+    out.push_back(r);
+    return r;
+  };
+  // `v` (sharded as `have`) to `want`, which keeps every unreduced axis of `have` and adds
+  // more: the added axes `have` shards stay in their dims after `want`'s own axes (an
+  // sdy.reshard first when that is not `have`'s layout), the other added axes become unreduced
+  // through sdy.replicated_to_unreduced, then the sharded ones through sdy.sharded_to_unreduced.
+  // Returns kNone (no value) when `v` states no sharding (Shardy leaves it as it is), or
+  // `want` adds no unreduced axis or drops one of `have`'s.
+  auto expand = [&](ValueId v, const TensorSharding& want, const Location& loc) -> ValueId {
+    const std::optional<TensorSharding> stated = sharding_of(m, v);
+    if (!stated) return kNone;
+    const TensorSharding& have = *stated;
+    if (have.mesh != want.mesh || have.dims.size() != want.dims.size() ||
+        m.mesh(have.mesh) != mesh)
+      return kNone;
+    // The moves put zeros where a value is not kept: partial sums only, not max or min.
+    if (!have.unreduced_kind.empty() || !want.unreduced_kind.empty()) return kNone;
+    const Axes have_unreduced = math.without_trivial(have.unreduced);
+    const Axes added = axes_minus(math, math.without_trivial(want.unreduced), have_unreduced);
+    if (added.empty() ||
+        !axes_minus(math, have_unreduced, math.without_trivial(want.unreduced)).empty())
+      return kNone;
+    // A dim keeps its added axes (as sdy.sharded_to_unreduced's) when it is `want`'s dim
+    // followed by them; otherwise they are gathered and made unreduced as replicated axes.
+    std::vector<Axes> sharded(have.dims.size());
+    Axes all_sharded;
+    for (size_t d = 0; d < have.dims.size(); ++d) {
+      const Axes have_dim = math.without_trivial(have.dims[d].axes);
+      Axes pieces;
+      for (const AxisRef& a : have_dim)
+        for (const AxisRef& piece : axes_minus(math, {a}, axes_minus(math, {a}, added)))
+          pieces.push_back(piece);
+      Axes kept = math.without_trivial(want.dims[d].axes);
+      kept.insert(kept.end(), pieces.begin(), pieces.end());
+      if (pieces.empty() || math.normalize(kept) != math.normalize(have_dim)) continue;
+      sharded[d] = pieces;
+      all_sharded.insert(all_sharded.end(), pieces.begin(), pieces.end());
+    }
+    const Axes replicated = mesh_order(math, axes_minus(math, added, all_sharded));
+    TensorSharding mid = want;
+    for (size_t d = 0; d < mid.dims.size(); ++d) {
+      for (const AxisRef& a : sharded[d]) mid.dims[d].axes.push_back(a);
+      mid.dims[d].axes = math.normalize(mid.dims[d].axes);
+    }
+    mid.replicated.clear();
+    mid.unreduced = have.unreduced;
+    TensorSharding layout = have;
+    layout.replicated.clear();
+    if (!same_placement(math, layout, mid)) v = m.ops[add("sdy.reshard", v, mid, loc)].results[0];
+    if (!replicated.empty()) {
+      TensorSharding r2u = mid;
+      if (all_sharded.empty()) {
+        r2u = want;
+      } else {
+        r2u.replicated = axes_minus(math, math.without_trivial(have.replicated), replicated);
+        Axes u = have_unreduced;
+        u.insert(u.end(), replicated.begin(), replicated.end());
+        r2u.unreduced = mesh_order(math, u);
+      }
+      const OpId o = add("sdy.replicated_to_unreduced", v, r2u, loc);
+      m.ops[o].reduce_axes = replicated;
+      v = m.ops[o].results[0];
+    }
+    if (!all_sharded.empty()) {
+      const OpId o = add("sdy.sharded_to_unreduced", v, want, loc);
+      for (Axes& a : sharded) a = math.normalize(a);
+      m.ops[o].dim_axes = sharded;
+      v = m.ops[o].results[0];
+    }
+    return v;
+  };
+  std::vector<ValueId> remap(m.values.size());
+  for (ValueId v = 0; v < remap.size(); ++v) remap[v] = v;
+  auto rename = [&](auto& self, std::vector<OpId>& ops) -> void {
+    for (OpId o : ops) {
+      for (ValueId& v : m.ops[o].operands)
+        if (v < remap.size()) v = remap[v];
+      for (Block& b : m.ops[o].regions) self(self, b.ops);
+    }
+  };
+  for (OpId o : f->body.ops) {
+    for (ValueId& v : m.ops[o].operands)
+      if (v < remap.size()) v = remap[v];
+    const Op op = m.ops[o];  // a copy: expand() grows m.ops
+    if (op.name == "sdy.reshard" && op.sharding && op.operands.size() == 1) {
+      const ValueId nv = expand(op.operands[0], *op.sharding, op.loc);
+      if (nv != kNone) {
+        remap[op.results[0]] = nv;
+        continue;
+      }
+    } else if (op.name == "func.return") {
+      for (size_t k = 0; k < op.operands.size() && k < f->results.size(); ++k)
+        if (const auto& want = f->results[k].sharding)
+          if (const ValueId nv = expand(op.operands[k], *want, op.loc); nv != kNone)
+            m.ops[o].operands[k] = nv;
+    }
+    out.push_back(o);
+  }
+  f->body.ops = std::move(out);
+  rename(rename, f->body.ops);
+  return {};
+}
+
 }  // namespace meshplan::planner::shlo

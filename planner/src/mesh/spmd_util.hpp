@@ -42,4 +42,10 @@ std::string global_mesh_name(const Module& m);
 Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules,
                                 const std::function<bool(OpId)>& only = nullptr);
 
+/// Shardy's explicit unreduced moves in the entry function's body: an sdy.reshard (or a
+/// function result) whose sharding adds unreduced axes to its operand's, keeping the operand's
+/// own, becomes [sdy.reshard,] sdy.replicated_to_unreduced (the added axes the operand does
+/// not shard) and sdy.sharded_to_unreduced (those it shards), each when needed.
+Status expand_unreduced_reshards(Module& m);
+
 }  // namespace meshplan::planner::shlo
