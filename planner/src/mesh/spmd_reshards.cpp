@@ -283,6 +283,8 @@ std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
   return fs;
 }
 
+}  // namespace
+
 /// `from` without the devices of `minus`: an axis partly covered by a sub-axis of `minus`
 /// keeps the sub-axes around it (`{"x", "y"}` without `{"x":(1)2}` of "x"=4: `{"x":(2)2, "y"}`).
 Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
@@ -310,6 +312,8 @@ Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
   }
   return out;
 }
+
+namespace {
 
 /// Axes in mesh order, adjacent sub-axes merged.
 Axes mesh_order(const AxisMath& math, Axes axes) {

@@ -18,31 +18,9 @@ namespace {
 
 using Axes = std::vector<AxisRef>;
 
-/// `from` without the devices of `minus` (sub-axes left around a removed sub-axis stay):
-/// Shardy's axis set difference.
-Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
-  Axes out;
-  for (const AxisRef& whole : from) {
-    std::vector<std::pair<int64_t, int64_t>> pieces = {
-        {whole.pre_size, whole.pre_size * math.size(whole)}};
-    for (const AxisRef& b : minus) {
-      if (b.name != whole.name) continue;
-      const int64_t b0 = b.pre_size, b1 = b.pre_size * math.size(b);
-      std::vector<std::pair<int64_t, int64_t>> left;
-      for (auto [p0, p1] : pieces) {
-        if (b1 <= p0 || p1 <= b0) {
-          left.emplace_back(p0, p1);
-          continue;
-        }
-        if (p0 < b0) left.emplace_back(p0, b0);
-        if (b1 < p1) left.emplace_back(b1, p1);
-      }
-      pieces = std::move(left);
-    }
-    for (auto [p0, p1] : pieces)
-      if (p1 > p0 && p1 % p0 == 0) out.push_back(AxisRef{whole.name, p0, p1 / p0});
-  }
-  return math.normalize(std::move(out));
+/// Shardy's axis set difference, adjacent sub-axes merged.
+Axes axes_without(const AxisMath& math, const Axes& from, const Axes& minus) {
+  return math.normalize(axes_minus(math, from, minus));
 }
 
 /// Axes sorted as the mesh lists them (sub-axes by pre-size), adjacent sub-axes merged.
@@ -132,14 +110,14 @@ class PartialReshards {
     if (!mesh) return;
     AxisMath math{*mesh};
     const Axes reduce =
-        mesh_order(math, axes_minus(math, math.without_trivial(s->unreduced), keep));
+        mesh_order(math, axes_without(math, math.without_trivial(s->unreduced), keep));
     if (reduce.empty()) return;
     const OpId ar = m_.add_op("sdy.all_reduce", {v}, {m_.values[v].type}, m_.ops[user].loc);
     m_.ops[ar].reduce_axes = reduce;
     if (!s->unreduced_kind.empty())
       m_.ops[ar].set_prop("reduction", Attr::keyword(s->unreduced_kind));
     TensorSharding out = *s;
-    out.unreduced = axes_minus(math, math.without_trivial(s->unreduced), reduce);
+    out.unreduced = axes_without(math, math.without_trivial(s->unreduced), reduce);
     m_.ops[ar].sharding = out;
     m_.ops[user].operands[k] = m_.ops[ar].results[0];
     if (after_operand)
@@ -401,7 +379,7 @@ Status PartialReshards::reduction_all_reduce(OpId o, const MeshDecl& mesh, std::
     if (common) reduction.insert(reduction.end(), common->begin(), common->end());
   }
   const Axes reduce =
-      mesh_order(math, axes_minus(math, math.without_trivial(reduction), r0->unreduced));
+      mesh_order(math, axes_without(math, math.without_trivial(reduction), r0->unreduced));
   if (reduce.empty()) return {};
   for (ValueId r : op.results) {
     const auto s = sharding_of(m_, r);

@@ -3,7 +3,9 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
+#include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/stablehlo.hpp"
 
@@ -39,6 +41,12 @@ std::string global_mesh_name(const Module& m);
 /// (maximal-mesh) ops move their operands and results through, replicated. `shardy_rules`:
 /// the `sdy-insert-explicit-reshards` stage, which takes Shardy's rules where they differ from
 /// the mesh pipeline's (shardy_stage_rule: dynamic slices keep the dims they do not slice).
+/// `from` without the devices of `minus`: an axis partly covered by a sub-axis of `minus`
+/// keeps the sub-axes around it (`{"x", "y"}` without `{"x":(1)2}` of "x"=4: `{"x":(2)2, "y"}`);
+/// Shardy's axis set difference.
+std::vector<AxisRef> axes_minus(const AxisMath& math, const std::vector<AxisRef>& from,
+                                const std::vector<AxisRef>& minus);
+
 Status insert_explicit_reshards(Module& m, const std::string& global, bool shardy_rules,
                                 const std::function<bool(OpId)>& only = nullptr);
 
