@@ -156,3 +156,46 @@ TEST_CASE("the text-only stages take tensors beyond a chip's memory; planning re
   CHECK(too_big.error().message.find("holds more than 281474976710656 elements") !=
         std::string::npos);
 }
+
+TEST_CASE("sdy-insert-explicit-reshards: fft keeps its transformed dims whole") {
+  // FFT over the last dim: the batch dim passes through, the transformed dim needs replication,
+  // so "b" moves to the batch dim before the fft and back after it. Complex values are read
+  // only by the text-only stages, and the pretty form prints back as MLIR prints it.
+  const std::string text =
+      "sdy.mesh @m = <[\"a\"=2, \"b\"=2]>\n"
+      "func.func @f(%arg0: tensor<8x16xcomplex<f32>> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"a\"}, {\"b\"}]>}) -> (tensor<8x16xcomplex<f32>> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"a\"}, {\"b\"}]>}) {\n"
+      "  %0 = stablehlo.fft %arg0, type = IFFT, length = [16] {sdy.sharding = "
+      "#sdy.sharding_per_value<[<@m, [{\"a\"}, {\"b\"}]>]>} : (tensor<8x16xcomplex<f32>>) -> "
+      "tensor<8x16xcomplex<f32>>\n"
+      "  return %0 : tensor<8x16xcomplex<f32>>\n"
+      "}\n";
+  auto m = parse_module_for_propagation(text, "fft.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  REQUIRE(run_sdy_export_pass(*m, *export_pass_from_name("sdy-insert-explicit-reshards")));
+  CHECK(print_module(*m) ==
+        "sdy.mesh @m = <[\"a\"=2, \"b\"=2]>\n"
+        "func.func @f(%arg0: tensor<8x16xcomplex<f32>> {sdy.sharding = #sdy.sharding<@m, "
+        "[{\"a\"}, {\"b\"}]>}) -> (tensor<8x16xcomplex<f32>> {sdy.sharding = #sdy.sharding<@m, "
+        "[{\"a\"}, {\"b\"}]>}) {\n"
+        "  %0 = sdy.reshard %arg0 <@m, [{\"a\", \"b\"}, {}]> : tensor<8x16xcomplex<f32>>\n"
+        "  %1 = stablehlo.fft %0, type =  IFFT, length = [16] {sdy.sharding = "
+        "#sdy.sharding_per_value<[<@m, [{\"a\", \"b\"}, {}]>]>} : (tensor<8x16xcomplex<f32>>) -> "
+        "tensor<8x16xcomplex<f32>>\n"
+        "  %2 = sdy.reshard %1 <@m, [{\"a\"}, {\"b\"}]> : tensor<8x16xcomplex<f32>>\n"
+        "  return %2 : tensor<8x16xcomplex<f32>>\n"
+        "}\n");
+  // Planning computes values: complex types stay a located refusal there.
+  auto plan = parse_module(text, "fft.mlir");
+  REQUIRE_FALSE(plan.has_value());
+  CHECK(plan.error().message.find("fft.mlir:2:") == 0);
+  CHECK(plan.error().message.find("complex<f32> is not supported") != std::string::npos);
+  // An fft type the spec does not define is refused where it is written.
+  std::string bad = text;
+  bad.replace(bad.find("IFFT"), 4, "DCT");
+  auto refused = parse_module_for_propagation(bad, "fft.mlir");
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message.find("fft type DCT is not one of FFT, IFFT, RFFT, IRFFT") !=
+        std::string::npos);
+}

@@ -579,6 +579,30 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
+  if (s == "fft") {  // `stablehlo.fft %x, type = FFT, length = [..] : (T) -> R`
+    op.operands = {MESHPLAN_TRY(use())};
+    MESHPLAN_TRY(expect(",", "', type = FFT|IFFT|RFFT|IRFFT'"));
+    if (!accept_word("type")) return error("'type'");
+    MESHPLAN_TRY(expect("=", "'=' after type"));
+    const size_t at = pos_;
+    const std::string kind = MESHPLAN_TRY(ident("an fft type"));
+    if (kind != "FFT" && kind != "IFFT" && kind != "RFFT" && kind != "IRFFT")
+      return error_at(at, str("fft type ", kind, " is not one of FFT, IFFT, RFFT, IRFFT"));
+    Attr a;
+    a.kind = Attr::Kind::opaque;
+    a.text = "#stablehlo<fft_type " + kind + ">";
+    op.set_prop("fft_type", a);
+    MESHPLAN_TRY(expect(",", "', length = [...]'"));
+    if (!accept_word("length")) return error("'length'");
+    MESHPLAN_TRY(expect("=", "'=' after length"));
+    op.set_prop("fft_length", Attr::ints_array(MESHPLAN_TRY(int_list())));
+    MESHPLAN_TRY(op_attr_dict(op));
+    MESHPLAN_TRY(expect(":", "':' and the function type"));
+    auto [ins, outs] = MESHPLAN_TRY(func_type());
+    MESHPLAN_TRY(check_operand_types(op, ins));
+    results = outs;
+    return {};
+  }
   if (s == "rng_bit_generator") {  // `stablehlo.rng_bit_generator %s, algorithm = NAME : ...`
     op.operands = {MESHPLAN_TRY(use())};
     MESHPLAN_TRY(expect(",", "', algorithm = NAME'"));

@@ -560,6 +560,20 @@ bool Printer::pretty(const Op& op, int indent) {
     same_or_func_type(op);
     return true;
   }
+  if (s == "fft" && op.operands.size() == 1 && has_ints("fft_length") &&
+      only({"fft_type", "fft_length"})) {
+    // MLIR prints the enum after `type = ` with its own leading space.
+    const Attr* kind = op.prop("fft_type");
+    constexpr std::string_view prefix = "#stablehlo<fft_type ";
+    if (!kind || kind->kind != Attr::Kind::opaque || !kind->text.starts_with(prefix)) return false;
+    const std::string k = kind->text.substr(prefix.size(), kind->text.size() - prefix.size() - 1);
+    out_ << n << " " << name(op.operands[0]) << ", type =  " << k
+         << ", length = " << ints(op.prop("fft_length"));
+    op_attrs(op);
+    out_ << " : ";
+    func_type(op);
+    return true;
+  }
   if (s == "cholesky" && op.operands.size() == 1 && only({"lower"})) {
     const Attr* lower = op.prop("lower");
     if (lower && lower->kind != Attr::Kind::boolean) return false;

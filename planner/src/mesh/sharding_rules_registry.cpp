@@ -1,6 +1,6 @@
 // Factor rules of the ops Shardy's op sharding rule registry covers that the general rules
 // do not: linear algebra (cholesky, triangular_solve, the linalg custom calls JAX emits),
-// bitcast_convert across bit widths, rng_bit_generator, collective_broadcast, and the
+// bitcast_convert across bit widths, fft, rng_bit_generator, collective_broadcast, and the
 // custom call targets Shardy knows. A factor is written as the dim it occupies in each
 // operand and result (-1: none).
 #include "mesh/sharding_rules_shardy.hpp"
@@ -250,6 +250,19 @@ std::optional<FactorRule> registry_rule(const Module& m, const Op& op) {
     const auto& s = shape_of(m, op.operands[0]);
     Rule b(m, op);
     for (size_t d = 0; d < s.size(); ++d) b.same(int64_t(d), s[d], d + 2 >= s.size());
+    return b.take();
+  }
+  if (n == "stablehlo.fft" && op.operands.size() == 1 && op.results.size() == 1) {
+    // The leading dims are batch dims and pass through; each of the last len(fft_length) dims
+    // is transformed whole: one factor of operand and result that needs replication (the last
+    // one too where RFFT/IRFFT change its size; it then never propagates either).
+    const Attr* length = op.prop("fft_length");
+    const auto& in = shape_of(m, op.operands[0]);
+    const size_t fft_dims = length && length->kind == Attr::Kind::dense_array ? length->ints.size()
+                                                                               : in.size() + 1;
+    if (fft_dims > in.size() || in.size() != shape_of(m, op.results[0]).size()) return std::nullopt;
+    Rule b(m, op);
+    for (size_t d = 0; d < in.size(); ++d) b.same(int64_t(d), in[d], d + fft_dims >= in.size());
     return b.take();
   }
   if (n == "stablehlo.triangular_solve") return triangular_solve(m, op);
