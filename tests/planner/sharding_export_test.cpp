@@ -191,6 +191,20 @@ TEST_CASE("sdy-insert-explicit-reshards: fft keeps its transformed dims whole") 
   REQUIRE_FALSE(plan.has_value());
   CHECK(plan.error().message.find("fft.mlir:2:") == 0);
   CHECK(plan.error().message.find("complex<f32> is not supported") != std::string::npos);
+  // The generic form takes the same rule.
+  auto generic = parse_module_for_propagation(
+      "sdy.mesh @m = <[\"a\"=2, \"b\"=2]>\n"
+      "func.func @f(%arg0: tensor<8x16xcomplex<f32>> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"a\"}, {\"b\"}]>}) -> tensor<8x16xcomplex<f32>> {\n"
+      "  %0 = \"stablehlo.fft\"(%arg0) {fft_type = #stablehlo<fft_type FFT>, fft_length = "
+      "array<i64: 16>} : (tensor<8x16xcomplex<f32>>) -> tensor<8x16xcomplex<f32>>\n"
+      "  return %0 : tensor<8x16xcomplex<f32>>\n"
+      "}\n",
+      "generic.mlir");
+  REQUIRE_MESSAGE(generic.has_value(), generic.error().message);
+  REQUIRE(run_sdy_export_pass(*generic, *export_pass_from_name("sdy-insert-explicit-reshards")));
+  CHECK(print_module(*generic).find("  %0 = sdy.reshard %arg0 <@m, [{\"a\", \"b\"}, {}]>") !=
+        std::string::npos);
   // An fft type the spec does not define is refused where it is written.
   std::string bad = text;
   bad.replace(bad.find("IFFT"), 4, "DCT");

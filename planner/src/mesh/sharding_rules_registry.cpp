@@ -256,7 +256,7 @@ std::optional<FactorRule> registry_rule(const Module& m, const Op& op) {
     // The leading dims are batch dims and pass through; each of the last len(fft_length) dims
     // is transformed whole: one factor of operand and result that needs replication (the last
     // one too where RFFT/IRFFT change its size; it then never propagates either).
-    const Attr* length = op.prop("fft_length");
+    const Attr* length = op.prop("fft_length") ? op.prop("fft_length") : op.attr("fft_length");
     const auto& in = shape_of(m, op.operands[0]);
     const size_t fft_dims = length && length->kind == Attr::Kind::dense_array ? length->ints.size()
                                                                                : in.size() + 1;
