@@ -133,11 +133,91 @@ std::optional<ReshardRule> pad_or_slice(const Module& m, const Op& op) {
   return ReshardRule{std::move(b.r), std::move(permutation)};
 }
 
+/// The operand a slice was taken from, else the value itself.
+ValueId before_slice(const Module& m, ValueId v) {
+  const OpId d = m.values[v].def;
+  if (d == kNone || m.ops[d].name != "stablehlo.slice" || m.ops[d].operands.empty()) return v;
+  return m.ops[d].operands[0];
+}
+
+/// concatenate: one factor per dim shared by every operand and the result, sized as the
+/// result's dim. The concatenated dim needs replication, unless the operands are all slices, or
+/// pieces of one tensor (some sliced): then it is a permutation factor.
+std::optional<ReshardRule> concatenate(const Module& m, const Op& op) {
+  const Attr* dim = op.prop("dimension");
+  if (op.operands.empty() || op.results.size() != 1 || !dim) return std::nullopt;
+  const auto& out = shape_of(m, op.results[0]);
+  const size_t cd = static_cast<size_t>(dim->i);
+  if (cd >= out.size()) return std::nullopt;
+  for (ValueId v : op.operands)
+    if (shape_of(m, v).size() != out.size()) return std::nullopt;
+  bool all_slices = true, one_source = true, some_slice = false;
+  const ValueId source = before_slice(m, op.operands[0]);
+  for (ValueId v : op.operands) {
+    const bool sliced = before_slice(m, v) != v;
+    all_slices &= sliced;
+    some_slice |= sliced;
+    one_source &= before_slice(m, v) == source;
+  }
+  const bool permutes = all_slices || (one_source && some_slice);
+  Builder b;
+  std::vector<bool> permutation;
+  std::vector<std::vector<int>> dims(out.size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    dims[d] = {b.factor(out[d], d == cd && !permutes)};
+    permutation.push_back(d == cd && permutes);
+  }
+  for (size_t k = 0; k < op.operands.size(); ++k) b.r.operands.push_back(dims);
+  b.r.results.push_back(std::move(dims));
+  return ReshardRule{std::move(b.r), std::move(permutation)};
+}
+
+/// A reduce of several inputs (argmax's value and index, ...): as for one input, every input
+/// shares a factor per dim, the reduced dims are reduction factors and the others reach every
+/// result; the init values are scalars. The partial results combine as the body's first op.
+std::optional<ReshardRule> variadic_reduce(const Module& m, const Op& op) {
+  const Attr* dims_attr = op.prop("dimensions");
+  const size_t n = op.results.size();
+  if (!dims_attr || dims_attr->kind != Attr::Kind::dense_array || n < 2 ||
+      op.operands.size() != 2 * n || !scalars(m, op, n))
+    return std::nullopt;
+  const auto& in = shape_of(m, op.operands[0]);
+  for (size_t k = 1; k < n; ++k)
+    if (shape_of(m, op.operands[k]) != in) return std::nullopt;
+  Builder b;
+  std::vector<std::vector<int>> in_d(in.size()), out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const int f = b.factor(in[d], false);
+    in_d[d] = {f};
+    bool reduced = false;
+    for (int64_t r : dims_attr->ints) reduced |= r == static_cast<int64_t>(d);
+    if (reduced)
+      b.r.reduction[static_cast<size_t>(f)] = true;
+    else
+      out.push_back({f});
+  }
+  for (size_t k = 0; k < n; ++k) b.r.operands.push_back(in_d);
+  for (size_t k = 0; k < n; ++k) b.r.operands.push_back({});
+  for (size_t k = 0; k < n; ++k) {
+    if (shape_of(m, op.results[k]).size() != out.size()) return std::nullopt;
+    b.r.results.push_back(out);
+  }
+  std::string body;
+  if (op.regions.size() == 1 && !op.regions[0].ops.empty())
+    body = m.ops[op.regions[0].ops[0]].name;
+  b.r.reduction_kind = body == "stablehlo.maximum" ? "max"
+                       : body == "stablehlo.minimum" ? "min"
+                                                     : "sum";
+  return ReshardRule{std::move(b.r), {}};
+}
+
 }  // namespace
 
 std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;
   if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
+  if (op.name == "stablehlo.concatenate") return concatenate(m, op);
+  if (op.name == "stablehlo.reduce" && op.results.size() > 1) return variadic_reduce(m, op);
   if (op.name == "stablehlo.reverse") {
     // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
     // need replication), the others pass through.
