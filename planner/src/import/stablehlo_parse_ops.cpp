@@ -110,7 +110,8 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
                                     "split_dimension",
                                     "concat_dimension",
                                     "split_count",
-                                    "source_target_pairs"};
+                                    "source_target_pairs",
+                                    "is_stable"};
   for (auto it = op.attrs.begin(); it != op.attrs.end();) {
     if (std::find(std::begin(kInherent), std::end(kInherent), it->first) != std::end(kInherent)) {
       op.set_prop(it->first, it->second);
