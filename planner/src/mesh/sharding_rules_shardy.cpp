@@ -3,10 +3,12 @@
 // slice, and the host-offload custom calls pass their operand through.
 #include "mesh/sharding_rules_shardy.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
 
 #include "import/meshplan_custom_call.hpp"
+#include "import/stablehlo_gather.hpp"
 
 namespace meshplan::planner::shlo {
 
@@ -211,12 +213,81 @@ std::optional<ReshardRule> variadic_reduce(const Module& m, const Op& op) {
   return ReshardRule{std::move(b.r), {}};
 }
 
+bool contains(const std::vector<int64_t>& v, size_t d) {
+  return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
+}
+
+/// gather, as Shardy states it: an offset dim the slice takes whole passes through operand and
+/// result; one sliced to size 1 is a reduction factor of the operand (each device gathers from
+/// its piece, the pieces are summed) and a replicated size-1 factor of the result; one sliced
+/// otherwise needs replication. A batch dim of the result is one factor with the indices' dim
+/// (and the operand's batching dim). Collapsed dims are reduction factors (needing replication
+/// when of size 1); the index vector dim needs replication.
+std::optional<ReshardRule> gather(const Module& m, const Op& op) {
+  if (op.operands.size() != 2 || op.results.size() != 1) return std::nullopt;
+  Result<GatherDims> read = read_gather_dims(op);
+  if (!read) return std::nullopt;
+  const GatherDims& g = *read;
+  const auto& os = shape_of(m, op.operands[0]);
+  const auto& is = shape_of(m, op.operands[1]);
+  const auto& out = shape_of(m, op.results[0]);
+  Builder b;
+  std::vector<std::vector<int>> o(os.size()), i(is.size()), r(out.size());
+  size_t in_dim = 0, batch_pos = 0;
+  const size_t ivd = static_cast<size_t>(g.index_vector_dim);
+  for (size_t sd = 0; sd < out.size(); ++sd) {
+    if (contains(g.offset_dims, sd)) {
+      while (in_dim < os.size() && (contains(g.collapsed_slice_dims, in_dim) ||
+                                    contains(g.operand_batching_dims, in_dim)))
+        ++in_dim;
+      if (in_dim >= os.size()) return std::nullopt;
+      if (os[in_dim] == out[sd]) {
+        o[in_dim] = r[sd] = {b.factor(os[in_dim], false)};
+      } else if (out[sd] == 1) {
+        const int f = b.factor(os[in_dim], false);
+        b.r.reduction[static_cast<size_t>(f)] = true;
+        o[in_dim] = {f};
+        r[sd] = {b.factor(1, true)};
+      } else {
+        o[in_dim] = r[sd] = {b.factor(os[in_dim], true)};
+      }
+      ++in_dim;
+      continue;
+    }
+    const size_t idim = batch_pos < ivd ? batch_pos : batch_pos + 1;
+    ++batch_pos;
+    if (idim >= is.size()) return std::nullopt;
+    const int f = b.factor(out[sd], false);
+    i[idim] = r[sd] = {f};
+    for (size_t k = 0; k < g.start_indices_batching_dims.size(); ++k)
+      if (g.start_indices_batching_dims[k] == static_cast<int64_t>(idim) &&
+          k < g.operand_batching_dims.size() &&
+          static_cast<size_t>(g.operand_batching_dims[k]) < os.size())
+        o[static_cast<size_t>(g.operand_batching_dims[k])] = {f};
+  }
+  for (int64_t c : g.collapsed_slice_dims) {
+    if (c < 0 || static_cast<size_t>(c) >= os.size()) return std::nullopt;
+    const size_t cd = static_cast<size_t>(c);
+    const int f = b.factor(os[cd], os[cd] == 1);
+    b.r.reduction[static_cast<size_t>(f)] = os[cd] != 1;
+    o[cd] = {f};
+  }
+  if (ivd < is.size()) i[ivd] = {b.factor(is[ivd], true)};
+  for (const auto* dims : {&o, &i, &r})
+    for (const auto& d : *dims)
+      if (d.empty()) return std::nullopt;  // dimension numbers Shardy's rule does not cover
+  b.r.operands = {std::move(o), std::move(i)};
+  b.r.results = {std::move(r)};
+  return ReshardRule{std::move(b.r), {}};
+}
+
 }  // namespace
 
 std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.attr("sdy.sharding_rule")) return std::nullopt;
   if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
   if (op.name == "stablehlo.concatenate") return concatenate(m, op);
+  if (op.name == "stablehlo.gather") return gather(m, op);
   if (op.name == "stablehlo.reduce" && op.results.size() > 1) return variadic_reduce(m, op);
   if (op.name == "stablehlo.reverse") {
     // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
