@@ -217,67 +217,142 @@ bool contains(const std::vector<int64_t>& v, size_t d) {
   return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
 }
 
-/// gather, as Shardy states it: an offset dim the slice takes whole passes through operand and
-/// result; one sliced to size 1 is a reduction factor of the operand (each device gathers from
-/// its piece, the pieces are summed) and a replicated size-1 factor of the result; one sliced
-/// otherwise needs replication. A batch dim of the result is one factor with the indices' dim
-/// (and the operand's batching dim). Collapsed dims are reduction factors (needing replication
-/// when of size 1); the index vector dim needs replication.
-std::optional<ReshardRule> gather(const Module& m, const Op& op) {
-  if (op.operands.size() != 2 || op.results.size() != 1) return std::nullopt;
-  Result<GatherDims> read = read_gather_dims(op);
-  if (!read) return std::nullopt;
-  const GatherDims& g = *read;
-  const auto& os = shape_of(m, op.operands[0]);
-  const auto& is = shape_of(m, op.operands[1]);
-  const auto& out = shape_of(m, op.results[0]);
-  Builder b;
-  std::vector<std::vector<int>> o(os.size()), i(is.size()), r(out.size());
+/// The dims of gather's or scatter's tensors one factor covers (-1: none of that tensor).
+enum class Kind { pass, reduction, replicate };
+struct IndexingDims {
+  std::vector<std::vector<int>> in, idx, slices;
+};
+
+/// Factors of gather (`slices`: its result) and scatter (`slices`: its updates), as Shardy
+/// states them. An offset (update window) dim the slice takes whole passes through input and
+/// slices. Sliced otherwise: for scatter a replicated factor in each; for gather, to size 1, a
+/// reduction factor of the input (each device gathers from its piece, the pieces are summed)
+/// and a replicated size-1 factor of the result, else one replicated factor of both. A batch
+/// dim of the slices is one factor with the indices' dim (and the input's batching dim); for
+/// scatter, without the input's dim it is a reduction factor when the update computation
+/// combines (`combines`), else replicated. Collapsed (inserted) dims: scatter passes them
+/// through to the result; gather reduces them (replicated when of size 1). The index vector dim
+/// is replicated. nullopt: dimension numbers the rule does not cover.
+std::optional<IndexingDims> indexing_factors(
+    Builder& b, bool scatter, bool combines, const std::vector<int64_t>& in,
+    const std::vector<int64_t>& idx, const std::vector<int64_t>& slices, int64_t index_vector_dim,
+    const std::vector<int64_t>& offset, const std::vector<int64_t>& collapsed,
+    const std::vector<int64_t>& in_batching, const std::vector<int64_t>& idx_batching) {
+  IndexingDims d{std::vector<std::vector<int>>(in.size()),
+                 std::vector<std::vector<int>>(idx.size()),
+                 std::vector<std::vector<int>>(slices.size())};
+  auto add = [&](int64_t size, Kind kind) {
+    const int f = b.factor(size, kind == Kind::replicate);
+    b.r.reduction[static_cast<size_t>(f)] = kind == Kind::reduction;
+    return std::vector<int>{f};
+  };
   size_t in_dim = 0, batch_pos = 0;
-  const size_t ivd = static_cast<size_t>(g.index_vector_dim);
-  for (size_t sd = 0; sd < out.size(); ++sd) {
-    if (contains(g.offset_dims, sd)) {
-      while (in_dim < os.size() && (contains(g.collapsed_slice_dims, in_dim) ||
-                                    contains(g.operand_batching_dims, in_dim)))
+  const size_t ivd = static_cast<size_t>(index_vector_dim);
+  for (size_t sd = 0; sd < slices.size(); ++sd) {
+    if (contains(offset, sd)) {
+      while (in_dim < in.size() &&
+             (contains(collapsed, in_dim) || contains(in_batching, in_dim)))
         ++in_dim;
-      if (in_dim >= os.size()) return std::nullopt;
-      if (os[in_dim] == out[sd]) {
-        o[in_dim] = r[sd] = {b.factor(os[in_dim], false)};
-      } else if (out[sd] == 1) {
-        const int f = b.factor(os[in_dim], false);
-        b.r.reduction[static_cast<size_t>(f)] = true;
-        o[in_dim] = {f};
-        r[sd] = {b.factor(1, true)};
+      if (in_dim >= in.size()) return std::nullopt;
+      if (in[in_dim] == slices[sd]) {
+        d.in[in_dim] = d.slices[sd] = add(in[in_dim], Kind::pass);
+      } else if (scatter) {
+        d.in[in_dim] = add(in[in_dim], Kind::replicate);
+        d.slices[sd] = add(slices[sd], Kind::replicate);
+      } else if (slices[sd] == 1) {
+        d.in[in_dim] = add(in[in_dim], Kind::reduction);
+        d.slices[sd] = add(1, Kind::replicate);
       } else {
-        o[in_dim] = r[sd] = {b.factor(os[in_dim], true)};
+        d.in[in_dim] = d.slices[sd] = add(in[in_dim], Kind::replicate);
       }
       ++in_dim;
       continue;
     }
-    const size_t idim = batch_pos < ivd ? batch_pos : batch_pos + 1;
+    const size_t id = batch_pos < ivd ? batch_pos : batch_pos + 1;
     ++batch_pos;
-    if (idim >= is.size()) return std::nullopt;
-    const int f = b.factor(out[sd], false);
-    i[idim] = r[sd] = {f};
-    for (size_t k = 0; k < g.start_indices_batching_dims.size(); ++k)
-      if (g.start_indices_batching_dims[k] == static_cast<int64_t>(idim) &&
-          k < g.operand_batching_dims.size() &&
-          static_cast<size_t>(g.operand_batching_dims[k]) < os.size())
-        o[static_cast<size_t>(g.operand_batching_dims[k])] = {f};
+    if (id >= idx.size()) return std::nullopt;
+    std::optional<size_t> in_batch;
+    for (size_t k = 0; k < idx_batching.size() && k < in_batching.size(); ++k)
+      if (idx_batching[k] == static_cast<int64_t>(id) &&
+          static_cast<size_t>(in_batching[k]) < in.size())
+        in_batch = static_cast<size_t>(in_batching[k]);
+    const Kind kind = !scatter || in_batch ? Kind::pass
+                      : combines           ? Kind::reduction
+                                           : Kind::replicate;
+    d.idx[id] = d.slices[sd] = add(slices[sd], kind);
+    if (in_batch) d.in[*in_batch] = d.idx[id];
   }
-  for (int64_t c : g.collapsed_slice_dims) {
-    if (c < 0 || static_cast<size_t>(c) >= os.size()) return std::nullopt;
+  for (int64_t c : collapsed) {
+    if (c < 0 || static_cast<size_t>(c) >= in.size()) return std::nullopt;
     const size_t cd = static_cast<size_t>(c);
-    const int f = b.factor(os[cd], os[cd] == 1);
-    b.r.reduction[static_cast<size_t>(f)] = os[cd] != 1;
-    o[cd] = {f};
+    d.in[cd] = add(in[cd], scatter ? Kind::pass : in[cd] == 1 ? Kind::replicate : Kind::reduction);
   }
-  if (ivd < is.size()) i[ivd] = {b.factor(is[ivd], true)};
-  for (const auto* dims : {&o, &i, &r})
-    for (const auto& d : *dims)
-      if (d.empty()) return std::nullopt;  // dimension numbers Shardy's rule does not cover
-  b.r.operands = {std::move(o), std::move(i)};
-  b.r.results = {std::move(r)};
+  if (ivd < idx.size()) d.idx[ivd] = add(idx[ivd], Kind::replicate);
+  for (const auto* dims : {&d.in, &d.idx, &d.slices})
+    for (const auto& dim : *dims)
+      if (dim.empty()) return std::nullopt;
+  return d;
+}
+
+std::optional<ReshardRule> gather(const Module& m, const Op& op) {
+  if (op.operands.size() != 2 || op.results.size() != 1) return std::nullopt;
+  Result<GatherDims> g = read_gather_dims(op);
+  if (!g) return std::nullopt;
+  Builder b;
+  auto d = indexing_factors(b, false, false, shape_of(m, op.operands[0]),
+                            shape_of(m, op.operands[1]), shape_of(m, op.results[0]),
+                            g->index_vector_dim, g->offset_dims, g->collapsed_slice_dims,
+                            g->operand_batching_dims, g->start_indices_batching_dims);
+  if (!d) return std::nullopt;
+  b.r.operands = {std::move(d->in), std::move(d->idx)};
+  b.r.results = {std::move(d->slices)};
+  return ReshardRule{std::move(b.r), {}};
+}
+
+/// scatter of N inputs: operands are the inputs, the indices, then N updates; the results
+/// share the inputs' factors. Its partial results combine when every result of the update
+/// computation is an add (max, min) of two of its arguments.
+std::optional<ReshardRule> scatter(const Module& m, const Op& op) {
+  const size_t n = op.results.size();
+  if (n == 0 || op.operands.size() != 2 * n + 1 || op.regions.size() != 1) return std::nullopt;
+  Result<ScatterDims> s = read_scatter_dims(op);
+  if (!s) return std::nullopt;
+  for (size_t k = 1; k < n; ++k)
+    if (shape_of(m, op.operands[k]) != shape_of(m, op.operands[0]) ||
+        shape_of(m, op.operands[n + 1 + k]) != shape_of(m, op.operands[n + 1]))
+      return std::nullopt;
+  const Block& body = op.regions[0];
+  std::string kind;
+  bool combines = !body.ops.empty() && body.args.size() == 2 * n;
+  if (combines) {
+    const Op& ret = m.ops[body.ops.back()];
+    combines = ret.operands.size() == n;
+    for (ValueId v : ret.operands) {
+      const OpId def = m.values[v].def;
+      if (!combines || def == kNone || m.ops[def].operands.size() != 2) {
+        combines = false;
+        break;
+      }
+      const std::string& name = m.ops[def].name;
+      const std::string k = name == "stablehlo.add"       ? "sum"
+                            : name == "stablehlo.maximum" ? "max"
+                            : name == "stablehlo.minimum" ? "min"
+                                                          : "";
+      combines = !k.empty() && (kind.empty() || kind == k);
+      kind = k;
+    }
+  }
+  Builder b;
+  auto d = indexing_factors(b, true, combines, shape_of(m, op.operands[0]),
+                            shape_of(m, op.operands[n]), shape_of(m, op.operands[n + 1]),
+                            s->index_vector_dim, s->update_window_dims, s->inserted_window_dims,
+                            s->input_batching_dims, s->scatter_indices_batching_dims);
+  if (!d) return std::nullopt;
+  for (size_t k = 0; k < n; ++k) b.r.operands.push_back(d->in);
+  b.r.operands.push_back(d->idx);
+  for (size_t k = 0; k < n; ++k) b.r.operands.push_back(d->slices);
+  for (size_t k = 0; k < n; ++k) b.r.results.push_back(d->in);
+  if (combines) b.r.reduction_kind = kind;
   return ReshardRule{std::move(b.r), {}};
 }
 
@@ -288,6 +363,7 @@ std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.name == "stablehlo.pad" || op.name == "stablehlo.slice") return pad_or_slice(m, op);
   if (op.name == "stablehlo.concatenate") return concatenate(m, op);
   if (op.name == "stablehlo.gather") return gather(m, op);
+  if (op.name == "stablehlo.scatter") return scatter(m, op);
   if (op.name == "stablehlo.reduce" && op.results.size() > 1) return variadic_reduce(m, op);
   if (op.name == "stablehlo.reverse") {
     // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
