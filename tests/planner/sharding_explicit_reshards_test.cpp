@@ -666,3 +666,133 @@ func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mes
   CHECK(s.error().message.find("p.mlir:3:3: sdy.sharded_to_unreduced is not lowered") !=
         std::string::npos);
 }
+
+TEST_CASE("explicit reshards: a concatenate along a sharded dim computes split along the others") {
+  // Shardy's concatenate rule: one factor per dim shared by operands and result; the concatenated
+  // dim needs replication when the operands are not slices, so its axis moves to the other dim
+  // (4 rows split 2 ways) and the result moves back after the op.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = stablehlo.concatenate %arg0, %arg1, dim = 1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{\"x\"}, {}]> : tensor<4x8xf32>\n"
+                 "  %1 = sdy.reshard %arg1 <@mesh, [{\"x\"}, {}]> : tensor<4x8xf32>\n"
+                 "  %2 = stablehlo.concatenate %0, %1, dim = 1 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>}") != std::string::npos);
+  CHECK(got.find("  %3 = sdy.reshard %2 <@mesh, [{}, {\"x\"}]> : tensor<4x16xf32>\n  return %3") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 3);
+}
+
+TEST_CASE("explicit reshards: a concatenate of pieces of one tensor keeps its split dim") {
+  // A slice of %arg0 concatenated with %arg0 itself: the concatenated dim is a permutation factor,
+  // which every tensor holds split over "x" alike, so nothing is resharded.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<4x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = stablehlo.slice %arg0 [0:4, 0:4] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  %1 = stablehlo.concatenate %0, %arg0, dim = 1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x12xf32>
+  return %1 : tensor<4x12xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(count(got, "sdy.reshard") == 0);
+  CHECK(got.find("  %1 = stablehlo.concatenate %0, %arg0, dim = 1 {sdy.sharding = "
+                 "#sdy.sharding_per_value<[<@mesh, [{}, {\"x\"}]>]>}") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a two-input reduce reduces both results across the split dim") {
+  // Both inputs share a factor per dim; dim 0 is reduced (a reduction factor). "x" on dim 0 is held
+  // by both inputs, "y" on dim 1 by the first: the second input takes "y" too, each result is
+  // combined with a max over "x" (the body's op), and only then resharded to its replicated use.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %arg1: tensor<8x4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4xf32>, tensor<4xi32>) {
+  %0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %1 = stablehlo.constant dense<0> : tensor<i32>
+  %2:2 = stablehlo.reduce(%arg0 init: %0), (%arg1 init: %1) across dimensions = [0] : (tensor<8x4xf32>, tensor<8x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+    reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) {
+      %3 = stablehlo.maximum %a, %b : tensor<f32>
+      %4 = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %3, %4 : tensor<f32>, tensor<i32>
+    }
+  return %2#0, %2#1 : tensor<4xf32>, tensor<4xi32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg1 <@mesh, [{\"x\"}, {\"y\"}]> : tensor<8x4xi32>\n"
+                 "  %1:2 = stablehlo.reduce(%arg0 init: %cst), (%0 init: %c)") != std::string::npos);
+  CHECK(got.find("  %2 = sdy.all_reduce {\"x\"} %1#0 out_sharding=<@mesh, [{\"y\"}]> {meshplan.reduction = \"max\"} : tensor<4xf32>\n"
+                 "  %3 = sdy.all_reduce {\"x\"} %1#1 out_sharding=<@mesh, [{\"y\"}]> {meshplan.reduction = \"max\"} : tensor<4xi32>\n"
+                 "  %4 = sdy.reshard %2 <@mesh, [{}]> : tensor<4xf32>\n"
+                 "  %5 = sdy.reshard %3 <@mesh, [{}]> : tensor<4xi32>\n") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a gather from a split collapsed dim sums the pieces") {
+  // The collapsed dim 0 (8 rows, split over "x") is a reduction factor of Shardy's gather rule:
+  // each device gathers from its rows, the operand is not resharded, an all_reduce over "x"
+  // follows. The offset dim 1 is taken whole and keeps "y" through to the result.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %arg1: tensor<2x1xi32>) -> (tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) {
+  %0 = "stablehlo.gather"(%arg0, %arg1) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 4>, sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"y"}]>]>} : (tensor<8x4xf32>, tensor<2x1xi32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(count(got, "sdy.reshard") == 0);
+  CHECK(got.find("  %0 = \"stablehlo.gather\"(%arg0, %arg1) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+                 "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+                 "slice_sizes = array<i64: 1, 4>}> {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {\"y\"}]>]>}") != std::string::npos);
+  CHECK(got.find("  %1 = sdy.all_reduce {\"x\"} %0 out_sharding=<@mesh, [{}, {\"y\"}]> : tensor<2x4xf32>\n  return %1") != std::string::npos);
+}
+
+TEST_CASE("explicit reshards: a scatter split along its updates sums the devices' results") {
+  // The updates' dim 0 pairs with the indices' dim 0 and has no dim of the operand: with an adding
+  // update computation it is a reduction factor, so the split "x" stays and the result is summed.
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func public @main(%arg0: tensor<8x4xf32>, %arg1: tensor<2x1xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg2: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x4xf32> {
+  %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false, sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}]>]>} : (tensor<8x4xf32>, tensor<2x1xi32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(count(got, "sdy.reshard") == 0);
+  CHECK(got.find("  %1 = sdy.all_reduce {\"x\"} %0 out_sharding=<@mesh, [{}, {}]> : tensor<8x4xf32>\n  return %1") != std::string::npos);
+  // An update computation that only replaces combines nothing: that dim needs replication.
+  std::string replace = text;
+  replace.erase(replace.find("    %1 = stablehlo.add"), std::string("    %1 = stablehlo.add %a, %b : tensor<f32>\n").size());
+  replace.replace(replace.find("return %1 : tensor<f32>"), 9, "return %b");
+  std::string replaced = reshards(replace);
+  CHECK(replaced.find("  %0 = sdy.reshard %arg1 <@mesh, [{}, {}]> : tensor<2x1xi32>\n"
+                      "  %1 = sdy.reshard %arg2 <@mesh, [{}, {}]> : tensor<2x4xf32>\n"
+                      "  %2 = \"stablehlo.scatter\"(%arg0, %0, %1)") != std::string::npos);
+  CHECK(count(replaced, "sdy.all_reduce") == 0);
+}
+
+TEST_CASE("explicit reshards: clamp, select and sort print as Shardy's printer does") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>, %arg2: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = stablehlo.clamp %arg0, %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = stablehlo.clamp %arg2, %arg0, %arg2 : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = stablehlo.select %arg1, %arg0, %0 : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %3 = "stablehlo.sort"(%arg0) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %4 = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %4 : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = true} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+)";
+  std::string got = reshards(text);
+  CHECK(got.find("  %0 = stablehlo.clamp %arg0, %arg0, %arg0 : tensor<4xf32>\n") != std::string::npos);
+  CHECK(got.find("  %1 = stablehlo.clamp %arg2, %arg0, %arg2 : (tensor<f32>, tensor<4xf32>, "
+                 "tensor<f32>) -> tensor<4xf32>\n") != std::string::npos);
+  CHECK(got.find("  %2 = stablehlo.select %arg1, %arg0, %0 : tensor<4xi1>, tensor<4xf32>\n") !=
+        std::string::npos);
+  CHECK(got.find("\"stablehlo.sort\"(%arg0) <{dimension = 0 : i64, is_stable = true}> ({") !=
+        std::string::npos);
+}

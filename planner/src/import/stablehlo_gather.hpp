@@ -18,4 +18,12 @@ struct GatherDims {
 /// The op's dimension numbers; errors at the op's location name the field that is wrong.
 Result<GatherDims> read_gather_dims(const Op& op);
 
+/// stablehlo.scatter's dimension numbers (the sharding rule reads them).
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, input_batching_dims,
+      scatter_indices_batching_dims, scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = -1;
+};
+Result<ScatterDims> read_scatter_dims(const Op& op);
+
 }  // namespace meshplan::planner::shlo

@@ -153,6 +153,23 @@ Result<GatherDims> read_gather_dims(const Op& op) {
   return g;
 }
 
+Result<ScatterDims> read_scatter_dims(const Op& op) {
+  static constexpr std::string_view kKeys[] = {
+      "update_window_dims",           "inserted_window_dims",
+      "input_batching_dims",          "scatter_indices_batching_dims",
+      "scatter_dims_to_operand_dims", "index_vector_dim"};
+  DimFields f = MESHPLAN_TRY(
+      read_dim_fields(op, "stablehlo.scatter", "scatter_dimension_numbers", "scatter", kKeys));
+  ScatterDims d;
+  d.update_window_dims = f["update_window_dims"];
+  d.inserted_window_dims = f["inserted_window_dims"];
+  d.input_batching_dims = f["input_batching_dims"];
+  d.scatter_indices_batching_dims = f["scatter_indices_batching_dims"];
+  d.scatter_dims_to_operand_dims = f["scatter_dims_to_operand_dims"];
+  d.index_vector_dim = f["index_vector_dim"].empty() ? -1 : f["index_vector_dim"][0];
+  return d;
+}
+
 }  // namespace meshplan::planner::shlo
 
 namespace meshplan::planner::shlo::lowering {

@@ -110,9 +110,16 @@ Status Parser::normalize_generic(Op& op, const std::vector<TensorType>& results,
                                     "split_dimension",
                                     "concat_dimension",
                                     "split_count",
-                                    "source_target_pairs"};
+                                    "source_target_pairs",
+                                    "is_stable"};
+  // gather's and scatter's own attributes (other ops' `dimension_numbers` stay where they are).
+  static const char* kIndexing[] = {"dimension_numbers", "scatter_dimension_numbers",
+                                    "slice_sizes", "indices_are_sorted", "unique_indices"};
+  const bool indexing = op.name == "stablehlo.gather" || op.name == "stablehlo.scatter";
   for (auto it = op.attrs.begin(); it != op.attrs.end();) {
-    if (std::find(std::begin(kInherent), std::end(kInherent), it->first) != std::end(kInherent)) {
+    if (std::find(std::begin(kInherent), std::end(kInherent), it->first) != std::end(kInherent) ||
+        (indexing && std::find(std::begin(kIndexing), std::end(kIndexing), it->first) !=
+                         std::end(kIndexing))) {
       op.set_prop(it->first, it->second);
       it = op.attrs.erase(it);
     } else {

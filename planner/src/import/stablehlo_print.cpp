@@ -545,6 +545,28 @@ bool Printer::pretty(const Op& op, int indent) {
     same_or_func_type(op);
     return true;
   }
+  if (s == "clamp" && op.operands.size() == 3 && op.props.empty() && op.regions.empty()) {
+    // `stablehlo.clamp %min, %x, %max : T` when all four types agree, else the function type.
+    out_ << n << " ";
+    operands(op);
+    op_attrs(op);
+    same_or_func_type(op);
+    return true;
+  }
+  if (s == "select" && op.operands.size() == 3 && op.props.empty() && op.regions.empty()) {
+    // `stablehlo.select %p, %a, %b : P, T` when both branches have the result's type.
+    out_ << n << " ";
+    operands(op);
+    op_attrs(op);
+    const auto& t = m_.values[op.results[0]].type;
+    if (m_.values[op.operands[1]].type == t && m_.values[op.operands[2]].type == t) {
+      out_ << " : " << type(op.operands[0]) << ", " << type(op.results[0]);
+    } else {
+      out_ << " : ";
+      func_type(op);
+    }
+    return true;
+  }
   auto only = [&](std::initializer_list<std::string_view> names) {
     for (const auto& [k, v] : op.props)
       if (std::find(names.begin(), names.end(), k) == names.end()) return false;

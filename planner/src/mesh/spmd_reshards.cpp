@@ -698,6 +698,11 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         }
       const Axes result_unreduced = op.results.empty() ? Axes{} : current(op.results[0]).unreduced;
       const Axes reduce = mesh_order(math, axes_minus(math, reduction, result_unreduced));
+      std::vector<std::pair<ValueId, TensorSharding>> moves;  // result, where it must be
+      auto place_moves = [&] {
+        for (auto& [r, to] : moves) remap[r] = reshard(remap[r], to, m.ops[o].loc);
+        moves.clear();
+      };
       for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
         ValueId r = m.ops[o].results[k];
         TensorSharding wanted = current(r);
@@ -725,13 +730,16 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
           remap.resize(m.values.size());
           last = remap.back() = m.ops[ar].results[0];
         }
+        remap[r] = last;
         if (moved) {
           TensorSharding to = wanted;
           for (auto& d : to.dims) d.open = false, d.priority = -1;
-          last = reshard(last, to, m.ops[o].loc);
+          moves.push_back({r, std::move(to)});
+          if (!shardy_rules) place_moves();
         }
-        remap[r] = last;
       }
+      // Shardy's stage places every result's all_reduce before the reshards.
+      place_moves();
     }
     open.pop_back();
     out = outer;
