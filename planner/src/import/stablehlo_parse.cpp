@@ -275,6 +275,16 @@ Status Parser::op_attr_dict(Op& op) {
   return {};
 }
 
+Status Parser::attrs_and_func_type(Op& op, std::vector<TensorType>& results,
+                                   std::string_view what) {
+  MESHPLAN_TRY(op_attr_dict(op));
+  MESHPLAN_TRY(expect(":", what));
+  auto [ins, outs] = MESHPLAN_TRY(func_type());
+  MESHPLAN_TRY(check_operand_types(op, ins));
+  results = std::move(outs);
+  return {};
+}
+
 Status Parser::same_or_func_type(Op& op, std::vector<TensorType>& results) {
   MESHPLAN_TRY(expect(":", "':' and the op's type"));
   ws();

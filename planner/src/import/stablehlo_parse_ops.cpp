@@ -383,11 +383,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     if (!accept_word("dim")) return error("'dim = N'");
     MESHPLAN_TRY(expect("=", "'=' after dim"));
     op.set_prop("dimension", Attr::integer(MESHPLAN_TRY(integer("a dimension")), "i64"));
-    MESHPLAN_TRY(op_attr_dict(op));
-    MESHPLAN_TRY(expect(":", "':' and the op's type"));
-    auto [ins, outs] = MESHPLAN_TRY(func_type());
-    MESHPLAN_TRY(check_operand_types(op, ins));
-    results = outs;
+    MESHPLAN_TRY(attrs_and_func_type(op, results, "':' and the op's type"));
     return {};
   }
   if (n == "call" || n == "func.call") {
@@ -603,11 +599,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     if (!accept_word("length")) return error("'length'");
     MESHPLAN_TRY(expect("=", "'=' after length"));
     op.set_prop("fft_length", Attr::ints_array(MESHPLAN_TRY(int_list())));
-    MESHPLAN_TRY(op_attr_dict(op));
-    MESHPLAN_TRY(expect(":", "':' and the function type"));
-    auto [ins, outs] = MESHPLAN_TRY(func_type());
-    MESHPLAN_TRY(check_operand_types(op, ins));
-    results = outs;
+    MESHPLAN_TRY(attrs_and_func_type(op, results, "':' and the function type"));
     return {};
   }
   if (s == "rng_bit_generator") {  // `stablehlo.rng_bit_generator %s, algorithm = NAME : ...`
@@ -619,11 +611,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     a.kind = Attr::Kind::opaque;
     a.text = "#stablehlo<rng_algorithm " + MESHPLAN_TRY(ident("an rng algorithm")) + ">";
     op.set_prop("rng_algorithm", a);
-    MESHPLAN_TRY(op_attr_dict(op));
-    MESHPLAN_TRY(expect(":", "':' and the function type"));
-    auto [ins, outs] = MESHPLAN_TRY(func_type());
-    MESHPLAN_TRY(check_operand_types(op, ins));
-    results = outs;
+    MESHPLAN_TRY(attrs_and_func_type(op, results, "':' and the function type"));
     return {};
   }
   if (s == "cholesky") {  // `stablehlo.cholesky %a[, lower = true|false] : T`
@@ -789,14 +777,10 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     if (!accept_word("dimensions")) return error("'dimensions'");
     MESHPLAN_TRY(expect("=", "'='"));
     op.set_prop("dimensions", Attr::ints_array(MESHPLAN_TRY(int_list())));
-    MESHPLAN_TRY(op_attr_dict(op));
-    MESHPLAN_TRY(expect(":", "':' and the reduce's type"));
-    auto [ins, outs] = MESHPLAN_TRY(func_type());
-    MESHPLAN_TRY(check_operand_types(op, ins));
-    results = outs;
+    MESHPLAN_TRY(attrs_and_func_type(op, results, "':' and the reduce's type"));
     Block b;
     if (!applies.empty()) {
-      TensorType scalar{{}, ins[1].element};
+      TensorType scalar{{}, m_.values[op.operands[1]].type.element};
       ValueId a0 = m_.add_value(scalar, kNone, 0), a1 = m_.add_value(scalar, kNone, 1);
       b.args = {a0, a1};
       OpId body = m_.add_op(applies, {a0, a1}, {scalar}, loc_at(name_pos));

@@ -192,6 +192,9 @@ class Parser {
   Status op_attr_dict(Op& op);
   /// `: T` (every operand and the result) or `: (T...) -> T`.
   Status same_or_func_type(Op& op, std::vector<TensorType>& results);
+  /// The tail of a pretty form: `{attrs} : (T...) -> R...`, operand types checked; `what`
+  /// names the expected type in the error.
+  Status attrs_and_func_type(Op& op, std::vector<TensorType>& results, std::string_view what);
   Status check_operand_types(const Op& op, const std::vector<TensorType>& ins);
   Result<std::vector<int64_t>> int_list();
 

@@ -285,6 +285,18 @@ std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
 
 }  // namespace
 
+/// Axes in mesh order, adjacent sub-axes merged.
+Axes mesh_order(const AxisMath& math, Axes axes) {
+  auto rank = [&](const AxisRef& a) {
+    for (size_t i = 0; i < math.mesh.axes.size(); ++i)
+      if (math.mesh.axes[i].first == a.name) return std::pair(i, a.pre_size);
+    return std::pair(math.mesh.axes.size(), a.pre_size);
+  };
+  std::sort(axes.begin(), axes.end(),
+            [&](const AxisRef& a, const AxisRef& b) { return rank(a) < rank(b); });
+  return math.normalize(std::move(axes));
+}
+
 /// `from` without the devices of `minus`: an axis partly covered by a sub-axis of `minus`
 /// keeps the sub-axes around it (`{"x", "y"}` without `{"x":(1)2}` of "x"=4: `{"x":(2)2, "y"}`).
 Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
@@ -315,17 +327,6 @@ Axes axes_minus(const AxisMath& math, const Axes& from, const Axes& minus) {
 
 namespace {
 
-/// Axes in mesh order, adjacent sub-axes merged.
-Axes mesh_order(const AxisMath& math, Axes axes) {
-  auto rank = [&](const AxisRef& a) {
-    for (size_t i = 0; i < math.mesh.axes.size(); ++i)
-      if (math.mesh.axes[i].first == a.name) return std::pair(i, a.pre_size);
-    return std::pair(math.mesh.axes.size(), a.pre_size);
-  };
-  std::sort(axes.begin(), axes.end(),
-            [&](const AxisRef& a, const AxisRef& b) { return rank(a) < rank(b); });
-  return math.normalize(std::move(axes));
-}
 
 /// A mesh of one device and no axes (`<[], device_ids=[3]>`): Shardy's maximal mesh, which
 /// places a whole tensor on that device alone.

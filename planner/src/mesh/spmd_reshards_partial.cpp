@@ -23,17 +23,6 @@ Axes axes_without(const AxisMath& math, const Axes& from, const Axes& minus) {
   return math.normalize(axes_minus(math, from, minus));
 }
 
-/// Axes sorted as the mesh lists them (sub-axes by pre-size), adjacent sub-axes merged.
-Axes mesh_order(const AxisMath& math, Axes axes) {
-  auto rank = [&](const AxisRef& a) {
-    for (size_t i = 0; i < math.mesh.axes.size(); ++i)
-      if (math.mesh.axes[i].first == a.name) return std::pair(i, a.pre_size);
-    return std::pair(math.mesh.axes.size(), a.pre_size);
-  };
-  std::sort(axes.begin(), axes.end(),
-            [&](const AxisRef& a, const AxisRef& b) { return rank(a) < rank(b); });
-  return math.normalize(std::move(axes));
-}
 
 /// Two axis lists naming the same devices in the same order (`"x"` and `"x":(1)2` of "x"=2
 /// alike).

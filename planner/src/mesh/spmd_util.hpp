@@ -44,6 +44,8 @@ std::string global_mesh_name(const Module& m);
 /// `from` without the devices of `minus`: an axis partly covered by a sub-axis of `minus`
 /// keeps the sub-axes around it (`{"x", "y"}` without `{"x":(1)2}` of "x"=4: `{"x":(2)2, "y"}`);
 /// Shardy's axis set difference.
+/// Axes sorted as the mesh lists them (sub-axes by pre-size), adjacent sub-axes merged.
+std::vector<AxisRef> mesh_order(const AxisMath& math, std::vector<AxisRef> axes);
 std::vector<AxisRef> axes_minus(const AxisMath& math, const std::vector<AxisRef>& from,
                                 const std::vector<AxisRef>& minus);
 
