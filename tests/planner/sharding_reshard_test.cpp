@@ -158,3 +158,31 @@ TEST_CASE("an axis moving between dims costs one all_to_all, half the bytes of a
   CHECK(comm->ops[0].bytes == 64.0);
   CHECK(comm->bytes == 64.0);
 }
+
+TEST_CASE("a value moved onto a mesh of other axes is refused where it moves, never divided by 0") {
+  // @n's axis "a" is not one of @m's: no collective sequence here moves a value between such
+  // meshes, so the per-device program refuses the reshard (or an op placed on @n) at its line.
+  const std::string head =
+      "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n"
+      "sdy.mesh @n = <[\"a\"=4]>\n"
+      "func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"x\"}, {\"y\"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@n, [{\"a\"}, "
+      "{}]>}) {\n"
+      "  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@m, [{\"x\"}, "
+      "{\"y\"}]>]>} : tensor<8x4xf32>\n";
+  auto reshard = pipe(head + "  %1 = sdy.reshard %0 <@n, [{\"a\"}, {}]> : tensor<8x4xf32>\n"
+                             "  return %1 : tensor<8x4xf32>\n}\n",
+                      "local-shapes");
+  REQUIRE_FALSE(reshard.has_value());
+  CHECK(reshard.error().code == ErrorCode::unimplemented);
+  CHECK(reshard.error().message ==
+        "t.mlir:5:3: <@n, [{\"a\"}, {}]> is on @n, whose axes differ from @m's; plans do not "
+        "move values between meshes of different axes");
+  auto op = pipe(head +
+                     "  %1 = stablehlo.abs %0 {sdy.sharding = #sdy.sharding_per_value<[<@n, "
+                     "[{\"a\"}, {}]>]>} : tensor<8x4xf32>\n"
+                     "  return %1 : tensor<8x4xf32>\n}\n",
+                 "local-shapes");
+  REQUIRE_FALSE(op.has_value());
+  CHECK(op.error().message.find("t.mlir:5:3: <@n, [{\"a\"}, {}]> is on @n") == 0);
+}

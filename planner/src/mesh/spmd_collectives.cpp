@@ -377,8 +377,17 @@ Status global_to_local_shapes(Module& m) {
   auto local = [&](const TensorType& t, const TensorSharding& s,
                    const Location& loc) -> Result<TensorType> {
     TensorType out = t;
+    // Local shapes are counted on the module's mesh: a value left on a mesh of other axes (a
+    // reshard between such meshes, which no collective sequence here moves) is refused.
+    if (const MeshDecl* own = m.mesh(s.mesh); own && own->axes != mesh->axes)
+      return fail(ErrorCode::unimplemented, loc.str(), ": ", sharding_string(s), " is on @",
+                  s.mesh, ", whose axes differ from @", mesh->name,
+                  "'s; plans do not move values between meshes of different axes");
     for (size_t d = 0; d < s.dims.size() && d < out.shape.size(); ++d) {
       int64_t p = math.product(s.dims[d].axes);
+      if (p < 1)
+        return fail(ErrorCode::unimplemented, loc.str(), ": ", sharding_string(s),
+                    " names axes that @", mesh->name, " does not have");
       if (out.shape[d] % p != 0)
         return fail(ErrorCode::invalid_argument, loc.str(), ": dim ", d, " of ", type_string(t),
                     " is not divisible by its sharding ", sharding_string(s));
