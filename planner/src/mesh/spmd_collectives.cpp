@@ -156,7 +156,7 @@ bool whole_axis_steps(const MeshDecl& mesh, const std::vector<ReshardStep>& step
 
 /// Ops replacing one reshard: the collectives of `mode`, each carrying its sharding.
 Status lower_reshard(Module& m, const MeshDecl& mesh, ValueId x, const TensorSharding& from,
-                     const TensorSharding& to, ReshardMode mode, const Location& loc,
+                     const TensorSharding& to, ReshardMode mode, Location loc,
                      std::vector<OpId>& out, ValueId& result) {
   auto steps = mode == ReshardMode::gather_slice
                    ? Result<std::vector<ReshardStep>>(gather_then_slice(mesh, from, to))
@@ -395,7 +395,7 @@ Status global_to_local_shapes(Module& m) {
     }
     return out;
   };
-  auto reducer = [&](const std::string& elem, const std::string& kind, const Location& loc) {
+  auto reducer = [&](const std::string& elem, const std::string& kind, Location loc) {
     Block b;
     TensorType scalar{{}, elem};
     ValueId a0 = m.add_value(scalar, kNone, 0), a1 = m.add_value(scalar, kNone, 1);
@@ -409,7 +409,7 @@ Status global_to_local_shapes(Module& m) {
     return b;
   };
   auto collective = [&](const std::string& name, ValueId x, TensorType type,
-                        const std::vector<AxisRef>& axes, const Location& loc) {
+                        const std::vector<AxisRef>& axes, Location loc) {
     OpId o = m.add_op(name, {x}, {std::move(type)}, loc);
     Op& op = m.ops[o];
     op.set_prop("replica_groups", dense_groups(replica_groups(*mesh, axes)));

@@ -388,7 +388,7 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
     auto s = stated(v);
     return s ? *s : replicated_sharding(mesh->name, m.values[v].type.shape.size());
   };
-  auto reshard = [&](ValueId v, const TensorSharding& to, const Location& loc) {
+  auto reshard = [&](ValueId v, const TensorSharding& to, Location loc) {
     OpId r = m.add_op("sdy.reshard", {v}, {m.values[v].type}, loc);
     m.ops[r].sharding = to;
     out->push_back(r);
@@ -759,7 +759,7 @@ Status expand_unreduced_reshards(Module& m) {
   if (!f || !mesh) return {};
   AxisMath math{*mesh};
   std::vector<OpId> out;
-  auto add = [&](const char* name, ValueId v, const TensorSharding& s, const Location& loc) {
+  auto add = [&](const char* name, ValueId v, const TensorSharding& s, Location loc) {
     const OpId r = m.add_op(name, {v}, {m.values[v].type}, loc);
     m.ops[r].sharding = s;
     for (auto& d : m.ops[r].sharding->dims) d.open = false, d.priority = -1;
@@ -772,7 +772,7 @@ Status expand_unreduced_reshards(Module& m) {
   // through sdy.replicated_to_unreduced, then the sharded ones through sdy.sharded_to_unreduced.
   // Returns kNone (no value) when `v` states no sharding (Shardy leaves it as it is), or
   // `want` adds no unreduced axis or drops one of `have`'s.
-  auto expand = [&](ValueId v, const TensorSharding& want, const Location& loc) -> ValueId {
+  auto expand = [&](ValueId v, const TensorSharding& want, Location loc) -> ValueId {
     const std::optional<TensorSharding> stated = sharding_of(m, v);
     if (!stated) return kNone;
     const TensorSharding& have = *stated;
