@@ -1,6 +1,7 @@
 // i64 and ui64 computed in 32-bit words: exact while every value fits the word, and a clear
 // error — never a wrapped value — when one does not: at lowering for folded values, at run time
-// for host inputs and for computed results of add, subtract, multiply, negate, abs and convert.
+// for host inputs and for computed results of add, subtract, multiply, negate, abs, convert,
+// and of sums and products (reduce, dot_general, power).
 // Expected values are worked out by hand (46340 * 46341 = 2147441940 < 2^31 - 1; 65535 * 65537
 // = 2^32 - 1; -65536 * 32768 = -2^31), each one 32-bit wrapping would get wrong. And Shardy's
 // sdy.constant, which lowers as the constant it holds.
@@ -223,4 +224,135 @@ TEST_CASE("sdy.constant (Shardy's per-use constant) lowers as the constant it ho
   CHECK(run_text(text, {{0.5f, 4.0f}}, &out) == "");
   REQUIRE(out.size() == 1);
   CHECK(out[0] == Values{6.0f, 6.0f});  // (0.5 + 1.5) * 3, (4 - 2) * 3
+}
+
+// Sums and products: reduce, dot_general and power on i64/ui64 are checked against an f32
+// bound of their exact value. Host inputs are f32, so the values below are multiples of 128
+// (or small); every expected value is worked out by hand.
+TEST_CASE("i64 reduce sums are exact when the sum fits 32 bits, partial sums beyond it too") {
+  const std::string text = R"(func.func public @main(%a: tensor<4xi64>) -> tensor<i64> {
+  %z = stablehlo.constant dense<0> : tensor<i64>
+  %r = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  return %r : tensor<i64>
+})";
+  std::vector<Values> out;
+  // 2e9 + 2e9 = 4e9 passes 2^31 on the way; the sum is 128.
+  CHECK(run_text(text, {{2000000000, 2000000000, -2000000000, -1999999872}}, &out) == "");
+  REQUIRE(out.size() == 2);  // the result, the reduce's overflow flag
+  CHECK(out[0] == Values{128});
+  CHECK(out[1] == Values{0});
+  out.clear();
+  CHECK(run_text(text, {{2100000000, 0, 0, 0}}, &out) == "");  // 2.1e9 < 2^31 - 1
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{2100000000});
+  out.clear();
+  CHECK(run_text(text, {{-2000000000, -100000000, 0, 0}}, &out) == "");  // -2.1e9 >= -2^31
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{-2100000000});
+  // 2e9 + 2e9 - 1e9 = 3e9 > 2^31 - 1 (32-bit words: -1294967296); -4e9 < -2^31.
+  for (const Values& a : {Values{2000000000, 2000000000, -1000000000, 0},
+                          Values{-2000000000, -2000000000, 0, 0},
+                          Values{1200000000, 1200000000, 0, 0}}) {
+    CAPTURE(a);
+    std::string e = run_text(text, {a});
+    CAPTURE(e);
+    CHECK(has(e, "wide.mlir:3:"));
+    CHECK(has(e, "stablehlo.reduce"));
+    CHECK(has(e, "left the 32-bit range"));
+  }
+}
+
+TEST_CASE("i64 reduce products and ui64 reduce sums are checked") {
+  const std::string prod = R"(func.func public @main(%a: tensor<4xi64>) -> tensor<i64> {
+  %one = stablehlo.constant dense<1> : tensor<i64>
+  %p = stablehlo.reduce(%a init: %one) applies stablehlo.multiply across dimensions = [0] : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %k = stablehlo.constant dense<2147441939> : tensor<i64>
+  %r = stablehlo.subtract %p, %k : tensor<i64>
+  return %r : tensor<i64>
+})";
+  std::vector<Values> out;
+  CHECK(run_text(prod, {{46340, 46341, 1, 1}}, &out) == "");  // 2147441940
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{1});
+  // 65536 * 32768 = 2^31 (32-bit words: -2^31); 65536 * 65536 * 3 wraps to 0.
+  for (const Values& a : {Values{65536, 32768, 1, 1}, Values{65536, 65536, 3, 1}}) {
+    std::string e = run_text(prod, {a});
+    CAPTURE(e);
+    CHECK(has(e, "wide.mlir:3:"));
+    CHECK(has(e, "stablehlo.reduce"));
+  }
+  const std::string usum = R"(func.func public @main(%a: tensor<4xui64>) -> tensor<ui64> {
+  %z = stablehlo.constant dense<0> : tensor<ui64>
+  %r = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xui64>, tensor<ui64>) -> tensor<ui64>
+  return %r : tensor<ui64>
+})";
+  out.clear();
+  CHECK(run_text(usum, {{4000000000, 200000000, 0, 0}}, &out) == "");  // 4.2e9 < 2^32 - 1
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{4200000000});
+  std::string e = run_text(usum, {{4000000000, 300000000, 0, 0}});  // 4.3e9 > 2^32 - 1
+  CAPTURE(e);
+  CHECK(has(e, "wide.mlir:3:"));
+  CHECK(has(e, "stablehlo.reduce"));
+}
+
+TEST_CASE("i64 and ui64 dot_general results beyond 32 bits are refused, ones that fit are exact") {
+  const std::string text = R"(func.func public @main(%a: tensor<2xi64>, %b: tensor<2xi64>) -> tensor<i64> {
+  %r = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<2xi64>, tensor<2xi64>) -> tensor<i64>
+  return %r : tensor<i64>
+})";
+  std::vector<Values> out;
+  // Each product 2.5e9 leaves 32 bits; their sum is 0.
+  CHECK(run_text(text, {{50000, 50000}, {50000, -50000}}, &out) == "");
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == Values{0});
+  CHECK(out[1] == Values{0});
+  out.clear();
+  // 40000 * 50000 + 10000 * 14000 = 2140000000 < 2^31 - 1.
+  CHECK(run_text(text, {{40000, 10000}, {50000, 14000}}, &out) == "");
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{2140000000});
+  // 2.5e9 + 2.5e9 = 5e9 (32-bit words: 705032704); 2e9 + 1.5e8 = 2.15e9 > 2^31 - 1.
+  for (const auto& [a, b] : {std::pair{Values{50000, 50000}, Values{50000, 50000}},
+                             std::pair{Values{40000, 10000}, Values{50000, 15000}}}) {
+    std::string e = run_text(text, {a, b});
+    CAPTURE(e);
+    CHECK(has(e, "wide.mlir:2:"));
+    CHECK(has(e, "stablehlo.dot_general"));
+    CHECK(has(e, "left the 32-bit range"));
+  }
+  const std::string utext = R"(func.func public @main(%a: tensor<2xui64>, %b: tensor<2xui64>) -> tensor<ui64> {
+  %r = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<2xui64>, tensor<2xui64>) -> tensor<ui64>
+  return %r : tensor<ui64>
+})";
+  out.clear();
+  CHECK(run_text(utext, {{60000, 10000}, {60000, 50000}}, &out) == "");  // 3.6e9 + 5e8 = 4.1e9
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{4100000000});
+  std::string e = run_text(utext, {{60000, 20000}, {60000, 50000}});  // 4.6e9 > 2^32 - 1
+  CAPTURE(e);
+  CHECK(has(e, "wide.mlir:2:"));
+  CHECK(has(e, "stablehlo.dot_general"));
+}
+
+TEST_CASE("i64 power results beyond 32 bits are refused") {
+  const std::string text = R"(func.func public @main(%a: tensor<2xi64>, %b: tensor<2xi64>) -> tensor<2xi64> {
+  %p = stablehlo.power %a, %b : tensor<2xi64>
+  %k = stablehlo.constant dense<[1073741824, -1594323]> : tensor<2xi64>
+  %r = stablehlo.subtract %p, %k : tensor<2xi64>
+  return %r : tensor<2xi64>
+})";
+  std::vector<Values> out;
+  CHECK(run_text(text, {{2, -3}, {30, 13}}, &out) == "");  // 2^30, (-3)^13 = -1594323
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{0, 0});
+  // 2^31 (32-bit words: -2^31); 3^20 = 3486784401; (-2)^33.
+  for (const auto& [a, b] : {std::pair{Values{2, 1}, Values{31, 1}},
+                             std::pair{Values{1, 3}, Values{5, 20}},
+                             std::pair{Values{-2, 1}, Values{33, 1}}}) {
+    std::string e = run_text(text, {a, b});
+    CAPTURE(e);
+    CHECK(has(e, "wide.mlir:2:"));
+    CHECK(has(e, "stablehlo.power"));
+  }
 }

@@ -676,7 +676,7 @@ Result<Graph> lower_to_graph(const Module& m) {
     } else if (!MESHPLAN_TRY(lowering::lower_empty(l, op))) {
       MESHPLAN_TRY(lower_op(l, op));
       MESHPLAN_TRY(lowering::wrap_narrow(l, op));
-      MESHPLAN_TRY(lowering::check_wide(l, op, overflows));
+      MESHPLAN_TRY(lowering::check_wide(l, op, first, overflows));
     }
     for (size_t k = first; k < g.ops.size(); ++k) source.emplace(g.ops[k].name, &op);
   }

@@ -126,7 +126,11 @@ struct PendingOverflow {
   std::string op;   ///< The module op's name (stablehlo.add ...).
   std::string loc;  ///< Its file:line:col.
 };
-Status check_wide(Lowering& l, const Op& op, std::vector<PendingOverflow>& pending);
+/// `first` is the index of the first graph op lowered for `op`. A computed i64/ui64 result of
+/// reduce, reduce_window, dot_general, convolution, scatter, select_and_scatter or power is
+/// checked against an f32 bound of its exact value (stablehlo_lower_wide.cpp), or refused when
+/// its lowering goes through ops that bound cannot follow.
+Status check_wide(Lowering& l, const Op& op, size_t first, std::vector<PendingOverflow>& pending);
 Status add_overflow_outputs(Lowering& l, const std::vector<PendingOverflow>& pending);
 /// The range of a narrow integer type `e` (i8, i16, ui8, ui16); nullopt for other types.
 std::optional<std::pair<double, double>> narrow_range(std::string_view e);

@@ -5,8 +5,13 @@
 // or from unsigned words), the lowering computes from the op's own operands and result a 0/1
 // mask of the elements whose exact 64-bit value the word does not hold, reduces it to one
 // value, and appends it as a plan output named `overflow:<op>@<file:line:col>`; the runtime
-// fails a run in which one of them is nonzero (docs/formats.md, "Overflow outputs").
+// fails a run in which one of them is nonzero (docs/formats.md, "Overflow outputs"). Sums and
+// products (reduce, reduce_window, dot_general, convolution, scatter, select_and_scatter,
+// power) get the same output from an f32 bound of their exact value (see Shadow below).
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -128,42 +133,283 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
   return std::nullopt;
 }
 
+
+// Sums and products (reduce, reduce_window, dot_general, convolution, scatter, power).
+// Wrapping add and multiply in 32-bit words are exact modulo 2^32, so such a result is right
+// whenever its exact value fits the word, and wrong (wrapped) otherwise; its operands and its
+// wrapped result do not tell which. The check recomputes the op's lowering alongside in f32:
+// for each value the lowering computed from the op's operands it keeps T, the value in f32
+// arithmetic, S, the same in absolute values (an upper bound of |exact|, of the sum of the
+// absolute terms for a sum), and e, a bound in units of u = 2^-24 on the relative error:
+// |T - exact| <= e·u·S and S >= (1 - e·u)·S_exact. An operand word read into f32 rounds once
+// (e = 1); a + b, a - b: max(ea, eb) + 1; a * b: ea + eb + 1; a sum of n values: e + n (n - 1
+// roundings in any order, and one more for an accumulator wider than f32); a product of n:
+// n·e + n; an integer power: 2^14 (the exponent's effect on the base's rounding, b·u for
+// b < 2^13, and the device's f32 power, assumed within 2^-11 relative; a base |a| >= 2 with
+// b >= 2^13 is beyond f32 and flagged as infinite). These are first-order bounds, good to a
+// factor (1 + e·u) while e·u <= 1/4 (larger e is refused at lowering), so the check doubles
+// them: err = 2·e·u·S, and an element is flagged unless T + err < 2^31 and T - err > -2^31
+// (2^32 and -1 for ui64; the lower bound only when a subtract or negate took part). An exact
+// value outside the word then always fails the test (rounding is monotone and the bounds are
+// f32 values), and so do infinities and NaNs (comparisons with NaN are false). The check is
+// conservative: a result within err of the word's edge is refused although it may fit (the
+// largest i64 result that always passes is 2^31 - 1 - err). Data movement (reshape, permute,
+// slice, concat) and select (`where`, with an exact condition) carry T and S along; min, max,
+// compares and gathers of exact values are exact. Any other op of the lowering that sees a
+// value computed with a wrap is a located error: its 64-bit value cannot be bounded here.
+struct Shadow {
+  bool exact = true;  ///< Computed from the op's operands without add/multiply: no wrap.
+  GValue t = 0, s = 0;
+  double e = 0;
+  bool signs = false;  ///< A subtract or negate took part (an unsigned value may go below 0).
+};
+
+class ShadowBuilder {
+ public:
+  ShadowBuilder(Lowering& l, const Op& op, size_t first) : l_(l), op_(op) {
+    const auto& ops = l.graph().ops;
+    end_ = ops.size();
+    for (size_t k = first; k < end_; ++k)
+      for (GValue r : ops[k].results) producer_[r] = k;
+  }
+
+  Result<Shadow> of(GValue v) {
+    if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    auto p = producer_.find(v);
+    if (p == producer_.end()) return Shadow{};  // an operand of the op (or a constant)
+    const planner::Op o = l_.graph().ops[p->second];  // emitting below may move the ops
+    std::vector<Shadow> in;
+    bool all_exact = true;
+    for (GValue x : o.operands) {
+      in.push_back(MESHPLAN_TRY(of(x)));
+      all_exact = all_exact && in.back().exact;
+    }
+    Shadow r = MESHPLAN_TRY(compute(o, in, all_exact));
+    memo_[v] = r;
+    return r;
+  }
+
+  /// T and S of an exact value: its word in f32 (one rounding) and the absolute value.
+  Result<Shadow> materialize(GValue v, const Shadow& sh) {
+    if (!sh.exact) return sh;
+    Shadow r;
+    r.exact = false;
+    r.e = 1;
+    r.t = v;
+    if (l_.graph().values[v].dtype != DType::f32) r.t = MESHPLAN_TRY(f32(OpKind::typecast, {v}, v, {{"dtype", std::string("f32")}}));
+    r.s = MESHPLAN_TRY(f32(OpKind::abs, {r.t}, v));
+    return r;
+  }
+
+ private:
+  Result<GValue> f32(OpKind kind, std::vector<GValue> in, GValue like,
+                     std::vector<Attribute> attrs = {}) {
+    return l_.emit(kind, std::move(in), std::move(attrs), l_.graph().values[like].shape,
+                   DType::f32);
+  }
+
+  std::unexpected<Error> unbounded(const planner::Op& o) const {
+    return fail(ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ",
+                l_.type(op_.results[0]).element,
+                " result may leave the 32-bit range it is computed in (meshplan lowers it "
+                "through ",
+                device::op_name(o.kind),
+                ", which it cannot bound the exact 64-bit value through)");
+  }
+
+  Result<Shadow> compute(const planner::Op& o, std::vector<Shadow>& in, bool all_exact) {
+    const GValue res = o.results[0];
+    switch (o.kind) {
+      case OpKind::reshape:
+      case OpKind::permute:
+      case OpKind::slice:
+      case OpKind::concat: {
+        if (all_exact) return Shadow{};
+        Shadow r{false, 0, 0, 0, false};
+        std::vector<GValue> ts, ss;
+        for (size_t i = 0; i < in.size(); ++i) {
+          Shadow m = MESHPLAN_TRY(materialize(o.operands[i], in[i]));
+          ts.push_back(m.t);
+          ss.push_back(m.s);
+          r.e = std::max(r.e, m.e);
+          r.signs = r.signs || m.signs;
+        }
+        r.t = MESHPLAN_TRY(f32(o.kind, ts, res, o.attributes));
+        r.s = MESHPLAN_TRY(f32(o.kind, ss, res, o.attributes));
+        return r;
+      }
+      case OpKind::where: {
+        if (all_exact) return Shadow{};
+        if (!in[0].exact) return unbounded(o);  // a condition from a wrapped value
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[1], in[1]));
+        Shadow b = MESHPLAN_TRY(materialize(o.operands[2], in[2]));
+        Shadow r{false, 0, 0, std::max(a.e, b.e), a.signs || b.signs};
+        r.t = MESHPLAN_TRY(f32(OpKind::where, {o.operands[0], a.t, b.t}, res));
+        r.s = MESHPLAN_TRY(f32(OpKind::where, {o.operands[0], a.s, b.s}, res));
+        return r;
+      }
+      case OpKind::reduce_max:
+      case OpKind::reduce_min: {
+        const auto& values = l_.graph().values;
+        if (all_exact) return Shadow{};
+        // Over one element (how a reshape to rank 0 is lowered): data movement.
+        if (device::volume(values[o.operands[0]].shape) != device::volume(values[res].shape))
+          return unbounded(o);
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
+        return Shadow{false, MESHPLAN_TRY(f32(o.kind, {a.t}, res, o.attributes)),
+                      MESHPLAN_TRY(f32(o.kind, {a.s}, res, o.attributes)), a.e, a.signs};
+      }
+      case OpKind::maximum:
+      case OpKind::minimum:
+      case OpKind::eq:
+      case OpKind::ne:
+      case OpKind::lt:
+      case OpKind::le:
+      case OpKind::gt:
+      case OpKind::ge:
+      case OpKind::embedding:
+        if (all_exact) return Shadow{};
+        return unbounded(o);
+      case OpKind::add:
+      case OpKind::subtract:
+      case OpKind::multiply: {
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
+        Shadow b = MESHPLAN_TRY(materialize(o.operands[1], in[1]));
+        Shadow r{false, 0, 0, 0, a.signs || b.signs || o.kind == OpKind::subtract};
+        r.t = MESHPLAN_TRY(f32(o.kind, {a.t, b.t}, res));
+        if (o.kind == OpKind::multiply) {
+          r.s = MESHPLAN_TRY(f32(OpKind::multiply, {a.s, b.s}, res));
+          r.e = a.e + b.e + 1;
+        } else {
+          r.s = MESHPLAN_TRY(f32(OpKind::add, {a.s, b.s}, res));
+          r.e = std::max(a.e, b.e) + 1;
+        }
+        return r;
+      }
+      case OpKind::neg:
+      case OpKind::abs: {
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
+        Shadow r{false, MESHPLAN_TRY(f32(o.kind, {a.t}, res)), a.s, a.e,
+                 a.signs || o.kind == OpKind::neg};
+        return r;
+      }
+      case OpKind::reduce_sum:
+      case OpKind::reduce_prod: {
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
+        const double n = static_cast<double>(device::volume(l_.graph().values[o.operands[0]].shape)) /
+                         static_cast<double>(std::max<int64_t>(1, device::volume(l_.graph().values[res].shape)));
+        Shadow r{false, MESHPLAN_TRY(f32(o.kind, {a.t}, res, o.attributes)),
+                 MESHPLAN_TRY(f32(o.kind, {a.s}, res, o.attributes)),
+                 o.kind == OpKind::reduce_sum ? a.e + n : n * a.e + n, a.signs};
+        return r;
+      }
+      case OpKind::power: {
+        if (!in[0].exact || !in[1].exact) return unbounded(o);
+        Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
+        Shadow b = MESHPLAN_TRY(materialize(o.operands[1], in[1]));
+        Shadow r{false, MESHPLAN_TRY(f32(OpKind::power, {a.t, b.t}, res)),
+                 MESHPLAN_TRY(f32(OpKind::power, {a.s, b.t}, res)), 16384, false};
+        return r;
+      }
+      default:
+        if (all_exact && (o.kind == OpKind::bitwise_and || o.kind == OpKind::bitwise_or ||
+                          o.kind == OpKind::bitwise_xor || o.kind == OpKind::clamp ||
+                          o.kind == OpKind::sign))
+          return Shadow{};
+        return unbounded(o);
+    }
+  }
+
+  Lowering& l_;
+  const Op& op_;
+  size_t end_ = 0;
+  std::map<GValue, size_t> producer_;
+  std::map<GValue, Shadow> memo_;
+};
+
+/// The 0/1 mask of the elements of the wide result `r` (graph value `g`) of a sum or product
+/// `op` whose exact value may leave the word; nullopt when the lowering computed it without a
+/// wrapping op (a max or min reduce, a replacing scatter).
+Result<std::optional<GValue>> sum_overflow_mask(Lowering& l, const Op& op, size_t first,
+                                                ValueId r, GValue g) {
+  ShadowBuilder b(l, op, first);
+  Shadow sh = MESHPLAN_TRY(b.of(g));
+  if (sh.exact) return std::nullopt;
+  constexpr double kMaxE = 4194304.0;  // e·u <= 1/4
+  if (sh.e > kMaxE)
+    return l.unimplemented(
+        op, str(op.name, ": ", l.type(r).element,
+                " result may leave the 32-bit range it is computed in (the f32 bound meshplan "
+                "checks it with would be too loose: ",
+                static_cast<int64_t>(sh.e), " roundings, at most ", static_cast<int64_t>(kMaxE),
+                ")"));
+  const bool is_unsigned = l.type(r).element == "ui64";
+  Emitter m{l, l.graph().values[g].shape};
+  const DType f = DType::f32;
+  // c = 2·e·u rounded up to an f32.
+  const float c = std::nextafter(static_cast<float>(2.0 * sh.e * std::ldexp(1.0, -24)),
+                                 std::numeric_limits<float>::infinity());
+  GValue err = MESHPLAN_TRY(m.op(OpKind::multiply, {sh.s, MESHPLAN_TRY(m.scalar(c, f))}, f));
+  GValue hi = MESHPLAN_TRY(m.op(OpKind::add, {sh.t, err}, f));
+  GValue ok = MESHPLAN_TRY(m.op(
+      OpKind::lt, {hi, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, f))},
+      f));
+  if (!is_unsigned || sh.signs) {
+    GValue lo = MESHPLAN_TRY(m.op(OpKind::subtract, {sh.t, err}, f));
+    GValue ok_lo = MESHPLAN_TRY(m.op(
+        OpKind::gt, {lo, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, f))}, f));
+    ok = MESHPLAN_TRY(m.op(OpKind::multiply, {ok, ok_lo}, f));
+  }
+  return std::optional(MESHPLAN_TRY(m.op(OpKind::eq, {ok, MESHPLAN_TRY(m.scalar(0, f))}, f)));
+}
+
 }  // namespace
 
-Status check_wide(Lowering& l, const Op& op, std::vector<PendingOverflow>& pending) {
+Status check_wide(Lowering& l, const Op& op, size_t first, std::vector<PendingOverflow>& pending) {
   static const std::set<std::string_view> kMayLeaveWord = {
       "stablehlo.add",    "stablehlo.subtract", "stablehlo.multiply",
       "stablehlo.negate", "stablehlo.abs",      "stablehlo.convert"};
-  if (!kMayLeaveWord.contains(op.name) || op.results.size() != 1) return {};
-  const ValueId r = op.results[0];
-  const std::string& e = l.type(r).element;
-  if (!is_wide(e)) return {};
-  if (const Folded* f = l.folded(r)) {
-    const bool is_unsigned = e == "ui64";
-    for (size_t i = 0; i < f->data.size(); ++i) {
-      const double x = f->data[i];
-      if (is_unsigned ? x < 0 || x > 4294967295.0 : x < -2147483648.0 || x > 2147483647.0)
-        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": value ",
-                    std::to_string(static_cast<int64_t>(x)), " of type ", e, " (element ", i,
-                    ") is outside the range of ", is_unsigned ? "u32" : "i32",
-                    ", the device dtype it is computed in");
+  static const std::set<std::string_view> kSums = {
+      "stablehlo.reduce",      "stablehlo.reduce_window", "stablehlo.dot_general",
+      "stablehlo.dot",         "stablehlo.convolution",   "stablehlo.scatter",
+      "stablehlo.select_and_scatter", "stablehlo.power"};
+  const bool elementwise = kMayLeaveWord.contains(op.name) && op.results.size() == 1;
+  if (!elementwise && !kSums.contains(op.name)) return {};
+  for (const ValueId r : op.results) {
+    const std::string& e = l.type(r).element;
+    if (!is_wide(e)) continue;
+    if (const Folded* f = l.folded(r)) {
+      const bool is_unsigned = e == "ui64";
+      for (size_t i = 0; i < f->data.size(); ++i) {
+        const double x = f->data[i];
+        if (is_unsigned ? x < 0 || x > 4294967295.0 : x < -2147483648.0 || x > 2147483647.0)
+          return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name, ": value ",
+                      std::to_string(static_cast<int64_t>(x)), " of type ", e, " (element ", i,
+                      ") is outside the range of ", is_unsigned ? "u32" : "i32",
+                      ", the device dtype it is computed in");
+      }
+      continue;
     }
-    return {};
+    std::optional<GValue> g = l.bound(r);
+    if (!g) continue;
+    std::optional<GValue> mask;
+    if (elementwise) {
+      const planner::Op* p = producer(l, *g);
+      if (!p) continue;  // The result is an operand as it is (a convert to its own word dtype).
+      const planner::Op produced = *p;  // emitting below may move the graph's ops
+      mask = MESHPLAN_TRY(overflow_mask(l, op, produced, *g));
+    } else {
+      mask = MESHPLAN_TRY(sum_overflow_mask(l, op, first, r, *g));
+    }
+    if (!mask) continue;
+    const auto shape = l.graph().values[*mask].shape;
+    const DType dt = l.graph().values[*mask].dtype;
+    const int64_t n = device::volume(shape);
+    GValue flat = MESHPLAN_TRY(l.reshape(*mask, {1, n}));
+    GValue any = MESHPLAN_TRY(
+        l.emit(OpKind::reduce_max, {flat}, {{"dims", std::vector<int64_t>{1}}}, {1}, dt));
+    pending.push_back(PendingOverflow{any, op.name, op.loc.str()});
   }
-  std::optional<GValue> g = l.bound(r);
-  if (!g) return {};
-  const planner::Op* p = producer(l, *g);
-  if (!p) return {};  // The result is an operand as it is (a convert to its own word dtype).
-  const planner::Op produced = *p;  // emitting below may move the graph's ops
-  std::optional<GValue> mask = MESHPLAN_TRY(overflow_mask(l, op, produced, *g));
-  if (!mask) return {};
-  const auto shape = l.graph().values[*mask].shape;
-  const DType dt = l.graph().values[*mask].dtype;
-  const int64_t n = device::volume(shape);
-  GValue flat = MESHPLAN_TRY(l.reshape(*mask, {1, n}));
-  GValue any = MESHPLAN_TRY(
-      l.emit(OpKind::reduce_max, {flat}, {{"dims", std::vector<int64_t>{1}}}, {1}, dt));
-  pending.push_back(PendingOverflow{any, op.name, op.loc.str()});
   return {};
 }
 
