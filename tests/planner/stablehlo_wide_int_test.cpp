@@ -356,3 +356,73 @@ TEST_CASE("i64 power results beyond 32 bits are refused") {
     CHECK(has(e, "stablehlo.power"));
   }
 }
+
+TEST_CASE("i64 sums on a mesh of more than one chip are a located error") {
+  // The per-chip program of a manual computation: its overflow check would read one chip's
+  // piece, so it is refused like the elementwise ones.
+  const std::string e = lower_error(R"(sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%a: tensor<8x4xi64>) -> tensor<8xi64> {
+  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%b: tensor<4x4xi64>) {
+    %z = stablehlo.constant dense<0> : tensor<i64>
+    %r = stablehlo.reduce(%b init: %z) applies stablehlo.add across dimensions = [1] : (tensor<4x4xi64>, tensor<i64>) -> tensor<4xi64>
+    sdy.return %r : tensor<4xi64>
+  } : (tensor<8x4xi64>) -> tensor<8xi64>
+  return %0 : tensor<8xi64>
+})");
+  CAPTURE(e);
+  CHECK(has(e, "bad.mlir:5:"));
+  CHECK(has(e, "stablehlo.reduce of 64-bit integers"));
+  CHECK(has(e, "2x1 mesh"));
+}
+
+TEST_CASE("i64 reduce_window sums and scatter adds are checked, i64 convolution is refused") {
+  const std::string window = R"(func.func public @main(%a: tensor<6xi64>) -> tensor<4xi64> {
+  %z = stablehlo.constant dense<0> : tensor<i64>
+  %r = "stablehlo.reduce_window"(%a, %z) ({
+  ^bb0(%x: tensor<i64>, %y: tensor<i64>):
+    %s = stablehlo.add %x, %y : tensor<i64>
+    stablehlo.return %s : tensor<i64>
+  }) {window_dimensions = array<i64: 3>} : (tensor<6xi64>, tensor<i64>) -> tensor<4xi64>
+  return %r : tensor<4xi64>
+})";
+  std::vector<Values> out;
+  // Windows of 3: 2e9 + 2e9 - 2e9 (4e9 on the way), 2e9 - 2e9 - 1e9, -2e9 - 1e9 + 1e9,
+  // -1e9 + 1e9 + 1e9.
+  CHECK(run_text(window, {{2e9f, 2e9f, -2e9f, -1e9f, 1e9f, 1e9f}}, &out) == "");
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == Values{2e9f, -1e9f, -2e9f, 1e9f});
+  CHECK(out[1] == Values{0});
+  std::string e = run_text(window, {{2e9f, 2e8f, 0, 0, 0, 0}});  // 2.2e9 > 2^31 - 1
+  CAPTURE(e);
+  CHECK(has(e, "wide.mlir:3:"));
+  CHECK(has(e, "stablehlo.reduce_window"));
+  CHECK(has(e, "left the 32-bit range"));
+
+  const std::string scatter = R"(func.func public @main(%a: tensor<5xi64>, %i: tensor<2xi32>, %u: tensor<2xi64>) -> tensor<5xi64> {
+  %j = stablehlo.reshape %i : (tensor<2xi32>) -> tensor<2x1xi32>
+  %r = "stablehlo.scatter"(%a, %j, %u) ({
+  ^bb0(%x: tensor<i64>, %y: tensor<i64>):
+    %s = stablehlo.add %x, %y : tensor<i64>
+    stablehlo.return %s : tensor<i64>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<5xi64>, tensor<2x1xi32>, tensor<2xi64>) -> tensor<5xi64>
+  return %r : tensor<5xi64>
+})";
+  out.clear();
+  // 2e9 + 1e9 - 1e9 at index 0 (3e9 on the way).
+  CHECK(run_text(scatter, {{2e9f, 0, 0, 0, 5}, {0, 0}, {1e9f, -1e9f}}, &out) == "");
+  REQUIRE(!out.empty());
+  CHECK(out[0] == Values{2e9f, 0, 0, 0, 5});
+  e = run_text(scatter, {{2e9f, 0, 0, 0, 5}, {0, 4}, {2e8f, 1}});  // 2.2e9 at index 0
+  CAPTURE(e);
+  CHECK(has(e, "wide.mlir:3:"));
+  CHECK(has(e, "stablehlo.scatter"));
+  CHECK(has(e, "left the 32-bit range"));
+
+  e = lower_error(R"(func.func public @main(%a: tensor<1x6x1xi64>, %w: tensor<3x1x1xi64>) -> tensor<1x4x1xi64> {
+  %r = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {stride = [1], pad = [[0, 0]], rhs_dilate = [1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x6x1xi64>, tensor<3x1x1xi64>) -> tensor<1x4x1xi64>
+  return %r : tensor<1x4x1xi64>
+})");
+  CAPTURE(e);
+  CHECK(has(e, "bad.mlir:2:"));
+  CHECK(has(e, "stablehlo.convolution: i64 result may leave the 32-bit range"));
+}

@@ -154,9 +154,13 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
 // f32 values), and so do infinities and NaNs (comparisons with NaN are false). The check is
 // conservative: a result within err of the word's edge is refused although it may fit (the
 // largest i64 result that always passes is 2^31 - 1 - err). Data movement (reshape, permute,
-// slice, concat) and select (`where`, with an exact condition) carry T and S along; min, max,
-// compares and gathers of exact values are exact. Any other op of the lowering that sees a
-// value computed with a wrap is a located error: its 64-bit value cannot be bounded here.
+// slice, concat) and select (`where`) carry T and S along. An op that is not linear in a
+// computed operand (a compare, max, min, a gather's index, a select's condition, a bit op,
+// power) first checks that operand the same way against its own word's range (i32 or u32):
+// passing, the word is the exact value, and what the op computes from it is exact; the op's
+// overflow output is the or of all these tests. Any other op of the lowering that sees a
+// computed value (a typecast, conv2d, whose f32 precision the device does not promise) is a
+// located error: its 64-bit value cannot be bounded here.
 struct Shadow {
   bool exact = true;  ///< Computed from the op's operands without add/multiply: no wrap.
   GValue t = 0, s = 0;
@@ -166,7 +170,8 @@ struct Shadow {
 
 class ShadowBuilder {
  public:
-  ShadowBuilder(Lowering& l, const Op& op, size_t first) : l_(l), op_(op) {
+  ShadowBuilder(Lowering& l, const Op& op, size_t first, std::string element)
+      : l_(l), op_(op), element_(std::move(element)) {
     const auto& ops = l.graph().ops;
     end_ = ops.size();
     for (size_t k = first; k < end_; ++k)
@@ -187,6 +192,56 @@ class ShadowBuilder {
     Shadow r = MESHPLAN_TRY(compute(o, in, all_exact));
     memo_[v] = r;
     return r;
+  }
+
+  /// The masks of the intermediate values checked so far (f32 0/1, each of its value's shape).
+  const std::vector<GValue>& masks() const { return masks_; }
+
+  /// The 0/1 mask (f32, shape of `v`) of the elements of `v` (shadow `sh`) whose exact value
+  /// may lie outside the word: unless T + err < 2^31 and T - err > -2^31 (2^32 and -1
+  /// unsigned; the lower test only when a subtract or negate took part), err = 2·e·u·S.
+  Result<GValue> range_mask(GValue v, const Shadow& sh, bool is_unsigned) {
+    constexpr double kMaxE = 4194304.0;  // e·u <= 1/4
+    if (sh.e > kMaxE)
+      return fail(ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ",
+                  element_,
+                  " result may leave the 32-bit range it is computed in (the f32 bound meshplan "
+                  "checks it with would be too loose: ",
+                  static_cast<int64_t>(sh.e), " roundings, at most ",
+                  static_cast<int64_t>(kMaxE), ")");
+    Emitter m{l_, l_.graph().values[v].shape};
+    const DType f = DType::f32;
+    // c = 2·e·u rounded up to an f32.
+    const float c = std::nextafter(static_cast<float>(2.0 * sh.e * std::ldexp(1.0, -24)),
+                                   std::numeric_limits<float>::infinity());
+    GValue err = MESHPLAN_TRY(m.op(OpKind::multiply, {sh.s, MESHPLAN_TRY(m.scalar(c, f))}, f));
+    GValue hi = MESHPLAN_TRY(m.op(OpKind::add, {sh.t, err}, f));
+    GValue ok = MESHPLAN_TRY(m.op(
+        OpKind::lt,
+        {hi, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, f))}, f));
+    if (!is_unsigned || sh.signs) {
+      GValue lo = MESHPLAN_TRY(m.op(OpKind::subtract, {sh.t, err}, f));
+      GValue ok_lo = MESHPLAN_TRY(m.op(
+          OpKind::gt, {lo, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, f))},
+          f));
+      ok = MESHPLAN_TRY(m.op(OpKind::multiply, {ok, ok_lo}, f));
+    }
+    return m.op(OpKind::eq, {ok, MESHPLAN_TRY(m.scalar(0, f))}, f);
+  }
+
+  /// Makes the operands of `o` that a wrap may have changed exact for an op that is not
+  /// linear in them (a compare, max, min, a gather index, a select's condition): each gets its
+  /// own range test (its word's range: i32 or u32), and, passing it, is its exact value.
+  Status checkpoint(const planner::Op& o, std::vector<Shadow>& in) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].exact) continue;
+      const DType dt = l_.graph().values[o.operands[i]].dtype;
+      if (dt != DType::i32 && dt != DType::u32) return unbounded(o);
+      masks_.push_back(MESHPLAN_TRY(range_mask(o.operands[i], in[i], dt == DType::u32)));
+      in[i] = Shadow{};
+      memo_[o.operands[i]] = Shadow{};
+    }
+    return {};
   }
 
   /// T and S of an exact value: its word in f32 (one rounding) and the absolute value.
@@ -210,8 +265,7 @@ class ShadowBuilder {
 
   std::unexpected<Error> unbounded(const planner::Op& o) const {
     return fail(ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ",
-                l_.type(op_.results[0]).element,
-                " result may leave the 32-bit range it is computed in (meshplan lowers it "
+                element_, " result may leave the 32-bit range it is computed in (meshplan lowers it "
                 "through ",
                 device::op_name(o.kind),
                 ", which it cannot bound the exact 64-bit value through)");
@@ -239,8 +293,14 @@ class ShadowBuilder {
         return r;
       }
       case OpKind::where: {
-        if (all_exact) return Shadow{};
-        if (!in[0].exact) return unbounded(o);  // a condition from a wrapped value
+        if (!in[0].exact) {  // a condition from a computed value
+          std::vector<Shadow> cond = {in[0]};
+          planner::Op c = o;
+          c.operands = {o.operands[0]};
+          MESHPLAN_TRY(checkpoint(c, cond));
+          in[0] = cond[0];
+        }
+        if (in[1].exact && in[2].exact) return Shadow{};
         Shadow a = MESHPLAN_TRY(materialize(o.operands[1], in[1]));
         Shadow b = MESHPLAN_TRY(materialize(o.operands[2], in[2]));
         Shadow r{false, 0, 0, std::max(a.e, b.e), a.signs || b.signs};
@@ -253,8 +313,10 @@ class ShadowBuilder {
         const auto& values = l_.graph().values;
         if (all_exact) return Shadow{};
         // Over one element (how a reshape to rank 0 is lowered): data movement.
-        if (device::volume(values[o.operands[0]].shape) != device::volume(values[res].shape))
-          return unbounded(o);
+        if (device::volume(values[o.operands[0]].shape) != device::volume(values[res].shape)) {
+          MESHPLAN_TRY(checkpoint(o, in));
+          return Shadow{};
+        }
         Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
         return Shadow{false, MESHPLAN_TRY(f32(o.kind, {a.t}, res, o.attributes)),
                       MESHPLAN_TRY(f32(o.kind, {a.s}, res, o.attributes)), a.e, a.signs};
@@ -268,8 +330,8 @@ class ShadowBuilder {
       case OpKind::gt:
       case OpKind::ge:
       case OpKind::embedding:
-        if (all_exact) return Shadow{};
-        return unbounded(o);
+        MESHPLAN_TRY(checkpoint(o, in));
+        return Shadow{};
       case OpKind::add:
       case OpKind::subtract:
       case OpKind::multiply: {
@@ -304,63 +366,73 @@ class ShadowBuilder {
         return r;
       }
       case OpKind::power: {
-        if (!in[0].exact || !in[1].exact) return unbounded(o);
+        MESHPLAN_TRY(checkpoint(o, in));
         Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
         Shadow b = MESHPLAN_TRY(materialize(o.operands[1], in[1]));
         Shadow r{false, MESHPLAN_TRY(f32(OpKind::power, {a.t, b.t}, res)),
                  MESHPLAN_TRY(f32(OpKind::power, {a.s, b.t}, res)), 16384, false};
         return r;
       }
+      case OpKind::bitwise_and:
+      case OpKind::bitwise_or:
+      case OpKind::bitwise_xor:
+      case OpKind::clamp:
+      case OpKind::sign:
+        MESHPLAN_TRY(checkpoint(o, in));
+        return Shadow{};
       default:
-        if (all_exact && (o.kind == OpKind::bitwise_and || o.kind == OpKind::bitwise_or ||
-                          o.kind == OpKind::bitwise_xor || o.kind == OpKind::clamp ||
-                          o.kind == OpKind::sign))
-          return Shadow{};
         return unbounded(o);
     }
   }
 
   Lowering& l_;
   const Op& op_;
+  std::string element_;
   size_t end_ = 0;
   std::map<GValue, size_t> producer_;
   std::map<GValue, Shadow> memo_;
+  std::vector<GValue> masks_;
 };
 
+/// Whether a region of `op` (nested ones too) adds, subtracts or multiplies: a reduce,
+/// reduce_window or scatter whose regions only select, compare, take max or min keeps the
+/// values it is given (an argmax's index, a replacing scatter) and cannot leave the word.
+bool region_computes(const Module& m, const Op& op) {
+  for (const Block& b : op.regions)
+    for (OpId k : b.ops) {
+      const Op& o = m.ops[k];
+      if (o.name == "stablehlo.add" || o.name == "stablehlo.subtract" ||
+          o.name == "stablehlo.multiply" || region_computes(m, o))
+        return true;
+    }
+  return false;
+}
+
 /// The 0/1 mask of the elements of the wide result `r` (graph value `g`) of a sum or product
-/// `op` whose exact value may leave the word; nullopt when the lowering computed it without a
-/// wrapping op (a max or min reduce, a replacing scatter).
+/// `op` whose exact value may leave the word, or-ed with the masks of the intermediate values
+/// the lowering checked on the way; nullopt when nothing the lowering computed can wrap.
 Result<std::optional<GValue>> sum_overflow_mask(Lowering& l, const Op& op, size_t first,
                                                 ValueId r, GValue g) {
-  ShadowBuilder b(l, op, first);
-  Shadow sh = MESHPLAN_TRY(b.of(g));
-  if (sh.exact) return std::nullopt;
-  constexpr double kMaxE = 4194304.0;  // e·u <= 1/4
-  if (sh.e > kMaxE)
-    return l.unimplemented(
-        op, str(op.name, ": ", l.type(r).element,
-                " result may leave the 32-bit range it is computed in (the f32 bound meshplan "
-                "checks it with would be too loose: ",
-                static_cast<int64_t>(sh.e), " roundings, at most ", static_cast<int64_t>(kMaxE),
-                ")"));
   const bool is_unsigned = l.type(r).element == "ui64";
+  ShadowBuilder b(l, op, first, l.type(r).element);
+  Shadow sh = MESHPLAN_TRY(b.of(g));
+  std::vector<GValue> masks = b.masks();
+  if (!sh.exact) masks.push_back(MESHPLAN_TRY(b.range_mask(g, sh, is_unsigned)));
+  if (masks.empty()) return std::nullopt;
   Emitter m{l, l.graph().values[g].shape};
-  const DType f = DType::f32;
-  // c = 2·e·u rounded up to an f32.
-  const float c = std::nextafter(static_cast<float>(2.0 * sh.e * std::ldexp(1.0, -24)),
-                                 std::numeric_limits<float>::infinity());
-  GValue err = MESHPLAN_TRY(m.op(OpKind::multiply, {sh.s, MESHPLAN_TRY(m.scalar(c, f))}, f));
-  GValue hi = MESHPLAN_TRY(m.op(OpKind::add, {sh.t, err}, f));
-  GValue ok = MESHPLAN_TRY(m.op(
-      OpKind::lt, {hi, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, f))},
-      f));
-  if (!is_unsigned || sh.signs) {
-    GValue lo = MESHPLAN_TRY(m.op(OpKind::subtract, {sh.t, err}, f));
-    GValue ok_lo = MESHPLAN_TRY(m.op(
-        OpKind::gt, {lo, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, f))}, f));
-    ok = MESHPLAN_TRY(m.op(OpKind::multiply, {ok, ok_lo}, f));
+  // One mask of the result's shape: the intermediate ones reduced to one element each.
+  std::optional<GValue> any;
+  for (GValue k : masks) {
+    if (l.graph().values[k].shape != m.shape) {
+      const int64_t n = device::volume(l.graph().values[k].shape);
+      GValue flat = MESHPLAN_TRY(l.reshape(k, {1, n}));
+      k = MESHPLAN_TRY(l.emit(OpKind::reduce_max, {flat}, {{"dims", std::vector<int64_t>{1}}},
+                              {1}, DType::f32));
+      k = MESHPLAN_TRY(l.reshape(k, std::vector<int64_t>(m.shape.size(), 1)));
+    }
+    any = any ? MESHPLAN_TRY(m.op(OpKind::maximum, {*any, k}, DType::f32)) : k;
   }
-  return std::optional(MESHPLAN_TRY(m.op(OpKind::eq, {ok, MESHPLAN_TRY(m.scalar(0, f))}, f)));
+  return any;
 }
 
 }  // namespace
@@ -375,6 +447,7 @@ Status check_wide(Lowering& l, const Op& op, size_t first, std::vector<PendingOv
       "stablehlo.select_and_scatter", "stablehlo.power"};
   const bool elementwise = kMayLeaveWord.contains(op.name) && op.results.size() == 1;
   if (!elementwise && !kSums.contains(op.name)) return {};
+  if (!op.regions.empty() && !region_computes(l.module(), op)) return {};
   for (const ValueId r : op.results) {
     const std::string& e = l.type(r).element;
     if (!is_wide(e)) continue;
