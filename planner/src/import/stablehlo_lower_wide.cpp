@@ -61,9 +61,9 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
   const DType dt = m.dtype(r);
   auto expect = [&](OpKind kind, size_t operands) -> Status {
     if (p.kind == kind && p.operands.size() == operands) return {};
-    return l.unimplemented(op, str(op.name, " of ", e,
-                                   " as meshplan lowers it here (its result is not one ",
-                                   device::op_name(kind), " whose 32-bit overflow it can check)"));
+    return l.unimplemented(
+        op, str(op.name, " of ", e, " as meshplan lowers it here (its result is not one ",
+                device::op_name(kind), " whose 32-bit overflow it can check)"));
   };
   const std::string& n = op.name;
   if (n == "stablehlo.add" || n == "stablehlo.subtract") {
@@ -115,9 +115,9 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
       const DType ft = m.dtype(x);
       // Truncation toward zero leaves the word's range from 2^31 (2^32 unsigned) up and from
       // -2^31 - 1 (-1 unsigned) down.
-      GValue hi = MESHPLAN_TRY(m.op(
-          OpKind::ge, {x, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, ft))},
-          ft));
+      GValue hi = MESHPLAN_TRY(
+          m.op(OpKind::ge,
+               {x, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, ft))}, ft));
       GValue lo = MESHPLAN_TRY(
           m.op(is_unsigned ? OpKind::le : OpKind::lt,
                {x, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, ft))}, ft));
@@ -126,13 +126,11 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
     // An unsigned word of 2^31 or more is no i64 value the i32 word holds: the typecast's
     // reinterpreted word is negative.
     if (e == "i64" && from.starts_with("ui") && p.kind == OpKind::typecast)
-      return std::optional(
-          MESHPLAN_TRY(m.op(OpKind::lt, {r, MESHPLAN_TRY(m.scalar(0, dt))}, dt)));
+      return std::optional(MESHPLAN_TRY(m.op(OpKind::lt, {r, MESHPLAN_TRY(m.scalar(0, dt))}, dt)));
     return std::nullopt;  // Signed or narrower integers, i1: exact.
   }
   return std::nullopt;
 }
-
 
 // Sums and products (reduce, reduce_window, dot_general, convolution, scatter, power).
 // Wrapping add and multiply in 32-bit words are exact modulo 2^32, so such a result is right
@@ -181,7 +179,7 @@ class ShadowBuilder {
   Result<Shadow> of(GValue v) {
     if (auto it = memo_.find(v); it != memo_.end()) return it->second;
     auto p = producer_.find(v);
-    if (p == producer_.end()) return Shadow{};  // an operand of the op (or a constant)
+    if (p == producer_.end()) return Shadow{};        // an operand of the op (or a constant)
     const planner::Op o = l_.graph().ops[p->second];  // emitting below may move the ops
     std::vector<Shadow> in;
     bool all_exact = true;
@@ -203,12 +201,11 @@ class ShadowBuilder {
   Result<GValue> range_mask(GValue v, const Shadow& sh, bool is_unsigned) {
     constexpr double kMaxE = 4194304.0;  // e·u <= 1/4
     if (sh.e > kMaxE)
-      return fail(ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ",
-                  element_,
-                  " result may leave the 32-bit range it is computed in (the f32 bound meshplan "
-                  "checks it with would be too loose: ",
-                  static_cast<int64_t>(sh.e), " roundings, at most ",
-                  static_cast<int64_t>(kMaxE), ")");
+      return fail(
+          ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ", element_,
+          " result may leave the 32-bit range it is computed in (the f32 bound meshplan "
+          "checks it with would be too loose: ",
+          static_cast<int64_t>(sh.e), " roundings, at most ", static_cast<int64_t>(kMaxE), ")");
     Emitter m{l_, l_.graph().values[v].shape};
     const DType f = DType::f32;
     // c = 2·e·u rounded up to an f32.
@@ -216,14 +213,13 @@ class ShadowBuilder {
                                    std::numeric_limits<float>::infinity());
     GValue err = MESHPLAN_TRY(m.op(OpKind::multiply, {sh.s, MESHPLAN_TRY(m.scalar(c, f))}, f));
     GValue hi = MESHPLAN_TRY(m.op(OpKind::add, {sh.t, err}, f));
-    GValue ok = MESHPLAN_TRY(m.op(
-        OpKind::lt,
-        {hi, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, f))}, f));
+    GValue ok = MESHPLAN_TRY(
+        m.op(OpKind::lt,
+             {hi, MESHPLAN_TRY(m.scalar(is_unsigned ? 4294967296.0f : 2147483648.0f, f))}, f));
     if (!is_unsigned || sh.signs) {
       GValue lo = MESHPLAN_TRY(m.op(OpKind::subtract, {sh.t, err}, f));
       GValue ok_lo = MESHPLAN_TRY(m.op(
-          OpKind::gt, {lo, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, f))},
-          f));
+          OpKind::gt, {lo, MESHPLAN_TRY(m.scalar(is_unsigned ? -1.0f : -2147483648.0f, f))}, f));
       ok = MESHPLAN_TRY(m.op(OpKind::multiply, {ok, ok_lo}, f));
     }
     return m.op(OpKind::eq, {ok, MESHPLAN_TRY(m.scalar(0, f))}, f);
@@ -251,7 +247,8 @@ class ShadowBuilder {
     r.exact = false;
     r.e = 1;
     r.t = v;
-    if (l_.graph().values[v].dtype != DType::f32) r.t = MESHPLAN_TRY(f32(OpKind::typecast, {v}, v, {{"dtype", std::string("f32")}}));
+    if (l_.graph().values[v].dtype != DType::f32)
+      r.t = MESHPLAN_TRY(f32(OpKind::typecast, {v}, v, {{"dtype", std::string("f32")}}));
     r.s = MESHPLAN_TRY(f32(OpKind::abs, {r.t}, v));
     return r;
   }
@@ -265,10 +262,10 @@ class ShadowBuilder {
 
   std::unexpected<Error> unbounded(const planner::Op& o) const {
     return fail(ErrorCode::unimplemented, op_.loc.str(), ": unimplemented: ", op_.name, ": ",
-                element_, " result may leave the 32-bit range it is computed in (meshplan lowers it "
+                element_,
+                " result may leave the 32-bit range it is computed in (meshplan lowers it "
                 "through ",
-                device::op_name(o.kind),
-                ", which it cannot bound the exact 64-bit value through)");
+                device::op_name(o.kind), ", which it cannot bound the exact 64-bit value through)");
   }
 
   Result<Shadow> compute(const planner::Op& o, std::vector<Shadow>& in, bool all_exact) {
@@ -358,8 +355,9 @@ class ShadowBuilder {
       case OpKind::reduce_sum:
       case OpKind::reduce_prod: {
         Shadow a = MESHPLAN_TRY(materialize(o.operands[0], in[0]));
-        const double n = static_cast<double>(device::volume(l_.graph().values[o.operands[0]].shape)) /
-                         static_cast<double>(std::max<int64_t>(1, device::volume(l_.graph().values[res].shape)));
+        const double n =
+            static_cast<double>(device::volume(l_.graph().values[o.operands[0]].shape)) /
+            static_cast<double>(std::max<int64_t>(1, device::volume(l_.graph().values[res].shape)));
         Shadow r{false, MESHPLAN_TRY(f32(o.kind, {a.t}, res, o.attributes)),
                  MESHPLAN_TRY(f32(o.kind, {a.s}, res, o.attributes)),
                  o.kind == OpKind::reduce_sum ? a.e + n : n * a.e + n, a.signs};
@@ -411,8 +409,8 @@ bool region_computes(const Module& m, const Op& op) {
 /// The 0/1 mask of the elements of the wide result `r` (graph value `g`) of a sum or product
 /// `op` whose exact value may leave the word, or-ed with the masks of the intermediate values
 /// the lowering checked on the way; nullopt when nothing the lowering computed can wrap.
-Result<std::optional<GValue>> sum_overflow_mask(Lowering& l, const Op& op, size_t first,
-                                                ValueId r, GValue g) {
+Result<std::optional<GValue>> sum_overflow_mask(Lowering& l, const Op& op, size_t first, ValueId r,
+                                                GValue g) {
   const bool is_unsigned = l.type(r).element == "ui64";
   ShadowBuilder b(l, op, first, l.type(r).element);
   Shadow sh = MESHPLAN_TRY(b.of(g));
@@ -426,8 +424,8 @@ Result<std::optional<GValue>> sum_overflow_mask(Lowering& l, const Op& op, size_
     if (l.graph().values[k].shape != m.shape) {
       const int64_t n = device::volume(l.graph().values[k].shape);
       GValue flat = MESHPLAN_TRY(l.reshape(k, {1, n}));
-      k = MESHPLAN_TRY(l.emit(OpKind::reduce_max, {flat}, {{"dims", std::vector<int64_t>{1}}},
-                              {1}, DType::f32));
+      k = MESHPLAN_TRY(
+          l.emit(OpKind::reduce_max, {flat}, {{"dims", std::vector<int64_t>{1}}}, {1}, DType::f32));
       k = MESHPLAN_TRY(l.reshape(k, std::vector<int64_t>(m.shape.size(), 1)));
     }
     any = any ? MESHPLAN_TRY(m.op(OpKind::maximum, {*any, k}, DType::f32)) : k;
@@ -441,10 +439,14 @@ Status check_wide(Lowering& l, const Op& op, size_t first, std::vector<PendingOv
   static const std::set<std::string_view> kMayLeaveWord = {
       "stablehlo.add",    "stablehlo.subtract", "stablehlo.multiply",
       "stablehlo.negate", "stablehlo.abs",      "stablehlo.convert"};
-  static const std::set<std::string_view> kSums = {
-      "stablehlo.reduce",      "stablehlo.reduce_window", "stablehlo.dot_general",
-      "stablehlo.dot",         "stablehlo.convolution",   "stablehlo.scatter",
-      "stablehlo.select_and_scatter", "stablehlo.power"};
+  static const std::set<std::string_view> kSums = {"stablehlo.reduce",
+                                                   "stablehlo.reduce_window",
+                                                   "stablehlo.dot_general",
+                                                   "stablehlo.dot",
+                                                   "stablehlo.convolution",
+                                                   "stablehlo.scatter",
+                                                   "stablehlo.select_and_scatter",
+                                                   "stablehlo.power"};
   const bool elementwise = kMayLeaveWord.contains(op.name) && op.results.size() == 1;
   if (!elementwise && !kSums.contains(op.name)) return {};
   if (!op.regions.empty() && !region_computes(l.module(), op)) return {};
