@@ -19,20 +19,6 @@ using namespace meshplan::test;
 
 namespace {
 
-TensorLayout shard(uint16_t cores) {
-  TensorLayout t;
-  t.buffer = device::BufferType::l1;
-  t.memory = device::MemLayout::height_sharded;
-  t.shard.grid = device::CoreRange{0, 0, static_cast<uint16_t>(cores - 1), 0};
-  t.shard.shape[0] = 64 / cores * 32;
-  t.shard.shape[1] = 256;
-  return t;
-}
-
-uint32_t cores(const TensorLayout& t) {
-  return t.shard.grid.x1 + 1u;
-}
-
 device::OpConfig block_h(uint32_t h) {
   device::OpConfig c;
   c.act_block_h = h;

@@ -17,20 +17,6 @@ using namespace meshplan::test;
 
 namespace {
 
-TensorLayout shard(uint16_t cores) {
-  TensorLayout t;
-  t.buffer = device::BufferType::l1;
-  t.memory = device::MemLayout::height_sharded;
-  t.shard.grid = device::CoreRange{0, 0, static_cast<uint16_t>(cores - 1), 0};
-  t.shard.shape[0] = 64 / cores * 32;
-  t.shard.shape[1] = 256;
-  return t;
-}
-
-uint32_t cores(const TensorLayout& t) {
-  return t.shard.grid.x1 + 1u;
-}
-
 /// relu ops shard on 8, 4 or 2 cores; add does not shard; a sharded input is accepted when its
 /// grid has at least as many cores as the op's (unless the consumer is in `reject`).
 class SyntheticChecker final : public ShardChecker {
@@ -194,4 +180,61 @@ TEST_CASE(
   CHECK(dump.find("chain [b1 b2] completed spill dram") != std::string::npos);
   CHECK_FALSE(spilled(df->decision, value(g, "a2")));
   CHECK(spilled(df->decision, value(g, "b2")));
+}
+
+namespace {
+/// relu ops shard on 8, 4 or 2 cores. From DRAM only the 2-core config runs; a sharded input is
+/// accepted when its grid has at least as many cores as the op's; the input reshards to any of the
+/// three.
+class InputSearchChecker final : public ShardChecker {
+ public:
+  explicit InputSearchChecker(const Graph& g) : g_(g) {}
+  std::vector<TensorLayout> legal_configs(OpId) const override {
+    return {shard(8), shard(4), shard(2)};
+  }
+  bool legal_config(OpId, const TensorLayout&) const override { return true; }
+  bool valid(OpId, uint32_t, const TensorLayout& in, const TensorLayout& out) const override {
+    if (out.memory == device::MemLayout::interleaved) return true;
+    if (in.memory == device::MemLayout::interleaved) return cores(out) == 2;
+    return cores(in) >= cores(out);
+  }
+  bool valid_all(OpId o, const std::vector<TensorLayout>& in, const TensorLayout& out,
+                 uint64_t* l1) const override {
+    if (l1) *l1 = 64 << 10;
+    return valid(o, 0, in[0], out);
+  }
+  std::vector<TensorLayout> reshard_targets(ValueId) const override {
+    return {shard(8), shard(4), shard(2)};
+  }
+  bool move_valid(ValueId, const TensorLayout&, const TensorLayout&) const override { return true; }
+
+ private:
+  const Graph& g_;
+};
+}  // namespace
+
+TEST_CASE("df-sharding: first-op input search reshards the chain's input when that wins cores") {
+  // a = relu(x), b = relu(a), x in DRAM. With x as it is only a's 2-core config runs, and b can
+  // take at most a's cores: 2 + 2 = 4 cores. Searching x's layouts: x resharded to 8 cores lets a
+  // and b run on 8 (16 cores); to 4 cores, 8; so x moves to shard(8) before a, a and b on 8 cores.
+  GraphBuilder b("input_search");
+  auto a = b.relu("a", b.input("x", {64, 256}));
+  b.output(b.relu("b", a));
+  Graph g = b.finish();
+  InputSearchChecker checker(g);
+  auto r = run_df_sharding(g, device::wormhole_b0(), PlannerOptions::with_policy("dram"), checker,
+                           true);
+  REQUIRE(r);
+  const LayoutDecision& d = r->decision;
+  REQUIRE(d.reshards.size() == 1);
+  CHECK(d.reshards[0].before == g.values[value(g, "a")].producer);
+  CHECK(d.reshards[0].operand == 0);
+  CHECK(d.reshards[0].to == shard(8));
+  CHECK(d.tensors[value(g, "a")] == shard(8));
+  CHECK(d.tensors[value(g, "b")] == shard(8));
+  CHECK(d.tensors[value(g, "x")].buffer == device::BufferType::dram);
+  // The first op keeps its 8-core config (through the reshard) and its 2-core one (as it is);
+  // the 4-core config takes a resharded input too.
+  std::string dump = r->print_solver(g);
+  CHECK(dump.find("  node 0: 0 1 2\n") != std::string::npos);
 }

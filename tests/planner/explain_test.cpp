@@ -26,16 +26,6 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-TensorLayout shard(uint16_t cores) {
-  TensorLayout t;
-  t.buffer = device::BufferType::l1;
-  t.memory = device::MemLayout::height_sharded;
-  t.shard.grid = device::CoreRange{0, 0, static_cast<uint16_t>(cores - 1), 0};
-  t.shard.shape[0] = 64 / cores * 32;
-  t.shard.shape[1] = 256;
-  return t;
-}
-
 /// relu ops shard on 8 or 4 cores; ops named in `reject` take no sharded input; nothing reshards.
 class RejectingChecker final : public ShardChecker {
  public:
@@ -71,9 +61,7 @@ TEST_CASE("ShardSolver names the edge with no valid path, or the entry") {
   ShardSolver::Callbacks cb;
   cb.edge_ok = [](const ShardSolver::Edge& e, uint32_t, uint32_t) { return e.consumer != 2; };
   cb.entry_ok = [](uint32_t, uint32_t) { return true; };
-  cb.reshard_for = [](const ShardSolver::Edge&, uint32_t) -> std::optional<TensorLayout> {
-    return std::nullopt;
-  };
+  cb.reshards_for = [](const ShardSolver::Edge&, uint32_t) { return std::vector<TensorLayout>{}; };
   cb.cores = [](uint32_t, uint32_t c) { return c + 1; };
   ShardSolver solver({2, 2, 2}, {{0, 1, 0}, {1, 2, 0}}, cb);
   CHECK_FALSE(solver.resolve());

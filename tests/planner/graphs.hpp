@@ -3,10 +3,28 @@
 #pragma once
 
 #include "builder.hpp"
+#include "meshplan/planner/layout.hpp"
 #include "meshplan/planner/import_json.hpp"
 #include "test_util.hpp"
 
 namespace meshplan::test {
+
+/// A {64, 256} tensor height sharded in L1 on `cores` cores of row 0 (64 / cores tiles of rows
+/// each): the synthetic checkers' sharded configs.
+inline planner::TensorLayout shard(uint16_t cores) {
+  planner::TensorLayout t;
+  t.buffer = device::BufferType::l1;
+  t.memory = device::MemLayout::height_sharded;
+  t.shard.grid = device::CoreRange{0, 0, static_cast<uint16_t>(cores - 1), 0};
+  t.shard.shape[0] = 64 / cores * 32;
+  t.shard.shape[1] = 256;
+  return t;
+}
+
+/// The cores of a layout made by shard().
+inline uint32_t cores(const planner::TensorLayout& t) {
+  return t.shard.grid.x1 + 1u;
+}
 
 /// Two residual blocks: x -> matmul -> relu -> matmul -> add(., x) -> relu, twice.
 inline planner::Graph residual_graph() {

@@ -44,9 +44,7 @@ ShardSolver::Callbacks callbacks(const Compat& m, bool entry_any = true) {
     return false;
   };
   cb.entry_ok = [entry_any](uint32_t, uint32_t c) { return entry_any || c == 2; };
-  cb.reshard_for = [](const Edge&, uint32_t) -> std::optional<TensorLayout> {
-    return std::nullopt;
-  };
+  cb.reshards_for = [](const Edge&, uint32_t) { return std::vector<TensorLayout>{}; };
   cb.cores = [](uint32_t node, uint32_t c) { return kCores[node][c]; };
   return cb;
 }
@@ -121,9 +119,9 @@ TEST_CASE("an edge with no valid path takes a reshard, or fails the whole chain"
   bridge.buffer = device::BufferType::l1;
   bridge.memory = device::MemLayout::height_sharded;
   bridge.shard.grid = device::CoreRange{0, 0, 7, 3};
-  cb.reshard_for = [bridge](const Edge& e, uint32_t c) -> std::optional<TensorLayout> {
-    if (e.consumer == 5 && c != 1) return bridge;
-    return std::nullopt;
+  cb.reshards_for = [bridge](const Edge& e, uint32_t c) {
+    if (e.consumer == 5 && c != 1) return std::vector<TensorLayout>{bridge};
+    return std::vector<TensorLayout>{};
   };
   ShardSolver solver({3, 3, 3, 3, 3, 3}, kEdges, cb);
   REQUIRE(solver.resolve());
@@ -159,9 +157,9 @@ TEST_CASE("ShardSolver: a forced reshard edge (memreconfig) ignores direct paths
   cb.entry_ok = [](uint32_t, uint32_t) { return true; };
   TensorLayout moved;
   moved.shard.shape[0] = 7;
-  cb.reshard_for = [&](const Edge& e, uint32_t c) -> std::optional<TensorLayout> {
-    if (e.producer == e.consumer || c != 2) return std::nullopt;
-    return moved;
+  cb.reshards_for = [&](const Edge& e, uint32_t c) {
+    if (e.producer == e.consumer || c != 2) return std::vector<TensorLayout>{};
+    return std::vector<TensorLayout>{moved};
   };
   cb.cores = [](uint32_t node, uint32_t c) { return kCores[node][c]; };
   cb.forced_reshard = [](const Edge& e) { return e.producer == 0 && e.consumer == 1; };
@@ -183,4 +181,101 @@ TEST_CASE("ShardSolver: a forced reshard edge (memreconfig) ignores direct paths
   CHECK(entry.failure()->at == ShardSolver::Failure::At::entry);
   CHECK(entry.failure()->why ==
         "the forced reshard (memreconfig) at the chain's input enables no config");
+}
+
+namespace {
+TensorLayout rows(uint32_t shard_rows) {
+  TensorLayout t;
+  t.buffer = device::BufferType::l1;
+  t.memory = device::MemLayout::height_sharded;
+  t.shard.shape[0] = shard_rows;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("ShardSolver: the reshard map keeps every valid alternative with the selected index") {
+  // Two ops of three configs; no direct path on 0->1. Reshards: config 0 of Op1 by layout A
+  // only, config 1 by A or B, config 2 by A, B or C. Op1's cores {8, 32, 16}: core usage picks
+  // Op1 config 1 (Op0 config 0, 64 cores, pairs with any). The map keeps 1, 2 and 3 alternatives,
+  // selects index 1, and the plan takes its first alternative, A.
+  const TensorLayout a = rows(32), b = rows(64), c = rows(96);
+  ShardSolver::Callbacks cb;
+  cb.edge_ok = [](const Edge&, uint32_t, uint32_t) { return false; };
+  cb.entry_ok = [](uint32_t, uint32_t) { return true; };
+  cb.reshards_for = [&](const Edge& e, uint32_t k) {
+    if (e.producer == e.consumer) return std::vector<TensorLayout>{};
+    std::vector<TensorLayout> all = {a, b, c};
+    return std::vector<TensorLayout>(all.begin(), all.begin() + k + 1);
+  };
+  constexpr std::array<std::array<uint32_t, 3>, 2> kOps = {{{64, 32, 16}, {8, 32, 16}}};
+  cb.cores = [&](uint32_t node, uint32_t k) { return kOps[node][k]; };
+  ShardSolver s({3, 3}, {{0, 1, 0}}, cb);
+  REQUIRE(s.resolve());
+  const ShardSolver::ReshardEntry& map = s.reshard_entry(0);
+  REQUIRE(map.alternatives.size() == 3);
+  CHECK(map.alternatives[0] == std::vector<TensorLayout>{a});
+  CHECK(map.alternatives[1] == std::vector<TensorLayout>{a, b});
+  CHECK(map.alternatives[2] == std::vector<TensorLayout>{a, b, c});
+  CHECK_FALSE(map.selected);  // nothing locked yet
+  CHECK(s.entry_reshard().alternatives.empty());  // every config took the input as it is
+  REQUIRE(s.pick_max_core_usage());
+  REQUIRE(s.reshard_entry(0).selected);
+  CHECK(*s.reshard_entry(0).selected == 1);
+  ShardSolver::Solution sol = s.finish();
+  CHECK(sol.config == std::vector<uint32_t>{0, 1});
+  REQUIRE(sol.reshards.size() == 1);
+  CHECK(sol.reshards[0].first == Edge{0, 1, 0});
+  CHECK(sol.reshards[0].second == a);
+}
+
+TEST_CASE("ShardSolver: first-op input search keeps the configs a reshard of the input enables") {
+  // Op0's configs have 64, 32 and 16 cores; only config 2 (16 cores) takes the chain's input as
+  // it is. A reshard of the input to X or Y enables config 0; nothing enables config 1. Every
+  // pair on 0->1 is valid; Op1's cores {8, 8, 8}.
+  const TensorLayout x = rows(32), y = rows(64);
+  ShardSolver::Callbacks cb;
+  cb.edge_ok = [](const Edge&, uint32_t, uint32_t) { return true; };
+  cb.entry_ok = [](uint32_t, uint32_t k) { return k == 2; };
+  cb.reshards_for = [&](const Edge& e, uint32_t k) {
+    if (e.producer == e.consumer && k == 0) return std::vector<TensorLayout>{x, y};
+    return std::vector<TensorLayout>{};
+  };
+  std::array<std::array<uint32_t, 3>, 2> ops = {{{64, 32, 16}, {8, 8, 8}}};
+  cb.cores = [&](uint32_t node, uint32_t k) { return ops[node][k]; };
+  {
+    // Off (the seed's path for an input that is not free): the input as it is, 16 cores.
+    ShardSolver s({3, 3}, {{0, 1, 0}}, cb);
+    REQUIRE(s.resolve());
+    CHECK(s.print() == "node 0: 2\nnode 1: 0 1 2\nedge 0->1.0: (2,0) (2,1) (2,2)\n");
+    REQUIRE(s.pick_max_core_usage());
+    CHECK(s.finish().config[0] == 2);
+    CHECK(s.finish().reshards.empty());
+  }
+  cb.search_first_input = true;
+  {
+    // On: configs 0 (through X or Y) and 2 (as it is); 64 + 8 cores beat 16 + 8: config 0, the
+    // input resharded to X, the first alternative.
+    ShardSolver s({3, 3}, {{0, 1, 0}}, cb);
+    REQUIRE(s.resolve());
+    CHECK(s.bitset(0) == ShardSolver::Bitset(0b101));
+    CHECK(s.entry_direct() == ShardSolver::Bitset(0b100));
+    REQUIRE(s.entry_reshard().alternatives.size() == 3);
+    CHECK(s.entry_reshard().alternatives[0] == std::vector<TensorLayout>{x, y});
+    REQUIRE(s.pick_max_core_usage());
+    CHECK(s.entry_reshard().selected == std::optional<uint32_t>(0));
+    ShardSolver::Solution sol = s.finish();
+    CHECK(sol.config[0] == 0);
+    REQUIRE(sol.reshards.size() == 1);
+    CHECK(sol.reshards[0].first == Edge{0, 0, 0});
+    CHECK(sol.reshards[0].second == x);
+  }
+  {
+    // A tie (config 0 at 16 cores too) goes to the config that takes the input as it is.
+    ops[0][0] = 16;
+    ShardSolver s({3, 3}, {{0, 1, 0}}, cb);
+    REQUIRE(s.resolve());
+    REQUIRE(s.pick_max_core_usage());
+    CHECK(s.finish().config[0] == 2);
+    CHECK(s.finish().reshards.empty());
+  }
 }

@@ -10,6 +10,7 @@
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
+#include "meshplan/planner/explain.hpp"
 #include "meshplan/planner/graph_builder.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
@@ -176,6 +177,50 @@ TEST_CASE("the policies cost block-float weights in their storage dtype when cho
     CHECK(static_cast<device::MatmulProgram>(proj->config()->program()) ==
           device::MatmulProgram::mcast_2d);
     CHECK(proj->estimated_ns() < 47663 + 1000);
+  }
+}
+
+TEST_CASE("--explain plans with --weight-dtype as the compile does") {
+  // The K projection above: with bfp8_b weights the explained k_proj is the compile's choice, the
+  // 2-D program under 47,663 + 1,000 ns; with bf16 weights it costs more (the weight columns at
+  // bf16 cost about the 1-D program's 47,663 ns of in0 multicast).
+  GraphBuilder b("kproj");
+  auto x = b.input("x", {128, 4096});
+  auto w = b.parameter("wk", {4096, 1024});
+  auto h = b.op("relu", {x}, {}, "act");
+  b.output(b.op("matmul", {h, w}, {}, "k_proj"));
+  auto g = b.build();
+  REQUIRE(g);
+  // The ns of explain's "choice:" line.
+  auto explained_ns = [&](const PlannerOptions& o) -> uint64_t {
+    auto planning = planning_graph(*g, o);
+    REQUIRE(planning);
+    auto text = explain_op(*planning, device::wormhole_b0(), o, "k_proj");
+    REQUIRE_MESSAGE(text, (text ? "" : text.error().message));
+    size_t at = text->find("  choice: ");
+    REQUIRE(at != std::string::npos);
+    size_t cores = text->find(" cores, ", at);
+    REQUIRE(cores != std::string::npos);
+    return std::stoull(text->substr(cores + 8));
+  };
+  for (const char* policy : {"greedy", "df-sharding"}) {
+    CAPTURE(policy);
+    PlannerOptions o;
+    o.policy = policy;
+    o.weight_dtype = DType::bf8b;
+    auto plan = compile(*g, device::wormhole_b0(), o);
+    REQUIRE(plan);
+    const fb::Plan* p = fb::GetSizePrefixedPlan(plan->bytes.data());
+    const fb::OpPlan* proj = nullptr;
+    for (const fb::OpPlan* op : *p->ops())
+      if (op->name()->str() == "k_proj") proj = op;
+    REQUIRE(proj);
+    uint64_t bf8 = explained_ns(o);
+    CHECK(bf8 == proj->estimated_ns());
+    PlannerOptions bf16 = o;
+    bf16.weight_dtype = DType::bf16;
+    CHECK(explained_ns(bf16) > bf8);
+    if (std::string(policy) == "greedy") CHECK(bf8 < 47663 + 1000);
   }
 }
 

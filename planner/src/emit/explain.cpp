@@ -184,8 +184,22 @@ Result<std::string> stage_json(const Graph& g, const device::ChipDesc& chip,
               "stage emit is the plan itself: compile() gives it, not stage_json()");
 }
 
-Result<std::string> explain_op(const Graph& graph, const device::ChipDesc& chip,
+namespace {
+// The graph the policies plan in compile(): the weights in their storage dtype
+// (PlannerOptions::weight_dtype, weight_dtype_overrides), so that an op is explained, and the
+// solver dumped, with the costs the compile weighed.
+Result<Graph> stored_weights_graph(const Graph& graph, const PlannerOptions& options) {
+  Graph g = graph;
+  for (const WeightStorage& w : MESHPLAN_TRY(
+           weight_storage(graph, options.weight_dtype, options.weight_dtype_overrides)))
+    g.values[w.value].dtype = w.dtype;
+  return g;
+}
+}  // namespace
+
+Result<std::string> explain_op(const Graph& planning, const device::ChipDesc& chip,
                                const PlannerOptions& options, std::string_view name) {
+  const Graph graph = MESHPLAN_TRY(stored_weights_graph(planning, options));
   if (!find_op(graph, name))
     return fail(ErrorCode::not_found, "--explain: graph '", graph.name, "' has no op named '", name,
                 "'");
@@ -281,7 +295,8 @@ Result<std::string> explain_op(const Graph& graph, const device::ChipDesc& chip,
 
 Result<std::string> dump_solver(const Graph& graph, const device::ChipDesc& chip,
                                 const PlannerOptions& options) {
-  const Graph dfs = dfs_ordered(graph);  // As plan_layout() hands it to df-sharding.
+  // As plan_layout() hands it to df-sharding, weights in their storage dtype.
+  const Graph dfs = dfs_ordered(MESHPLAN_TRY(stored_weights_graph(graph, options)));
   std::unique_ptr<ShardChecker> checker = make_opmodel_checker(dfs, chip, options);
   DfShardingResult df = MESHPLAN_TRY(run_df_sharding(dfs, chip, options, *checker, true));
   return df.print_solver(dfs);

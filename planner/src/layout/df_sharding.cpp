@@ -494,24 +494,28 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       cb.forced_reshard = [&](const ShardSolver::Edge& e) {
         return forced_move(chain.ops[e.consumer]) != nullptr;
       };
-      cb.reshard_for = [&](const ShardSolver::Edge& e, uint32_t c) -> std::optional<TensorLayout> {
+      // Every reshard layout that lets config `c` run (the reshard map keeps them all); a move
+      // at the chain's entry must also be one OpModel accepts from the input's layout.
+      cb.reshards_for = [&](const ShardSolver::Edge& e, uint32_t c) {
         OpId o = chain.ops[e.consumer];
         ValueId v = g.ops[o].operands[0];
         bool entry = e.producer == e.consumer;
+        std::vector<TensorLayout> out;
+        auto take = [&](const TensorLayout& t) {
+          if (accepts(e.consumer, c, t) && (!entry || checker.move_valid(v, d.tensors[v], t)))
+            out.push_back(t);
+        };
         if (const Overrides::Move* m = forced_move(o)) {
           // The memreconfig's move is the edge's only reshard: to interleaved in its memory.
-          TensorLayout t = interleaved_layout(g.values[v], m->to);
-          if (accepts(e.consumer, c, t) &&
-              (!entry || checker.move_valid(v, d.tensors[v], t)))
-            return t;
-          return std::nullopt;
+          take(interleaved_layout(g.values[v], m->to));
+          return out;
         }
-        for (const TensorLayout& t : checker.reshard_targets(v))
-          if (accepts(e.consumer, c, t) &&
-              (!entry || checker.move_valid(v, d.tensors[v], t)))
-            return t;
-        return std::nullopt;
+        for (const TensorLayout& t : checker.reshard_targets(v)) take(t);
+        return out;
       };
+      // The chain's input goes through a reshard the plan inserts, so its layout is searched
+      // with the first op's configs (seed 000's first-op input search).
+      cb.search_first_input = true;
       cb.cores = [&](uint32_t node, uint32_t c) { return cores_of(layout(node, c)); };
       ShardSolver solver(counts, edges, cb);
       bool ok = solver.resolve();

@@ -116,29 +116,34 @@ bool ShardSolver::resolve() {
   path_sets_.clear();
   path_set_of_edge_.assign(edges_.size(), -1);
   selected_.assign(n, std::nullopt);
-  reshard_.assign(edges_.size(), {});
-  entry_reshard_.assign(n ? configs_[0] : 0, std::nullopt);
+  reshard_.assign(edges_.size(), ReshardEntry{});
+  entry_reshard_ = ReshardEntry{};
+  entry_direct_.reset();
   failed_ = false;
   failure_.reset();
   if (n == 0) return true;
   auto forced = [&](const Edge& e) { return cb_.forced_reshard && cb_.forced_reshard(e); };
-  // First op: only configs that accept the chain's external input; else (or when the entry is a
-  // forced reshard edge) a reshard at entry.
+  // First op (preprocessFirstOp): the configs that accept the chain's external input as it is;
+  // the reshards at entry when none does, when the entry is a forced reshard edge, or when the
+  // input layout is searched (search_first_input: every (input layout, config) pair, each config
+  // keeping every input layout that enables it).
+  const Edge entry{0, 0, 0};
   Bitset first;
-  if (!forced(Edge{0, 0, 0}))
+  if (!forced(entry))
     for (uint32_t c = 0; c < configs_[0]; ++c)
       if (bitsets_[0][c] && cb_.entry_ok(0, c)) first.set(c);
-  if (first.none()) {
-    Edge entry{0, 0, 0};
-    for (uint32_t c = 0; c < configs_[0]; ++c)
-      if (auto r = cb_.reshard_for(entry, c)) {
-        entry_reshard_[c] = *r;
-        first.set(c);
-      }
+  entry_direct_ = first;
+  if (first.none() || (cb_.search_first_input && !forced(entry))) {
+    entry_reshard_.alternatives.assign(configs_[0], {});
+    for (uint32_t c = 0; c < configs_[0]; ++c) {
+      if (!bitsets_[0][c] || entry_direct_[c]) continue;
+      entry_reshard_.alternatives[c] = cb_.reshards_for(entry, c);
+      if (!entry_reshard_.alternatives[c].empty()) first.set(c);
+    }
   }
   if (first.none())
-    return fail_at(Failure::At::entry, Edge{0, 0, 0},
-                   forced(Edge{0, 0, 0})
+    return fail_at(Failure::At::entry, entry,
+                   forced(entry)
                        ? "the forced reshard (memreconfig) at the chain's input enables no config"
                        : "no config accepts the chain's input and no reshard of it enables one");
   bitsets_[0] &= first;
@@ -160,13 +165,12 @@ bool ShardSolver::resolve() {
       if (paths.empty()) {
         // Reshard edge (no direct path, or forced): any producer config, the consumer configs
         // some reshard enables.
-        reshard_[e].assign(configs_[consumer], std::nullopt);
+        reshard_[e].alternatives.assign(configs_[consumer], {});
         for (uint32_t c = 0; c < configs_[consumer]; ++c)
-          if (bitsets_[consumer][c])
-            if (auto r = cb_.reshard_for(edge, c)) {
-              reshard_[e][c] = *r;
-              edge_consumer.set(c);
-            }
+          if (bitsets_[consumer][c]) {
+            reshard_[e].alternatives[c] = cb_.reshards_for(edge, c);
+            if (!reshard_[e].alternatives[c].empty()) edge_consumer.set(c);
+          }
         for (uint32_t p = 0; p < configs_[edge.producer]; ++p)
           if (bitsets_[edge.producer][p]) {
             edge_producer.set(p);
@@ -194,6 +198,10 @@ bool ShardSolver::resolve() {
 
 bool ShardSolver::set(uint32_t node, uint32_t c) {
   selected_[node] = c;
+  // The reshard maps of the edges into this op select the locked config's alternatives.
+  for (size_t e = 0; e < edges_.size(); ++e)
+    if (edges_[e].consumer == node && !reshard_[e].alternatives.empty()) reshard_[e].selected = c;
+  if (node == 0 && !entry_reshard_.alternatives.empty()) entry_reshard_.selected = c;
   bitsets_[node].reset();
   bitsets_[node].set(c);
   return update_solver(node, true);
@@ -223,7 +231,11 @@ bool ShardSolver::pick_max_core_usage() {
     if (selected_[i]) continue;
     std::optional<uint32_t> best;
     for (uint32_t c = 0; c < configs_[i]; ++c)
-      if (bitsets_[i][c] && (!best || acc[i][c] > acc[i][*best])) best = c;
+      // On a tie the first op prefers a config that takes the chain's input as it is (no reshard).
+      if (bitsets_[i][c] &&
+          (!best || acc[i][c] > acc[i][*best] ||
+           (i == 0 && acc[i][c] == acc[i][*best] && entry_direct_[c] && !entry_direct_[*best])))
+        best = c;
     if (!best) return fail_at(Failure::At::node, Edge{i, i, 0}, "no config left to select");
     if (!set(i, *best)) return false;
   }
@@ -233,11 +245,19 @@ bool ShardSolver::pick_max_core_usage() {
 ShardSolver::Solution ShardSolver::finish() const {
   Solution s;
   for (const auto& c : selected_) s.config.push_back(c.value_or(0));
-  if (!s.config.empty() && entry_reshard_.size() > s.config[0] && entry_reshard_[s.config[0]])
-    s.reshards.emplace_back(Edge{0, 0, 0}, *entry_reshard_[s.config[0]]);
+  // Each reshard takes the first alternative of its selected config (tt-mlir's
+  // reshardOutputConfigMap.at(selected).front()); a first-op config that accepts the input as it
+  // is takes no reshard.
+  auto first_of = [](const ReshardEntry& r, uint32_t c) -> const TensorLayout* {
+    if (c >= r.alternatives.size() || r.alternatives[c].empty()) return nullptr;
+    return &r.alternatives[c].front();
+  };
+  if (!s.config.empty() && !entry_direct_[s.config[0]])
+    if (const TensorLayout* t = first_of(entry_reshard_, s.config[0]))
+      s.reshards.emplace_back(Edge{0, 0, 0}, *t);
   for (size_t e = 0; e < edges_.size(); ++e)
-    if (!reshard_[e].empty() && reshard_[e][s.config[edges_[e].consumer]])
-      s.reshards.emplace_back(edges_[e], *reshard_[e][s.config[edges_[e].consumer]]);
+    if (const TensorLayout* t = first_of(reshard_[e], s.config[edges_[e].consumer]))
+      s.reshards.emplace_back(edges_[e], *t);
   return s;
 }
 
@@ -256,7 +276,7 @@ std::string ShardSolver::print() const {
     if (path_set_of_edge_.size() > e && path_set_of_edge_[e] >= 0)
       for (const Path& p : path_sets_[path_set_of_edge_[e]].paths)
         out << " (" << p.producer_config << "," << p.consumer_config << ")";
-    if (!reshard_[e].empty()) out << " [reshard]";
+    if (!reshard_[e].alternatives.empty()) out << " [reshard]";
     out << "\n";
   }
   return out.str();

@@ -45,15 +45,30 @@ class ShardSolver {
     std::function<bool(const Edge&, uint32_t p, uint32_t c)> edge_ok;
     /// Can the first op run config `c` with its operands as they are outside the chain?
     std::function<bool(uint32_t node, uint32_t c)> entry_ok;
-    /// A reshard layout of the edge's (or, with producer == consumer, the entry's) tensor that lets
-    /// consumer config `c` run, if any.
-    std::function<std::optional<TensorLayout>(const Edge&, uint32_t c)> reshard_for;
+    /// Every reshard layout of the edge's (or, with producer == consumer, the entry's) tensor that
+    /// lets consumer config `c` run, in candidate order; empty when none does. The solver keeps
+    /// them all (tt-mlir's reshardOutputConfigMap) and the plan takes the first of the selected
+    /// config's.
+    std::function<std::vector<TensorLayout>(const Edge&, uint32_t c)> reshards_for;
     /// Cores config `c` of `node` uses.
     std::function<uint32_t(uint32_t node, uint32_t c)> cores;
     /// Whether the edge (or, with producer == consumer == 0, the entry) must be a reshard edge
     /// whatever the configs (tt-mlir's insert-memreconfig): its consumer configs are those
-    /// reshard_for() enables. Unset: no forced reshard edges.
+    /// reshards_for() enables. Unset: no forced reshard edges.
     std::function<bool(const Edge&)> forced_reshard;
+    /// First-op input search (seed 000's solveForOptimalFirstOpInput): the chain's input layout
+    /// is free to choose (it goes through a reshard the plan inserts), so every (input layout,
+    /// config) pair is searched: the first op keeps the configs that accept the input as it is
+    /// (entry_ok) and those some reshard of it enables (reshards_for on the entry). Off: the
+    /// entry reshard is searched only when no config accepts the input as it is.
+    bool search_first_input = false;
+  };
+
+  /// The reshards of one reshard edge (tt-mlir's MemReconfigEntry): per consumer config, every
+  /// valid reshard layout; the selected index is the consumer config set() locked.
+  struct ReshardEntry {
+    std::vector<std::vector<TensorLayout>> alternatives;  ///< By consumer config.
+    std::optional<uint32_t> selected;
   };
 
   /// `configs[i]` = number of legal configs of node i (at most kMaxConfigs).
@@ -70,6 +85,14 @@ class ShardSolver {
 
   const Bitset& bitset(uint32_t node) const { return bitsets_[node]; }
   const std::vector<PathSet>& path_sets() const { return path_sets_; }
+  /// The reshard map of edge `e` (index into the constructor's edges); empty alternatives when the
+  /// edge is no reshard edge.
+  const ReshardEntry& reshard_entry(size_t e) const { return reshard_[e]; }
+  /// The chain input's reshard map: alternatives of the first op's configs (for a config in
+  /// entry_direct(), the input as it is needs no reshard).
+  const ReshardEntry& entry_reshard() const { return entry_reshard_; }
+  /// First-op configs that accept the chain's input as it is.
+  const Bitset& entry_direct() const { return entry_direct_; }
 
   struct Solution {
     std::vector<uint32_t> config;  ///< Selected config per node.
@@ -102,9 +125,10 @@ class ShardSolver {
   std::vector<PathSet> path_sets_;
   std::vector<int> path_set_of_edge_;  // by edge index, -1 when not built
   std::vector<std::optional<uint32_t>> selected_;
-  // Reshard edges: per edge index, consumer config -> layout.
-  std::vector<std::vector<std::optional<TensorLayout>>> reshard_;
-  std::vector<std::optional<TensorLayout>> entry_reshard_;
+  // Reshard edges: per edge index, consumer config -> every valid layout, and the selection.
+  std::vector<ReshardEntry> reshard_;
+  ReshardEntry entry_reshard_;
+  Bitset entry_direct_;
   bool failed_ = false;
   std::optional<Failure> failure_;
   /// Records the first failure and returns false.
