@@ -183,6 +183,21 @@ struct atan2 {
 };
 struct power {
   float operator()(float a, float b) const { return std::pow(a, b); }
+  // Integer exponentiation (StableHLO): exact modulo 2^32 by repeated squaring. A negative signed
+  // exponent gives 0, except for bases 1 and -1, whose powers take the exponent's magnitude.
+  static uint32_t word(IntWord a, IntWord b) {
+    uint32_t e = b.w;
+    if (b.sgn && b.s() < 0) {
+      if (a.w != 1u && !(a.sgn && a.s() == -1)) return 0u;
+      e = 0u - b.w;
+    }
+    uint32_t result = 1u, base = a.w;
+    for (; e != 0u; e >>= 1) {
+      if (e & 1u) result *= base;
+      base *= base;
+    }
+    return result;
+  }
 };
 struct remainder {  // Truncated division: the result takes the dividend's sign (C's fmod).
   float operator()(float a, float b) const { return std::fmod(a, b); }

@@ -479,3 +479,28 @@ TEST_CASE("computed signed values to ui64 are a located error") {
   CHECK(e.find("bad.mlir:2:") != std::string::npos);
   CHECK(e.find("i32 values to ui64") != std::string::npos);
 }
+
+TEST_CASE("i32 and ui32 power is integer exponentiation, exact modulo 2^32") {
+  // (-3)^19 = -1162261467, 37 above the f32 -1162261504 (f32 pow gives that f32); 3^21 =
+  // 10460353203 wraps to 1870418611, 51 above 1870418560; a negative exponent gives 0, except
+  // for bases 1 and -1 ((-1)^-3 = -1, 1^-5 = 1; StableHLO's reference); 2^0 = 1; 4097^2 =
+  // 16785409 (f32: 16785408); 7^11 = 1977326743, 23 above 1977326720.
+  check(
+      R"(func.func public @main(%a: tensor<8xi32>, %b: tensor<8xi32>, %c: tensor<8xi32>) -> tensor<8xi32> {
+  %0 = stablehlo.power %a, %b : tensor<8xi32>
+  %1 = stablehlo.subtract %0, %c : tensor<8xi32>
+  return %1 : tensor<8xi32>
+})",
+      {{-3, 3, 2, -1, 1, 2, 4097, 7},
+       {19, 21, -1, -3, -5, 0, 2, 11},
+       {-1162261504.0f, 1870418560.0f, 0, 0, 0, 0, 16777216, 1977326720.0f}},
+      {{37, 51, 0, -1, 1, 1, 8193, 23}});
+  // ui32: 2^31 = 2147483648, 2^32 wraps to 0, 3^20 = 3486784401, 145 above 3486784256.
+  check(
+      R"(func.func public @main(%a: tensor<3xui32>, %b: tensor<3xui32>, %c: tensor<3xui32>) -> tensor<3xui32> {
+  %0 = stablehlo.power %a, %b : tensor<3xui32>
+  %1 = stablehlo.subtract %0, %c : tensor<3xui32>
+  return %1 : tensor<3xui32>
+})",
+      {{2, 2, 3}, {31, 32, 20}, {0, 0, 3486784256.0f}}, {{2147483648.0f, 0, 145}});
+}
