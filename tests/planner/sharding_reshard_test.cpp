@@ -209,4 +209,19 @@ TEST_CASE("a value moved onto a mesh of other devices is refused where it moves"
   CHECK(r.error().message.find("t.mlir:4:3: ") == 0);
   CHECK(r.error().message.find("@n has 2 devices and @m 4; plans move values only between "
                                "meshes of the same devices") != std::string::npos);
+  // @m = ["x"=4] gives @n = ["a"=2, "b"=2]'s [{"a"}, {"b"}] only as sub-axes of "x", over
+  // which no physical collective runs: refused at the move, saying why.
+  const std::string sub =
+      "sdy.mesh @m = <[\"x\"=4]>\n"
+      "sdy.mesh @n = <[\"a\"=2, \"b\"=2]>\n"
+      "func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"x\"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@n, [{\"a\"}, "
+      "{\"b\"}]>}) {\n"
+      "  %0 = sdy.reshard %arg0 <@n, [{\"a\"}, {\"b\"}]> : tensor<8x8xf32>\n"
+      "  return %0 : tensor<8x8xf32>\n}\n";
+  auto split = pipe(sub, "close");
+  REQUIRE_FALSE(split.has_value());
+  CHECK(split.error().message.find("t.mlir:4:3: sdy.reshard from @m to <@n, [{\"a\"}, "
+                                   "{\"b\"}]>") == 0);
+  CHECK(split.error().message.find("no physical dim of the system") != std::string::npos);
 }

@@ -78,9 +78,12 @@ Status lower_to_local(Module& m, const PipelineOptions& o) {
   }
   // A reshard between meshes of other device layouts, which Shardy's sequence leaves: what
   // stops the plans' own lowering of it.
-  if (!first && first.error().message.find("other device layouts") != std::string::npos &&
-      moving)
-    return *moving;
+  if (!first && first.error().message.find("other device layouts") != std::string::npos) {
+    if (moving) return *moving;
+    return fail(first.error().code, first.error().message,
+                "; through the module's mesh it needs collectives over groups that are no "
+                "physical dim of the system (e.g. over sub-axes)");
+  }
   return first;  // Shardy's sequence and what stops it
 }
 
