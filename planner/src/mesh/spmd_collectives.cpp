@@ -498,21 +498,19 @@ Status reshards_to_collectives(Module& m, ReshardMode mode) {
   // Plans place the boundary on the module's mesh: an argument on a mesh that lays devices out
   // otherwise arrives as its counterpart there and is permuted onto its own mesh first.
   std::vector<OpId> entry;
-  {
-    for (size_t i = 0; i < m.ops[mc].in_shardings.size(); ++i) {
-      const TensorSharding s = m.ops[mc].in_shardings[i];
-      const MeshDecl* own = mesh_named(s.mesh);
-      if (!own || maximal(own) || same_layout(*own, *mesh) || !splits(*own, s)) continue;
-      const std::string where = str(m.ops[mc].loc.str(), ": input ", i, " ", sharding_string(s));
-      MESHPLAN_TRY(positions_in(*mesh, *own, where));
-      TensorSharding there = MESHPLAN_TRY(counterpart(*mesh, *own, s, where));
-      if (!s.unreduced.empty())
-        return fail(ErrorCode::unimplemented, where,
-                    ": plans move only reduced values between meshes of other device layouts");
-      m.ops[mc].in_shardings[i] = there;
-      const ValueId arg = m.ops[mc].regions[0].args[i];
-      remap[arg] = add_permute(m, arg, s, m.ops[mc].loc, entry);
-    }
+  for (size_t i = 0; i < m.ops[mc].in_shardings.size(); ++i) {
+    const TensorSharding s = m.ops[mc].in_shardings[i];
+    const MeshDecl* own = mesh_named(s.mesh);
+    if (!own || maximal(own) || same_layout(*own, *mesh) || !splits(*own, s)) continue;
+    const std::string where = str(m.ops[mc].loc.str(), ": input ", i, " ", sharding_string(s));
+    MESHPLAN_TRY(positions_in(*mesh, *own, where));
+    TensorSharding there = MESHPLAN_TRY(counterpart(*mesh, *own, s, where));
+    if (!s.unreduced.empty())
+      return fail(ErrorCode::unimplemented, where,
+                  ": plans move only reduced values between meshes of other device layouts");
+    m.ops[mc].in_shardings[i] = there;
+    const ValueId arg = m.ops[mc].regions[0].args[i];
+    remap[arg] = add_permute(m, arg, s, m.ops[mc].loc, entry);
   }
   std::vector<OpId> out = MESHPLAN_TRY(rewrite(top));
   out.insert(out.begin(), entry.begin(), entry.end());
