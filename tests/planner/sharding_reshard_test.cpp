@@ -159,9 +159,10 @@ TEST_CASE("an axis moving between dims costs one all_to_all, half the bytes of a
   CHECK(comm->bytes == 64.0);
 }
 
-TEST_CASE("a value moved onto a mesh of other axes is refused where it moves, never divided by 0") {
-  // @n's axis "a" is not one of @m's: no collective sequence here moves a value between such
-  // meshes, so the per-device program refuses the reshard (or an op placed on @n) at its line.
+TEST_CASE("a value moved onto a mesh of other axes moves through the module's mesh") {
+  // @n's [{"a"}] puts rows 2k..2k+1 on device k, as @m's [{"x", "y"}] does: the reshard is
+  // @m's [{x}, {y}] -> [{x, y}, {}] ("y" moves from dim 1 to dim 0: one all_to_all over groups
+  // of 2, half of each 4x2 f32 shard sent: 16 bytes) and no permute (no piece changes device).
   const std::string head =
       "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n"
       "sdy.mesh @n = <[\"a\"=4]>\n"
@@ -170,19 +171,57 @@ TEST_CASE("a value moved onto a mesh of other axes is refused where it moves, ne
       "{}]>}) {\n"
       "  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@m, [{\"x\"}, "
       "{\"y\"}]>]>} : tensor<8x4xf32>\n";
-  auto reshard = pipe(head + "  %1 = sdy.reshard %0 <@n, [{\"a\"}, {}]> : tensor<8x4xf32>\n"
-                             "  return %1 : tensor<8x4xf32>\n}\n",
-                      "local-shapes");
-  REQUIRE_FALSE(reshard.has_value());
-  CHECK(reshard.error().code == ErrorCode::unimplemented);
-  CHECK(reshard.error().message ==
-        "t.mlir:5:3: <@n, [{\"a\"}, {}]> is on @n, whose axes differ from @m's; plans do not "
-        "move values between meshes of different axes");
-  auto op = pipe(head +
-                     "  %1 = stablehlo.abs %0 {sdy.sharding = #sdy.sharding_per_value<[<@n, "
-                     "[{\"a\"}, {}]>]>} : tensor<8x4xf32>\n"
-                     "  return %1 : tensor<8x4xf32>\n}\n",
-                 "local-shapes");
-  REQUIRE_FALSE(op.has_value());
-  CHECK(op.error().message.find("t.mlir:5:3: <@n, [{\"a\"}, {}]> is on @n") == 0);
+  const std::string moved = head +
+                            "  %1 = sdy.reshard %0 <@n, [{\"a\"}, {}]> : tensor<8x4xf32>\n"
+                            "  return %1 : tensor<8x4xf32>\n}\n";
+  Module local = ok(moved, "close");
+  auto comm = communication(local);
+  REQUIRE_MESSAGE(comm.has_value(), comm.error().message);
+  REQUIRE(comm->ops.size() == 1);
+  CHECK(comm->ops[0].kind == "all_to_all");
+  CHECK(comm->ops[0].bytes == 16.0);
+  // The result leaves as its counterpart on @m.
+  const std::string printed = print_module(local);
+  CHECK(printed.find("out_shardings=[<@m, [{\"x\", \"y\"}, {}]>]") != std::string::npos);
+  // Shardy's sequence leaves such a reshard; stopping at its local shapes says where.
+  auto shardy = pipe(moved, "local-shapes");
+  REQUIRE_FALSE(shardy.has_value());
+  CHECK(shardy.error().message ==
+        "t.mlir:5:3: sdy.reshard from @m to <@n, [{\"a\"}, {}]> moves between meshes of other "
+        "device layouts, which Shardy's collectives leave to the reshard");
+}
+
+TEST_CASE("a value moved onto a mesh of other devices is refused where it moves") {
+  // @n has 2 devices, @m 4: no permute pairs them up.
+  const std::string text =
+      "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n"
+      "sdy.mesh @n = <[\"a\"=2]>\n"
+      "func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"x\"}, {\"y\"}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"}, "
+      "{}]>}) {\n"
+      "  %0 = sdy.reshard %arg0 <@n, [{\"a\"}, {}]> : tensor<8x4xf32>\n"
+      "  %1 = stablehlo.negate %0 {sdy.sharding = #sdy.sharding_per_value<[<@m, [{\"x\"}, "
+      "{}]>]>} : tensor<8x4xf32>\n"
+      "  return %1 : tensor<8x4xf32>\n}\n";
+  auto r = pipe(text, "close");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::unimplemented);
+  CHECK(r.error().message.find("t.mlir:4:3: ") == 0);
+  CHECK(r.error().message.find("@n has 2 devices and @m 4; plans move values only between "
+                               "meshes of the same devices") != std::string::npos);
+  // @m = ["x"=4] gives @n = ["a"=2, "b"=2]'s [{"a"}, {"b"}] only as sub-axes of "x", over
+  // which no physical collective runs: refused at the move, saying why.
+  const std::string sub =
+      "sdy.mesh @m = <[\"x\"=4]>\n"
+      "sdy.mesh @n = <[\"a\"=2, \"b\"=2]>\n"
+      "func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@m, "
+      "[{\"x\"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@n, [{\"a\"}, "
+      "{\"b\"}]>}) {\n"
+      "  %0 = sdy.reshard %arg0 <@n, [{\"a\"}, {\"b\"}]> : tensor<8x8xf32>\n"
+      "  return %0 : tensor<8x8xf32>\n}\n";
+  auto split = pipe(sub, "close");
+  REQUIRE_FALSE(split.has_value());
+  CHECK(split.error().message.find("t.mlir:4:3: sdy.reshard from @m to <@n, [{\"a\"}, "
+                                   "{\"b\"}]>") == 0);
+  CHECK(split.error().message.find("no physical dim of the system") != std::string::npos);
 }

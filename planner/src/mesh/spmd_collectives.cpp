@@ -59,19 +59,21 @@ std::vector<int64_t> pieces(const MeshDecl& mesh, const AxisMath& math, const Te
 
 }  // namespace
 
-std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
-                                                       const TensorSharding& src,
-                                                       const TensorSharding& tgt) {
-  // Devices grouped by the piece they hold before (sources) and need after (targets). A piece
-  // is held and needed by equally many devices when the per-dim piece counts agree, as they do
-  // for a permute: a device that keeps its piece sends to itself, the others pair up in order.
-  AxisMath math{mesh};
+namespace {
+
+/// The permute pairs of devices 0..n-1 that hold piece `held(dev)` and need piece
+/// `needed(dev)`. A piece is held and needed by equally many devices when the per-dim piece
+/// counts agree, as they do for a permute: a device that keeps its piece sends to itself, the
+/// others pair up in order.
+std::vector<std::pair<int64_t, int64_t>> pair_pieces(
+    int64_t n, const std::function<std::vector<int64_t>(int64_t)>& held,
+    const std::function<std::vector<int64_t>(int64_t)>& needed) {
   std::map<std::vector<int64_t>, std::vector<int64_t>> holders, needers;
-  for (int64_t dev = 0; dev < mesh.devices(); ++dev) {
-    holders[pieces(mesh, math, src, dev)].push_back(dev);
-    needers[pieces(mesh, math, tgt, dev)].push_back(dev);
+  for (int64_t dev = 0; dev < n; ++dev) {
+    holders[held(dev)].push_back(dev);
+    needers[needed(dev)].push_back(dev);
   }
-  std::vector<int64_t> source(static_cast<size_t>(mesh.devices()), -1);
+  std::vector<int64_t> source(static_cast<size_t>(n), -1);
   for (auto& [piece, want] : needers) {
     std::vector<int64_t>& have = holders[piece];
     std::vector<int64_t> free_have, free_want;
@@ -86,13 +88,123 @@ std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
       source[static_cast<size_t>(free_want[k])] = free_have[k];
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t dev = 0; dev < mesh.devices(); ++dev)
+  for (int64_t dev = 0; dev < n; ++dev)
     if (source[static_cast<size_t>(dev)] >= 0)
       pairs.emplace_back(source[static_cast<size_t>(dev)], dev);
   return pairs;
 }
 
+/// The device ids of `mesh` in its row-major order (its device_ids, else 0..n-1).
+std::vector<int64_t> ids_of(const MeshDecl& mesh) {
+  if (!mesh.device_ids.empty()) return mesh.device_ids;
+  std::vector<int64_t> ids(static_cast<size_t>(std::max<int64_t>(mesh.devices(), 0)));
+  std::iota(ids.begin(), ids.end(), 0);
+  return ids;
+}
+
+/// True when `a` and `b` put the same devices at the same positions along the same axes.
+bool same_layout(const MeshDecl& a, const MeshDecl& b) {
+  return &a == &b || (a.axes == b.axes && ids_of(a) == ids_of(b));
+}
+
+/// Where each device of the program (row-major over `main`, on device id main.ids[p]) sits in
+/// `other`: the position whose device id is the same. An error naming both meshes when `other`
+/// has another device count or other device ids.
+Result<std::vector<int64_t>> positions_in(const MeshDecl& main, const MeshDecl& other,
+                                          const std::string& where) {
+  const std::vector<int64_t> mine = ids_of(main), theirs = ids_of(other);
+  if (main.devices() != other.devices() || mine.size() != theirs.size())
+    return fail(ErrorCode::unimplemented, where, ": @", other.name, " has ", other.devices(),
+                " devices and @", main.name, " ", main.devices(),
+                "; plans move values only between meshes of the same devices");
+  std::vector<int64_t> out;
+  for (int64_t id : mine) {
+    auto at = std::find(theirs.begin(), theirs.end(), id);
+    if (at == theirs.end())
+      return fail(ErrorCode::unimplemented, where, ": device ", id, " of @", main.name,
+                  " is not one of @", other.name,
+                  "'s device_ids; plans move values only between meshes of the same devices");
+    out.push_back(at - theirs.begin());
+  }
+  return out;
+}
+
+/// A sharding on `main` (whole axes where they fit, else sub-axes, major first) that splits
+/// each dim into as many pieces as `s` on `other` does: per device the same amount of data,
+/// so a collective_permute turns one into the other. An error when `main`'s axis sizes cannot
+/// make those piece counts.
+Result<TensorSharding> counterpart(const MeshDecl& main, const MeshDecl& other,
+                                   const TensorSharding& s, const std::string& where) {
+  AxisMath theirs{other};
+  TensorSharding out = replicated_sharding(main.name, s.dims.size());
+  size_t k = 0;       // the main axis being used
+  int64_t taken = 1;  // how much of it the dims before took (its major part)
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    int64_t need = theirs.product(theirs.without_trivial(s.dims[d].axes));
+    while (need > 1) {
+      while (k < main.axes.size() && taken == main.axes[k].second) ++k, taken = 1;
+      if (k == main.axes.size())
+        return fail(ErrorCode::unimplemented, where, ": ", sharding_string(s),
+                    " splits into more pieces than @", main.name, " has devices");
+      const int64_t size = main.axes[k].second, left = size / taken;
+      AxisRef a{main.axes[k].first, 1, 0};
+      int64_t part = left;
+      if (need % left != 0) {
+        if (left % need != 0)
+          return fail(ErrorCode::unimplemented, where, ": no axes of @", main.name,
+                      " split dim ", d, " into the ", need, " pieces ", sharding_string(s),
+                      " makes");
+        part = need;
+      }
+      if (part != size) a = AxisRef{main.axes[k].first, taken, part};
+      out.dims[d].axes.push_back(a);
+      taken *= part;
+      need /= part;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<TensorSharding> mesh_counterpart(const MeshDecl& main, const MeshDecl& other,
+                                        const TensorSharding& s, const std::string& where) {
+  return counterpart(main, other, s, where);
+}
+
+std::vector<std::pair<int64_t, int64_t>> permute_pairs(const MeshDecl& mesh,
+                                                       const TensorSharding& src,
+                                                       const TensorSharding& tgt) {
+  AxisMath math{mesh};
+  return pair_pieces(
+      mesh.devices(), [&](int64_t dev) { return pieces(mesh, math, src, dev); },
+      [&](int64_t dev) { return pieces(mesh, math, tgt, dev); });
+}
+
 namespace {
+
+/// permute_pairs for shardings on any meshes of the module's devices: device p of the program
+/// holds the piece `src` gives its position in src's mesh and needs the one `tgt` gives its
+/// position in tgt's mesh.
+Result<std::vector<std::pair<int64_t, int64_t>>> permute_pairs_across(const Module& m,
+                                                                     const MeshDecl& main,
+                                                                     const TensorSharding& src,
+                                                                     const TensorSharding& tgt,
+                                                                     const std::string& where) {
+  const MeshDecl* a = src.mesh.empty() ? &main : m.mesh(src.mesh);
+  const MeshDecl* b = tgt.mesh.empty() ? &main : m.mesh(tgt.mesh);
+  if (!a || !b)
+    return fail(ErrorCode::invalid_argument, where, ": sdy.collective_permute names mesh @",
+                a ? tgt.mesh : src.mesh, ", which the module does not declare");
+  if (same_layout(*a, main) && same_layout(*b, main)) return permute_pairs(main, src, tgt);
+  const std::vector<int64_t> in_a = MESHPLAN_TRY(positions_in(main, *a, where));
+  const std::vector<int64_t> in_b = MESHPLAN_TRY(positions_in(main, *b, where));
+  AxisMath math_a{*a}, math_b{*b};
+  return pair_pieces(
+      main.devices(),
+      [&](int64_t dev) { return pieces(*a, math_a, src, in_a[static_cast<size_t>(dev)]); },
+      [&](int64_t dev) { return pieces(*b, math_b, tgt, in_b[static_cast<size_t>(dev)]); });
+}
 
 /// Ops replacing one reshard: the collectives plan_reshard chooses, each carrying its sharding.
 /// The all_gather + all_slice sequence of a reshard: per dim, what follows the common prefix of
@@ -178,6 +290,48 @@ Status lower_reshard(Module& m, const MeshDecl& mesh, ValueId x, const TensorSha
     out.push_back(o);
     x = op.results[0];
   }
+  result = x;
+  return {};
+}
+
+/// Appends a sdy.collective_permute of `x` to `out_sharding` (the pairs are found from the
+/// shardings when local shapes are made); returns its result.
+ValueId add_permute(Module& m, ValueId x, TensorSharding out_sharding, Location loc,
+                    std::vector<OpId>& out) {
+  OpId o = m.add_op("sdy.collective_permute", {x}, {m.values[x].type}, loc);
+  m.ops[o].sharding = std::move(out_sharding);
+  out.push_back(o);
+  return m.ops[o].results[0];
+}
+
+bool splits(const MeshDecl& mesh, const TensorSharding& s) {
+  AxisMath math{mesh};
+  return std::any_of(s.dims.begin(), s.dims.end(), [&](const DimSharding& d) {
+    return !math.without_trivial(d.axes).empty();
+  });
+}
+
+/// A reshard from `from` on `a` to `to` on `b` where one of them lays devices out other than
+/// the module's mesh `main` does (other axes or another device order): the source moves onto
+/// its counterpart on `main` (a collective_permute; nothing when it is replicated), the
+/// collectives of `mode` reshard that to the target's counterpart on `main`, and a
+/// collective_permute moves each piece to the device the target's mesh wants it on.
+Status lower_across(Module& m, const MeshDecl& main, const MeshDecl& a, const MeshDecl& b,
+                    ValueId x, const TensorSharding& from, const TensorSharding& to,
+                    ReshardMode mode, Location loc, std::vector<OpId>& out, ValueId& result) {
+  const std::string where = str(loc.str(), ": sdy.reshard from ", sharding_string(from), " to ",
+                                sharding_string(to));
+  if (!from.unreduced.empty() || !to.unreduced.empty())
+    return fail(ErrorCode::unimplemented, where,
+                ": plans move only reduced values between meshes of other device layouts");
+  MESHPLAN_TRY(positions_in(main, a, where));
+  MESHPLAN_TRY(positions_in(main, b, where));
+  TensorSharding from_main = MESHPLAN_TRY(counterpart(main, a, from, where));
+  TensorSharding to_main = MESHPLAN_TRY(counterpart(main, b, to, where));
+  if (!same_layout(a, main) && splits(a, from)) x = add_permute(m, x, from_main, loc, out);
+  if (from_main != to_main)
+    MESHPLAN_TRY(lower_reshard(m, main, x, from_main, to_main, mode, loc, out, x));
+  if (!same_layout(b, main) && splits(b, to)) x = add_permute(m, x, to, loc, out);
   result = x;
   return {};
 }
@@ -310,6 +464,16 @@ Status reshards_to_collectives(Module& m, ReshardMode mode) {
         out.push_back(o);
         continue;
       }
+      // Plans move a value between meshes that lay devices out otherwise through the module's
+      // mesh (Shardy's sequence leaves meshes of other axes to the reshard).
+      if (mode != ReshardMode::shardy && in_mesh && out_mesh &&
+          (!same_layout(*in_mesh, *mesh) || !same_layout(*out_mesh, *mesh))) {
+        ValueId result = kNone;
+        MESHPLAN_TRY(lower_across(m, *mesh, *in_mesh, *out_mesh, x, from, to, mode, m.ops[o].loc,
+                                  out, result));
+        remap[m.ops[o].results[0]] = result;
+        continue;
+      }
       if (replicated(to)) {
         if (replicated(from)) {
           remap[m.ops[o].results[0]] = m.ops[o].operands[0];
@@ -331,7 +495,54 @@ Status reshards_to_collectives(Module& m, ReshardMode mode) {
     return out;
   };
   const std::vector<OpId> top = *body;
+  // Plans place the boundary on the module's mesh: an argument on a mesh that lays devices out
+  // otherwise arrives as its counterpart there and is permuted onto its own mesh first.
+  std::vector<OpId> entry;
+  for (size_t i = 0; i < m.ops[mc].in_shardings.size(); ++i) {
+    const TensorSharding s = m.ops[mc].in_shardings[i];
+    const MeshDecl* own = mesh_named(s.mesh);
+    if (!own || maximal(own) || same_layout(*own, *mesh) || !splits(*own, s)) continue;
+    const std::string where = str(m.ops[mc].loc.str(), ": input ", i, " ", sharding_string(s));
+    MESHPLAN_TRY(positions_in(*mesh, *own, where));
+    TensorSharding there = MESHPLAN_TRY(counterpart(*mesh, *own, s, where));
+    if (!s.unreduced.empty())
+      return fail(ErrorCode::unimplemented, where,
+                  ": plans move only reduced values between meshes of other device layouts");
+    m.ops[mc].in_shardings[i] = there;
+    const ValueId arg = m.ops[mc].regions[0].args[i];
+    remap[arg] = add_permute(m, arg, s, m.ops[mc].loc, entry);
+  }
   std::vector<OpId> out = MESHPLAN_TRY(rewrite(top));
+  out.insert(out.begin(), entry.begin(), entry.end());
+  // A result on such a mesh leaves as its counterpart on the module's mesh.
+  if (!out.empty() && m.ops[out.back()].name == "sdy.return") {
+    const OpId ret = out.back();
+    out.pop_back();
+    for (size_t i = 0; i < m.ops[mc].out_shardings.size() && i < m.ops[ret].operands.size();
+         ++i) {
+      const TensorSharding stated = m.ops[mc].out_shardings[i];
+      const MeshDecl* own = mesh_named(stated.mesh);
+      if (!own || maximal(own) || same_layout(*own, *mesh)) continue;
+      // The global result is the same whatever mesh holds it: it leaves as the returned
+      // value's placement on the module's mesh.
+      const ValueId v = m.ops[ret].operands[i];
+      auto held = sharding_of(m, v);
+      const TensorSharding s =
+          held ? *held : replicated_sharding(mesh->name, m.values[v].type.shape.size());
+      const MeshDecl* from = mesh_named(s.mesh);
+      if (!from || maximal(from)) continue;
+      const std::string where = str(m.ops[ret].loc.str(), ": result ", i, " ", sharding_string(s));
+      if (!s.unreduced.empty())
+        return fail(ErrorCode::unimplemented, where,
+                    ": plans move only reduced values between meshes of other device layouts");
+      MESHPLAN_TRY(positions_in(*mesh, *from, where));
+      TensorSharding there = MESHPLAN_TRY(counterpart(*mesh, *from, s, where));
+      m.ops[mc].out_shardings[i] = there;
+      if (!same_layout(*from, *mesh) && splits(*from, s))
+        m.ops[ret].operands[i] = add_permute(m, v, there, m.ops[ret].loc, out);
+    }
+    out.push_back(ret);
+  }
   // all_reduce followed only by an all_slice over the same axes: one reduce_scatter.
   std::map<ValueId, int> uses;
   for (OpId o : out)
@@ -377,17 +588,17 @@ Status global_to_local_shapes(Module& m) {
   auto local = [&](const TensorType& t, const TensorSharding& s,
                    const Location& loc) -> Result<TensorType> {
     TensorType out = t;
-    // Local shapes are counted on the module's mesh: a value left on a mesh of other axes (a
-    // reshard between such meshes, which no collective sequence here moves) is refused.
-    if (const MeshDecl* own = m.mesh(s.mesh); own && own->axes != mesh->axes)
-      return fail(ErrorCode::unimplemented, loc.str(), ": ", sharding_string(s), " is on @",
-                  s.mesh, ", whose axes differ from @", mesh->name,
-                  "'s; plans do not move values between meshes of different axes");
+    // Local shapes are counted on the value's own mesh, whose devices must be the module's.
+    const MeshDecl* own = m.mesh(s.mesh);
+    if (!own) own = mesh;
+    if (own != mesh)
+      MESHPLAN_TRY(positions_in(*mesh, *own, str(loc.str(), ": ", sharding_string(s))));
+    AxisMath own_math{*own};
     for (size_t d = 0; d < s.dims.size() && d < out.shape.size(); ++d) {
-      int64_t p = math.product(s.dims[d].axes);
+      int64_t p = own_math.product(s.dims[d].axes);
       if (p < 1)
         return fail(ErrorCode::unimplemented, loc.str(), ": ", sharding_string(s),
-                    " names axes that @", mesh->name, " does not have");
+                    " names axes that @", own->name, " does not have");
       if (out.shape[d] % p != 0)
         return fail(ErrorCode::invalid_argument, loc.str(), ": dim ", d, " of ", type_string(t),
                     " is not divisible by its sharding ", sharding_string(s));
@@ -438,6 +649,19 @@ Status global_to_local_shapes(Module& m) {
       permute_src[o] = s ? *s : replicated_sharding(mesh->name, m.values[x].type.shape.size());
     }
 
+  // The meshes a reshard left in place moves between (Shardy's sequence leaves reshards
+  // between meshes of other device layouts; plans lower them in the physical mode).
+  auto layout = [&](const std::string& name) {
+    const MeshDecl* d = m.mesh(name);
+    return d ? d : mesh;
+  };
+  std::map<OpId, std::string> reshard_src;
+  for (OpId o : *body)
+    if (m.ops[o].name == "sdy.reshard" && m.ops[o].sharding && m.ops[o].operands.size() == 1) {
+      auto s = sharding_of(m, m.ops[o].operands[0]);
+      if (s) reshard_src[o] = s->mesh;
+    }
+
   std::vector<OpId> out;
   std::map<ValueId, ValueId> remap;
   const std::vector<OpId> ops = *body;
@@ -450,13 +674,36 @@ Status global_to_local_shapes(Module& m) {
       out.push_back(o);
       continue;
     }
+    const bool shardy_collective = n == "sdy.all_gather" || n == "sdy.all_reduce" ||
+                                   n == "sdy.reduce_scatter" || n == "sdy.all_to_all" ||
+                                   n == "sdy.all_slice";
+    if (shardy_collective && op.sharding && !same_layout(*layout(op.sharding->mesh), *mesh))
+      return fail(ErrorCode::unimplemented, op.loc.str(), ": ", n, " to ",
+                  sharding_string(*op.sharding), " runs over @", op.sharding->mesh,
+                  ", whose devices lie otherwise than @", mesh->name,
+                  "'s; plans run collectives over the module's mesh");
+    if (n == "sdy.reshard" && op.sharding && reshard_src.count(o) &&
+        !same_layout(*layout(reshard_src[o]), *layout(op.sharding->mesh)))
+      return fail(ErrorCode::unimplemented, op.loc.str(), ": sdy.reshard from @", reshard_src[o],
+                  " to ", sharding_string(*op.sharding),
+                  " moves between meshes of other device layouts, which Shardy's collectives "
+                  "leave to the reshard");
     if (n == "sdy.collective_permute") {
       if (!op.sharding || op.operands.size() != 1 || !permute_src.count(o))
         return fail(ErrorCode::invalid_argument, op.loc.str(),
                     ": sdy.collective_permute needs one operand and an out_sharding");
       std::vector<std::vector<int64_t>> pairs;
-      for (const auto& [from, to] : permute_pairs(*mesh, permute_src[o], *op.sharding))
-        pairs.push_back({from, to});
+      const auto found = MESHPLAN_TRY(permute_pairs_across(
+          m, *mesh, permute_src[o], *op.sharding, str(op.loc.str(), ": sdy.collective_permute")));
+      for (const auto& [from, to] : found) pairs.push_back({from, to});
+      // Between meshes that lay devices out otherwise, pieces may stay where they are: no op.
+      const bool across = !same_layout(*layout(permute_src[o].mesh), *mesh) ||
+                          !same_layout(*layout(op.sharding->mesh), *mesh);
+      if (across && std::all_of(found.begin(), found.end(),
+                                [](const auto& p) { return p.first == p.second; })) {
+        remap[op.results[0]] = op.operands[0];
+        continue;
+      }
       ValueId x = op.operands[0];
       OpId c = m.add_op("stablehlo.collective_permute", {x}, {m.values[x].type}, op.loc);
       m.ops[c].set_prop("source_target_pairs", dense_groups(pairs));

@@ -1,6 +1,7 @@
 // From the wrapped global program to the mapped per-device program, choosing the reshard
 // collectives: Shardy's sequence when the emulated mesh runs each of its collectives, else a
 // sequence it does run.
+#include <optional>
 #include <string_view>
 
 #include "mesh/spmd_reshard.hpp"
@@ -65,12 +66,23 @@ Status lower_to_local(Module& m, const PipelineOptions& o) {
   const Module global = m;
   Status first = lower(m, ReshardMode::shardy);
   if (first && runs_physically(m)) return {};
+  std::optional<Status> moving;  // why the physical sequence fails, when Shardy's is a move
   for (ReshardMode mode : {ReshardMode::physical, ReshardMode::gather_slice}) {
     Module again = global;
-    if (lower(again, mode) && runs_physically(again)) {
+    Status s = lower(again, mode);
+    if (s && runs_physically(again)) {
       m = std::move(again);
       return {};
     }
+    if (!s && !moving) moving = s;
+  }
+  // A reshard between meshes of other device layouts, which Shardy's sequence leaves: what
+  // stops the plans' own lowering of it.
+  if (!first && first.error().message.find("other device layouts") != std::string::npos) {
+    if (moving) return *moving;
+    return fail(first.error().code, first.error().message,
+                "; through the module's mesh it needs collectives over groups that are no "
+                "physical dim of the system (e.g. over sub-axes)");
   }
   return first;  // Shardy's sequence and what stops it
 }

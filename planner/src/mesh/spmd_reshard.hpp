@@ -33,6 +33,13 @@ Result<std::vector<ReshardStep>> plan_reshard(const MeshDecl& mesh, const Tensor
                                               const TensorSharding& out,
                                               const std::vector<int64_t>& shape);
 
+/// A sharding on `main` that splits each dim into as many pieces as `s` on `other` (a mesh of
+/// the same devices laid out otherwise) does: whole axes of `main` where they fit, else
+/// sub-axes, major first. A collective_permute turns one into the other. An error at `where`
+/// when `main`'s axis sizes cannot make those piece counts.
+Result<TensorSharding> mesh_counterpart(const MeshDecl& main, const MeshDecl& other,
+                                        const TensorSharding& s, const std::string& where);
+
 /// How reshards become collectives. `shardy`: plan_reshard's sequence. `physical`: that
 /// sequence when each of its collectives runs over one whole mesh axis or the whole mesh (the
 /// groups an emulated mesh runs), else all_gather then all_slice. `gather_slice`: always

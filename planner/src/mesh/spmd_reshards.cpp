@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "mesh/sharding_rules_shardy.hpp"
+#include "mesh/spmd_reshard.hpp"
 #include "mesh/spmd_reshards_partial.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -378,6 +379,8 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
   std::vector<OpId>* out = nullptr;  // the block being rewritten
   std::vector<ValueId> remap(m.values.size());
   for (ValueId v = 0; v < remap.size(); ++v) remap[v] = v;
+  // Values already moved off a mesh of another device layout (plans), per block and target.
+  std::map<std::tuple<const std::vector<OpId>*, ValueId, std::string>, ValueId> moved;
   // Block arguments of a while's regions have the sharding of the while's result they carry.
   std::map<ValueId, TensorSharding> arg_sharding;
   auto stated = [&](ValueId v) -> std::optional<TensorSharding> {
@@ -536,7 +539,7 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
           keep = current(op.results[0]).unreduced;
         reduce_unreduced(o, [&](size_t) { return keep; });
       }
-      const Op op = m.ops[o];  // a copy: reshard() below grows m.ops
+      Op op = m.ops[o];  // a copy: reshard() below grows m.ops
       if (op.name == "func.return") {
         for (size_t k = 0; k < op.operands.size(); ++k) {
           const auto& want = f->results[k].sharding;
@@ -612,6 +615,30 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         out->push_back(o);
         continue;
       }
+      // Plans (not Shardy's pass, which leaves them) first bring an operand on a mesh that lays
+      // the devices out otherwise to its counterpart on the module's mesh (the same pieces,
+      // held by other devices; replicated when none is); the op's factor shardings then apply.
+      if (!shardy_rules)
+        for (size_t k = 0; k < op.operands.size(); ++k) {
+          const ValueId v = m.ops[o].operands[k];
+          const TensorSharding now = current(v);
+          const MeshDecl* own = m.mesh(now.mesh);
+          if (!own || own == mesh || maximal(m, now.mesh) ||
+              (own->axes == mesh->axes && own->device_ids == mesh->device_ids))
+            continue;
+          auto there = mesh_counterpart(*mesh, *own, now, op.loc.str());
+          const TensorSharding to = there && now.unreduced.empty()
+                                        ? *there
+                                        : replicated_sharding(mesh->name, now.dims.size());
+          const auto key = std::make_tuple(out, v, sharding_string(to));
+          if (auto it = moved.find(key); it != moved.end()) {
+            op.operands[k] = it->second;
+          } else {
+            op.operands[k] = reshard(v, to, op.loc);
+            moved[key] = op.operands[k];
+          }
+          m.ops[o].operands[k] = op.operands[k];
+        }
       std::optional<ReshardRule> stage_rule;
       if (shardy_rules) stage_rule = shardy_reshard_rule(m, op);
       const std::vector<bool> perm = stage_rule ? stage_rule->permutation : std::vector<bool>{};
