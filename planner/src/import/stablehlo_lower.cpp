@@ -521,7 +521,8 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.custom_call") return lowering::lower_custom_call(l, op);
   if (n == "stablehlo.all_gather" || n == "stablehlo.all_reduce" ||
       n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" ||
-      n == "stablehlo.collective_permute" || n == "sdy.all_slice")
+      n == "stablehlo.collective_permute" || n == "stablehlo.collective_broadcast" ||
+      n == "sdy.all_slice")
     return lowering::lower_collective(l, op);
   if (n == "stablehlo.pad") return lower_pad(l, op);
   if (n == "stablehlo.gather") return lowering::lower_gather(l, op);
@@ -547,13 +548,15 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   return l.unimplemented(
-      op, str(n,
-              " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
-              "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
-              "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-              "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
-              "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
-              "optimization_barrier, the collectives and @meshplan.* custom calls)"));
+      op,
+      str(n,
+          " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
+          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
+          "reduce (add/max/min/mul, and/or on i1, argmax/argmin), reduce_window, "
+          "select_and_scatter, convolution, compare/select/clamp, gather, scatter, sort, "
+          "chlo.top_k, reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
+          "optimization_barrier, the collectives (collective_broadcast included) and @meshplan.* "
+          "custom calls)"));
 }
 
 /// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result

@@ -598,7 +598,8 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
       c.dim = get("scatter_dimension");
     else if (c.kind == "all_to_all")
       c.dim = get("split_dimension"), c.concat_dim = get("concat_dimension");
-    else if (c.kind != "all_reduce" && c.kind != "collective_permute")
+    else if (c.kind != "all_reduce" && c.kind != "collective_permute" &&
+             c.kind != "collective_broadcast")
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": '", op.name,
                   "' is not a collective");
     if (!op.regions.empty() && !op.regions[0].ops.empty()) {
