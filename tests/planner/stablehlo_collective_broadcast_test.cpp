@@ -153,3 +153,20 @@ TEST_CASE("sdy.all_slice written outside a manual computation reshards the globa
   CHECK(run_on_mesh(g, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}) ==
         std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16});
 }
+
+TEST_CASE("a slice keeping a split dim whole slices each device's rows to their local size") {
+  // Rows split over "x"; the slice takes every row (dim 0 passes through split) and every
+  // other column.
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func @main(%arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %0 = stablehlo.slice %arg0 [0:4, 0:4:2] : (tensor<4x4xf32>) -> tensor<4x2xf32>
+    return %0 : tensor<4x2xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  std::vector<float> x(16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  CHECK(run_on_mesh(g, {4, 4}, x) == std::vector<float>{0, 2, 4, 6, 8, 10, 12, 14});
+}
