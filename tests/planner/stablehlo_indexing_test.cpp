@@ -326,6 +326,16 @@ TEST_CASE("scatter: replace keeps untouched rows bit for bit; max and min combin
         {{{2, 3}, iota(6)}, {{2, 3}, upd}}, {2, 3}, {0, -1, -3, 3, 4, 5});
 }
 
+TEST_CASE("scatter whose region returns the operand's value leaves the operand as it is") {
+  // update_computation(old, update) = old at every scattered element: the result is the
+  // operand, -0.0 included, whatever the indices and updates.
+  std::string text = scatter_text("tensor<3x2xf32>;tensor<2x1xi32>;tensor<2x2xf32>", kRowsDn, "");
+  const std::string ret = "stablehlo.return %b";
+  text.replace(text.find(ret), ret.size(), "stablehlo.return %a");
+  check(text, {{{3, 2}, {1, -0.0f, 3, 4, 5, 6}}, {{2, 1}, {0, 2}}, {{2, 2}, {9, 9, 9, 9}}}, {3, 2},
+        {1, -0.0f, 3, 4, 5, 6});
+}
+
 TEST_CASE("scatter: multiply combines duplicates; untouched rows keep -0.0 and inf (x.at[i].mul)") {
   // Row 0 twice: [1*2*3, 2*-1*4, 3*0.5*-2]; row 1 is out of range for index 5 (dropped), row 2
   // untouched.
@@ -445,7 +455,8 @@ TEST_CASE("indexing ops refuse bad or unsupported forms at file:line:col") {
                                  "stablehlo.divide"))
             .starts_with("bad.mlir:2:3: unimplemented: stablehlo.scatter whose update region "
                          "computes stablehlo.divide (supported: add, multiply, maximum, minimum of "
-                         "the two arguments of each result, or returning the update: replace)"));
+                         "the two arguments of each result, returning the update: replace, or the "
+                         "operand's value: keep)"));
   CHECK(lower_error(R"(func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
   ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):

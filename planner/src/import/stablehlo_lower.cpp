@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 
+#include "import/meshplan_custom_call.hpp"
 #include "import/stablehlo_lower_internal.hpp"
 #include "import/stablehlo_ops.hpp"
 #include "meshplan/device/op_semantics.hpp"
@@ -518,10 +519,27 @@ Status lower_op(Lowering& l, const Op& op) {
   if (n == "stablehlo.convolution") return lowering::lower_convolution(l, op);
   if (n == "stablehlo.reduce_window") return lowering::lower_reduce_window(l, op);
   if (n == "stablehlo.select_and_scatter") return lowering::lower_select_and_scatter(l, op);
-  if (n == "stablehlo.custom_call") return lowering::lower_custom_call(l, op);
+  if (n == "stablehlo.custom_call") {
+    // XLA writes a CHLO op StableHLO lacks as `custom_call @mhlo.<op>` (mhlo.attributes = {},
+    // mhlo.version): the chlo op of one operand when meshplan lowers it.
+    const std::string target = custom_call_target(op);
+    const Attr* attrs = op.attr("mhlo.attributes");
+    const bool no_attrs = !attrs || (attrs->kind == Attr::Kind::dict && attrs->dict.empty());
+    if (target.starts_with("mhlo.") && no_attrs && op.operands.size() == 1 &&
+        op.results.size() == 1) {
+      const std::string chlo = "chlo." + target.substr(5);
+      if (elementwise_kind(chlo) || is_chlo_decomposed(chlo)) {
+        Op as = op;
+        as.name = chlo;
+        return lower_op(l, as);
+      }
+    }
+    return lowering::lower_custom_call(l, op);
+  }
   if (n == "stablehlo.all_gather" || n == "stablehlo.all_reduce" ||
       n == "stablehlo.reduce_scatter" || n == "stablehlo.all_to_all" ||
-      n == "stablehlo.collective_permute" || n == "sdy.all_slice")
+      n == "stablehlo.collective_permute" || n == "stablehlo.collective_broadcast" ||
+      n == "sdy.all_slice")
     return lowering::lower_collective(l, op);
   if (n == "stablehlo.pad") return lower_pad(l, op);
   if (n == "stablehlo.gather") return lowering::lower_gather(l, op);
@@ -547,13 +565,15 @@ Status lower_op(Lowering& l, const Op& op) {
     return {};
   }
   return l.unimplemented(
-      op, str(n,
-              " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
-              "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
-              "reduce (add/max/min/mul, argmax/argmin), reduce_window, select_and_scatter, "
-              "convolution, compare/select/clamp, gather, scatter, sort, chlo.top_k, "
-              "reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
-              "optimization_barrier, the collectives and @meshplan.* custom calls)"));
+      op,
+      str(n,
+          " has no meshplan op (meshplan lowers the elementwise ops, convert, constant, iota, "
+          "broadcast_in_dim, reshape, transpose, concatenate, slice, pad, dot/dot_general, "
+          "reduce (add/max/min/mul, and/or on i1, argmax/argmin), reduce_window, "
+          "select_and_scatter, convolution, compare/select/clamp, gather, scatter, sort, "
+          "chlo.top_k, reduce_precision, dynamic_slice, dynamic_update_slice, reverse, "
+          "optimization_barrier, the collectives (collective_broadcast included) and @meshplan.* "
+          "custom calls)"));
 }
 
 /// Graph validation names the lowered graph's internal ops and values ("op 'op3' (gelu): result

@@ -825,10 +825,11 @@ Result<DimFields> scatter_dims(const Op& op) {
   return read_dim_fields(op, "stablehlo.scatter", "scatter_dimension_numbers", "scatter", kKeys);
 }
 
-enum class Combine { replace, add, mul, max, min };
+enum class Combine { replace, keep, add, mul, max, min };
 
 /// How result `i` of a scatter with `n` inputs combines: its update region returns the update
-/// (replace) or add / multiply / maximum / minimum of its own two arguments (input i and update i;
+/// (replace), the input's value (keep: the scatter changes nothing) or add / multiply / maximum /
+/// minimum of its own two arguments (input i and update i;
 /// the region has 2n arguments and returns n values). A combiner that reads another result's
 /// arguments (a variadic scatter whose results depend on each other) is refused.
 Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_t n) {
@@ -837,7 +838,7 @@ Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_
     return l.unimplemented(
         op, str("stablehlo.scatter whose update region ", what,
                 " (supported: add, multiply, maximum, minimum of the two arguments of each result, "
-                "or returning the update: replace)"));
+                "returning the update: replace, or the operand's value: keep)"));
   };
   if (op.regions.size() != 1 || op.regions[0].args.size() != 2 * n)
     return refuse(str("is not one block of ", 2 * n, " arguments"));
@@ -847,6 +848,7 @@ Result<Combine> scatter_combine(const Lowering& l, const Op& op, size_t i, size_
   if (ret.operands.size() != n) return refuse(str("returns ", ret.operands.size(), " values"));
   const ValueId a = b.args[i], u = b.args[n + i], v = ret.operands[i];
   if (v == u) return Combine::replace;
+  if (v == a) return Combine::keep;
   const OpId d = m.values[v].def;
   const Op* body = d == kNone ? nullptr : &m.ops[d];
   if (!body || std::find(b.ops.begin(), b.ops.end(), d) == b.ops.end())
@@ -937,6 +939,10 @@ Status lower_scatter_one(Lowering& l, const Op& op, ValueId in, ValueId indices,
   if (l.type(result).shape != os)
     return bad(str("result shape ", dims_text(l.type(result).shape), " differs from its input's, ",
                    dims_text(os)));
+  if (combine == Combine::keep) {  // Every update combines to the operand's own value.
+    l.bind(result, MESHPLAN_TRY(l.use(in, op)));
+    return {};
+  }
   for (ValueId v : {in, indices, updates, result})
     if (std::ranges::find(l.type(v).shape, 0) != l.type(v).shape.end())
       return l.unimplemented(op, "stablehlo.scatter of a zero-size tensor");

@@ -188,8 +188,9 @@ Status lower_clamp(Lowering& l, const Op& op);
 Status lower_logical(Lowering& l, const Op& op);
 /// convert to or from i1: `x != 0`, or a typecast of a 0/1 value.
 Status lower_convert_bool(Lowering& l, const Op& op);
-/// Whether `op` is a reduce of i1 with an and (true) or or (false) region (jnp.all, jnp.any,
-/// jnp.take's fill mask); nullopt for any other reduce.
+/// Whether `op` is a reduce of i1 whose region computes and (true) or or (false) of its
+/// arguments (jnp.all, jnp.any, jnp.take's fill mask, select/or forms; region_reduction);
+/// nullopt for any other reduce.
 std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op);
 /// That reduce: min (and) or max (or) of the 0/1 mask; a non-identity init folds to it, a
 /// computed init joins by min (and) or max (or).
@@ -222,6 +223,12 @@ bool total_lt(double a, double b);
 std::optional<std::vector<double>> eval_scalar_region(const Module& m, const Block& b,
                                                       std::span<const double> args,
                                                       bool total_order);
+/// The binary op a reduce region of two rank-0 arguments computes, judged by what it computes
+/// rather than how it is written: on i1 its truth table ("stablehlo.and" or "stablehlo.or",
+/// e.g. `select(or(a, b), true, false)`); on other types agreement with maximum or minimum on
+/// every pair of probe values, NaN included (e.g. `select(a > b or a != a, a, b)`). nullopt
+/// for any other region, or one the evaluator cannot run.
+std::optional<std::string> region_reduction(const Module& m, const Block& b);
 /// sort by a lexicographic comparator (stablehlo_lower_sort.cpp): pairwise ranks, then
 /// embedding reads.
 Status lower_sort(Lowering& l, const Op& op);

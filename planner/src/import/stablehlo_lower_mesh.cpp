@@ -1,6 +1,7 @@
 // Lowering of the per-device program's collectives to the graph IR's collective ops
 // (MESH-SPEC section 1): replica groups become a cluster_axis (0: the chips of one column,
-// 1: the chips of one row, -1: the whole mesh in chip-index order).
+// 1: the chips of one row, -1: the whole mesh in chip-index order); collective_broadcast becomes
+// an all_gather and the slice of the source's block.
 #include <algorithm>
 #include <tuple>
 
@@ -52,7 +53,94 @@ Status emit_collective(Lowering& l, const Op& op, OpKind kind, GValue x,
 
 }  // namespace
 
+namespace {
+
+/// collective_broadcast: every process of a group receives the operand of the group's first
+/// process. On a mesh whose groups are those of one cluster_axis it is an all_gather over that
+/// axis (along dim 0) and the slice of the source's block, which must sit at the same position
+/// of every physical group; groups of one process keep their own operand.
+Status lower_collective_broadcast(Lowering& l, const Op& op) {
+  const Module& m = l.module();
+  const Attr* g = op.prop("replica_groups");
+  if (!g || g->kind != Attr::Kind::dense || g->type.shape.size() != 2 || op.operands.size() != 1 ||
+      op.results.size() != 1)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.collective_broadcast needs one operand and 2-D replica_groups");
+  if (l.type(op.operands[0]) != l.type(op.results[0]))
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": stablehlo.collective_broadcast's result type ",
+                type_string(l.type(op.results[0])), " differs from its operand's ",
+                type_string(l.type(op.operands[0])));
+  GValue x = MESHPLAN_TRY(l.use(op.operands[0], op));
+  if (g->type.shape[1] <= 1) {  // Each process is its own group's first: the identity.
+    l.bind(op.results[0], x);
+    return {};
+  }
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh)
+    return l.unimplemented(op,
+                           "stablehlo.collective_broadcast over groups of more than one "
+                           "process in a module without an sdy.mesh");
+  CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
+  // Only the first process of a group is special: the groups as sets of chips must be those
+  // of one cluster_axis.
+  MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  std::vector<std::vector<int64_t>> by_chip = c.groups;
+  for (auto& group : by_chip) {
+    for (int64_t d : group)
+      if (d < 0 || d >= mesh->devices())
+        return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", op.name,
+                    ": replica groups name device ", d, ", outside the ", mesh->devices(),
+                    "-device mesh");
+    std::ranges::sort(group, {}, [&](int64_t d) { return map.chip(*mesh, d); });
+  }
+  auto ca = MESHPLAN_TRY(cluster_axis(m, *mesh, by_chip));
+  if (!ca)
+    return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
+                                   " that are neither one mesh axis nor the whole mesh"));
+  // The source's position in its physical group (chip-index order along the axis).
+  const auto physical = device::collective_groups(
+      static_cast<int>(map.rows), static_cast<int>(map.cols), static_cast<int>(*ca));
+  std::optional<int64_t> position;
+  for (const auto& group : c.groups) {
+    const int64_t chip = map.chip(*mesh, group.front());
+    for (const auto& p : physical) {
+      auto it = std::find(p.begin(), p.end(), static_cast<int>(chip));
+      if (it == p.end()) continue;
+      const int64_t at = it - p.begin();
+      if (position && *position != at)
+        return l.unimplemented(op, str(op.name, " with replica groups ", groups_text(c.groups),
+                                       " whose first processes sit at different positions of "
+                                       "their mesh groups"));
+      position = at;
+    }
+  }
+  if (!position)
+    return fail(ErrorCode::internal, op.loc.str(), ": ", op.name, ": no source chip found");
+  const DType dt = l.graph().values[x].dtype;
+  const std::vector<int64_t> shape = l.graph().values[x].shape;
+  std::vector<int64_t> rows = shape.empty() ? std::vector<int64_t>{1} : shape;
+  if (shape.empty()) x = MESHPLAN_TRY(l.reshape(x, rows));
+  const int64_t n = static_cast<int64_t>(physical.front().size());
+  std::vector<int64_t> gathered = rows;
+  gathered[0] *= n;
+  OpKind gather = MESHPLAN_TRY(graph_op(l, op, "all_gather"));
+  GValue all =
+      MESHPLAN_TRY(l.emit(gather, {x}, {{"dim", int64_t{0}}, {"cluster_axis", *ca}}, gathered, dt));
+  std::vector<int64_t> begins(rows.size(), 0), ends = rows, steps(rows.size(), 1);
+  begins[0] = *position * rows[0];
+  ends[0] = begins[0] + rows[0];
+  GValue r = MESHPLAN_TRY(l.emit(OpKind::slice, {all},
+                                 {{"begins", begins}, {"ends", ends}, {"steps", steps}}, rows, dt));
+  if (shape.empty()) r = MESHPLAN_TRY(l.reshape(r, shape));
+  l.bind(op.results[0], r);
+  return {};
+}
+
+}  // namespace
+
 Status lower_collective(Lowering& l, const Op& op) {
+  if (op.name == "stablehlo.collective_broadcast") return lower_collective_broadcast(l, op);
   const Module& m = l.module();
   const MeshDecl* mesh = m.main_mesh();
   if (!mesh) return l.unimplemented(op, str(op.name, " in a module without an sdy.mesh"));

@@ -189,9 +189,10 @@ Result<GValue> join_operand(Lowering& l, ValueId v, const Op& user, size_t rank)
 namespace {
 
 /// One result of a reduce: `input` reduced over the op's dimensions from `init_value` by
-/// `body` (an op of the region whose operands are the result's two region arguments, or null).
+/// `body` (the name of the binary op the region computes of the result's two arguments, or
+/// empty when it computes none).
 Status lower_reduce_one(Lowering& l, const Op& op, ValueId input, ValueId init_value,
-                        ValueId result, const Op* body) {
+                        ValueId result, std::string_view body) {
   // The reduction and how a non-identity init joins its result.
   struct Kind {
     std::string_view body;
@@ -206,10 +207,10 @@ Status lower_reduce_one(Lowering& l, const Op& op, ValueId input, ValueId init_v
       {"stablehlo.multiply", OpKind::reduce_prod, OpKind::multiply, 1.0f}};
   const Kind* kind = nullptr;
   for (const Kind& k : kKinds)
-    if (body && body->name == k.body) kind = &k;
+    if (body == k.body) kind = &k;
   if (!kind)
     return l.unimplemented(
-        op, str("stablehlo.reduce with a ", body ? body->name : std::string("missing"),
+        op, str("stablehlo.reduce with a ", body.empty() ? std::string_view("missing") : body,
                 " region (only add, maximum, minimum and multiply lower)"));
   const Folded* init = l.folded(init_value);
   if (init && init->data.size() != 1)
@@ -276,19 +277,28 @@ Status lower_reduce(Lowering& l, const Op& op) {
     for (size_t i = 0; i < n; ++i) bodies.push_back(own_binary_body(m, op, i, n));
     if (std::ranges::find(bodies, nullptr) != bodies.end()) return lower_arg_reduce(l, op);
     for (size_t i = 0; i < n; ++i)
-      MESHPLAN_TRY(
-          lower_reduce_one(l, op, op.operands[i], op.operands[n + i], op.results[i], bodies[i]));
+      MESHPLAN_TRY(lower_reduce_one(l, op, op.operands[i], op.operands[n + i], op.results[i],
+                                    bodies[i]->name));
     return {};
   }
   const Block* region = op.regions.size() == 1 ? &op.regions[0] : nullptr;
   // One reduce: its region is exactly the binary op and the return.
   const Op* body = region && region->ops.size() == 2 ? own_binary_body(m, op, 0, 1) : nullptr;
-  if (!body && region && !region->ops.empty()) {
+  if (body)
+    return lower_reduce_one(l, op, op.operands[0], op.operands[1], op.results[0], body->name);
+  // Otherwise the region may still compute maximum or minimum of its arguments, written with
+  // compare and select (region_reduction judges it by its values, NaN included).
+  if (auto kind = region ? region_reduction(m, *region) : std::nullopt)
+    return lower_reduce_one(l, op, op.operands[0], op.operands[1], op.results[0], *kind);
+  if (region && !region->ops.empty()) {
     const Op& first = m.ops[region->ops[0]];
-    return l.unimplemented(op, str("stablehlo.reduce with a ", first.name,
-                                   " region (only add, maximum, minimum and multiply lower)"));
+    return l.unimplemented(
+        op, str("stablehlo.reduce with a ", first.name,
+                " region that computes none of add, maximum, minimum and multiply of its two "
+                "arguments (and/or on i1; maximum/minimum also written with compare and select, "
+                "NaN propagating)"));
   }
-  return lower_reduce_one(l, op, op.operands[0], op.operands[1], op.results[0], body);
+  return lower_reduce_one(l, op, op.operands[0], op.operands[1], op.results[0], {});
 }
 
 namespace {

@@ -1,6 +1,6 @@
 // A scalar evaluator for the small regions the lowering recognises by what they compute on
-// probe inputs (sort comparators, argmax/argmin reducers): constants, compare (with or without
-// the IEEE total order), select, and/or/not, maximum/minimum.
+// probe inputs (sort comparators, argmax/argmin and select/or reducers): constants, compare (with
+// or without the IEEE total order), select, and/or/not, maximum/minimum.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -53,7 +53,7 @@ std::optional<std::vector<double>> eval_scalar_region(const Module& m, const Blo
   for (OpId o : b.ops) {
     const Op& op = m.ops[o];
     const std::string& n = op.name;
-    if (n == "stablehlo.constant") {
+    if (n == "stablehlo.constant" || n == "sdy.constant") {
       const Attr* v = op.prop("value");
       if (!v || v->kind != Attr::Kind::dense || v->values.size() != 1 || op.results.size() != 1)
         return std::nullopt;
@@ -95,6 +95,60 @@ std::optional<std::vector<double>> eval_scalar_region(const Module& m, const Blo
       return std::nullopt;
     }
     env[op.results[0]] = r;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> region_reduction(const Module& m, const Block& b) {
+  if (b.args.size() != 2) return std::nullopt;
+  const std::string& element = m.values[b.args[0]].type.element;
+  if (m.values[b.args[1]].type.element != element || !m.values[b.args[0]].type.shape.empty())
+    return std::nullopt;
+  const bool boolean = element == "i1";
+  // The evaluator reads and/or/not as logical ops: exact on i1 values only.
+  for (OpId o : b.ops) {
+    const Op& op = m.ops[o];
+    const bool logical =
+        op.name == "stablehlo.and" || op.name == "stablehlo.or" || op.name == "stablehlo.not";
+    for (ValueId r : op.results)
+      if ((logical || boolean) && m.values[r].type.element != "i1") return std::nullopt;
+  }
+  auto eval = [&](double x, double y) -> std::optional<double> {
+    const double args[] = {x, y};
+    auto r = eval_scalar_region(m, b, args, false);
+    if (!r || r->size() != 1) return std::nullopt;
+    return r->front();
+  };
+  if (boolean) {  // Two i1 arguments: the truth table is the whole function.
+    int table = 0;
+    for (int x = 0; x < 2; ++x)
+      for (int y = 0; y < 2; ++y) {
+        auto r = eval(x, y);
+        if (!r || (*r != 0 && *r != 1)) return std::nullopt;
+        table |= static_cast<int>(*r) << (2 * x + y);
+      }
+    if (table == 0b1000) return "stablehlo.and";
+    if (table == 0b1110) return "stablehlo.or";
+    return std::nullopt;
+  }
+  // Other types: the region must agree with maximum (or minimum) on every pair of probes,
+  // NaN included (maximum and minimum propagate NaN; select(a > b, a, b) does not).
+  const bool integer = element.front() == 'i' || element.front() == 'u' || element.front() == 's';
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::vector<double> probes =
+      integer ? std::vector<double>{-7, -1, 0, 1, 2, 100}
+              : std::vector<double>{-kInf, -3.5, -1, 0, 0.25, 1, 7, kInf, kNaN};
+  for (const bool max : {true, false}) {
+    bool all = true;
+    for (double x : probes)
+      for (double y : probes) {
+        auto r = eval(x, y);
+        const double want = std::isnan(x) || std::isnan(y) ? kNaN
+                            : max                          ? std::max(x, y)
+                                                           : std::min(x, y);
+        if (!r || (std::isnan(want) ? !std::isnan(*r) : *r != want)) all = false;
+      }
+    if (all) return max ? "stablehlo.maximum" : "stablehlo.minimum";
   }
   return std::nullopt;
 }

@@ -273,17 +273,9 @@ std::optional<bool> logical_reduce_kind(const Lowering& l, const Op& op) {
   if (op.operands.size() != 2 || op.results.size() != 1 || op.regions.size() != 1 ||
       l.type(op.operands[0]).element != "i1")
     return std::nullopt;
-  const Block& region = op.regions[0];
-  if (region.ops.size() != 2 || region.args.size() != 2) return std::nullopt;
-  const Op& body = m.ops[region.ops[0]];
-  const Op& ret = m.ops[region.ops[1]];
-  if ((body.name != "stablehlo.and" && body.name != "stablehlo.or") || body.operands.size() != 2 ||
-      ret.operands.size() != 1 || ret.operands[0] != body.results[0])
-    return std::nullopt;
-  const bool args = (body.operands[0] == region.args[0] && body.operands[1] == region.args[1]) ||
-                    (body.operands[0] == region.args[1] && body.operands[1] == region.args[0]);
-  if (!args) return std::nullopt;
-  return body.name == "stablehlo.and";
+  const auto kind = region_reduction(m, op.regions[0]);
+  if (!kind || (*kind != "stablehlo.and" && *kind != "stablehlo.or")) return std::nullopt;
+  return *kind == "stablehlo.and";
 }
 
 Status lower_reduce_logical(Lowering& l, const Op& op) {

@@ -775,6 +775,22 @@ Status global_to_local_shapes(Module& m) {
         m.values[op.results[k]].type =
             MESHPLAN_TRY(local(m.values[op.results[k]].type, *s, op.loc));
     }
+    // A slice's sharding rule splits only the dims it keeps whole (start 0, stride 1, limit the
+    // operand's size): a split one's limit becomes its local size.
+    if (m.ops[o].name == "stablehlo.slice" && m.ops[o].results.size() == 1) {
+      Op& slice = m.ops[o];
+      const Attr* starts = slice.prop("start_indices");
+      const Attr* limits = slice.prop("limit_indices");
+      const Attr* strides = slice.prop("strides");
+      const auto& shape = m.values[slice.results[0]].type.shape;
+      if (starts && limits && strides && limits->ints.size() == shape.size() &&
+          starts->ints.size() == shape.size() && strides->ints.size() == shape.size()) {
+        std::vector<int64_t> li = limits->ints;
+        for (size_t d = 0; d < li.size(); ++d)
+          if (starts->ints[d] == 0 && strides->ints[d] == 1 && li[d] > shape[d]) li[d] = shape[d];
+        slice.set_prop("limit_indices", Attr::ints_array(li));
+      }
+    }
     m.ops[o].shardings.clear();
     out.push_back(o);
   }
@@ -845,7 +861,8 @@ Result<CollectiveInfo> collective_info(const Module& m, const Op& op) {
       c.dim = get("scatter_dimension");
     else if (c.kind == "all_to_all")
       c.dim = get("split_dimension"), c.concat_dim = get("concat_dimension");
-    else if (c.kind != "all_reduce" && c.kind != "collective_permute")
+    else if (c.kind != "all_reduce" && c.kind != "collective_permute" &&
+             c.kind != "collective_broadcast")
       return fail(ErrorCode::invalid_argument, op.loc.str(), ": '", op.name,
                   "' is not a collective");
     if (!op.regions.empty() && !op.regions[0].ops.empty()) {

@@ -199,6 +199,30 @@ Status apply_argument_sharding(Module& m, const PipelineOptions& options) {
   return {};
 }
 
+namespace {
+
+/// sdy.all_slice, all_gather, all_to_all and collective_permute written in the program outside
+/// a manual computation keep the global value and give it their out_sharding: a reshard to it,
+/// which explicit resharding turns into the collectives it picks (the same ones, or cheaper).
+void written_collectives_to_reshards(Module& m, std::vector<OpId> ops) {
+  while (!ops.empty()) {  // a worklist over nested regions, manual computations left out
+    const OpId o = ops.back();
+    ops.pop_back();
+    Op& op = m.ops[o];
+    if (op.name == "sdy.manual_computation") continue;
+    if ((op.name == "sdy.all_slice" || op.name == "sdy.all_gather" || op.name == "sdy.all_to_all" ||
+         op.name == "sdy.collective_permute") &&
+        op.sharding && op.operands.size() == 1 && op.results.size() == 1) {
+      op.name = "sdy.reshard";
+      op.dim_axes.clear();
+      op.all_to_all.clear();
+    }
+    for (const Block& b : op.regions) ops.insert(ops.end(), b.ops.begin(), b.ops.end());
+  }
+}
+
+}  // namespace
+
 Status constraints_to_reshards(Module& m) {
   for (Op& op : m.ops)
     if (op.name == "sdy.sharding_constraint") op.name = "sdy.reshard";
@@ -292,6 +316,7 @@ Status run_pipeline(Module& m, const PipelineOptions& o) {
   MESHPLAN_TRY(verify_shardings(m));
   if (done(Stage::argument_sharding) || done(Stage::sharding_constraints)) return {};
   for (const Func& f : m.funcs) MESHPLAN_TRY(refuse_unreduced_moves(m, f.body.ops));
+  for (const Func& f : m.funcs) written_collectives_to_reshards(m, f.body.ops);
   // On one device every tensor is whole: nothing to propagate and no reshard to add, so an op
   // without a sharding rule (a loop, a window) compiles as it does without a mesh.
   const bool one_device = m.main_mesh() && m.main_mesh()->devices() == 1;
