@@ -39,40 +39,12 @@ bool same_grid(const ShardSpec& a, const ShardSpec& b) {
   return true;
 }
 
-// tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary_ng/device/binary_ng_device_operation.cpp
-// (validate_on_program_cache_hit): numpy broadcasting on either operand, but broadcasts above
-// rank 5 are refused, and with any sharded tensor among the operands and the result, the
-// operands may differ in the last dim (W) only.
-std::string broadcast_rule(const TensorPlacement& a, const TensorPlacement& b,
-                           const TensorPlacement& out) {
-  int64_t ra = static_cast<int64_t>(a.shape.size()), rb = static_cast<int64_t>(b.shape.size());
-  int64_t rank = std::max(ra, rb);
-  bool any_sharded = sharded(a) || sharded(b) || sharded(out);
-  for (int64_t i = 1; i <= rank; ++i) {
-    int64_t da = i <= ra ? a.shape[ra - i] : 1, db = i <= rb ? b.shape[rb - i] : 1;
-    if (da == db) continue;
-    if (i >= 6)
-      return str("operands '", a.name, "' and '", b.name, "' broadcast at dim -", i, " (", da,
-                 " vs ", db, "); tt-metal: \"Broadcast is supported up to rank 5\"");
-    if (any_sharded && i != 1)
-      return str("operands '", a.name, "' and '", b.name, "' broadcast at dim -", i, " (", da,
-                 " vs ", db, ") with ",
-                 sharded(a)   ? str("'", a.name, "'")
-                 : sharded(b) ? str("'", b.name, "'")
-                              : str("result '", out.name, "'"),
-                 " sharded; tt-metal: \"Cannot broadcast sharded tensors on dims other than W\"");
-  }
-  return {};
-}
-
 // tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/device/binary_device_operation.cpp
-// (validate_on_program_cache_miss, and compute_output_specs for the result's shard spec), and
-// binary_ng's broadcast rules above.
+// (validate_on_program_cache_miss, and compute_output_specs for the result's shard spec).
 std::string binary_rule(const OpLaunch& op) {
   const TensorPlacement& a = *op.operands[0];
   const TensorPlacement& b = *op.operands[1];
   const TensorPlacement& out = *op.results[0];
-  if (std::string e = broadcast_rule(a, b, out); !e.empty()) return e;
   if (sharded(a) && sharded(b) && (a.memory != b.memory || !(a.shard == b.shard)))
     return str("operands '", a.name, "' (", shard_text(a), ") and '", b.name, "' (", shard_text(b),
                ") are both sharded but differently; tt-metal's binary op needs two sharded "

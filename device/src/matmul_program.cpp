@@ -80,11 +80,13 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
           "plain multi-core program (tt-metal MatmulMultiCoreReuseProgramConfig): ", msg...);
     };
     int64_t k_elems = m.kt * kTileW, n_elems = m.nt * kTileW;
-    if (a.memory != MemLayout::interleaved && a.shard.shape[1] != k_elems)
+    // Transposed operands are read as stored (the shard holds the untransposed rows): the rules
+    // are stated for untransposed ones only.
+    if (a.memory != MemLayout::interleaved && !cfg.transpose_a && a.shard.shape[1] != k_elems)
       return reuse_bad("in0 '", a.name, "' shards ", a.shard.shape[1], " of its ", k_elems,
                        " K columns; tt-metal: \"Error: K, ", k_elems, ", needs to be equal to ",
                        a.shard.shape[1], "\"");
-    if (b.memory != MemLayout::interleaved) {
+    if (b.memory != MemLayout::interleaved && !cfg.transpose_b) {
       if (b.shard.shape[1] != n_elems)
         return reuse_bad("in1 '", b.name, "' shards ", b.shard.shape[1], " of its ", n_elems,
                          " N columns; tt-metal: \"Input B shard shape[1] (", b.shard.shape[1],
