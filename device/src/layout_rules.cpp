@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/placement.hpp"
 
 namespace meshplan::device {
@@ -28,6 +29,14 @@ std::string row_op_dtype_rule(const TensorPlacement& in) {
   if (in.dtype == DType::f32 || in.dtype == DType::bf16 || in.dtype == DType::bf8b) return {};
   return str("operand '", in.name, "' is ", dtype_name(in.dtype),
              "; tt-metal: \"Input tensor must be FLOAT32, BFLOAT16, or BFLOAT8_B\"");
+}
+
+/// The same cores in the same ranges (tt-metal compares shard grids as core range sets).
+bool same_grid(const ShardSpec& a, const ShardSpec& b) {
+  if (a.range_count() != b.range_count()) return false;
+  for (int i = 0; i < a.range_count(); ++i)
+    if (!(a.range(i) == b.range(i))) return false;
+  return true;
 }
 
 // tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/device/binary_device_operation.cpp
@@ -125,9 +134,10 @@ std::string norm_blocks_rule(const TensorPlacement& in) {
     int64_t cores = in.shard.cores();
     if (block_w != ceil_div(kt, cores))
       return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_w,
-                 " tiles wide for ", kt, " tiles over ", cores, " cores; tt-metal's sharded norm: "
-                 "\"block_w (", block_w, ") must equal to K (in tiles) / num_cores (",
-                 ceil_div(kt, cores), ")\"");
+                 " tiles wide for ", kt, " tiles over ", cores,
+                 " cores; tt-metal's sharded norm: "
+                 "\"block_w (",
+                 block_w, ") must equal to K (in tiles) / num_cores (", ceil_div(kt, cores), ")\"");
     return {};
   }
   int x1 = 0, y1 = 0;
@@ -139,13 +149,15 @@ std::string norm_blocks_rule(const TensorPlacement& in) {
   int64_t across = row_wise ? x1 + 1 : y1 + 1, down = row_wise ? y1 + 1 : x1 + 1;
   if (block_w != ceil_div(kt, across))
     return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_w,
-               " tiles wide for ", kt, " tiles over ", across, row_wise ? " core columns" : " core rows",
-               "; tt-metal's sharded norm: \"block_w (", block_w, ") must equal to K (in tiles) / ",
+               " tiles wide for ", kt, " tiles over ", across,
+               row_wise ? " core columns" : " core rows", "; tt-metal's sharded norm: \"block_w (",
+               block_w, ") must equal to K (in tiles) / ",
                row_wise ? "num_cores_c (" : "num_cores_r (", ceil_div(kt, across), ")\"");
   if (block_h != mt / down)
     return str("operand '", in.name, "' (", shard_text(in), ") has shards ", block_h,
-               " tiles high for ", mt, " tiles over ", down, row_wise ? " core rows" : " core columns",
-               "; tt-metal's sharded norm: \"block_h (", block_h, ") must equal to M (in tiles) / ",
+               " tiles high for ", mt, " tiles over ", down,
+               row_wise ? " core rows" : " core columns", "; tt-metal's sharded norm: \"block_h (",
+               block_h, ") must equal to M (in tiles) / ",
                row_wise ? "num_cores_r (" : "num_cores_c (", mt / down, ")\"");
   return {};
 }
@@ -179,6 +191,147 @@ std::string norm_rule(const OpLaunch& op) {
   return norm_blocks_rule(in);
 }
 
+// tt-metal: ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp and
+// ttnn/cpp/ttnn/operations/experimental/ccl/reduce_scatter_common/reduce_scatter_validate_utils.cpp
+// (reduce_scatter_common_validates, which ttnn's reduce_scatter device operation calls). Both
+// keep the dtype and take interleaved tensors here (checked in OpModel::validate); aligned pages
+// hold by construction (every tile size is a multiple of the DRAM and L1 alignments).
+std::string collective_rule(const OpLaunch& op) {
+  if (op.kind != OpKind::all_gather && op.kind != OpKind::reduce_scatter) return {};
+  const TensorPlacement& in = *op.operands[0];
+  bool gather = op.kind == OpKind::all_gather;
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  if (rank < 2)
+    return str("operand '", in.name, "' has rank ", rank, "; tt-metal: ",
+               gather ? "\"AllGather requires tensor of rank 2 or greater\""
+                      : "\"reduce_scatter currently supports rank 2 tensors at minimum\"");
+  int n = collective_group_size(op.config);
+  if (gather && n <= 1)
+    return str("cluster_axis ", int{op.config.cluster_axis}, " of the ", int{op.config.mesh_rows},
+               "x", int{op.config.mesh_cols}, " mesh groups ", n,
+               " chip; tt-metal: \"all_gather op will only work for num_devices > 1\"");
+  if (gather) return {};
+  int64_t d =
+      op.config.collective_dim < 0 ? op.config.collective_dim + rank : op.config.collective_dim;
+  if (d >= rank - 2 && n > 0) {
+    // The last two dims are scattered in whole tiles: the tile-padded size in tiles splits evenly.
+    int64_t tiles = (in.shape[d] + kTileW - 1) / kTileW;
+    if (tiles % n != 0)
+      return str("operand '", in.name, "' scatters dim ", d, " (", in.shape[d], ", ", tiles,
+                 " tiles) over ", n, " chips; tt-metal: \"Number of tiles at dimension ", d,
+                 " must be divisible by ring_size\"");
+  }
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/pool/generic/generic_pools.cpp (ttnn's pool2d, which
+// shards an interleaved input itself and takes a sharded one as it is, row-major only) and
+// device/pool_op.cpp (validate_pool2d: the channels split evenly over the channel cores of a
+// width- or block-sharded input). Its bf16-only and row-major-input rules are not applied
+// (docs/hardware-rules.md).
+std::string pool_rule(const OpLaunch& op) {
+  if (op.kind != OpKind::max_pool2d && op.kind != OpKind::avg_pool2d) return {};
+  const TensorPlacement& in = *op.operands[0];
+  if (!sharded(in)) return {};
+  if (in.shard.orientation != ShardOrientation::row_major)
+    return str("operand '", in.name, "' (", shard_text(in),
+               "); tt-metal's pool2d: \"Only row major orientation is supported.\"");
+  if (in.memory == MemLayout::width_sharded || in.memory == MemLayout::block_sharded) {
+    int64_t c = view_2d(in.shape, in.layout).cols;
+    const CoreRange& g = in.shard.grid;
+    int64_t cores_c = in.memory == MemLayout::width_sharded ? in.shard.cores() : g.x1 - g.x0 + 1;
+    if (c % cores_c != 0)
+      return str("operand '", in.name, "' (", shard_text(in), ") splits ", c, " channels over ",
+                 cores_c,
+                 " cores; tt-metal's pool2d: \"For width and block sharding, input "
+                 "channels (",
+                 c, ") should be divisible by num_shards (", cores_c, ")\"");
+  }
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/data_movement/concat/device/concat_device_operation.cpp
+// (validate_on_program_cache_miss; uses_zero_copy_sharded_factory marks the L1-sharded path).
+std::string concat_rule(const OpLaunch& op) {
+  const TensorPlacement& first = *op.operands[0];
+  const TensorPlacement& out = *op.results[0];
+  for (const TensorPlacement* t : op.operands) {
+    if (t->dtype != first.dtype)
+      return str("operands '", first.name, "' (", dtype_name(first.dtype), ") and '", t->name,
+                 "' (", dtype_name(t->dtype),
+                 "); tt-metal: \"All Tensors should have same dtypes.\"");
+    if (sharded(*t) != sharded(first))
+      return str("operands '", first.name, "' (", memory_name(first.memory), ") and '", t->name,
+                 "' (", memory_name(t->memory),
+                 "); tt-metal: \"All tensors must be sharded or all must be interleaved\"");
+    if (!sharded(first)) continue;
+    if (!same_grid(t->shard, first.shard))
+      return str("operands '", first.name, "' (", shard_text(first), ") and '", t->name, "' (",
+                 shard_text(*t), "); tt-metal: \"Sharded tensors must have the same grid.\"");
+    if (t->memory != first.memory)
+      return str("operands '", first.name, "' (", shard_text(first), ") and '", t->name, "' (",
+                 shard_text(*t),
+                 "); tt-metal: \"Sharded tensors must have the same memory layout.\"");
+    if (t->shard.orientation != first.shard.orientation)
+      return str("operands '", first.name, "' (", shard_text(first), ") and '", t->name, "' (",
+                 shard_text(*t),
+                 "); tt-metal: \"Sharded tensors must have the same shard orientation.\"");
+  }
+  if (out.dtype != first.dtype)
+    return str("result '", out.name, "' is ", dtype_name(out.dtype), " but the operands are ",
+               dtype_name(first.dtype), "; tt-metal's concat gives its operands' dtype");
+  // L1-sharded operands go to the zero-copy sharded programs (DRAM shards on either side go to
+  // the generic one, which takes any layout).
+  bool zero_copy = sharded(first) && first.buffer == BufferType::l1 &&
+                   !(sharded(out) && out.buffer == BufferType::dram);
+  if (!zero_copy) return {};
+  if (out.memory != first.memory)
+    return str("operands are ", memory_name(first.memory), " but result '", out.name, "' is ",
+               memory_name(out.memory),
+               "; tt-metal: \"Sharded output and inputs must have the same memory layout.\"");
+  if (!same_grid(out.shard, first.shard))
+    return str("result '", out.name, "' (", shard_text(out), ") and operand '", first.name, "' (",
+               shard_text(first),
+               "); tt-metal: \"Sharded output and inputs must have the same grid.\"");
+  if (out.shard.orientation != first.shard.orientation)
+    return str("result '", out.name, "' (", shard_text(out), ") and operand '", first.name, "' (",
+               shard_text(first),
+               "); tt-metal: \"Sharded output and inputs must have the same shard orientation.\"");
+  int64_t rank = static_cast<int64_t>(first.shape.size());
+  int64_t axis = op.config.axis < 0 ? op.config.axis + rank : op.config.axis;
+  if (axis == rank - 1 && first.memory == MemLayout::width_sharded)
+    return str("a concat along the last dim of ", memory_name(first.memory),
+               " operands; tt-metal: \"Only support width concat on height-sharded or "
+               "block-sharded tensors.\"");
+  if (axis == rank - 2 && first.memory == MemLayout::height_sharded)
+    return str("a concat along dim ", axis, " of ", memory_name(first.memory),
+               " operands; tt-metal: \"Only support height concat on width-sharded or "
+               "block-sharded tensors.\"");
+  if (axis != rank - 1 && axis != rank - 2)
+    return str("a concat along dim ", axis, " of ", rank,
+               " of sharded operands; tt-metal: \"Only width or height concat on sharded "
+               "tensors\"");
+  return {};
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/data_movement/permute/device/permute_device_operation.cpp
+// and slice/device/slice_device_operation.cpp (validate_on_program_cache_miss and
+// compute_output_specs, which give the result the input's dtype); concat as above.
+std::string shape_rule(const OpLaunch& op) {
+  if (op.kind == OpKind::concat) return concat_rule(op);
+  const TensorPlacement& in = *op.operands[0];
+  const TensorPlacement& out = *op.results[0];
+  if (op.kind != OpKind::permute && op.kind != OpKind::slice) return {};
+  if (op.kind == OpKind::permute && sharded(in))
+    return str("operand '", in.name, "' is ", memory_name(in.memory),
+               "; tt-metal: \"Permute operation does not support sharded input tensor\"");
+  if (out.dtype != in.dtype)
+    return str("result '", out.name, "' is ", dtype_name(out.dtype), " but operand '", in.name,
+               "' is ", dtype_name(in.dtype), "; tt-metal's ", op_name(op.kind),
+               " gives its input's dtype");
+  return {};
+}
+
 }  // namespace
 
 std::string layout_rule(const OpLaunch& op) {
@@ -192,16 +345,19 @@ std::string layout_rule(const OpLaunch& op) {
       return softmax_rule(op);
     case OpFamily::norm:
       return norm_rule(op);
+    case OpFamily::collective:
+      return collective_rule(op);
+    case OpFamily::pool:
+      return pool_rule(op);
+    case OpFamily::shape:
+      return shape_rule(op);
     case OpFamily::matmul:
     case OpFamily::eltwise_unary:
     case OpFamily::select:
     case OpFamily::reduction:
     case OpFamily::memory:
-    case OpFamily::shape:
     case OpFamily::gather:
     case OpFamily::convert:
-    case OpFamily::pool:
-    case OpFamily::collective:
       return {};
   }
   return {};

@@ -59,8 +59,8 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
     // layout must be INTERLEAVED"; "Unsupported op for output sharding"), and
     // MatmulMultiCoreReuseProgramConfig shards an output only like a sharded in0 with
     // per_core_N = N, a blocking program none does not have. Sharded operands are read as the
-    // reuse program reads them (its shard-shape rules are not modelled), except width shards,
-    // which the reuse program refuses for in0 and for in1 alike.
+    // reuse program reads them: width shards are refused for in0 and for in1 alike, and the
+    // shard shapes follow its rules below.
     for (const TensorPlacement* t : {&a, &b})
       if (t->memory == MemLayout::width_sharded)
         return fail(ErrorCode::invalid_argument,
@@ -71,6 +71,52 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
                     t == &a ? "\"Error: memory layout, WIDTH_SHARDED, is not width sharded\""
                             : "\"Input B memory layout must not be WIDTH_SHARDED\"",
                     "; use the 1-D in0-multicast program for a width-sharded in0)");
+    // The reuse program's shard shapes: an in0 shard holds all of K ("Error: K, ..., needs to
+    // be equal to" the shard width), an in1 shard all of N and whole multiples of K rows, and two
+    // sharded operands share buffer, memory layout, grid and orientation.
+    auto reuse_bad = [&](auto&&... msg) {
+      return fail(
+          ErrorCode::invalid_argument,
+          "plain multi-core program (tt-metal MatmulMultiCoreReuseProgramConfig): ", msg...);
+    };
+    int64_t k_elems = m.kt * kTileW, n_elems = m.nt * kTileW;
+    // Transposed operands are read as stored (the shard holds the untransposed rows): the rules
+    // are stated for untransposed ones only.
+    if (a.memory != MemLayout::interleaved && !cfg.transpose_a && a.shard.shape[1] != k_elems)
+      return reuse_bad("in0 '", a.name, "' shards ", a.shard.shape[1], " of its ", k_elems,
+                       " K columns; tt-metal: \"Error: K, ", k_elems, ", needs to be equal to ",
+                       a.shard.shape[1], "\"");
+    if (b.memory != MemLayout::interleaved && !cfg.transpose_b) {
+      if (b.shard.shape[1] != n_elems)
+        return reuse_bad("in1 '", b.name, "' shards ", b.shard.shape[1], " of its ", n_elems,
+                         " N columns; tt-metal: \"Input B shard shape[1] (", b.shard.shape[1],
+                         ") must equal padded shape[-1] (", n_elems, ")\"");
+      if (b.shard.shape[0] % k_elems != 0)
+        return reuse_bad("in1 '", b.name, "' has shards of ", b.shard.shape[0],
+                         " rows; tt-metal: \"Input B shard shape[0] (", b.shard.shape[0],
+                         ") must be divisible by K (", k_elems, ")\"");
+    }
+    if (a.memory != MemLayout::interleaved && b.memory != MemLayout::interleaved) {
+      bool same_grid = a.shard.range_count() == b.shard.range_count();
+      for (int i = 0; same_grid && i < a.shard.range_count(); ++i)
+        same_grid = a.shard.range(i) == b.shard.range(i);
+      if (a.buffer != b.buffer)
+        return reuse_bad("in0 '", a.name, "' and in1 '", b.name,
+                         "' are sharded in different buffers; tt-metal: \"Input tensors A and B "
+                         "must have matching buffer types\"");
+      if (a.memory != b.memory)
+        return reuse_bad("in0 '", a.name, "' is ", memory_name(a.memory), " but in1 '", b.name,
+                         "' is ", memory_name(b.memory),
+                         "; tt-metal: \"Input tensors A and B must have matching memory layouts\"");
+      if (!same_grid)
+        return reuse_bad("in0 '", a.name, "' and in1 '", b.name,
+                         "' are sharded on different cores; tt-metal: \"Input tensors A and B "
+                         "must have matching shard spec grids\"");
+      if (a.shard.orientation != b.shard.orientation)
+        return reuse_bad("in0 '", a.name, "' and in1 '", b.name,
+                         "' have different shard orientations; tt-metal: \"Input tensors A and "
+                         "B must have matching shard orientations\"");
+    }
     if (out.memory != MemLayout::interleaved)
       return fail(ErrorCode::invalid_argument,
                   "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): result '",

@@ -113,3 +113,57 @@ TEST_CASE("collective_permute's pairs live out of line and are checked against t
   REQUIRE_FALSE(many);
   CHECK(many.error().message.find("more than 64") != std::string::npos);
 }
+
+TEST_CASE(
+    "tt-metal's all_gather and reduce_scatter rules: rank 2 or more, a group of more than one "
+    "chip, whole tiles per chip when scattering the last two dims") {
+  OpModel model(*builtin_chip("wormhole_b0"));
+  // Validates `kind` from `in` to `out` on `c`: "accepted" or the reason.
+  auto reason = [&](OpKind kind, std::vector<int64_t> in_shape, std::vector<int64_t> out_shape,
+                    const OpConfig& c) {
+    TensorPlacement in = make_interleaved("x", in_shape, DType::bf16, BufferType::dram, 0);
+    TensorPlacement out = make_interleaved("y", out_shape, DType::bf16, BufferType::dram, 0);
+    const TensorPlacement* ins[] = {&in};
+    const TensorPlacement* outs[] = {&out};
+    OpValidation v = model.validate(OpLaunch{kind, "cc", ins, outs, c});
+    return v.ok ? std::string("accepted") : v.reason;
+  };
+  auto has = [](const std::string& s, const std::string& what) {
+    bool found = s.find(what) != std::string::npos;
+    if (!found) MESSAGE(s);
+    return found;
+  };
+  OpConfig c = gather_config();  // 2x4 mesh, cluster_axis 1: groups of 4
+  CHECK(reason(OpKind::all_gather, {64, 64}, {256, 64}, c) == "accepted");
+  CHECK(
+      has(reason(OpKind::all_gather, {64}, {256}, c),
+          "operand 'x' has rank 1; tt-metal: \"AllGather requires tensor of rank 2 or greater\""));
+  // A 1x2 mesh grouped along its columns axis (cluster_axis 0) has groups of one chip.
+  OpConfig one = c;
+  one.mesh_rows = 1;
+  one.mesh_cols = 2;
+  one.cluster_axis = 0;
+  CHECK(has(reason(OpKind::all_gather, {64, 64}, {64, 64}, one),
+            "\"all_gather op will only work for num_devices > 1\""));
+  one.cluster_axis = 1;
+  CHECK(reason(OpKind::all_gather, {64, 64}, {128, 64}, one) == "accepted");
+
+  OpConfig rs = c;
+  rs.collective_dim = 1;
+  // The last dim: 256 columns are 8 tiles, 2 per chip of 4; 64 columns are 2 tiles, which do
+  // not split over 4 chips although 64 does.
+  CHECK(reason(OpKind::reduce_scatter, {64, 256}, {64, 64}, rs) == "accepted");
+  CHECK(has(reason(OpKind::reduce_scatter, {64, 64}, {64, 16}, rs),
+            "scatters dim 1 (64, 2 tiles) over 4 chips; tt-metal: \"Number of tiles at dimension 1 "
+            "must be divisible by ring_size\""));
+  // The second-to-last dim likewise (rows in tiles); a leading dim splits by elements.
+  rs.collective_dim = -2;
+  CHECK(has(reason(OpKind::reduce_scatter, {2, 64, 32}, {2, 16, 32}, rs),
+            "\"Number of tiles at dimension 1 must be divisible by ring_size\""));
+  rs.collective_dim = 0;
+  CHECK(reason(OpKind::reduce_scatter, {4, 64, 32}, {1, 64, 32}, rs) == "accepted");
+  CHECK(has(reason(OpKind::reduce_scatter, {64}, {16}, rs),
+            "tt-metal: \"reduce_scatter currently supports rank 2 tensors at minimum\""));
+  // all_reduce and the other collectives keep their shape rules only.
+  CHECK(reason(OpKind::all_reduce, {64}, {64}, rs) == "accepted");
+}

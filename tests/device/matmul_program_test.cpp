@@ -194,12 +194,51 @@ TEST_CASE(
   r = reason(wb, none);
   CHECK(has(r, "in1 'b' is width_sharded"));
   CHECK(has(r, "Input B memory layout must not be WIDTH_SHARDED"));
-  // A height-sharded in1 is read (in1 shards of 48 x 128 on 2 cores).
+  // A height-sharded in1 is read when each shard holds whole multiples of K rows: on 2 cores
+  // its shards are 64 rows (2 tiles + 1) of K = 96, refused; on one core, 96 rows, accepted.
   Launch hb = l;
   auto hbspec = even_shard_spec(kB, MemLayout::height_sharded, {0, 0, 1, 0});
   REQUIRE(hbspec);
   hb.b = make_sharded("b", kB, DType::bf16, MemLayout::height_sharded, *hbspec, 0);
+  r = reason(hb, none);
+  CHECK(has(r, "(tt-metal MatmulMultiCoreReuseProgramConfig): in1 'b' has shards of 64 rows"));
+  CHECK(has(r, "\"Input B shard shape[0] (64) must be divisible by K (96)\""));
+  auto hb1 = even_shard_spec(kB, MemLayout::height_sharded, {0, 0, 0, 0});
+  REQUIRE(hb1);
+  hb.b = make_sharded("b", kB, DType::bf16, MemLayout::height_sharded, *hb1, 0);
   CHECK(reason(hb, none) == "accepted");
+  // A block-sharded in1 over 2 columns holds 64 of N's 128 columns per shard.
+  Launch bb = l;
+  auto bbspec = even_shard_spec(kB, MemLayout::block_sharded, {0, 0, 1, 0});
+  REQUIRE(bbspec);
+  bb.b = make_sharded("b", kB, DType::bf16, MemLayout::block_sharded, *bbspec, 0);
+  CHECK(has(reason(bb, none), "\"Input B shard shape[1] (64) must equal padded shape[-1] (128)\""));
+  // in0 shards hold all of K: block shards over 3 columns hold one K tile of 3, refused; block
+  // shards over one column (2 rows of cores) hold all 96 columns, accepted.
+  Launch ba = l;
+  auto baspec = even_shard_spec(kA, MemLayout::block_sharded, {0, 0, 2, 1});
+  REQUIRE(baspec);
+  ba.a = make_sharded("a", kA, DType::bf16, MemLayout::block_sharded, *baspec, 0);
+  r = reason(ba, none);
+  CHECK(has(r, "in0 'a' shards 32 of its 96 K columns"));
+  CHECK(has(r, "\"Error: K, 96, needs to be equal to 32\""));
+  auto ba1 = even_shard_spec(kA, MemLayout::block_sharded, {0, 0, 0, 1});
+  REQUIRE(ba1);
+  ba.a = make_sharded("a", kA, DType::bf16, MemLayout::block_sharded, *ba1, 0);
+  CHECK(reason(ba, none) == "accepted");
+  // Two sharded operands share memory layout and grid: a height-sharded in0 on 2 cores with an
+  // in1 on one core is refused, both on one core accepted.
+  Launch two = hs;
+  two.b = hb.b;
+  CHECK(has(reason(two, none), "\"Input tensors A and B must have matching shard spec grids\""));
+  auto hs1 = even_shard_spec(kA, MemLayout::height_sharded, {0, 0, 0, 0});
+  REQUIRE(hs1);
+  two.a = make_sharded("a", kA, DType::bf16, MemLayout::height_sharded, *hs1, 0);
+  CHECK(reason(two, none) == "accepted");
+  auto bb1 = even_shard_spec(kB, MemLayout::block_sharded, {0, 0, 0, 0});
+  REQUIRE(bb1);
+  two.b = make_sharded("b", kB, DType::bf16, MemLayout::block_sharded, *bb1, 0);
+  CHECK(has(reason(two, none), "\"Input tensors A and B must have matching memory layouts\""));
   // The launch refuses with the same reason.
   auto d = EmulatedDevice::create(wormhole_b0());
   REQUIRE(d);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 
 #include "meshplan/device/descriptor_json.hpp"
 #include "meshplan/device/mesh_desc.hpp"
@@ -187,6 +188,20 @@ TEST_CASE("verify names the field") {
       {[](ChipDesc& d) { d.mcast_bytes_per_cycle = 0; }, "mcast_bytes_per_cycle"},
       {[](ChipDesc& d) { d.mcast_bytes_per_cycle = 64; }, "mcast_bytes_per_cycle"},
       {[](ChipDesc& d) { d.l1_bytes_per_cycle = 16; }, "l1_bytes_per_cycle"},
+      // Every other checked field: zero counts, zero or negative rates, a NaN bandwidth.
+      {[](ChipDesc& d) { d.grid_y = 0; }, "grid_y"},
+      {[](ChipDesc& d) { d.l1_size = 0; }, "l1_size"},
+      {[](ChipDesc& d) { d.l1_usable_fraction = 0; }, "l1_usable_fraction"},
+      {[](ChipDesc& d) { d.l1_alignment = 0; }, "l1_alignment"},
+      {[](ChipDesc& d) { d.l1_alignment = 24; }, "l1_alignment"},
+      {[](ChipDesc& d) { d.dram_alignment = 0; }, "dram_alignment"},
+      {[](ChipDesc& d) { d.clock_ghz = -1; }, "clock_ghz"},
+      {[](ChipDesc& d) { d.matmul_flops_per_cycle = 0; }, "matmul_flops_per_cycle"},
+      {[](ChipDesc& d) { d.eltwise_elems_per_cycle = 0; }, "eltwise_elems_per_cycle"},
+      {[](ChipDesc& d) { d.dram_gbps = std::numeric_limits<double>::quiet_NaN(); }, "dram_gbps"},
+      {[](ChipDesc& d) { d.ethernet_gbps = 0; }, "ethernet_gbps"},
+      {[](ChipDesc& d) { d.pcie_h2d_gbps = -15; }, "pcie_h2d_gbps"},
+      {[](ChipDesc& d) { d.pcie_d2h_gbps = 0; }, "pcie_d2h_gbps"},
   };
   for (const Case& c : cases) {
     ChipDesc d = wormhole_b0();
@@ -282,6 +297,22 @@ TEST_CASE("JSON validation errors name the file and the field") {
        "d.json: chip: chip 'wormhole_b0': field 'l1_unreserved_base' = 102400 is not below "
        "l1_size 65536"},
       {R"({chip: {base: "wormhole_b0", dram_banks: 0}})", "field 'dram_banks' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", grid_y: 0}})", "field 'grid_y' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", l1_size: 0}})", "field 'l1_size' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", l1_usable_fraction: 0}})",
+       "field 'l1_usable_fraction' = 0 must be in (0, 1]"},
+      {R"({chip: {base: "wormhole_b0", l1_alignment: 0}})",
+       "field 'l1_alignment' = 0 must be a power of two"},
+      {R"({chip: {base: "wormhole_b0", matmul_flops_per_cycle: 0}})",
+       "field 'matmul_flops_per_cycle' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", eltwise_elems_per_cycle: 0}})",
+       "field 'eltwise_elems_per_cycle' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", noc_bytes_per_cycle: 0}})",
+       "field 'noc_bytes_per_cycle' = 0 must be > 0"},
+      {R"({chip: {base: "wormhole_b0", ethernet_gbps: 0}})",
+       "field 'ethernet_gbps' = 0 must be > 0 when the chip has ethernet links"},
+      {R"({chip: {base: "wormhole_b0", pcie_h2d_gbps: -15}})",
+       "field 'pcie_h2d_gbps' = -15 must be > 0"},
       {R"({chip: {base: "wormhole_b0", dram_gbps: -1}})", "field 'dram_gbps' = -1 must be > 0"},
       {R"({chip: {base: "wormhole_b0", pcie_d2h_gbps: 0}})",
        "field 'pcie_d2h_gbps' = 0 must be > 0"},

@@ -161,7 +161,10 @@ TEST_CASE("beam: a DenseNet block (concats of 2 to 8 operands) plans within the 
   for (uint32_t k : {2u, 8u}) {
     planner::BeamStats st = beam_stats(g, beam(k));
     const uint64_t bound = uint64_t{k + 2} * (k + 2);
-    CHECK(st.max_op_combinations <= bound);
+    // Plus, when no combination is valid, the interleaved-reshard fallback: one move per operand
+    // and buffer, then all operands moved (2 * 8 + 2 for the 8-operand concat), which tt-metal's
+    // concat rules (operands all sharded alike or all interleaved) reach.
+    CHECK(st.max_op_combinations <= bound + 2 * 8 + 2);
     CHECK(st.ops_degraded == 0);
     // Only the concats of 3 to 8 computed operands can exceed the bound (a binary op has at
     // most (K + 2)^2 combinations); the 8-operand transition does.

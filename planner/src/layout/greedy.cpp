@@ -400,6 +400,25 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         }
       }
     }
+    // Still none: read every sharded operand interleaved (in L1, else in DRAM), as beam does,
+    // for rules over all operands at once (binary_ng broadcasts only with no sharded operand).
+    for (bool l1 : {true, false}) {
+      if (chosen || op.operands.size() < 2) break;
+      std::vector<TensorLayout> moved = in;
+      bool ok = true;
+      for (uint32_t i = 0; ok && i < op.operands.size(); ++i) {
+        if (in[i].memory == device::MemLayout::interleaved) continue;
+        std::vector<TensorLayout> targets = candidates(g.values[op.operands[i]]);
+        auto t = std::find_if(targets.rbegin(), targets.rend(), [&](const TensorLayout& c) {
+          return c.memory == device::MemLayout::interleaved && c.in_l1() == l1;
+        });
+        ok = t != targets.rend() && q.validate_move(op.operands[i], in[i], *t).ok;
+        if (ok) moved[i] = *t;
+      }
+      if (!ok || !(chosen = pick(moved, nullptr))) continue;
+      for (uint32_t i = 0; i < op.operands.size(); ++i)
+        if (!(moved[i] == in[i])) d.reshards.push_back(LayoutDecision::Reshard{o, i, moved[i]});
+    }
     if (!chosen && w)
       return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
                   "' is illegal: ", reason, " (override '", w->entry, "')");
