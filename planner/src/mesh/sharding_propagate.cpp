@@ -132,12 +132,15 @@ class Propagator {
       bool result = false;  ///< From an op result.
     };
     std::vector<std::vector<Cand>> cands(nf);
+    // Each sharded tensor's axes per factor (Shardy's projection), for conflicts across factors.
+    std::vector<std::vector<std::vector<AxisRef>>> held;
     for (const Slot& s : slots) {
       if (!s.sharding->has_value()) continue;
       const TensorSharding& sh = **s.sharding;
       if (sh.dims.size() != s.rank) continue;
       auto proj =
           fill_all_ ? project(math_, rule, *s.dims, sh) : project_uneven(math_, rule, *s.dims, sh);
+      if (!fill_all_) held.push_back(proj);
       for (size_t d = 0; d < s.dims->size(); ++d)
         for (int f : (*s.dims)[d]) {
           if (priority(sh.dims[d]) > level_) continue;
@@ -172,11 +175,14 @@ class Propagator {
       std::vector<AxisRef> pick = *longest;
       for (const Cand& c : cands[f]) {
         if (c.priority != best) continue;
-        if (c.closed && pick.size() > c.axes.size() && is_prefix(c.axes, pick)) {
-          pick.resize(c.axes.size());  // a closed dim holds no more than its axes
+        if (c.closed && pick != c.axes &&
+            ((pick.size() > c.axes.size() && is_prefix(c.axes, pick)) ||
+             (!fill_all_ && major_prefix(c.axes, pick)))) {
+          pick = c.axes;  // a closed dim holds no more than its axes
           continue;
         }
-        if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick)) {
+        if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick) ||
+            (!fill_all_ && c.axes.size() <= pick.size() && major_prefix(c.axes, pick))) {
           source[f] = std::max(source[f], c.elements);
           continue;
         }
@@ -203,6 +209,28 @@ class Propagator {
             pick.resize(k);
             break;
           }
+      }
+      // Shardy's propagation: an axis that a tensor of the op already holds for another factor
+      // is cut to its part before that tensor's axis (and what follows it is dropped), for
+      // every tensor, whether it holds this factor or not.
+      if (!fill_all_ && strategy_ == PropagationStrategy::basic) {
+        for (size_t k = 0; k < pick.size(); ++k) {
+          std::optional<AxisRef> cut = pick[k];
+          for (const auto& proj : held)
+            for (size_t g = 0; g < proj.size() && cut; ++g)
+              if (g != f)
+                for (const AxisRef& u : proj[g])
+                  if (cut) cut = prefix_without_overlap(*cut, u);
+          if (!cut) {
+            pick.resize(k);
+            break;
+          }
+          if (!(*cut == pick[k])) {
+            pick[k] = *cut;
+            pick.resize(k + 1);
+            break;
+          }
+        }
       }
       // Keep the size divisible by the factor. Shardy's default (non-conservative) propagation
       // lets the last axis of a factor that is minor-most in every dim holding it split
@@ -294,7 +322,11 @@ class Propagator {
           keep.push_back(a);
         }
         keep = math_.normalize(keep);
-        if (keep.size() > dim.axes.size() && is_prefix(dim.axes, keep)) {
+        const bool longer =
+            (keep.size() > dim.axes.size() && is_prefix(dim.axes, keep)) ||
+            (!fill_all_ && !keep.empty() && keep.size() >= dim.axes.size() &&
+             major_prefix(dim.axes, keep) && math_.product(keep) > math_.product(dim.axes));
+        if (longer) {
           dim.axes = keep;
           grew = true;
           ++stats_.updates;
@@ -322,7 +354,7 @@ class Propagator {
         for (const auto& dfs : *s.dims)
           for (int fi : dfs) {
             const auto f = static_cast<size_t>(fi);
-            if (proj[f].size() < sideways[f].size() && is_prefix(proj[f], sideways[f]))
+            if (proj[f] != sideways[f] && major_prefix(proj[f], sideways[f]))
               sideways[f] = proj[f];
           }
       }
@@ -807,6 +839,29 @@ class Propagator {
     auto hit = [&](const AxisRef& r) { return math_.overlaps(r, a); };
     return std::any_of(s.replicated.begin(), s.replicated.end(), hit) ||
            std::any_of(s.unreduced.begin(), s.unreduced.end(), hit);
+  }
+
+  /// `p` is a prefix of `of` as Shardy reads it: the same leading axes, the last one of `p`
+  /// possibly a major sub-axis of the matching axis of `of` ("x":(1)2 before "x").
+  bool major_prefix(const std::vector<AxisRef>& p, const std::vector<AxisRef>& of) const {
+    if (p.size() > of.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] == of[i] || math_.size(p[i]) == 1) continue;
+      if (i + 1 != p.size()) return false;
+      const auto part = major_part(p[i], of[i]);
+      return part && math_.size(*part) == math_.size(p[i]);
+    }
+    return true;
+  }
+
+  /// The part of `a` before `b` where they share devices (nullopt when `b` starts no later
+  /// than `a`, or when the two cannot coexist in one sharding), else `a` itself.
+  std::optional<AxisRef> prefix_without_overlap(const AxisRef& a, const AxisRef& b) const {
+    if (!math_.overlaps(a, b)) return a;
+    const int64_t pa = a.size > 0 ? a.pre_size : 1, pb = b.size > 0 ? b.pre_size : 1;
+    const bool share = std::max(pa, pb) < std::min(pa * math_.size(a), pb * math_.size(b));
+    if (!share || pb <= pa) return std::nullopt;
+    return AxisRef{a.name, pa, pb / pa};
   }
 
   /// When one of `a`, `b` is a major sub-axis of the other (same axis, same start, sizes that
