@@ -1,6 +1,7 @@
 // Sharding propagation: a worklist fixpoint over the entry function, per op through its factor
 // rule (collect factor shardings from every tensor, resolve conflicts, project back).
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <deque>
 #include <numeric>
@@ -498,6 +499,7 @@ class Propagator {
         rule = std::move(r);
       }
       rules[i] = MESHPLAN_TRY(std::move(rule));
+      if (!fill_all_) unblock_stated(op, rules[i]);
       for (ValueId v : op.operands) users[v].push_back(i);
       for (ValueId v : op.results) producer[v] = i;
     }
@@ -839,6 +841,52 @@ class Propagator {
     auto hit = [&](const AxisRef& r) { return math_.overlaps(r, a); };
     return std::any_of(s.replicated.begin(), s.replicated.end(), hit) ||
            std::any_of(s.unreduced.begin(), s.unreduced.end(), hit);
+  }
+
+  /// Shardy's propagation stops only at the factors a rule blocks: of a rule the op states
+  /// (`sdy.sharding_rule`), the need_replication and permutation factors propagate, those
+  /// listed in blocked_propagation do not.
+  static void unblock_stated(const Op& op, FactorRule& rule) {
+    const Attr* a = op.attr("sdy.sharding_rule");
+    if (!a) return;
+    const std::string t =
+        a->kind == Attr::Kind::opaque || a->kind == Attr::Kind::string ? a->text : attr_string(*a);
+    // Factor names in index order: the `{i=8, j=4}` after the mappings.
+    const size_t arrow = t.find("->");
+    const size_t sizes = arrow == std::string::npos ? arrow : t.find('{', arrow);
+    const size_t sizes_end = sizes == std::string::npos ? sizes : t.find('}', sizes);
+    if (sizes_end == std::string::npos) return;
+    auto names_in = [&](size_t from, size_t to, bool before_eq) {
+      std::vector<std::string> names;
+      std::string cur;
+      bool in_value = false;
+      for (size_t k = from; k <= to; ++k) {
+        const char c = k < to ? t[k] : ',';
+        if (c == ',') {
+          if (!cur.empty()) names.push_back(cur);
+          cur.clear();
+          in_value = false;
+        } else if (before_eq && c == '=') {
+          in_value = true;
+        } else if (!in_value && (std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+          cur += c;
+        }
+      }
+      return names;
+    };
+    const std::vector<std::string> names = names_in(sizes + 1, sizes_end, true);
+    if (names.size() != rule.factor_sizes.size()) return;
+    std::vector<bool> blocked(names.size(), false);
+    const size_t at = t.find("blocked_propagation={", sizes_end);
+    if (at != std::string::npos) {
+      const size_t open = t.find('{', at), close = t.find('}', open);
+      if (close == std::string::npos) return;
+      for (const std::string& n : names_in(open + 1, close, false)) {
+        auto it = std::find(names.begin(), names.end(), n);
+        if (it != names.end()) blocked[static_cast<size_t>(it - names.begin())] = true;
+      }
+    }
+    for (size_t f = 0; f < blocked.size(); ++f) rule.need_replication[f] = blocked[f];
   }
 
   /// `p` is a prefix of `of` as Shardy reads it: the same leading axes, the last one of `p`
