@@ -815,6 +815,14 @@ class Propagator {
     if (op.name != "stablehlo.reduce" || n < 2 || op.operands.size() != 2 * n || !dims ||
         dims->ints.empty()) {
       if (auto r = shardy_stage_rule(m_, op)) return *r;
+      // Shardy's (non-conservative) propagation goes through sliced, padded and concatenated
+      // dims: one factor of operand and result, which blocks nothing.
+      if (op.name == "stablehlo.slice" || op.name == "stablehlo.pad" ||
+          op.name == "stablehlo.concatenate")
+        if (auto r = shardy_reshard_rule(m_, op)) {
+          r->rule.need_replication.assign(r->rule.factor_sizes.size(), false);
+          return r->rule;
+        }
       return sharding_rule(m_, op);
     }
     FactorRule r;
