@@ -5,6 +5,7 @@
 #include <climits>
 #include <deque>
 #include <numeric>
+#include <tuple>
 
 #include "mesh/sharding_manual.hpp"
 #include "mesh/sharding_op_priority.hpp"
@@ -131,11 +132,13 @@ class Propagator {
       int64_t elements;  ///< Size of the tensor the axes come from.
       bool closed = false;
       bool result = false;  ///< From an op result.
+      size_t slot = 0;      ///< Which tensor of the op (operands first).
     };
     std::vector<std::vector<Cand>> cands(nf);
     // Each sharded tensor's axes per factor (Shardy's projection), for conflicts across factors.
     std::vector<std::vector<std::vector<AxisRef>>> held;
-    for (const Slot& s : slots) {
+    for (size_t si = 0; si < slots.size(); ++si) {
+      const Slot& s = slots[si];
       if (!s.sharding->has_value()) continue;
       const TensorSharding& sh = **s.sharding;
       if (sh.dims.size() != s.rank) continue;
@@ -149,13 +152,16 @@ class Propagator {
           bool closed = strategy_ == PropagationStrategy::basic && !sh.dims[d].open;
           if (!proj[static_cast<size_t>(f)].empty() || closed)
             cands[static_cast<size_t>(f)].push_back(
-                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed, s.result});
+                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed, s.result,
+                 si});
         }
     }
     // Per factor: the longest compatible major axes among the candidates of the best priority
     // (a candidate that is not a prefix of the longest cuts it to their common prefix).
     std::vector<std::vector<AxisRef>> chosen(nf);
     std::vector<int64_t> source(nf, 0);
+    // Among the largest sources, the first tensor (Shardy's next tie-break, stage only).
+    std::vector<size_t> source_slot(nf, SIZE_MAX);
     for (size_t f = 0; f < nf; ++f) {
       if (rule.need_replication[f] || cands[f].empty()) continue;
       const uint8_t dir = dirs ? (*dirs)[f] : kDirBoth;
@@ -184,6 +190,8 @@ class Propagator {
         }
         if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick) ||
             (!fill_all_ && c.axes.size() <= pick.size() && major_prefix(c.axes, pick))) {
+          if (c.elements > source[f] || (c.elements == source[f] && c.slot < source_slot[f]))
+            source_slot[f] = c.slot;
           source[f] = std::max(source[f], c.elements);
           continue;
         }
@@ -292,9 +300,17 @@ class Propagator {
       // conflict resolution; ties keep dim order).
       std::vector<size_t> dim_order(s.rank);
       std::iota(dim_order.begin(), dim_order.end(), size_t{0});
+      // The largest source first; in the stage, then (through an elementwise op) the factor
+      // split over more devices, then the first tensor among the sources.
       auto dim_source = [&](size_t d) {
-        int64_t best = 0;
-        for (int f : (*s.dims)[d]) best = std::max(best, source[static_cast<size_t>(f)]);
+        std::tuple<int64_t, int64_t, int64_t> best{0, 0, 0};
+        for (int f32 : (*s.dims)[d]) {
+          const auto f = static_cast<size_t>(f32);
+          const bool stage = !fill_all_ && source_slot[f] != SIZE_MAX;
+          const int64_t split = stage && elementwise_op_ ? math_.product(chosen[f]) : 0;
+          const int64_t slot = stage ? -static_cast<int64_t>(source_slot[f]) : 0;
+          best = std::max(best, std::tuple<int64_t, int64_t, int64_t>{source[f], split, slot});
+        }
         return best;
       };
       if (strategy_ != PropagationStrategy::basic)
