@@ -74,3 +74,29 @@ func.func @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"
   CHECK(got.find("%2 = stablehlo.concatenate %1, %0, dim = 0 {sdy.sharding = " + open) !=
         std::string::npos);
 }
+
+TEST_CASE("stage propagation: equal sources break a conflict in favour of the first tensor") {
+  // The case's edge: dim 0 wants "x", "y" (from %arg2), dim 1 wants "y" (from %arg1); both
+  // sources have 64 elements, so the first branch's %arg1 wins "y" for dim 1 and dim 0 keeps
+  // "x" (aggressive conflict resolution, as the pipeline runs it).
+  auto m = parse_module(R"(sdy.mesh @mesh = <["x"=2, "y"=4]>
+func.func @main(%arg0: tensor<i32>, %arg1: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {"y", ?}]>}, %arg2: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y", ?}, {?}]>}) -> tensor<4x16xf32> {
+  %0 = "stablehlo.case"(%arg0) ({
+    stablehlo.return %arg1 : tensor<4x16xf32>
+  }, {
+    stablehlo.return %arg2 : tensor<4x16xf32>
+  }) : (tensor<i32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+)",
+                        "case.mlir");
+  REQUIRE_MESSAGE(m.has_value(), m.error().message);
+  auto s = run_sdy_propagation(*m, PropagationStrategy::pipeline);
+  REQUIRE_MESSAGE(s.has_value(), s.error().message);
+  const std::string got = print_module(*m);
+  CHECK(got.find("}) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\"}, {\"y\"}]>]>} : "
+                 "(tensor<i32>) -> tensor<4x16xf32>") != std::string::npos);
+  CHECK(got.find("%arg1: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+                 "{\"y\"}]>}, %arg2: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+                 "[{\"x\", \"y\"}, {}]>}") != std::string::npos);
+}
