@@ -771,9 +771,23 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         for (size_t k = 0; k < op.operands.size(); ++k) {
           const auto& want = f->results[k].sharding;
           ValueId v = op.operands[k];
-          if (want && !same_placement(math, current(v), *want)) {
+          // Shardy: a result on another mesh (other axes or device order) is not where the
+          // value is, whatever its dims say (unless both are replicated); a result stating no sharding is replicated, so a
+          // sharded value is resharded to the fully closed replicated sharding of its mesh.
+          const std::optional<TensorSharding> have = stated(v);
+          bool other_mesh = false;
+          if (shardy_rules && want && have && want->mesh != have->mesh &&
+              !(fully_replicated(*want) && fully_replicated(*have))) {
+            const MeshDecl* a = m.mesh(want->mesh);
+            const MeshDecl* b = m.mesh(have->mesh);
+            other_mesh = a && b && (a->axes != b->axes || a->device_ids != b->device_ids);
+          }
+          if (want && (other_mesh || !same_placement(math, current(v), *want))) {
             ValueId nv = reshard(v, *want, op.loc);
             m.ops[o].operands[k] = nv;
+          } else if (shardy_rules && !want && have && !fully_replicated(*have) && !is_token(m, v)) {
+            m.ops[o].operands[k] =
+                reshard(v, replicated_sharding(have->mesh, have->dims.size()), op.loc);
           }
         }
         out->push_back(o);
