@@ -854,3 +854,26 @@ func.func public @main(%arg0: tensor<1x1xf32> {sdy.sharding = #sdy.sharding<@mes
                  "[]>]>") != std::string::npos);
   CHECK(count(got, "sdy.reshard") == 1);
 }
+
+// A broadcast's operand dim of size 1 expanded in place is a factor of its own, so the
+// broadcast is a unary op: the larger tensor (the 24-element result, replicated) keeps its
+// sharding and the operand is resharded to it. A function result that states no sharding is
+// replicated: a sharded value returned there is resharded to replicated on its mesh. A result
+// on a mesh of another device order differs from the same dims on the value's mesh unless
+// both are replicated.
+TEST_CASE("explicit reshards: unary broadcast, unsharded and other-mesh function results") {
+  const std::string got = reshards(R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+sdy.mesh @other = <["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>
+func.func @main(%arg0: tensor<4x1xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}, %arg1: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg2: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}, %arg3: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x6xf32>, tensor<4x8xf32>, tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@other, [{}, {}]>}, tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@other, [{"x"}, {}]>}) {
+  %0 = stablehlo.broadcast_in_dim %arg0, dims = [0, 1] : (tensor<4x1xf32>) -> tensor<4x6xf32>
+  return %0, %arg1, %arg2, %arg3 : tensor<4x6xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+)");
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{}, {}]> : tensor<4x1xf32>\n"
+                 "  %1 = stablehlo.broadcast_in_dim %0, dims = [0, 1] : (tensor<4x1xf32>) -> "
+                 "tensor<4x6xf32>\n"
+                 "  %2 = sdy.reshard %arg1 <@mesh, [{}, {}]> : tensor<4x8xf32>\n"
+                 "  %3 = sdy.reshard %arg3 <@other, [{\"x\"}, {}]> : tensor<4x8xf32>\n"
+                 "  return %1, %2, %arg2, %3 : ") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 3);
+}
