@@ -1,6 +1,7 @@
 // Sharding propagation: a worklist fixpoint over the entry function, per op through its factor
 // rule (collect factor shardings from every tensor, resolve conflicts, project back).
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <climits>
 #include <deque>
@@ -931,7 +932,13 @@ class Propagator {
   std::optional<AxisRef> prefix_without_overlap(const AxisRef& a, const AxisRef& b) const {
     if (!math_.overlaps(a, b)) return a;
     const int64_t pa = a.size > 0 ? a.pre_size : 1, pb = b.size > 0 ? b.pre_size : 1;
-    const bool share = std::max(pa, pb) < std::min(pa * math_.size(a), pb * math_.size(b));
+    const int64_t ea = pa * math_.size(a), eb = pb * math_.size(b);
+    // Sub-axes coexist when their bounds divide each other in order (a whole axis always).
+    std::array<int64_t, 4> bounds = {pa, ea, pb, eb};
+    std::sort(bounds.begin(), bounds.end());
+    for (size_t i = 0; i + 1 < bounds.size(); ++i)
+      if (bounds[i + 1] % bounds[i] != 0) return std::nullopt;
+    const bool share = std::max(pa, pb) < std::min(ea, eb);
     if (!share || pb <= pa) return std::nullopt;
     return AxisRef{a.name, pa, pb / pa};
   }
