@@ -100,3 +100,19 @@ func.func @main(%arg0: tensor<i32>, %arg1: tensor<4x16xf32> {sdy.sharding = #sdy
                  "{\"y\"}]>}, %arg2: tensor<4x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
                  "[{\"x\", \"y\"}, {}]>}") != std::string::npos);
 }
+
+TEST_CASE("stage propagation: a maximal mesh is not replaced by the function's mesh") {
+  // "<[], device_ids=[1]>" places the whole tensor on device 1: unlike a mesh without axes or
+  // devices it is not a blank to fill, so the multiply's operands name two meshes and nothing
+  // propagates through it.
+  const std::string got = basic(R"(sdy.mesh @one = <[], device_ids=[1]>
+sdy.mesh @mesh = <["x"=2]>
+func.func @main(%arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@one, []>}) -> tensor<4x4xf32> {
+  %0 = stablehlo.multiply %arg0, %arg1 : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+)");
+  CHECK(got.find("%arg1: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@one, []>}) -> "
+                 "tensor<4x4xf32> {") != std::string::npos);
+  CHECK(got.find("%0 = stablehlo.multiply %arg0, %arg1 : tensor<4x4xf32>") != std::string::npos);
+}

@@ -426,7 +426,7 @@ class Propagator {
     if (!fill_all_) {
       auto adopt = [&](std::optional<TensorSharding>& sh, std::string& was) {
         const MeshDecl* d = sh ? m_.mesh(sh->mesh) : nullptr;
-        if (!d || !d->axes.empty()) return;
+        if (!d || !d->axes.empty() || !d->device_ids.empty()) return;  // a maximal mesh stays
         was = sh->mesh;
         sh->mesh = mesh_.name;
       };
