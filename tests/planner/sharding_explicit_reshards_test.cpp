@@ -796,3 +796,84 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>, %arg2: tensor<
   CHECK(got.find("\"stablehlo.sort\"(%arg0) <{dimension = 0 : i64, is_stable = true}> ({") !=
         std::string::npos);
 }
+
+// Reshapes whose projection overflows: "x"=6 on the 24 = 4x6 dim of the operand gives factor i
+// (size 4) "x":(1)2, and "x":(2)3 shares no divisor with what is left of i, so "x":(2)3 and "y"
+// overflow. All the axes of the operand (as many devices as the result's) are dealt out again
+// axis by axis to the first factor each shares a divisor with: "x":(1)2 and "y":(1)2 to i,
+// "x":(2)3 and "y":(2)2 to j (size 6). The operand is resharded to that, the reshape keeps
+// both factors and the result moves to its declared sharding after it.
+TEST_CASE("explicit reshards: a reshape's overflow axes are dealt out again across factors") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=6, "y"=4]>
+func.func public @main(%arg0: tensor<24x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>}) -> (tensor<4x48xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x", "y"}]>}) {
+  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x", "y"}]>]>} : (tensor<24x8xf32>) -> tensor<4x48xf32>
+  return %0 : tensor<4x48xf32>
+}
+)";
+  const std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{\"x\":(1)2, \"y\":(1)2, \"x\":(2)3, "
+                 "\"y\":(2)2}, {}]> : tensor<24x8xf32>\n"
+                 "  %1 = stablehlo.reshape %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[{\"x\":(1)2, \"y\":(1)2}, {\"x\":(2)3, \"y\":(2)2}]>]>} : (tensor<24x8xf32>) -> "
+                 "tensor<4x48xf32>\n"
+                 "  %2 = sdy.reshard %1 <@mesh, [{}, {\"x\", \"y\"}]> : tensor<4x48xf32>\n"
+                 "  return %2 : tensor<4x48xf32>\n") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 2);
+
+  // The other direction: the result's dim 0 overflows; the operand's axes ("x" on j, "y" split
+  // over j and k) are dealt out the same way on both sides.
+  const std::string back = R"(sdy.mesh @mesh = <["x"=6, "y"=4]>
+func.func public @main(%arg0: tensor<4x48xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x", "y"}]>}) -> (tensor<24x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>}) {
+  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x", "y"}, {}]>]>} : (tensor<4x48xf32>) -> tensor<24x8xf32>
+  return %0 : tensor<24x8xf32>
+}
+)";
+  const std::string got_back = reshards(back);
+  CHECK(got_back.find("  %0 = sdy.reshard %arg0 <@mesh, [{\"x\":(1)2, \"y\":(1)2}, {\"x\":(2)3, "
+                      "\"y\":(2)2}]> : tensor<4x48xf32>\n"
+                      "  %1 = stablehlo.reshape %0 {sdy.sharding = "
+                      "#sdy.sharding_per_value<[<@mesh, [{\"x\":(1)2, \"y\":(1)2, \"x\":(2)3, "
+                      "\"y\":(2)2}, {}]>]>} : (tensor<4x48xf32>) -> tensor<24x8xf32>\n"
+                      "  %2 = sdy.reshard %1 <@mesh, [{\"x\", \"y\"}, {}]> : tensor<24x8xf32>\n") !=
+        std::string::npos);
+}
+
+// An axis no factor can take overflows the last factor: with the rule ([ij, k])->([]) {i=3,
+// j=2, k=1}, "x"=4 shares nothing with i, j takes "x":(1)2, and "x":(2)2 overflows k, the only
+// factor of dim 1. The operand keeps what its dims can hold: dim 0 stops at the unsplit i.
+TEST_CASE("explicit reshards: an axis no factor takes overflows the minor-most factor") {
+  const std::string text = R"(sdy.mesh @mesh = <["x"=4]>
+func.func public @main(%arg0: tensor<1x1xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>}) {
+  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, []>]>, sdy.sharding_rule = #sdy.op_sharding_rule<([ij, k])->([]) {i=3, j=2, k=1}>} : (tensor<1x1xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+)";
+  const std::string got = reshards(text);
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{}, {\"x\":(2)2}]> : tensor<1x1xf32>\n"
+                 "  %1 = stablehlo.reshape %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                 "[]>]>") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 1);
+}
+
+// A broadcast's operand dim of size 1 expanded in place is a factor of its own, so the
+// broadcast is a unary op: the larger tensor (the 24-element result, replicated) keeps its
+// sharding and the operand is resharded to it. A function result that states no sharding is
+// replicated: a sharded value returned there is resharded to replicated on its mesh. A result
+// on a mesh of another device order differs from the same dims on the value's mesh unless
+// both are replicated.
+TEST_CASE("explicit reshards: unary broadcast, unsharded and other-mesh function results") {
+  const std::string got = reshards(R"(sdy.mesh @mesh = <["x"=2, "y"=2]>
+sdy.mesh @other = <["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>
+func.func @main(%arg0: tensor<4x1xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}, %arg1: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg2: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}, %arg3: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<4x6xf32>, tensor<4x8xf32>, tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@other, [{}, {}]>}, tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@other, [{"x"}, {}]>}) {
+  %0 = stablehlo.broadcast_in_dim %arg0, dims = [0, 1] : (tensor<4x1xf32>) -> tensor<4x6xf32>
+  return %0, %arg1, %arg2, %arg3 : tensor<4x6xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+)");
+  CHECK(got.find("  %0 = sdy.reshard %arg0 <@mesh, [{}, {}]> : tensor<4x1xf32>\n"
+                 "  %1 = stablehlo.broadcast_in_dim %0, dims = [0, 1] : (tensor<4x1xf32>) -> "
+                 "tensor<4x6xf32>\n"
+                 "  %2 = sdy.reshard %arg1 <@mesh, [{}, {}]> : tensor<4x8xf32>\n"
+                 "  %3 = sdy.reshard %arg3 <@other, [{\"x\"}, {}]> : tensor<4x8xf32>\n"
+                 "  return %1, %2, %arg2, %3 : ") != std::string::npos);
+  CHECK(count(got, "sdy.reshard") == 3);
+}

@@ -1,9 +1,12 @@
 // Sharding propagation: a worklist fixpoint over the entry function, per op through its factor
 // rule (collect factor shardings from every tensor, resolve conflicts, project back).
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <climits>
 #include <deque>
 #include <numeric>
+#include <tuple>
 
 #include "mesh/sharding_manual.hpp"
 #include "mesh/sharding_op_priority.hpp"
@@ -130,14 +133,19 @@ class Propagator {
       int64_t elements;  ///< Size of the tensor the axes come from.
       bool closed = false;
       bool result = false;  ///< From an op result.
+      size_t slot = 0;      ///< Which tensor of the op (operands first).
     };
     std::vector<std::vector<Cand>> cands(nf);
-    for (const Slot& s : slots) {
+    // Each sharded tensor's axes per factor (Shardy's projection), for conflicts across factors.
+    std::vector<std::vector<std::vector<AxisRef>>> held;
+    for (size_t si = 0; si < slots.size(); ++si) {
+      const Slot& s = slots[si];
       if (!s.sharding->has_value()) continue;
       const TensorSharding& sh = **s.sharding;
       if (sh.dims.size() != s.rank) continue;
       auto proj =
           fill_all_ ? project(math_, rule, *s.dims, sh) : project_uneven(math_, rule, *s.dims, sh);
+      if (!fill_all_) held.push_back(proj);
       for (size_t d = 0; d < s.dims->size(); ++d)
         for (int f : (*s.dims)[d]) {
           if (priority(sh.dims[d]) > level_) continue;
@@ -145,13 +153,16 @@ class Propagator {
           bool closed = strategy_ == PropagationStrategy::basic && !sh.dims[d].open;
           if (!proj[static_cast<size_t>(f)].empty() || closed)
             cands[static_cast<size_t>(f)].push_back(
-                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed, s.result});
+                {proj[static_cast<size_t>(f)], priority(sh.dims[d]), s.elements, closed, s.result,
+                 si});
         }
     }
     // Per factor: the longest compatible major axes among the candidates of the best priority
     // (a candidate that is not a prefix of the longest cuts it to their common prefix).
     std::vector<std::vector<AxisRef>> chosen(nf);
     std::vector<int64_t> source(nf, 0);
+    // Among the largest sources, the first tensor (Shardy's next tie-break, stage only).
+    std::vector<size_t> source_slot(nf, SIZE_MAX);
     for (size_t f = 0; f < nf; ++f) {
       if (rule.need_replication[f] || cands[f].empty()) continue;
       const uint8_t dir = dirs ? (*dirs)[f] : kDirBoth;
@@ -172,11 +183,16 @@ class Propagator {
       std::vector<AxisRef> pick = *longest;
       for (const Cand& c : cands[f]) {
         if (c.priority != best) continue;
-        if (c.closed && pick.size() > c.axes.size() && is_prefix(c.axes, pick)) {
-          pick.resize(c.axes.size());  // a closed dim holds no more than its axes
+        if (c.closed && pick != c.axes &&
+            ((pick.size() > c.axes.size() && is_prefix(c.axes, pick)) ||
+             (!fill_all_ && major_prefix(c.axes, pick)))) {
+          pick = c.axes;  // a closed dim holds no more than its axes
           continue;
         }
-        if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick)) {
+        if (is_prefix(pick, c.axes) || is_prefix(c.axes, pick) ||
+            (!fill_all_ && c.axes.size() <= pick.size() && major_prefix(c.axes, pick))) {
+          if (c.elements > source[f] || (c.elements == source[f] && c.slot < source_slot[f]))
+            source_slot[f] = c.slot;
           source[f] = std::max(source[f], c.elements);
           continue;
         }
@@ -203,6 +219,28 @@ class Propagator {
             pick.resize(k);
             break;
           }
+      }
+      // Shardy's propagation: an axis that a tensor of the op already holds for another factor
+      // is cut to its part before that tensor's axis (and what follows it is dropped), for
+      // every tensor, whether it holds this factor or not.
+      if (!fill_all_ && strategy_ == PropagationStrategy::basic) {
+        for (size_t k = 0; k < pick.size(); ++k) {
+          std::optional<AxisRef> cut = pick[k];
+          for (const auto& proj : held)
+            for (size_t g = 0; g < proj.size() && cut; ++g)
+              if (g != f)
+                for (const AxisRef& u : proj[g])
+                  if (cut) cut = prefix_without_overlap(*cut, u);
+          if (!cut) {
+            pick.resize(k);
+            break;
+          }
+          if (!(*cut == pick[k])) {
+            pick[k] = *cut;
+            pick.resize(k + 1);
+            break;
+          }
+        }
       }
       // Keep the size divisible by the factor. Shardy's default (non-conservative) propagation
       // lets the last axis of a factor that is minor-most in every dim holding it split
@@ -263,9 +301,17 @@ class Propagator {
       // conflict resolution; ties keep dim order).
       std::vector<size_t> dim_order(s.rank);
       std::iota(dim_order.begin(), dim_order.end(), size_t{0});
+      // The largest source first; in the stage, then (through an elementwise op) the factor
+      // split over more devices, then the first tensor among the sources.
       auto dim_source = [&](size_t d) {
-        int64_t best = 0;
-        for (int f : (*s.dims)[d]) best = std::max(best, source[static_cast<size_t>(f)]);
+        std::tuple<int64_t, int64_t, int64_t> best{0, 0, 0};
+        for (int f32 : (*s.dims)[d]) {
+          const auto f = static_cast<size_t>(f32);
+          const bool stage = !fill_all_ && source_slot[f] != SIZE_MAX;
+          const int64_t split = stage && elementwise_op_ ? math_.product(chosen[f]) : 0;
+          const int64_t slot = stage ? -static_cast<int64_t>(source_slot[f]) : 0;
+          best = std::max(best, std::tuple<int64_t, int64_t, int64_t>{source[f], split, slot});
+        }
         return best;
       };
       if (strategy_ != PropagationStrategy::basic)
@@ -294,7 +340,11 @@ class Propagator {
           keep.push_back(a);
         }
         keep = math_.normalize(keep);
-        if (keep.size() > dim.axes.size() && is_prefix(dim.axes, keep)) {
+        const bool longer =
+            (keep.size() > dim.axes.size() && is_prefix(dim.axes, keep)) ||
+            (!fill_all_ && !keep.empty() && keep.size() >= dim.axes.size() &&
+             major_prefix(dim.axes, keep) && math_.product(keep) > math_.product(dim.axes));
+        if (longer) {
           dim.axes = keep;
           grew = true;
           ++stats_.updates;
@@ -322,7 +372,7 @@ class Propagator {
         for (const auto& dfs : *s.dims)
           for (int fi : dfs) {
             const auto f = static_cast<size_t>(fi);
-            if (proj[f].size() < sideways[f].size() && is_prefix(proj[f], sideways[f]))
+            if (proj[f] != sideways[f] && major_prefix(proj[f], sideways[f]))
               sideways[f] = proj[f];
           }
       }
@@ -376,7 +426,7 @@ class Propagator {
     if (!fill_all_) {
       auto adopt = [&](std::optional<TensorSharding>& sh, std::string& was) {
         const MeshDecl* d = sh ? m_.mesh(sh->mesh) : nullptr;
-        if (!d || !d->axes.empty()) return;
+        if (!d || !d->axes.empty() || !d->device_ids.empty()) return;  // a maximal mesh stays
         was = sh->mesh;
         sh->mesh = mesh_.name;
       };
@@ -466,6 +516,7 @@ class Propagator {
         rule = std::move(r);
       }
       rules[i] = MESHPLAN_TRY(std::move(rule));
+      if (!fill_all_) unblock_stated(op, rules[i]);
       for (ValueId v : op.operands) users[v].push_back(i);
       for (ValueId v : op.results) producer[v] = i;
     }
@@ -781,6 +832,14 @@ class Propagator {
     if (op.name != "stablehlo.reduce" || n < 2 || op.operands.size() != 2 * n || !dims ||
         dims->ints.empty()) {
       if (auto r = shardy_stage_rule(m_, op)) return *r;
+      // Shardy's (non-conservative) propagation goes through sliced, padded and concatenated
+      // dims: one factor of operand and result, which blocks nothing.
+      if (op.name == "stablehlo.slice" || op.name == "stablehlo.pad" ||
+          op.name == "stablehlo.concatenate")
+        if (auto r = shardy_reshard_rule(m_, op)) {
+          r->rule.need_replication.assign(r->rule.factor_sizes.size(), false);
+          return r->rule;
+        }
       return sharding_rule(m_, op);
     }
     FactorRule r;
@@ -807,6 +866,81 @@ class Propagator {
     auto hit = [&](const AxisRef& r) { return math_.overlaps(r, a); };
     return std::any_of(s.replicated.begin(), s.replicated.end(), hit) ||
            std::any_of(s.unreduced.begin(), s.unreduced.end(), hit);
+  }
+
+  /// Shardy's propagation stops only at the factors a rule blocks: of a rule the op states
+  /// (`sdy.sharding_rule`), the need_replication and permutation factors propagate, those
+  /// listed in blocked_propagation do not.
+  static void unblock_stated(const Op& op, FactorRule& rule) {
+    const Attr* a = op.attr("sdy.sharding_rule");
+    if (!a) return;
+    const std::string t =
+        a->kind == Attr::Kind::opaque || a->kind == Attr::Kind::string ? a->text : attr_string(*a);
+    // Factor names in index order: the `{i=8, j=4}` after the mappings.
+    const size_t arrow = t.find("->");
+    const size_t sizes = arrow == std::string::npos ? arrow : t.find('{', arrow);
+    const size_t sizes_end = sizes == std::string::npos ? sizes : t.find('}', sizes);
+    if (sizes_end == std::string::npos) return;
+    auto names_in = [&](size_t from, size_t to, bool before_eq) {
+      std::vector<std::string> names;
+      std::string cur;
+      bool in_value = false;
+      for (size_t k = from; k <= to; ++k) {
+        const char c = k < to ? t[k] : ',';
+        if (c == ',') {
+          if (!cur.empty()) names.push_back(cur);
+          cur.clear();
+          in_value = false;
+        } else if (before_eq && c == '=') {
+          in_value = true;
+        } else if (!in_value && (std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+          cur += c;
+        }
+      }
+      return names;
+    };
+    const std::vector<std::string> names = names_in(sizes + 1, sizes_end, true);
+    if (names.size() != rule.factor_sizes.size()) return;
+    std::vector<bool> blocked(names.size(), false);
+    const size_t at = t.find("blocked_propagation={", sizes_end);
+    if (at != std::string::npos) {
+      const size_t open = t.find('{', at), close = t.find('}', open);
+      if (close == std::string::npos) return;
+      for (const std::string& n : names_in(open + 1, close, false)) {
+        auto it = std::find(names.begin(), names.end(), n);
+        if (it != names.end()) blocked[static_cast<size_t>(it - names.begin())] = true;
+      }
+    }
+    for (size_t f = 0; f < blocked.size(); ++f) rule.need_replication[f] = blocked[f];
+  }
+
+  /// `p` is a prefix of `of` as Shardy reads it: the same leading axes, the last one of `p`
+  /// possibly a major sub-axis of the matching axis of `of` ("x":(1)2 before "x").
+  bool major_prefix(const std::vector<AxisRef>& p, const std::vector<AxisRef>& of) const {
+    if (p.size() > of.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] == of[i] || math_.size(p[i]) == 1) continue;
+      if (i + 1 != p.size()) return false;
+      const auto part = major_part(p[i], of[i]);
+      return part && math_.size(*part) == math_.size(p[i]);
+    }
+    return true;
+  }
+
+  /// The part of `a` before `b` where they share devices (nullopt when `b` starts no later
+  /// than `a`, or when the two cannot coexist in one sharding), else `a` itself.
+  std::optional<AxisRef> prefix_without_overlap(const AxisRef& a, const AxisRef& b) const {
+    if (!math_.overlaps(a, b)) return a;
+    const int64_t pa = a.size > 0 ? a.pre_size : 1, pb = b.size > 0 ? b.pre_size : 1;
+    const int64_t ea = pa * math_.size(a), eb = pb * math_.size(b);
+    // Sub-axes coexist when their bounds divide each other in order (a whole axis always).
+    std::array<int64_t, 4> bounds = {pa, ea, pb, eb};
+    std::sort(bounds.begin(), bounds.end());
+    for (size_t i = 0; i + 1 < bounds.size(); ++i)
+      if (bounds[i + 1] % bounds[i] != 0) return std::nullopt;
+    const bool share = std::max(pa, pb) < std::min(ea, eb);
+    if (!share || pb <= pa) return std::nullopt;
+    return AxisRef{a.name, pa, pb / pa};
   }
 
   /// When one of `a`, `b` is a major sub-axis of the other (same axis, same start, sizes that

@@ -365,6 +365,14 @@ std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op) {
   if (op.name == "stablehlo.gather") return gather(m, op);
   if (op.name == "stablehlo.scatter") return scatter(m, op);
   if (op.name == "stablehlo.reduce" && op.results.size() > 1) return variadic_reduce(m, op);
+  if (op.name == "stablehlo.broadcast_in_dim") {
+    // Shardy: an operand dim of size 1 expanded in place is a factor of size 1 of its own (the
+    // mesh pipeline's rule has it need replication), so a broadcast is a unary op.
+    auto r = sharding_rule(m, op);
+    if (!r) return std::nullopt;
+    r->need_replication.assign(r->need_replication.size(), false);
+    return ReshardRule{std::move(*r), {}};
+  }
   if (op.name == "stablehlo.reverse") {
     // Shardy: the reversed dims are permutation factors (the mesh pipeline's rule has them
     // need replication), the others pass through.

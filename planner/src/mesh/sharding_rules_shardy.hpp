@@ -21,9 +21,10 @@ struct ReshardRule {
 };
 /// The rule that stage takes where Shardy's differs from the mesh pipeline's: a dynamic_slice's
 /// sliced dims are one factor of operand and result needing replication, pad and slice have
-/// one factor per dim, permutation factors where the size changes, and a reverse's reversed
-/// dims are permutation factors; concatenate, gather, scatter and a reduce of several inputs
-/// as Shardy's registry states them (see architecture.md). nullopt: sharding_rule.
+/// one factor per dim, permutation factors where the size changes, a reverse's reversed
+/// dims are permutation factors and a broadcast_in_dim's expanded size-1 dims need no
+/// replication; concatenate, gather, scatter and a reduce of several inputs as Shardy's
+/// registry states them (see architecture.md). nullopt: sharding_rule.
 std::optional<ReshardRule> shardy_reshard_rule(const Module& m, const Op& op);
 
 /// The rule Shardy's op sharding rule registry gives ops the general rules do not cover:

@@ -3,6 +3,7 @@
 // sdy.all_reduce, and results placed otherwise than propagation decided are resharded after.
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 
@@ -284,6 +285,235 @@ std::vector<Axes> common_axes(const AxisMath& math, const FactorRule& rule,
   return fs;
 }
 
+// Shardy's reshape with overflow axes. Projecting a dim's axes onto its factors (major factor
+// first) stops at a non-minor factor whose remaining size shares no divisor with the next
+// (sub-)axis; the axes from there on are that factor's overflow axes and the later factors of
+// the dim get nothing. A reshape whose operand or result has overflow axes takes all axes of
+// the side split over more devices (in factor order, overflow included) and deals them out
+// again on each side, axis by axis: each (sub-)axis goes to the first factor (in dim order)
+// it shares a divisor with, split where it is larger than what the factor has left; an axis
+// no factor can take, and every axis after it, overflows the side's last factor. The
+// operand's and result's shardings built from those, projected again, agree on the longest
+// common prefix of each factor's axes: the factor sharding the reshape runs with.
+
+/// One factor's axes in one tensor: `present` when the tensor's projection reaches it.
+struct OverflowFactor {
+  bool present = false;
+  Axes axes;
+  Axes overflow;
+};
+
+/// Appends `a` to `axes`, merged with the last one when it is that axis' next sub-axis.
+void push_merged(const AxisMath& math, Axes& axes, AxisRef a) {
+  axes.push_back(a);
+  axes = math.normalize(std::move(axes));
+}
+
+/// `axes` with every reference spelled as (pre-size, size), sizes resolved.
+Axes resolved(const AxisMath& math, const Axes& axes) {
+  Axes out;
+  for (AxisRef a : axes) {
+    a.size = math.size(a);
+    out.push_back(a);
+  }
+  return out;
+}
+
+/// Shardy's projection of `s` onto the factors of `dims`, keeping overflow axes.
+std::vector<OverflowFactor> project_with_overflow(const AxisMath& math, const FactorRule& rule,
+                                                  const std::vector<std::vector<int>>& dims,
+                                                  const TensorSharding& s) {
+  std::vector<OverflowFactor> out(rule.factor_sizes.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const Axes axes = d < s.dims.size() ? resolved(math, s.dims[d].axes) : Axes{};
+    size_t next = 0;  // the next axis of `axes` after `piece`
+    std::optional<AxisRef> piece;
+    auto advance = [&] {
+      piece = next < axes.size() ? std::optional<AxisRef>(axes[next]) : std::nullopt;
+      ++next;
+    };
+    auto rest_into = [&](Axes& into) {
+      for (; piece; advance()) push_merged(math, into, *piece);
+    };
+    advance();
+    bool overflowed = false;
+    for (size_t j = 0; j < dims[d].size(); ++j) {
+      OverflowFactor& f = out[static_cast<size_t>(dims[d][j])];
+      f.present = true;
+      if (overflowed) break;
+      if (j + 1 == dims[d].size()) {  // the minor-most factor takes the rest
+        rest_into(f.axes);
+        break;
+      }
+      int64_t left = rule.factor_sizes[static_cast<size_t>(dims[d][j])];
+      while (piece) {
+        if (piece->size == 1) {
+          push_merged(math, f.axes, *piece);
+          advance();
+          continue;
+        }
+        const int64_t g = std::gcd(left, piece->size);
+        if (g == 1) break;
+        if (piece->size > g) {
+          push_merged(math, f.axes, AxisRef{piece->name, piece->pre_size, g});
+          piece->pre_size *= g;
+          piece->size /= g;
+          left /= g;
+        } else {
+          push_merged(math, f.axes, *piece);
+          left /= piece->size;
+          advance();
+        }
+      }
+      if (left > 1 && piece) {
+        overflowed = true;
+        rest_into(f.overflow);
+      }
+    }
+  }
+  return out;
+}
+
+bool has_overflow(const std::vector<OverflowFactor>& fs) {
+  return std::any_of(fs.begin(), fs.end(),
+                     [](const OverflowFactor& f) { return !f.overflow.empty(); });
+}
+
+/// Deals `all` out over the factors of `dims` that `fs` reaches (see above).
+void redistribute(const AxisMath& math, const FactorRule& rule,
+                  const std::vector<std::vector<int>>& dims, std::vector<OverflowFactor>& fs,
+                  const Axes& all) {
+  std::vector<size_t> order;
+  for (const auto& dim : dims)
+    for (int f : dim)
+      if (fs[static_cast<size_t>(f)].present) order.push_back(static_cast<size_t>(f));
+  if (order.empty()) return;
+  std::vector<int64_t> left;
+  for (size_t f : order) {
+    fs[f].axes.clear();
+    fs[f].overflow.clear();
+    left.push_back(rule.factor_sizes[f]);
+  }
+  const Axes pieces = resolved(math, all);
+  size_t next = 0;
+  std::optional<AxisRef> piece;
+  auto advance = [&] {
+    piece = next < pieces.size() ? std::optional<AxisRef>(pieces[next]) : std::nullopt;
+    ++next;
+  };
+  advance();
+  while (piece) {
+    bool used = false;
+    for (size_t i = 0; i < order.size() && piece; ++i) {
+      if (left[i] <= 1) continue;
+      const int64_t g = std::gcd(left[i], piece->size);
+      if (g == 1 && piece->size != 1) continue;
+      used = true;
+      Axes& into = fs[order[i]].axes;
+      if (piece->size > g) {
+        push_merged(math, into, AxisRef{piece->name, piece->pre_size, g});
+        piece->pre_size *= g;
+        piece->size /= g;
+        left[i] /= g;
+      } else {
+        push_merged(math, into, *piece);
+        left[i] /= piece->size;
+        advance();
+        break;
+      }
+    }
+    if (!used) {
+      for (Axes& into = fs[order.back()].overflow; piece; advance()) push_merged(math, into, *piece);
+    }
+  }
+}
+
+/// The sharding of a tensor of `dims` built from its factors' axes (Shardy's
+/// createTensorShardingAttr): a dim takes its factors' axes major first, up to and including
+/// the first factor that is not fully split or that overflows.
+TensorSharding sharding_from(const AxisMath& math, const FactorRule& rule,
+                             const std::vector<std::vector<int>>& dims,
+                             const std::vector<OverflowFactor>& fs, const std::string& mesh) {
+  TensorSharding s = replicated_sharding(mesh, dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    Axes& into = s.dims[d].axes;
+    for (int f32 : dims[d]) {
+      const OverflowFactor& f = fs[static_cast<size_t>(f32)];
+      for (const AxisRef& a : f.axes) push_merged(math, into, a);
+      if (!f.overflow.empty()) {
+        for (const AxisRef& a : f.overflow) push_merged(math, into, a);
+        break;
+      }
+      if (math.product(f.axes) < rule.factor_sizes[static_cast<size_t>(f32)]) break;
+    }
+  }
+  return s;
+}
+
+/// The longest common prefix of two axis lists; where they first differ, the smaller of two
+/// references that start the same sub-range of one axis is kept.
+Axes common_prefix(const AxisMath& math, const Axes& a, const Axes& b) {
+  Axes out;
+  const Axes ra = resolved(math, a), rb = resolved(math, b);
+  for (size_t i = 0; i < ra.size() && i < rb.size(); ++i) {
+    if (ra[i] == rb[i]) {
+      out.push_back(ra[i]);
+      continue;
+    }
+    if (ra[i].name == rb[i].name && ra[i].pre_size == rb[i].pre_size) {
+      const int64_t small = std::min(ra[i].size, rb[i].size);
+      const int64_t large = std::max(ra[i].size, rb[i].size);
+      if (large % small == 0) out.push_back(AxisRef{ra[i].name, ra[i].pre_size, small});
+    }
+    break;
+  }
+  return out;
+}
+
+/// The factor sharding a reshape runs with when its operand or result has overflow axes, or
+/// nullopt when neither has any.
+std::optional<std::vector<Axes>> reshape_overflow_axes(const AxisMath& math,
+                                                       const FactorRule& rule,
+                                                       const TensorSharding& in,
+                                                       const TensorSharding& out) {
+  if (rule.operands.size() != 1 || rule.results.size() != 1) return std::nullopt;
+  const auto& in_dims = rule.operands[0];
+  const auto& out_dims = rule.results[0];
+  std::vector<OverflowFactor> ins = project_with_overflow(math, rule, in_dims, in);
+  std::vector<OverflowFactor> outs = project_with_overflow(math, rule, out_dims, out);
+  if (!has_overflow(ins) && !has_overflow(outs)) return std::nullopt;
+  auto devices = [&](const std::vector<OverflowFactor>& fs) {
+    int64_t n = 1;
+    for (const OverflowFactor& f : fs) n *= math.product(f.axes) * math.product(f.overflow);
+    return n;
+  };
+  const std::vector<OverflowFactor>& best = devices(ins) >= devices(outs) ? ins : outs;
+  Axes all;
+  for (const OverflowFactor& f : best) {
+    if (!f.present) continue;
+    all.insert(all.end(), f.axes.begin(), f.axes.end());
+    all.insert(all.end(), f.overflow.begin(), f.overflow.end());
+  }
+  redistribute(math, rule, in_dims, ins, all);
+  redistribute(math, rule, out_dims, outs, all);
+  const std::vector<OverflowFactor> legal_in =
+      project_with_overflow(math, rule, in_dims, sharding_from(math, rule, in_dims, ins, in.mesh));
+  const std::vector<OverflowFactor> legal_out = project_with_overflow(
+      math, rule, out_dims, sharding_from(math, rule, out_dims, outs, in.mesh));
+  std::vector<Axes> fs(rule.factor_sizes.size());
+  for (size_t f = 0; f < fs.size(); ++f) {
+    if (legal_in[f].present && legal_out[f].present)
+      fs[f] = common_prefix(math, legal_in[f].axes, legal_out[f].axes);
+    else if (legal_in[f].present)
+      fs[f] = legal_in[f].axes;
+    else if (legal_out[f].present)
+      fs[f] = legal_out[f].axes;
+    for (AxisRef& a : fs[f]) a = canonical(math, a);
+    fs[f] = math.normalize(fs[f]);
+  }
+  return fs;
+}
+
 }  // namespace
 
 /// Axes in mesh order, adjacent sub-axes merged.
@@ -544,9 +774,23 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         for (size_t k = 0; k < op.operands.size(); ++k) {
           const auto& want = f->results[k].sharding;
           ValueId v = op.operands[k];
-          if (want && !same_placement(math, current(v), *want)) {
+          // Shardy: a result on another mesh (other axes or device order) is not where the
+          // value is, whatever its dims say (unless both are replicated); a result stating no sharding is replicated, so a
+          // sharded value is resharded to the fully closed replicated sharding of its mesh.
+          const std::optional<TensorSharding> have = stated(v);
+          bool other_mesh = false;
+          if (shardy_rules && want && have && want->mesh != have->mesh &&
+              !(fully_replicated(*want) && fully_replicated(*have))) {
+            const MeshDecl* a = m.mesh(want->mesh);
+            const MeshDecl* b = m.mesh(have->mesh);
+            other_mesh = a && b && (a->axes != b->axes || a->device_ids != b->device_ids);
+          }
+          if (want && (other_mesh || !same_placement(math, current(v), *want))) {
             ValueId nv = reshard(v, *want, op.loc);
             m.ops[o].operands[k] = nv;
+          } else if (shardy_rules && !want && have && !fully_replicated(*have) && !is_token(m, v)) {
+            m.ops[o].operands[k] =
+                reshard(v, replicated_sharding(have->mesh, have->dims.size()), op.loc);
           }
         }
         out->push_back(o);
@@ -667,11 +911,16 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
       };
       for (size_t k = 0; k < op.operands.size(); ++k) add_tensor(rule.operands[k], op.operands[k]);
       for (size_t k = 0; k < op.results.size(); ++k) add_tensor(rule.results[k], op.results[k]);
-      std::vector<Axes> fs = common_axes(math, rule, perm, ts);
+      std::optional<std::vector<Axes>> overflow;
+      if (shardy_rules && op.name == "stablehlo.reshape" && op.operands.size() == 1 &&
+          op.results.size() == 1)
+        overflow =
+            reshape_overflow_axes(math, rule, current(op.operands[0]), current(op.results[0]));
+      std::vector<Axes> fs = overflow ? *overflow : common_axes(math, rule, perm, ts);
       // A factor can only be sharded where every factor before it in the same dim is fully
       // sharded (a dim's shards are contiguous ranges): e.g. reshape [8, 8{"x"}] -> [64] cannot
       // keep "x" on the minor factor, so the operand is resharded first.
-      for (bool changed = true; changed;) {
+      for (bool changed = !overflow; changed;) {
         changed = false;
         auto legalize = [&](const std::vector<std::vector<int>>& dims) {
           for (const auto& dim : dims) {
