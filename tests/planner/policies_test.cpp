@@ -72,16 +72,11 @@ TEST_CASE(
     uint64_t greedy = planned(g, chip, "greedy").estimated_ns(chip);
     uint64_t beam = planned(g, chip, "beam").estimated_ns(chip);
     MESSAGE(g.name, ": dram ", dram, " greedy ", greedy, " beam ", beam);
-    CHECK(beam < dram);
-    // Since the plain matmul program reads only shards holding all of K (in0) and all of N in
-    // whole K rows (in1), as tt-metal's reuse program: greedy picks v_proj's sharded result
-    // before attend refuses it and pays a reshard on qkv, and on residual beam's pool misses
-    // greedy's interleaved read of both residual operands (within 7%).
-    if (g.name != "qkv") CHECK(greedy < dram);
-    if (g.name != "residual")
-      CHECK(beam <= greedy);
-    else
-      CHECK(beam * 100 <= greedy * 107);
+    // qkv: greedy writes v_proj sharded, which attend's plain matmul program cannot read (in1's
+    // shard must hold all of N), and pays a reshard unless its repair writes v_proj as the
+    // reshard's target; beam keeps greedy's plan when its own is dearer (residual).
+    CHECK(greedy < dram);
+    CHECK(beam <= greedy);
   }
 }
 

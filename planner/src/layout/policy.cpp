@@ -523,6 +523,40 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
+    repair_readers(g, chip, options, overrides, d);
+    // Beam contains greedy's choice (seed 002 §5): its K entries per op can still lose greedy's
+    // whole plan (an op's cheapest entry whose readers then need reshards, or spills that only the
+    // fitted plan shows), so greedy's decision is planned too and the cheaper fitted plan kept.
+    LayoutDecision greedy = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, true));
+    auto same_reshards = [](const LayoutDecision& a, const LayoutDecision& b) {
+      return std::equal(a.reshards.begin(), a.reshards.end(), b.reshards.begin(), b.reshards.end(),
+                        [](const LayoutDecision::Reshard& x, const LayoutDecision::Reshard& y) {
+                          return x.before == y.before && x.operand == y.operand && x.to == y.to;
+                        });
+    };
+    if (!(greedy.tensors == d.tensors && same_reshards(greedy, d))) {
+      auto fitted_ns = [&](const LayoutDecision& x) -> Result<uint64_t> {
+        LayoutResult f = MESHPLAN_TRY(materialized(x));
+        f = MESHPLAN_TRY(spill(std::move(f), /*results_first=*/false));
+        L1Packing p;
+        Schedule s;
+        MESHPLAN_TRY(fit_packed(f, chip, p, s));
+        uint64_t ns = f.estimated_ns(chip);
+        if (belady && f.spill_selection == SpillSelection::dp_exact) {
+          MESHPLAN_TRY(fit_packed(*belady, chip, p, s));
+          ns = std::min(ns, belady->estimated_ns(chip));
+        }
+        return ns;
+      };
+      const uint64_t beam_ns = MESHPLAN_TRY(fitted_ns(d));
+      const uint64_t greedy_ns = MESHPLAN_TRY(fitted_ns(greedy));
+      if (greedy_ns < beam_ns) {
+        greedy.notes.insert(greedy.notes.begin(), d.notes.begin(), d.notes.end());
+        greedy.notes.push_back(str("beam: greedy's plan (", greedy_ns,
+                                   " ns) is cheaper than beam's (", beam_ns, " ns): kept"));
+        d = std::move(greedy);
+      }
+    }
     r = MESHPLAN_TRY(materialized(d));
     if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
