@@ -510,6 +510,22 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
     m.notes = notes;
     return m;
   };
+  // After fitting a plan the DP chose: Belady's plan instead, fitted, when it is cheaper.
+  auto keep_belady_if_cheaper = [&](LayoutResult& r, L1Packing& p, Schedule& s) -> Status {
+    if (!belady || r.spill_selection != SpillSelection::dp_exact) return {};
+    L1Packing belady_packing;
+    Schedule belady_schedule;
+    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
+    if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
+      uint64_t states = r.spill_dp_states;
+      r = std::move(*belady);
+      p = std::move(belady_packing);
+      s = std::move(belady_schedule);
+      r.spill_selection = SpillSelection::dp_kept_belady;
+      r.spill_dp_states = states;
+    }
+    return {};
+  };
   LayoutResult r;
   if (options.policy == "dram") {
     LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
@@ -535,26 +551,36 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
                         });
     };
     if (!(greedy.tensors == d.tensors && same_reshards(greedy, d))) {
-      auto fitted_ns = [&](const LayoutDecision& x) -> Result<uint64_t> {
+      // Both fitted (into `packing` and `schedule` for beam's, as the common tail below does).
+      auto fitted = [&](const LayoutDecision& x, L1Packing& p, Schedule& s) -> Result<LayoutResult> {
         LayoutResult f = MESHPLAN_TRY(materialized(x));
         f = MESHPLAN_TRY(spill(std::move(f), /*results_first=*/false));
-        L1Packing p;
-        Schedule s;
         MESHPLAN_TRY(fit_packed(f, chip, p, s));
-        uint64_t ns = f.estimated_ns(chip);
-        if (belady && f.spill_selection == SpillSelection::dp_exact) {
-          MESHPLAN_TRY(fit_packed(*belady, chip, p, s));
-          ns = std::min(ns, belady->estimated_ns(chip));
-        }
-        return ns;
+        MESHPLAN_TRY(keep_belady_if_cheaper(f, p, s));
+        return f;
       };
-      const uint64_t beam_ns = MESHPLAN_TRY(fitted_ns(d));
-      const uint64_t greedy_ns = MESHPLAN_TRY(fitted_ns(greedy));
-      if (greedy_ns < beam_ns) {
+      LayoutResult beam_fit = MESHPLAN_TRY(fitted(d, packing, schedule));
+      L1Packing greedy_packing;
+      Schedule greedy_schedule;
+      LayoutResult greedy_fit = MESHPLAN_TRY(fitted(greedy, greedy_packing, greedy_schedule));
+      const uint64_t beam_ns = beam_fit.estimated_ns(chip), greedy_ns = greedy_fit.estimated_ns(chip);
+      const bool keep_greedy = greedy_ns < beam_ns;
+      if (keep_greedy) {
         greedy.notes.insert(greedy.notes.begin(), d.notes.begin(), d.notes.end());
         greedy.notes.push_back(str("beam: greedy's plan (", greedy_ns,
                                    " ns) is cheaper than beam's (", beam_ns, " ns): kept"));
         d = std::move(greedy);
+      }
+      notes = d.notes;
+      if (stop == LayoutStage::fitted) {
+        if (keep_greedy) {
+          packing = std::move(greedy_packing);
+          schedule = std::move(greedy_schedule);
+        }
+        r = std::move(keep_greedy ? greedy_fit : beam_fit);
+        MESHPLAN_TRY(check_overrides_held(g, overrides, r));
+        r.notes = std::move(notes);
+        return r;
       }
     }
     r = MESHPLAN_TRY(materialized(d));
@@ -576,19 +602,7 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
   }
   if (stop != LayoutStage::fitted) return with_notes(std::move(r));
   MESHPLAN_TRY(fit_packed(r, chip, packing, schedule));
-  if (belady && r.spill_selection == SpillSelection::dp_exact) {
-    L1Packing belady_packing;
-    Schedule belady_schedule;
-    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
-    if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
-      uint64_t states = r.spill_dp_states;
-      r = std::move(*belady);
-      packing = std::move(belady_packing);
-      schedule = std::move(belady_schedule);
-      r.spill_selection = SpillSelection::dp_kept_belady;
-      r.spill_dp_states = states;
-    }
-  }
+  MESHPLAN_TRY(keep_belady_if_cheaper(r, packing, schedule));
   MESHPLAN_TRY(check_overrides_held(g, overrides, r));
   r.notes = std::move(notes);
   return r;
