@@ -80,6 +80,23 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("greedy writes qkv's v_proj as attend reads it: no reshard, and fewer ns than DRAM") {
+  // attend = scores (64x64) x v_proj (64x256): the plain matmul program needs in1's shard to hold
+  // all of N = 256 columns, so a width- or block-sharded v_proj must be moved before attend.
+  // Greedy's repair writes v_proj as that move's target instead (its one reader is attend).
+  device::ChipDesc chip = device::wormhole_b0();
+  planner::LayoutResult r = planned(qkv_graph(), chip, "greedy");
+  CHECK(r.reshards == 0);
+  const auto& v = r.graph.values;
+  auto v_proj = std::find_if(v.begin(), v.end(), [](auto& x) { return x.name == "v_proj"; });
+  REQUIRE(v_proj != v.end());
+  const planner::TensorLayout& l = r.layout.tensors[v_proj - v.begin()];
+  CHECK(l.in_l1());
+  CHECK(l.memory != device::MemLayout::width_sharded);
+  CHECK(l.memory != device::MemLayout::block_sharded);
+  CHECK(r.estimated_ns(chip) < planned(qkv_graph(), chip, "dram").estimated_ns(chip));
+}
+
 TEST_CASE("spill management: two 800 KiB producers into a join give exactly one spill") {
   for (std::string policy : {"l1-interleaved", "greedy", "beam"}) {
     CAPTURE(policy);
