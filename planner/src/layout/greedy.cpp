@@ -132,15 +132,31 @@ class ReaderLists {
 /// interleaved operands). One pass in schedule order over the sharded L1 results that no
 /// override fixed and no reshard reads tries: the result L1 interleaved; the result laid out like
 /// a same-shape reader's result; and the result and one reader's result both L1 interleaved. A
-/// change is kept when the ops it touches (producers and readers of the changed values) cost less
-/// in OpModel's simulated time, every one still valid.
-void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery& q,
-                    const Overrides& ov, LayoutDecision& d) {
+/// result that greedy itself resharded for a reader (the reader refused it: tt-metal's matmul,
+/// permute and concat shard rules) tries instead to be written as that reshard's target, which
+/// drops the reshards to it. A change is kept when the ops it touches (producers and readers of
+/// the changed values, and the reshards of the value) cost less in OpModel's simulated time,
+/// every one still valid.
+void repair(const Graph& g, const device::ChipDesc& chip, const OpQuery& q,
+            const Overrides& ov, LayoutDecision& d) {
   ReaderLists readers(g);
   std::vector<bool> fixed(g.values.size(), false);
-  for (const LayoutDecision::Reshard& r : d.reshards)
-    fixed[g.ops[r.before].operands[r.operand]] = true;
+  for (const Overrides::Move& m : ov.moves) fixed[g.ops[m.op].operands[m.operand]] = true;
   for (const auto& [o, w] : ov.output) fixed[g.ops[o].results[0]] = true;
+  // Greedy's own reshards (the forced moves' values are fixed), by value, and the reshard each
+  // (op, operand) reads through (index into d.reshards; -1: none, or dropped).
+  std::vector<uint32_t> first_operand(g.ops.size() + 1, 0);
+  for (OpId o = 0; o < g.ops.size(); ++o)
+    first_operand[o + 1] = first_operand[o] + static_cast<uint32_t>(g.ops[o].operands.size());
+  std::vector<int32_t> through(first_operand.back(), -1);
+  std::vector<std::vector<uint32_t>> resharded(g.values.size());
+  std::vector<bool> dropped(d.reshards.size(), false);
+  for (uint32_t k = 0; k < d.reshards.size(); ++k) {
+    const LayoutDecision::Reshard& r = d.reshards[k];
+    through[first_operand[r.before] + r.operand] = static_cast<int32_t>(k);
+    ValueId v = g.ops[r.before].operands[r.operand];
+    if (!fixed[v]) resharded[v].push_back(k);
+  }
   using Change = std::pair<ValueId, TensorLayout>;
   // A try changes one value, or a value and one reader's result.
   struct Try {
@@ -209,7 +225,10 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
         }
       }
       in.clear();
-      for (ValueId u : op.operands) in.push_back(&layout(u));
+      for (uint32_t j = 0; j < op.operands.size(); ++j) {
+        const int32_t k = through[first_operand[o] + j];
+        in.push_back(k >= 0 ? &d.reshards[k].to : &layout(op.operands[j]));
+      }
       const TensorLayout& result = layout(op.results[0]);
       // config_for(d.configs[o], result), without copying the config when its grid already fits.
       const device::OpConfig* config = &d.configs[o];
@@ -228,10 +247,46 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
     return sum;
   };
   auto movable = [&](ValueId v) {
-    return !fixed[v] && d.tensors[v].in_l1() && g.values[v].producer != kNoOp;
+    return !fixed[v] && resharded[v].empty() && d.tensors[v].in_l1() &&
+           g.values[v].producer != kNoOp;
+  };
+  // The moves of v's live reshards from layout `from`, summed (nullopt: one is invalid); those
+  // to `from` itself are dropped by the change and cost nothing.
+  auto moves = [&](ValueId v, const TensorLayout& from) -> std::optional<uint64_t> {
+    uint64_t sum = 0;
+    for (uint32_t k : resharded[v]) {
+      if (dropped[k] || d.reshards[k].to == from) continue;
+      if (!q.validate_move(v, from, d.reshards[k].to).ok) return std::nullopt;
+      sum += q.move_cost(v, from, d.reshards[k].to);
+    }
+    return sum;
   };
   for (OpId o = 0; o < g.ops.size(); ++o) {
     ValueId v = g.ops[o].results[0];
+    if (!resharded[v].empty() && g.values[v].producer != kNoOp) {
+      for (uint32_t k : resharded[v]) {
+        if (dropped[k]) continue;
+        const TensorLayout target = d.reshards[k].to;
+        seen.clear();
+        Change now{v, d.tensors[v]}, to{v, target};
+        std::optional<uint64_t> before = cost({&now, 1}, true), after = cost({&to, 1}, false);
+        std::optional<uint64_t> moved_before = moves(v, d.tensors[v]), moved_after = moves(v, target);
+        if (!before || !after || !moved_before || !moved_after ||
+            *after + *moved_after >= *before + *moved_before)
+          continue;
+        d.tensors[v] = target;
+        fit_grid(d.configs[o], target, chip);
+        known[o].reset();
+        for (OpId r : readers[v]) known[r].reset();
+        for (uint32_t j : resharded[v])
+          if (!dropped[j] && d.reshards[j].to == target) {
+            dropped[j] = true;
+            const LayoutDecision::Reshard& r = d.reshards[j];
+            through[first_operand[r.before] + r.operand] = -1;
+          }
+      }
+      continue;
+    }
     if (!movable(v) || readers[v].empty() || d.tensors[v].memory == device::MemLayout::interleaved)
       continue;
     TensorLayout interleaved = interleaved_layout(g.values[v], device::BufferType::l1);
@@ -263,9 +318,19 @@ void repair_readers(const Graph& g, const device::ChipDesc& chip, const OpQuery&
       }
     }
   }
+  size_t kept = 0;
+  for (size_t k = 0; k < d.reshards.size(); ++k)
+    if (!dropped[k]) d.reshards[kept++] = d.reshards[k];
+  d.reshards.resize(kept);
 }
 
 }  // namespace
+
+void repair_readers(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options,
+                    const Overrides& ov, LayoutDecision& d) {
+  OpQuery q(g, chip, options.mesh);
+  repair(g, chip, q, ov, d);
+}
 
 Status apply_overrides(const Graph& g, const device::ChipDesc& chip, const Overrides& ov,
                        LayoutDecision& d, bool sharded_policy) {
@@ -427,7 +492,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     d.tensors[op.results[0]] = *chosen;
     fit_grid(d.configs[o], *chosen, chip);
   }
-  if (sharded) repair_readers(g, chip, q, ov, d);
+  if (sharded) repair(g, chip, q, ov, d);
   return d;
 }
 

@@ -510,6 +510,22 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
     m.notes = notes;
     return m;
   };
+  // After fitting a plan the DP chose: Belady's plan instead, fitted, when it is cheaper.
+  auto keep_belady_if_cheaper = [&](LayoutResult& r, L1Packing& p, Schedule& s) -> Status {
+    if (!belady || r.spill_selection != SpillSelection::dp_exact) return {};
+    L1Packing belady_packing;
+    Schedule belady_schedule;
+    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
+    if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
+      uint64_t states = r.spill_dp_states;
+      r = std::move(*belady);
+      p = std::move(belady_packing);
+      s = std::move(belady_schedule);
+      r.spill_selection = SpillSelection::dp_kept_belady;
+      r.spill_dp_states = states;
+    }
+    return {};
+  };
   LayoutResult r;
   if (options.policy == "dram") {
     LayoutDecision d = MESHPLAN_TRY(LayoutDecision::all_dram(g, chip));
@@ -523,6 +539,50 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
     LayoutDecision d = MESHPLAN_TRY(beam_search(g, chip, options, overrides));
+    repair_readers(g, chip, options, overrides, d);
+    // Beam contains greedy's choice (seed 002 §5): its K entries per op can still lose greedy's
+    // whole plan (an op's cheapest entry whose readers then need reshards, or spills that only the
+    // fitted plan shows), so greedy's decision is planned too and the cheaper fitted plan kept.
+    LayoutDecision greedy = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, true));
+    auto same_reshards = [](const LayoutDecision& a, const LayoutDecision& b) {
+      return std::equal(a.reshards.begin(), a.reshards.end(), b.reshards.begin(), b.reshards.end(),
+                        [](const LayoutDecision::Reshard& x, const LayoutDecision::Reshard& y) {
+                          return x.before == y.before && x.operand == y.operand && x.to == y.to;
+                        });
+    };
+    if (!(greedy.tensors == d.tensors && same_reshards(greedy, d))) {
+      // Both fitted (into `packing` and `schedule` for beam's, as the common tail below does).
+      auto fitted = [&](const LayoutDecision& x, L1Packing& p, Schedule& s) -> Result<LayoutResult> {
+        LayoutResult f = MESHPLAN_TRY(materialized(x));
+        f = MESHPLAN_TRY(spill(std::move(f), /*results_first=*/false));
+        MESHPLAN_TRY(fit_packed(f, chip, p, s));
+        MESHPLAN_TRY(keep_belady_if_cheaper(f, p, s));
+        return f;
+      };
+      LayoutResult beam_fit = MESHPLAN_TRY(fitted(d, packing, schedule));
+      L1Packing greedy_packing;
+      Schedule greedy_schedule;
+      LayoutResult greedy_fit = MESHPLAN_TRY(fitted(greedy, greedy_packing, greedy_schedule));
+      const uint64_t beam_ns = beam_fit.estimated_ns(chip), greedy_ns = greedy_fit.estimated_ns(chip);
+      const bool keep_greedy = greedy_ns < beam_ns;
+      if (keep_greedy) {
+        greedy.notes.insert(greedy.notes.begin(), d.notes.begin(), d.notes.end());
+        greedy.notes.push_back(str("beam: greedy's plan (", greedy_ns,
+                                   " ns) is cheaper than beam's (", beam_ns, " ns): kept"));
+        d = std::move(greedy);
+      }
+      notes = d.notes;
+      if (stop == LayoutStage::fitted) {
+        if (keep_greedy) {
+          packing = std::move(greedy_packing);
+          schedule = std::move(greedy_schedule);
+        }
+        r = std::move(keep_greedy ? greedy_fit : beam_fit);
+        MESHPLAN_TRY(check_overrides_held(g, overrides, r));
+        r.notes = std::move(notes);
+        return r;
+      }
+    }
     r = MESHPLAN_TRY(materialized(d));
     if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/false));
@@ -542,19 +602,7 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
   }
   if (stop != LayoutStage::fitted) return with_notes(std::move(r));
   MESHPLAN_TRY(fit_packed(r, chip, packing, schedule));
-  if (belady && r.spill_selection == SpillSelection::dp_exact) {
-    L1Packing belady_packing;
-    Schedule belady_schedule;
-    MESHPLAN_TRY(fit_packed(*belady, chip, belady_packing, belady_schedule));
-    if (belady->estimated_ns(chip) < r.estimated_ns(chip)) {
-      uint64_t states = r.spill_dp_states;
-      r = std::move(*belady);
-      packing = std::move(belady_packing);
-      schedule = std::move(belady_schedule);
-      r.spill_selection = SpillSelection::dp_kept_belady;
-      r.spill_dp_states = states;
-    }
-  }
+  MESHPLAN_TRY(keep_belady_if_cheaper(r, packing, schedule));
   MESHPLAN_TRY(check_overrides_held(g, overrides, r));
   r.notes = std::move(notes);
   return r;

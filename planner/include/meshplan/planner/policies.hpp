@@ -84,6 +84,12 @@ Result<LayoutDecision> greedy_propagation(const Graph& graph, const device::Chip
                                           const PlannerOptions& options, const Overrides& overrides,
                                           bool sharded);
 
+/// Greedy's repair pass over a decision's sharded L1 results (greedy.cpp): a result tries L1
+/// interleaved, a same-shape reader's layout, or the target its own reshards move it to (dropping
+/// them), kept when the ops it touches cost less. Run by `greedy` and on beam's decision.
+void repair_readers(const Graph& graph, const device::ChipDesc& chip,
+                    const PlannerOptions& options, const Overrides& overrides, LayoutDecision& d);
+
 /// The work beam_search() did (deterministic counts, for tests and reports).
 struct BeamStats {
   uint64_t evaluations = 0;         ///< OpModel timing queries (combination x result layout).
