@@ -35,6 +35,10 @@ Status inline_calls(Module& m, ImportOptions options = {});
 /// dynamic_iota of a static shape) into the StableHLO ops they stand for
 /// (stablehlo_decompose.cpp).
 Status decompose_ops(Module& m);
+/// stablehlo.einsum / unary_einsum as reduce, dot_general and transpose
+/// (stablehlo_decompose_einsum.cpp), part of decompose_ops.
+bool is_einsum(std::string_view name);
+Status decompose_einsum(Module& m, OpId o, std::vector<OpId>& out);
 inline constexpr size_t kMaxInlinedOps = 1'000'000;
 
 /// GSPMD annotations JAX prints: `mhlo.sharding` on arguments/results and `custom_call
