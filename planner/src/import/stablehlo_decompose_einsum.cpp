@@ -113,7 +113,7 @@ Status decompose_einsum(Module& m, OpId o, std::vector<OpId>& out) {
       if (s.find(s[i], i + 1) != std::string::npos) return true;
     return false;
   };
-  const TensorType& rt = m.values[op.results[0]].type;
+  const TensorType rt = m.values[op.results[0]].type;  // copied: building grows the arena
   for (size_t k = 0; k <= inputs; ++k) {
     const std::string& s = k < inputs ? ins[k] : output;
     if (!valid(s))

@@ -671,6 +671,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     results = {MESHPLAN_TRY(type())};
     return {};
   }
+  if (s == "einsum" || s == "unary_einsum") return einsum_op(op, results);
   if (s == "rng")
     return error_at(name_pos,
                     "stablehlo.rng is not supported: the specification leaves the numbers it "
@@ -961,6 +962,23 @@ Status Parser::tensor_empty(Op& op, std::vector<TensorType>& results) {
   op.set_prop("value", std::move(zero));
   results = {std::move(t)};
   return {};
+}
+
+/// `stablehlo.einsum %a, %b, config = "ab,bc->ac" : (A, B) -> R` (unary_einsum: one operand).
+Status Parser::einsum_op(Op& op, std::vector<TensorType>& results) {
+  op.operands.push_back(MESHPLAN_TRY(use()));
+  MESHPLAN_TRY(expect(",", "',' and the next operand or 'config = \"...\"'"));
+  if (!peek("config")) {
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "', config = \"...\"'"));
+  }
+  if (!accept_word("config")) return error("'config = \"...\"' (the einsum config)");
+  MESHPLAN_TRY(expect("=", "'=' after config"));
+  Attr config;
+  config.kind = Attr::Kind::string;
+  config.text = MESHPLAN_TRY(string_lit());
+  op.set_prop("einsum_config", std::move(config));
+  return attrs_and_func_type(op, results, "':' and the einsum's function type");
 }
 
 }  // namespace meshplan::planner::shlo::parse

@@ -163,6 +163,7 @@ class Parser {
   Status call_op(Op& op, std::vector<TensorType>& results);
   /// `stablehlo.custom_call @target(%a) {attrs} : (T) -> T`.
   Status tensor_empty(Op& op, std::vector<TensorType>& results);
+  Status einsum_op(Op& op, std::vector<TensorType>& results);
   Status custom_call_op(Op& op, std::vector<TensorType>& results);
   /// `stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T, U) -> R`.
   Status composite_op(Op& op, std::vector<TensorType>& results);
