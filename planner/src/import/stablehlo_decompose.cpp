@@ -82,6 +82,7 @@ class Builder {
 };
 
 Status decompose_op(Module& m, OpId o, std::vector<OpId>& out) {
+  if (is_einsum(m.ops[o].name)) return decompose_einsum(m, o, out);
   const Op op = m.ops[o];  // copied: building grows the arena
   const std::string& n = op.name;
   auto bad = [&](auto&&... what) {
@@ -197,7 +198,7 @@ Status decompose_op(Module& m, OpId o, std::vector<OpId>& out) {
 bool decomposed(std::string_view n) {
   return n == "stablehlo.batch_norm_inference" || n == "stablehlo.batch_norm_training" ||
          n == "stablehlo.batch_norm_grad" || n == "stablehlo.get_dimension_size" ||
-         n == "stablehlo.dynamic_iota";
+         n == "stablehlo.dynamic_iota" || is_einsum(n);
 }
 
 Status decompose_block(Module& m, Block& block) {

@@ -523,6 +523,7 @@ Status lower_op(Lowering& l, const Op& op) {
     // XLA writes a CHLO op StableHLO lacks as `custom_call @mhlo.<op>` (mhlo.attributes = {},
     // mhlo.version): the chlo op of one operand when meshplan lowers it.
     const std::string target = custom_call_target(op);
+    if (target == "mhlo.topk") return lowering::lower_mhlo_topk(l, op);
     const Attr* attrs = op.attr("mhlo.attributes");
     const bool no_attrs = !attrs || (attrs->kind == Attr::Kind::dict && attrs->dict.empty());
     if (target.starts_with("mhlo.") && no_attrs && op.operands.size() == 1 &&

@@ -237,6 +237,9 @@ Status lower_sort(Lowering& l, const Op& op);
 Status lower_chlo(Lowering& l, const Op& op);
 /// chlo.top_k: a stable descending sort of (x, iota) along the last dim, sliced to k.
 Status lower_top_k(Lowering& l, const Op& op);
+/// custom_call @mhlo.topk (XLA's TopK, mhlo.attributes = {k, largest}): the k largest (largest =
+/// true, the default) or smallest along the last dim, sorted, equal values by lower index.
+Status lower_mhlo_topk(Lowering& l, const Op& op);
 /// reduce_precision to a format the operand's values already fit, or f32 to bf16's (8, 7): a
 /// round trip through bf16 (round to nearest even) (stablehlo_lower_precision.cpp).
 Status lower_reduce_precision(Lowering& l, const Op& op);

@@ -325,15 +325,18 @@ Status lower_sort(Lowering& l, const Op& op) {
   return {};
 }
 
-Status lower_top_k(Lowering& l, const Op& op) {
+namespace {
+
+/// The k largest (or smallest) elements along the last dim and their indices, in that order;
+/// equal values keep index order. `what` names the op in messages.
+Status top_k(Lowering& l, const Op& op, std::string_view what, const Attr* ka, bool largest) {
   auto bad = [&](std::string_view why) {
-    return fail(ErrorCode::invalid_argument, op.loc.str(), ": chlo.top_k: ", why);
+    return fail(ErrorCode::invalid_argument, op.loc.str(), ": ", what, ": ", why);
   };
   if (op.operands.size() != 1 || op.results.size() != 2)
     return bad("takes one operand and has two results (values, indices)");
-  const Attr* ka = op.prop("k");
-  if (!ka) ka = op.attr("k");
   if (!ka) return bad("k is missing");
+  if (ka->kind != Attr::Kind::integer) return bad("k is not an integer");
   const auto& shape = l.type(op.operands[0]).shape;
   if (shape.empty()) return bad("the operand has rank 0 (top_k works along the last dim)");
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
@@ -352,18 +355,18 @@ Status lower_top_k(Lowering& l, const Op& op) {
     return bad(str("the indices are ", ix, " (expected i32)"));
   for (int64_t s : shape)
     if (s == 0 || k == 0)
-      return l.unimplemented(op, "chlo.top_k of a zero-size tensor or with k = 0");
-  if (auto big = too_large(shape, last)) return l.unimplemented(op, str("chlo.top_k ", *big));
+      return l.unimplemented(op, str(what, " of a zero-size tensor or with k = 0"));
+  if (auto big = too_large(shape, last)) return l.unimplemented(op, str(what, " ", *big));
   Folded idx{shape, {}};
   const int64_t total = device::volume(shape);
   idx.data.reserve(static_cast<size_t>(total));
   for (int64_t i = 0; i < total; ++i) idx.data.push_back(static_cast<float>(i % n));
   std::vector<GValue> xs = {MESHPLAN_TRY(l.use(op.operands[0], op)),
                             MESHPLAN_TRY(l.constant(idx, DType::i32))};
-  // Largest first in IEEE total order (+NaN first, -NaN last, +0 before -0); equal values keep
-  // index order (the lower index first).
+  // Largest first (smallest first) in IEEE total order (+NaN first, -NaN last, +0 before -0,
+  // or the reverse); equal values keep index order (the lower index first).
   auto sorted = MESHPLAN_TRY(
-      sort_values(l, xs, {is_floating(el), false}, shape, last, {SortKey{0, true, true}}));
+      sort_values(l, xs, {is_floating(el), false}, shape, last, {SortKey{0, largest, true}}));
   std::vector<int64_t> begins(shape.size(), 0), steps(shape.size(), 1);
   for (size_t r = 0; r < 2; ++r) {
     if (k == n) {
@@ -376,6 +379,37 @@ Status lower_top_k(Lowering& l, const Op& op) {
                                {{"begins", begins}, {"ends", out}, {"steps", steps}}, out, dt)));
   }
   return {};
+}
+
+}  // namespace
+
+Status lower_top_k(Lowering& l, const Op& op) {
+  const Attr* ka = op.prop("k");
+  if (!ka) ka = op.attr("k");
+  return top_k(l, op, "chlo.top_k", ka, true);
+}
+
+Status lower_mhlo_topk(Lowering& l, const Op& op) {
+  const Attr* attrs = op.attr("mhlo.attributes");
+  if (!attrs || attrs->kind != Attr::Kind::dict)
+    return fail(ErrorCode::invalid_argument, op.loc.str(),
+                ": custom_call @mhlo.topk: mhlo.attributes = {k = K, largest = B} is missing");
+  const Attr* ka = nullptr;
+  bool largest = true;  // XLA's TopK default
+  for (const auto& [name, a] : attrs->dict) {
+    if (name == "k") {
+      ka = &a;
+    } else if (name == "largest") {
+      if (a.kind != Attr::Kind::boolean)
+        return fail(ErrorCode::invalid_argument, op.loc.str(),
+                    ": custom_call @mhlo.topk: largest is not true or false");
+      largest = a.i != 0;
+    } else {
+      return fail(ErrorCode::invalid_argument, op.loc.str(), ": custom_call @mhlo.topk: unknown "
+                  "attribute '", name, "' in mhlo.attributes (it takes k and largest)");
+    }
+  }
+  return top_k(l, op, "custom_call @mhlo.topk", ka, largest);
 }
 
 }  // namespace meshplan::planner::shlo::lowering

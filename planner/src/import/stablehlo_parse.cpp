@@ -24,6 +24,18 @@ Result<Module> Parser::run() {
     MESHPLAN_TRY(skip_loc());
     while (peek("#loc")) MESHPLAN_TRY(loc_alias());  // the location table after the module
     ws();
+    if (peek("module")) {
+      // MLIR would nest both modules in an implicit outer one; meshplan compiles one program
+      // per file, and taking only the first would drop the rest unseen.
+      size_t at = pos_;
+      accept_word("module");
+      std::string name = peek('@') ? "module @" + MESHPLAN_TRY(symbol()) : "an unnamed module";
+      return error_at(at, str("a second module (", name, ") follows ",
+                              m_.module_name.empty() ? "the first module"
+                                                     : "module @" + m_.module_name,
+                              "; meshplan compiles one module per file (split the file, one "
+                              "module in each)"));
+    }
     if (pos_ < t_.size()) return error("a location alias '#loc...' or the end of input");
   } else {
     MESHPLAN_TRY(top_items(""));

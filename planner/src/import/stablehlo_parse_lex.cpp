@@ -211,6 +211,10 @@ Result<TensorType> Parser::type() {
                             kElementTypes, ")"));
   }
   ty.element = MESHPLAN_TRY(ident("an element type"));
+  // MLIR's explicitly signed integers (si8..si64) hold the same values as the signless iN that
+  // StableHLO computes with (its integer ops read signless integers as signed).
+  if (ty.element == "si8" || ty.element == "si16" || ty.element == "si32" || ty.element == "si64")
+    ty.element.erase(0, 1);
   if (!is_element_type(ty.element) && !(index_elements_ && ty.element == "index"))
     return error_at(at,
                     str("element type ", ty.element, " is not supported (", kElementTypes, ")"));

@@ -30,8 +30,16 @@ Result<OpId> Parser::operation() {
   std::vector<TensorType> result_types;
   ws();
   size_t name_pos = pos_;
-  if (peek('"')) {
+  bool generic = peek('"');
+  if (generic) {
     op.name = MESHPLAN_TRY(string_lit());
+  } else {
+    op.name = MESHPLAN_TRY(ident("an op name"));
+    // stablehlo.constant's own parser also reads the generic body after the bare name:
+    // `stablehlo.constant() <{value = dense<...> : tensor<...>}> : () -> tensor<...>`.
+    generic = op.name == "stablehlo.constant" && peek('(');
+  }
+  if (generic) {
     MESHPLAN_TRY(expect("(", "'(' opening the operands"));
     op.operands = MESHPLAN_TRY(uses_until(')'));
     MESHPLAN_TRY(expect(")", "')' closing the operands"));
@@ -51,7 +59,6 @@ Result<OpId> Parser::operation() {
     result_types = outs;
     MESHPLAN_TRY(normalize_generic(op, result_types, name_pos));
   } else {
-    op.name = MESHPLAN_TRY(ident("an op name"));
     MESHPLAN_TRY(pretty(op, result_types, name_pos));
   }
   if (op.name == "stablehlo.composite") MESHPLAN_TRY(composite_as_call(op, name_pos));
@@ -453,6 +460,7 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     MESHPLAN_TRY(op_attr_dict(op));
     return same_or_func_type(op, results);
   }
+  if (n == "tensor.empty") return tensor_empty(op, results);
   if (!n.starts_with("stablehlo."))
     return error_at(name_pos, str("unknown op '", n,
                                   "' (expected a stablehlo, sdy or func op, or the generic form "
@@ -663,6 +671,12 @@ Status Parser::pretty(Op& op, std::vector<TensorType>& results, size_t name_pos)
     results = {MESHPLAN_TRY(type())};
     return {};
   }
+  if (s == "einsum" || s == "unary_einsum") return einsum_op(op, results);
+  if (s == "rng")
+    return error_at(name_pos,
+                    "stablehlo.rng is not supported: the specification leaves the numbers it "
+                    "draws implementation-defined, so no result can be checked against it "
+                    "(generate random inputs outside the program and pass them in)");
   if (s == "constant") {
     MESHPLAN_TRY(op_attr_dict(op));
     if (!accept("dense<")) return error("a dense<...> literal");
@@ -925,6 +939,46 @@ Status Parser::custom_call_op(Op& op, std::vector<TensorType>& results) {
   MESHPLAN_TRY(check_operand_types(op, ins));
   results = outs;
   return {};
+}
+
+
+
+/// `tensor.empty() : tensor<...>`: a tensor whose contents are unspecified (MLIR's tensor
+/// dialect). Any contents are a correct reading; meshplan defines them as zeros, read as the
+/// constant `dense<0>` of the result type (printed back as that constant).
+Status Parser::tensor_empty(Op& op, std::vector<TensorType>& results) {
+  MESHPLAN_TRY(expect("(", "'()' after tensor.empty"));
+  if (!peek(')'))
+    return error("')': tensor.empty takes no operands (dynamic sizes are not supported)");
+  MESHPLAN_TRY(expect(")", "')'"));
+  MESHPLAN_TRY(op_attr_dict(op));
+  MESHPLAN_TRY(expect(":", "':' and the result type of tensor.empty"));
+  TensorType t = MESHPLAN_TRY(type());
+  Attr zero;
+  zero.kind = Attr::Kind::dense;
+  zero.type = t;
+  zero.values = {0.0};
+  op.name = "stablehlo.constant";
+  op.set_prop("value", std::move(zero));
+  results = {std::move(t)};
+  return {};
+}
+
+/// `stablehlo.einsum %a, %b, config = "ab,bc->ac" : (A, B) -> R` (unary_einsum: one operand).
+Status Parser::einsum_op(Op& op, std::vector<TensorType>& results) {
+  op.operands.push_back(MESHPLAN_TRY(use()));
+  MESHPLAN_TRY(expect(",", "',' and the next operand or 'config = \"...\"'"));
+  if (!peek("config")) {
+    op.operands.push_back(MESHPLAN_TRY(use()));
+    MESHPLAN_TRY(expect(",", "', config = \"...\"'"));
+  }
+  if (!accept_word("config")) return error("'config = \"...\"' (the einsum config)");
+  MESHPLAN_TRY(expect("=", "'=' after config"));
+  Attr config;
+  config.kind = Attr::Kind::string;
+  config.text = MESHPLAN_TRY(string_lit());
+  op.set_prop("einsum_config", std::move(config));
+  return attrs_and_func_type(op, results, "':' and the einsum's function type");
 }
 
 }  // namespace meshplan::planner::shlo::parse

@@ -35,6 +35,10 @@ Status inline_calls(Module& m, ImportOptions options = {});
 /// dynamic_iota of a static shape) into the StableHLO ops they stand for
 /// (stablehlo_decompose.cpp).
 Status decompose_ops(Module& m);
+/// stablehlo.einsum / unary_einsum as reduce, dot_general and transpose
+/// (stablehlo_decompose_einsum.cpp), part of decompose_ops.
+bool is_einsum(std::string_view name);
+Status decompose_einsum(Module& m, OpId o, std::vector<OpId>& out);
 inline constexpr size_t kMaxInlinedOps = 1'000'000;
 
 /// GSPMD annotations JAX prints: `mhlo.sharding` on arguments/results and `custom_call
@@ -158,6 +162,8 @@ class Parser {
   /// `call @f(%a) : (T) -> T` (also `func.call`).
   Status call_op(Op& op, std::vector<TensorType>& results);
   /// `stablehlo.custom_call @target(%a) {attrs} : (T) -> T`.
+  Status tensor_empty(Op& op, std::vector<TensorType>& results);
+  Status einsum_op(Op& op, std::vector<TensorType>& results);
   Status custom_call_op(Op& op, std::vector<TensorType>& results);
   /// `stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T, U) -> R`.
   Status composite_op(Op& op, std::vector<TensorType>& results);
