@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "layout_rules.hpp"
+#include "op_semantics_ext.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/conv_blocking.hpp"
 #include "meshplan/device/formats.hpp"
@@ -241,7 +242,8 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
       return reject("result '", t->name, "' must be tiled");
     if (!std::equal(t->shape.begin(), t->shape.end(), inferred->begin(), inferred->end()))
-      return reject("result '", t->name, "' has the wrong shape for its operands");
+      return reject("result '", t->name, "' has shape ", shape_text(t->shape),
+                    ", its operands give ", shape_text(*inferred));
     if (t->buffer == BufferType::l1)
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }
