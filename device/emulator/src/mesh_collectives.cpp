@@ -1,5 +1,6 @@
-// Mesh collectives: validate every chip's placements, read all inputs, combine on the host in
-// coordinate order, write every output, then advance the clocks of each group.
+// Mesh collectives: check every chip's placements and run OpModel::validate on each chip's part
+// (the rules the planner applied), read all inputs, combine on the host in coordinate order,
+// write every output, then advance the clocks of each group.
 #include <algorithm>
 #include <functional>
 
