@@ -197,14 +197,8 @@ std::string norm_rule(const OpLaunch& op) {
 // keep the dtype and take interleaved tensors here (checked in OpModel::validate); aligned pages
 // hold by construction (every tile size is a multiple of the DRAM and L1 alignments).
 std::string collective_rule(const OpLaunch& op) {
-  const TensorPlacement& in = *op.operands[0];
-  // ttnn/cpp/ttnn/operations/experimental/ccl/all_reduce_async/all_reduce_async.cpp: ttnn's
-  // all_reduce (ccl/all_reduce/all_reduce.cpp) runs all_reduce_async, which picks the dim to
-  // scatter over (finding_scatter_dim) and refuses a rank below 2 there.
-  if (op.kind == OpKind::all_reduce && in.shape.size() < 2)
-    return str("operand '", in.name, "' has rank ", in.shape.size(),
-               "; tt-metal: \"Expected input tensor to be of at least rank 2\"");
   if (op.kind != OpKind::all_gather && op.kind != OpKind::reduce_scatter) return {};
+  const TensorPlacement& in = *op.operands[0];
   bool gather = op.kind == OpKind::all_gather;
   int64_t rank = static_cast<int64_t>(in.shape.size());
   if (rank < 2)

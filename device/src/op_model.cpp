@@ -4,12 +4,12 @@
 #include <algorithm>
 
 #include "layout_rules.hpp"
-#include "op_semantics_ext.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/conv_blocking.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "op_semantics_ext.hpp"
 
 namespace meshplan::device {
 

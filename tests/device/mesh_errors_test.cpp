@@ -76,8 +76,9 @@ TEST_CASE("wrong shapes per chip name the chips") {
   ChipTensors bad_out(*mesh, "z", out_shapes, DType::f32, 192ull << 20);
   auto o = mesh->all_gather(good.all(), bad_out.all(), 0, 0);
   REQUIRE_FALSE(o);
-  CHECK(has(o.error(), "chip (0,3): op 'all_gather(dim=0, cluster_axis=0)' (all_gather): result "
-                        "'z' has shape [8x16], its operands give [16x8]"));
+  CHECK(has(o.error(),
+            "chip (0,3): op 'all_gather(dim=0, cluster_axis=0)' (all_gather): result "
+            "'z' has shape [8x16], its operands give [16x8]"));
 
   ChipTensors bf(*mesh, "b", same_shape(*mesh, {16, 8}), DType::bf16, 224ull << 20);
   auto d = mesh->all_gather(good.all(), bf.all(), 0, 0);

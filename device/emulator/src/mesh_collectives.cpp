@@ -50,9 +50,9 @@ Status check_like(const Mesh& m, PerChip in, int f, int i, const std::string& la
 /// with validate()'s reason after the chip's coordinates. `operand_of(i)` is the chip whose input
 /// stands for chip i's operand (collective_permute: a chip that sends nothing takes the shape
 /// of the tensors it may receive).
-Status validate_chips(const Mesh& m, OpKind kind, OpConfig config, PerChip in, PerChip out,
-                      const std::string& label,
-                      const std::function<int(int)>& operand_of = [](int i) { return i; }) {
+Status validate_chips(
+    const Mesh& m, OpKind kind, OpConfig config, PerChip in, PerChip out, const std::string& label,
+    const std::function<int(int)>& operand_of = [](int i) { return i; }) {
   config.mesh_rows = static_cast<uint16_t>(m.rows());
   config.mesh_cols = static_cast<uint16_t>(m.cols());
   OpModel model(m.descriptor());
