@@ -9,6 +9,7 @@
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
 #include "meshplan/device/op_semantics.hpp"
+#include "op_semantics_ext.hpp"
 
 namespace meshplan::device {
 
@@ -241,7 +242,8 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
     if (t->layout != TileLayout::tile && op.kind != OpKind::to_memory_config)
       return reject("result '", t->name, "' must be tiled");
     if (!std::equal(t->shape.begin(), t->shape.end(), inferred->begin(), inferred->end()))
-      return reject("result '", t->name, "' has the wrong shape for its operands");
+      return reject("result '", t->name, "' has shape ", shape_text(t->shape),
+                    ", its operands give ", shape_text(*inferred));
     if (t->buffer == BufferType::l1)
       v.output_l1_bytes_per_core += AddressMap(*t, chip_).bytes_per_bank();
   }

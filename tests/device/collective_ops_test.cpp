@@ -164,6 +164,13 @@ TEST_CASE(
   CHECK(reason(OpKind::reduce_scatter, {4, 64, 32}, {1, 64, 32}, rs) == "accepted");
   CHECK(has(reason(OpKind::reduce_scatter, {64}, {16}, rs),
             "tt-metal: \"reduce_scatter currently supports rank 2 tensors at minimum\""));
-  // all_reduce and the other collectives keep their shape rules only.
+  // all_reduce, all_to_all, collective_permute and all_slice keep their shape rules only:
+  // tt-metal's all_reduce wants rank 2 or more, not enforced (docs/hardware-rules.md: the mesh
+  // pipeline emits rank-1 all_reduces and has no lowering that reshapes them yet).
   CHECK(reason(OpKind::all_reduce, {64}, {64}, rs) == "accepted");
+  OpConfig a2a = c;
+  a2a.split_dim = 1;
+  a2a.concat_dim = 0;
+  CHECK(reason(OpKind::all_to_all, {64}, {64}, a2a) != "accepted");  // concat_dim 0 of rank 1
+  CHECK(reason(OpKind::all_to_all, {16, 128}, {64, 32}, a2a) == "accepted");
 }

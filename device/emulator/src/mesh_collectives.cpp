@@ -1,5 +1,6 @@
-// Mesh collectives: validate every chip's placements, read all inputs, combine on the host in
-// coordinate order, write every output, then advance the clocks of each group.
+// Mesh collectives: check every chip's placements and run OpModel::validate on each chip's part
+// (the rules the planner applied), read all inputs, combine on the host in coordinate order,
+// write every output, then advance the clocks of each group.
 #include <algorithm>
 #include <functional>
 
@@ -7,6 +8,7 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/op_cases.hpp"
+#include "meshplan/device/op_model.hpp"
 #include "meshplan/device/timing.hpp"
 #include "scalar_ops.hpp"
 
@@ -29,13 +31,6 @@ Status check_axis(const Mesh& m, int axis, const std::string& label) {
   return {};
 }
 
-/// The checks every axis collective starts with: one input and one output per chip, a valid axis.
-Status check_call(const Mesh& m, PerChip in, PerChip out, int axis, const std::string& label) {
-  MESHPLAN_TRY(check_count(m, in, "input", label));
-  MESHPLAN_TRY(check_count(m, out, "output", label));
-  return check_axis(m, axis, label);
-}
-
 /// Chip `i`'s input matches the group's first chip `f` in shape and dtype.
 Status check_like(const Mesh& m, PerChip in, int f, int i, const std::string& label) {
   const TensorPlacement &a = in[static_cast<size_t>(f)], &b = in[static_cast<size_t>(i)];
@@ -47,6 +42,51 @@ Status check_like(const Mesh& m, PerChip in, int f, int i, const std::string& la
     return fail(ErrorCode::invalid_argument, label, ": ", at(m, i), ": input '", b.name, "' is ",
                 dtype_name(b.dtype), ", ", at(m, f), " has ", dtype_name(a.dtype));
   return {};
+}
+
+/// OpModel::validate on every chip's part of the collective, chip by chip, as
+/// EmulatedDevice::launch validates a single-chip op: the planner's rules (collective_ops.hpp's
+/// shapes, layout_rules.cpp's tt-metal rules) are the launch's. The first refusal is returned
+/// with validate()'s reason after the chip's coordinates. `operand_of(i)` is the chip whose input
+/// stands for chip i's operand (collective_permute: a chip that sends nothing takes the shape
+/// of the tensors it may receive).
+Status validate_chips(
+    const Mesh& m, OpKind kind, OpConfig config, PerChip in, PerChip out, const std::string& label,
+    const std::function<int(int)>& operand_of = [](int i) { return i; }) {
+  config.mesh_rows = static_cast<uint16_t>(m.rows());
+  config.mesh_cols = static_cast<uint16_t>(m.cols());
+  OpModel model(m.descriptor());
+  for (int i = 0; i < m.size(); ++i) {
+    const TensorPlacement* operands[] = {&in[static_cast<size_t>(operand_of(i))]};
+    const TensorPlacement* results[] = {&out[static_cast<size_t>(i)]};
+    OpValidation v = model.validate(OpLaunch{kind, label, operands, results, config});
+    if (!v.ok) return fail(ErrorCode::invalid_argument, at(m, i), ": ", v.reason);
+  }
+  return {};
+}
+
+/// The checks every axis collective starts with: one input and one output per chip; on a valid
+/// axis, inputs alike within each group (what no one chip's validation can see); then what
+/// OpModel::validate accepts on each chip (`config` holds the call's attributes: a bad axis is
+/// refused there with validate()'s reason).
+Status check_call(const Mesh& m, PerChip in, PerChip out, OpKind kind, const OpConfig& config,
+                  int axis, const std::string& label) {
+  MESHPLAN_TRY(check_count(m, in, "input", label));
+  MESHPLAN_TRY(check_count(m, out, "output", label));
+  if (axis == 0 || axis == 1 || axis == -1)
+    for (const auto& g : collective_groups(m.rows(), m.cols(), axis))
+      for (int i : g) MESHPLAN_TRY(check_like(m, in, g[0], i, label));
+  MESHPLAN_TRY(validate_chips(m, kind, config, in, out, label));
+  return check_axis(m, axis, label);
+}
+
+/// The OpConfig of an axis collective called with these attributes.
+OpConfig axis_config(int cluster_axis, int dim = 0, ReduceOp op = ReduceOp::sum) {
+  OpConfig c;
+  c.cluster_axis = static_cast<int8_t>(cluster_axis);
+  c.collective_dim = dim;
+  c.reduce = op;
+  return c;
 }
 
 Status check_output(const Mesh& m, const TensorPlacement& o, std::span<const int64_t> want,
@@ -140,7 +180,8 @@ struct AxisCollective {
 Result<CollectiveRun> mesh_detail::all_gather_on(Mesh& m, const AdvanceFn& advance, PerChip in,
                                                  PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_gather(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  MESHPLAN_TRY(check_call(m, in, out, OpKind::all_gather, axis_config(cluster_axis, dim),
+                          cluster_axis, label));
   AxisCollective c{m,
                    in,
                    out,
@@ -178,7 +219,8 @@ Result<CollectiveRun> mesh_detail::reduce_scatter_on(Mesh& m, const AdvanceFn& a
                                                      ReduceOp op) {
   std::string label =
       str("reduce_scatter(dim=", dim, ", cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  MESHPLAN_TRY(check_call(m, in, out, OpKind::reduce_scatter, axis_config(cluster_axis, dim, op),
+                          cluster_axis, label));
   AxisCollective c{m,
                    in,
                    out,
@@ -220,7 +262,8 @@ Result<CollectiveRun> mesh_detail::reduce_scatter_on(Mesh& m, const AdvanceFn& a
 Result<CollectiveRun> mesh_detail::all_reduce_on(Mesh& m, const AdvanceFn& advance, PerChip in,
                                                  PerChip out, int cluster_axis, ReduceOp op) {
   std::string label = str("all_reduce(cluster_axis=", cluster_axis, ", ", reduce_name(op), ")");
-  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  MESHPLAN_TRY(check_call(m, in, out, OpKind::all_reduce, axis_config(cluster_axis, 0, op),
+                          cluster_axis, label));
   AxisCollective c{m,
                    in,
                    out,
@@ -253,7 +296,10 @@ Result<CollectiveRun> mesh_detail::all_to_all_on(Mesh& m, const AdvanceFn& advan
                                                  int cluster_axis) {
   std::string label = str("all_to_all(split_dim=", split_dim, ", concat_dim=", concat_dim,
                           ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  OpConfig config = axis_config(cluster_axis);
+  config.split_dim = split_dim;
+  config.concat_dim = concat_dim;
+  MESHPLAN_TRY(check_call(m, in, out, OpKind::all_to_all, config, cluster_axis, label));
   AxisCollective c{m,
                    in,
                    out,
@@ -334,10 +380,17 @@ Result<CollectiveRun> mesh_detail::collective_permute_on(
   // Every chip's output has the shape of the inputs; sources must agree with each other.
   int first = -1;
   for (int i = 0; i < m.size(); ++i)
-    if (is_source[static_cast<size_t>(i)]) {
-      if (first < 0) first = i;
-      MESHPLAN_TRY(check_like(m, in, first, i, label));
-    }
+    if (is_source[static_cast<size_t>(i)] && first < 0) first = i;
+  OpConfig config;
+  for (const auto& [s, t] : pairs) {
+    config.pairs.push_back(static_cast<uint8_t>(m.descriptor().index(s)));
+    config.pairs.push_back(static_cast<uint8_t>(m.descriptor().index(t)));
+  }
+  MESHPLAN_TRY(validate_chips(m, OpKind::collective_permute, config, in, out, label, [&](int i) {
+    return is_source[static_cast<size_t>(i)] || first < 0 ? i : first;
+  }));
+  for (int i = 0; i < m.size(); ++i)
+    if (is_source[static_cast<size_t>(i)]) MESHPLAN_TRY(check_like(m, in, first, i, label));
   const TensorPlacement& model = in[static_cast<size_t>(first < 0 ? 0 : first)];
   for (int i = 0; i < m.size(); ++i)
     MESHPLAN_TRY(check_output(m, out[static_cast<size_t>(i)], model.shape, model.dtype, i, label));
@@ -366,7 +419,8 @@ Result<CollectiveRun> mesh_detail::collective_permute_on(
 Result<CollectiveRun> mesh_detail::all_slice_on(Mesh& m, const AdvanceFn& advance, PerChip in,
                                                 PerChip out, int dim, int cluster_axis) {
   std::string label = str("all_slice(dim=", dim, ", cluster_axis=", cluster_axis, ")");
-  MESHPLAN_TRY(check_call(m, in, out, cluster_axis, label));
+  MESHPLAN_TRY(check_call(m, in, out, OpKind::all_slice, axis_config(cluster_axis, dim),
+                          cluster_axis, label));
   auto all = collective_groups(m.rows(), m.cols(), cluster_axis);
   std::vector<int> position(static_cast<size_t>(m.size()));
   for (const auto& g : all) {

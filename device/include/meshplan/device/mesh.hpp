@@ -20,8 +20,10 @@
 // collectives. Host <-> mesh transfers (full_to_shard, shard_to_full) are not timed: DEVICE-FACTS
 // gives no host-link figure.
 //
-// Errors: a collective validates every chip's placement (count, shapes, dtypes) before it reads
-// anything, and reads every input before it writes anything, so a bad call never modifies an
+// Errors: a collective checks the placement count, that a group's inputs agree, and then runs
+// OpModel::validate on every chip's part (as EmulatedDevice::launch does for an op: the planner's
+// shape, layout and tt-metal rules; the reason comes after the chip, "chip (r,c): op '...'")
+// before it reads anything, and reads every input before it writes anything, so a bad call never modifies an
 // input and leaves the mesh usable; the message names the collective, the chip coordinates and
 // the tensor. An output that is not a live buffer fails at its write, after the outputs of
 // earlier chips were written.
