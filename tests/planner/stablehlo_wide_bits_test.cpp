@@ -22,10 +22,10 @@ namespace {
 
 const char* const kPolicies[] = {"dram", "l1-interleaved", "greedy", "beam", "df-sharding"};
 
-/// Round trip, lower, plan under every policy, run on the emulator with 1-D inputs of 4; every
-/// output exact.
+/// Round trip, lower, plan under every policy, run on the emulator with inputs of `shape`;
+/// every output exact.
 void check(const std::string& text, const std::vector<std::vector<float>>& inputs,
-           const std::vector<std::vector<float>>& want) {
+           const std::vector<std::vector<float>>& want, std::vector<int64_t> shape = {4}) {
   auto m = parse_module(text, "wide.mlir");
   REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
   auto g = lower_to_graph(*m);
@@ -36,7 +36,6 @@ void check(const std::string& text, const std::vector<std::vector<float>>& input
   auto g2 = lower_to_graph(*again);
   REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
   CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
-  const std::vector<int64_t> shape{4};
   std::vector<runtime::TensorView> views;
   for (const auto& in : inputs) views.push_back(runtime::TensorView{shape, in});
   for (const char* policy : kPolicies) {
@@ -188,4 +187,37 @@ TEST_CASE("i64/ui64 bit ops that can leave the 32-bit word are refused, located"
 }
 )") == "bad.mlir:5:5: stablehlo.shift_right_logical: value 9223372036854775807 of type i64 "
           "(element 0) is outside the range of i32, the device dtype it is computed in");
+}
+
+TEST_CASE("i64/ui64 multiply by a broadcast constant checks its overflow at the operands' shapes") {
+  // jax's iota_2x32_shape: 28 * i + x over ui64, then the high word (>> 32) and a low bit.
+  // x = 0, 5, 0xFFFF0000, 3; i = 0, 1, 2, 3: 28 * i + x = 0, 33, 4294901816, 87.
+  check(R"(module @jit_f {
+  func.func public @main(%x: tensor<4xui64>, %i: tensor<4xui64>) -> (tensor<4xui64>, tensor<4xui64>) {
+    %c = stablehlo.constant dense<28> : tensor<ui64>
+    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<ui64>) -> tensor<4xui64>
+    %1 = stablehlo.multiply %0, %i : tensor<4xui64>
+    %2 = stablehlo.add %1, %x : tensor<4xui64>
+    %c_0 = stablehlo.constant dense<32> : tensor<ui64>
+    %3 = stablehlo.broadcast_in_dim %c_0, dims = [] : (tensor<ui64>) -> tensor<4xui64>
+    %4 = stablehlo.shift_right_logical %2, %3 : tensor<4xui64>
+    %c_1 = stablehlo.constant dense<8> : tensor<ui64>
+    %5 = stablehlo.broadcast_in_dim %c_1, dims = [] : (tensor<ui64>) -> tensor<4xui64>
+    %6 = stablehlo.and %2, %5 : tensor<4xui64>
+    return %4, %6 : tensor<4xui64>, tensor<4xui64>
+  }
+}
+)",
+        {{0, 5, 4294901760.0f, 3}, {0, 1, 2, 3}}, {{0, 0, 0, 0}, {0, 0, 8, 0}});
+  // i64 of rank 2: a broadcast constant times run-time values, its overflow output 0.
+  check(R"(module @jit_f {
+  func.func public @main(%x: tensor<2x2xi64>) -> tensor<2x2xi64> {
+    %c = stablehlo.constant dense<-2> : tensor<i64>
+    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i64>) -> tensor<2x2xi64>
+    %1 = stablehlo.multiply %0, %x : tensor<2x2xi64>
+    return %1 : tensor<2x2xi64>
+  }
+}
+)",
+        {{3, -4, 0, 1000}}, {{-6, 8, 0, -2000}}, {2, 2});
 }
