@@ -49,6 +49,35 @@ bool is_arg_reducer(const Module& m, const Block& b, bool max) {
   return true;
 }
 
+/// Whether `init` is the rule's identity for the value input's element type `e`: -inf (+inf)
+/// for floats, or the lowest (greatest) finite float, which XLA also writes; for integers a
+/// constant at or below (above) every value the type holds here, its least (greatest) value:
+/// i64 and ui64 hold only 32-bit word values (larger ones are refused), so any constant beyond
+/// the word is one as well. Only such an init never beats an element, so the index init 0 never
+/// shows through (when every element equals it, the first index is 0 too).
+bool is_arg_identity(const Lowering& l, ValueId init, std::string_view e, bool max) {
+  if (e == "f32" || e == "f64" || e == "f16" || e == "bf16") {
+    const Folded* f = l.folded(init);
+    constexpr float kFInf = std::numeric_limits<float>::infinity();
+    return f && f->data.size() == 1 &&
+           (f->data[0] == (max ? -kFInf : kFInf) ||
+            f->data[0] ==
+                (max ? std::numeric_limits<float>::lowest() : std::numeric_limits<float>::max()));
+  }
+  std::optional<std::pair<double, double>> held;
+  if (e == "i8") held = {-128, 127};
+  if (e == "i16") held = {-32768, 32767};
+  if (e == "i32" || e == "i64") held = {-2147483648.0, 2147483647.0};
+  if (e == "ui8") held = {0, 255};
+  if (e == "ui16") held = {0, 65535};
+  if (e == "ui32" || e == "ui64") held = {0, 4294967295.0};
+  const Op* def = l.def(init);
+  if (!held || !def || def->name != "stablehlo.constant") return false;
+  const Attr* a = def->prop("value");
+  if (!a || a->values.size() != 1) return false;
+  return max ? a->values[0] <= held->first : a->values[0] >= held->second;
+}
+
 }  // namespace
 
 Status lower_arg_reduce(Lowering& l, const Op& op) {
@@ -72,7 +101,6 @@ Status lower_arg_reduce(Lowering& l, const Op& op) {
   const int64_t n = in_shape[d];
   // The index input must be an iota along the reduced dim, the inits the rule's identity and 0.
   const Folded* idx = l.folded(op.operands[1]);
-  const Folded* init_v = l.folded(op.operands[2]);
   const Folded* init_i = l.folded(op.operands[3]);
   if (!idx) return refuse("whose index input is not a constant");
   int64_t inner = 1;
@@ -80,13 +108,10 @@ Status lower_arg_reduce(Lowering& l, const Op& op) {
   for (size_t i = 0; i < idx->data.size(); ++i)
     if (idx->data[i] != static_cast<float>((static_cast<int64_t>(i) / inner) % n))
       return refuse("whose index input is not an iota along the reduced dimension");
-  float identity =
-      max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-  if (!init_v || init_v->data.size() != 1 ||
-      !(init_v->data[0] == identity ||
-        init_v->data[0] ==
-            (max ? std::numeric_limits<float>::lowest() : std::numeric_limits<float>::max())))
-    return refuse(max ? "whose value init is not -inf" : "whose value init is not +inf");
+  const std::string& element = l.type(op.operands[0]).element;
+  if (!is_arg_identity(l, op.operands[2], element, max))
+    return refuse(str("whose value init is not the ", max ? "least" : "greatest", " ", element,
+                      " value"));
   if (!init_i || init_i->data.size() != 1 || init_i->data[0] != 0)
     return refuse("whose index init is not 0");
 

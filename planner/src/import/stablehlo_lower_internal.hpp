@@ -172,6 +172,9 @@ bool is_integer_bit_op(std::string_view name);
 bool needs_word_constant(const Lowering& l, const Op& op);
 Status lower_word_constant(Lowering& l, const Op& op);
 Status lower_integer_bit_op(Lowering& l, const Op& op);
+/// The bit ops on i64/ui64 (32-bit words): folded exactly when every operand is folded,
+/// otherwise those whose word result is exact; others are located errors.
+Status lower_wide_bit_op(Lowering& l, const Op& op);
 // Masks and bounds (stablehlo_lower_select.cpp).
 /// Folds a compare of two folded values; otherwise does nothing: use() lowers the compare
 /// (lower_compare) when a user needs its value, so that select(compare(a, b), a, b) can become

@@ -904,6 +904,8 @@ Status lower_integer_bit_op(Lowering& l, const Op& op) {
   // zero-extended (wrap_narrow brings every result back to that form), and act at their own
   // width as below; i64 and ui64 would not shift or count at theirs.
   const auto narrow = narrow_range(xt.element);
+  if ((xt.element == "i64" || xt.element == "ui64") && rt.element == xt.element)
+    return lower_wide_bit_op(l, op);  // stablehlo_lower_wide_bits.cpp
   if ((!is_32bit_word(xt.element) && !narrow) || rt.element != xt.element)
     return l.unimplemented(op, str(n, " on ", xt.element,
                                    " (the integer bit ops run on i8, i16, i32, ui8, ui16, ui32)"));

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "import/stablehlo_lower_internal.hpp"
+#include "meshplan/device/op_semantics.hpp"
 
 namespace meshplan::planner::shlo::lowering {
 
@@ -84,16 +85,27 @@ Result<std::optional<GValue>> overflow_mask(Lowering& l, const Op& op, const pla
     GValue a = p.operands[0], b = p.operands[1];
     // The wrapped product r is exact when a == 0 or r / a == b (truncating division), except
     // INT_MIN = -1 * INT_MIN, whose quotient INT_MIN / -1 wraps back to INT_MIN.
+    // a and b may be broadcasting operands (of 1s in some dims): masks of one take its shape.
+    const std::vector<int64_t> ones(m.shape.size(), 1);
+    auto shape_of = [&](GValue x) { return device::broadcast_shapes(l.graph().values[x].shape, ones); };
+    auto on = [&](GValue x, GValue c) -> Result<GValue> {
+      return l.emit(OpKind::ne, {x, c}, {}, MESHPLAN_TRY(shape_of(x)), dt);
+    };
     GValue zero = MESHPLAN_TRY(m.scalar(0, dt));
-    GValue a_nonzero = MESHPLAN_TRY(m.op(OpKind::ne, {a, zero}, dt));
+    GValue a_nonzero = MESHPLAN_TRY(on(a, zero));
     GValue q = MESHPLAN_TRY(m.op(OpKind::divide, {r, a}, dt));
     GValue q_differs = MESHPLAN_TRY(m.op(OpKind::ne, {q, b}, dt));
     GValue mask = MESHPLAN_TRY(m.op(OpKind::multiply, {a_nonzero, q_differs}, dt));
     if (is_unsigned) return std::optional(mask);
-    GValue a_minus_one = MESHPLAN_TRY(m.op(OpKind::eq, {a, MESHPLAN_TRY(m.scalar(-1, dt))}, dt));
-    GValue b_min =
-        MESHPLAN_TRY(m.op(OpKind::eq, {b, MESHPLAN_TRY(m.scalar(-2147483648.0f, dt))}, dt));
-    GValue special = MESHPLAN_TRY(m.op(OpKind::multiply, {a_minus_one, b_min}, dt));
+    auto equal = [&](GValue x, float c) -> Result<GValue> {
+      return l.emit(OpKind::eq, {x, MESHPLAN_TRY(m.scalar(c, dt))}, {}, MESHPLAN_TRY(shape_of(x)),
+                    dt);
+    };
+    GValue a_minus_one = MESHPLAN_TRY(equal(a, -1));
+    GValue b_min = MESHPLAN_TRY(equal(b, -2147483648.0f));
+    auto both = device::broadcast_shapes(MESHPLAN_TRY(shape_of(a)), MESHPLAN_TRY(shape_of(b)));
+    if (!both) return std::unexpected(both.error());
+    GValue special = MESHPLAN_TRY(l.emit(OpKind::multiply, {a_minus_one, b_min}, {}, *both, dt));
     return std::optional(MESHPLAN_TRY(m.op(OpKind::maximum, {mask, special}, dt)));
   }
   if (n == "stablehlo.negate" || n == "stablehlo.abs") {
