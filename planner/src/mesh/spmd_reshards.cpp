@@ -9,6 +9,7 @@
 
 #include "mesh/sharding_rules_shardy.hpp"
 #include "mesh/spmd_reshard.hpp"
+#include "mesh/spmd_reshards_mesh.hpp"
 #include "mesh/spmd_reshards_partial.hpp"
 #include "mesh/spmd_util.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -883,6 +884,21 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
           }
           m.ops[o].operands[k] = op.operands[k];
         }
+      // Shardy's stage computes the op on one of the meshes its shardings name, and leaves it
+      // as it is when they name meshes of other axes (shardy_op_mesh); plans compute it on the
+      // module's mesh, where the operands were brought above.
+      const MeshDecl* on = mesh;
+      if (shardy_rules) {
+        std::vector<std::optional<TensorSharding>> named;
+        for (ValueId v : op.operands) named.push_back(stated(v));
+        for (ValueId r : op.results) named.push_back(stated(r));
+        on = shardy_op_mesh(m, named);
+        if (!on) {
+          out->push_back(o);
+          continue;
+        }
+      }
+      const AxisMath math{*on};  // the op's factors are sharded along the axes of `on`
       std::optional<ReshardRule> stage_rule;
       if (shardy_rules) stage_rule = shardy_reshard_rule(m, op);
       const std::vector<bool> perm = stage_rule ? stage_rule->permutation : std::vector<bool>{};
@@ -941,7 +957,7 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
       // The sharding a tensor gets from the factor shardings; dims stay open or closed as they
       // were, its replicated and unreduced axes stay.
       auto derived = [&](const std::vector<std::vector<int>>& dims, const TensorSharding& was) {
-        TensorSharding want = replicated_sharding(mesh->name, dims.size());
+        TensorSharding want = replicated_sharding(on->name, dims.size());
         want.replicated = was.replicated;
         want.unreduced = was.unreduced;
         for (size_t d = 0; d < dims.size(); ++d) {
@@ -961,7 +977,10 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
         TensorSharding now = current(v);
         TensorSharding want = derived(rule.operands[k], now);
         want.unreduced.clear();
-        if (!same_placement(math, now, want)) m.ops[o].operands[k] = reshard(v, want, op.loc);
+        // (Shardy also moves a split operand off a mesh ordering the devices otherwise.)
+        if (!same_placement(math, now, want) ||
+            (shardy_rules && shardy_other_device_order(m, now, *on)))
+          m.ops[o].operands[k] = reshard(v, want, op.loc);
       }
       out->push_back(o);
       // Results: partial sums along sharded reduction factors that the result does not keep
@@ -982,9 +1001,12 @@ Status insert_explicit_reshards(Module& m, const std::string& global, bool shard
       };
       for (size_t k = 0; k < m.ops[o].results.size(); ++k) {
         ValueId r = m.ops[o].results[k];
-        TensorSharding wanted = current(r);
+        const std::optional<TensorSharding> declared = stated(r);
+        TensorSharding wanted =
+            declared ? *declared : replicated_sharding(on->name, m.values[r].type.shape.size());
         TensorSharding actual = derived(rule.results[k], wanted);
-        bool moved = !same_placement(math, wanted, actual);
+        bool moved = !same_placement(math, wanted, actual) ||
+                     (shardy_rules && shardy_other_device_order(m, wanted, *on));
         if (moved) {
           // The op computes its result as the factor shardings place it.
           for (size_t j = m.ops[o].shardings.size(); j < m.ops[o].results.size(); ++j)

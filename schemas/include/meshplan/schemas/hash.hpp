@@ -57,6 +57,6 @@ class Hasher {
 inline constexpr uint16_t kPlanFormatMajor = 1;
 inline constexpr uint16_t kPlanFormatMinor = 3;
 /// Version of the planner's algorithms; part of every plan key, so new planners miss old plans.
-inline constexpr std::string_view kPlannerVersion = "0.3.0";
+inline constexpr std::string_view kPlannerVersion = "0.4.0";
 
 }  // namespace meshplan
