@@ -141,7 +141,8 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
 /// An all_gather or reduce_scatter whose direct launch tt-metal refuses
 /// (device::collective_launch_rule) as the equivalent sequence it takes: a rank-1 all_gather
 /// gathers the [1, N] reshape along dim 1; a reduce_scatter is an all_reduce and the all_slice
-/// of each chip's block (no scatter dim rule applies to either). Anything else keeps the direct
+/// of each chip's block (no scatter dim rule applies to either; communication() counts the
+/// all_reduce's bytes). Anything else keeps the direct
 /// op, which the planner then refuses with the rule's text.
 Status lower_refused_collective(Lowering& l, const Op& op, const CollectiveInfo& c, int64_t ca,
                                 GValue x, device::OpConfig config) {
@@ -260,14 +261,9 @@ Status lower_collective(Lowering& l, const Op& op) {
   }
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
   if (c.kind == "all_gather" || c.kind == "reduce_scatter") {
-    const MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
-    device::OpConfig config;
-    config.mesh_rows = static_cast<decltype(config.mesh_rows)>(map.rows);
-    config.mesh_cols = static_cast<decltype(config.mesh_cols)>(map.cols);
-    config.cluster_axis = static_cast<decltype(config.cluster_axis)>(*ca);
-    config.collective_dim = static_cast<decltype(config.collective_dim)>(c.dim);
-    if (!device::collective_launch_rule(kind, "", in, config).empty())
-      return lower_refused_collective(l, op, c, *ca, x, std::move(config));
+    auto config = MESHPLAN_TRY(collective_launch_config(m, c));
+    if (config && !device::collective_launch_rule(kind, "", in, *config).empty())
+      return lower_refused_collective(l, op, c, *ca, x, *config);
   }
   MESHPLAN_TRY(emit_collective(l, op, kind, x, std::move(attrs)));
   return {};
