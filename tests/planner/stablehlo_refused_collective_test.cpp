@@ -100,6 +100,24 @@ TEST_CASE("a reduce_scatter over 8 chips of a dim of 2 tiles is an all_reduce an
   }
 }
 )";
+  {
+    // The communication report counts the all_reduce that moves: each chip sends 2 * 7/8 of its
+    // 1x64 f32 operand (256 bytes), 448 bytes, not the reduce_scatter's 224.
+    auto m = parse_module(text, "mesh.mlir");
+    REQUIRE(m);
+    PipelineOptions options;
+    options.mesh_rows = 0;
+    options.mesh_cols = 0;
+    REQUIRE(run_pipeline(*m, options));
+    auto comm = communication(*m);
+    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
+    REQUIRE(comm->ops.size() == 1);
+    CHECK(comm->ops[0].kind == "all_reduce + all_slice");
+    CHECK(comm->ops[0].bytes == 448);
+    CHECK(comm->bytes == 448);
+    CHECK(comm->count("all_reduce") == 1);
+    CHECK(comm->count("reduce_scatter") == 0);
+  }
   planner::Graph g = mesh_graph(text);
   CHECK(count(g, device::OpKind::reduce_scatter) == 0);
   CHECK(count(g, device::OpKind::all_reduce) == 1);
@@ -137,5 +155,26 @@ TEST_CASE("an all_gather of a rank-1 tensor gathers its [1, N] reshape along dim
   for (int i = 0; i < 16; ++i) input[i] = static_cast<float>(i) - 5.5f;
   std::vector<float> want(16);
   for (int i = 0; i < 16; ++i) want[i] = 2 * (static_cast<float>(i) - 5.5f);
+  CHECK(run_on_mesh(g, {16}, input) == want);
+}
+
+TEST_CASE("a collective_broadcast of a rank-1 tensor gathers it as one row") {
+  // Every device receives device 0's piece (elements 0 and 1 of the argument).
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%a: tensor<2xf32>) {
+      %b = "stablehlo.collective_broadcast"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>}> : (tensor<2xf32>) -> tensor<2xf32>
+      sdy.return %b : tensor<2xf32>
+    } : (tensor<16xf32>) -> tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  std::vector<float> input(16);
+  for (int i = 0; i < 16; ++i) input[i] = static_cast<float>(10 + i);
+  std::vector<float> want(16);
+  for (int i = 0; i < 16; ++i) want[i] = static_cast<float>(10 + i % 2);
   CHECK(run_on_mesh(g, {16}, input) == want);
 }

@@ -120,8 +120,13 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
     return fail(ErrorCode::internal, op.loc.str(), ": ", op.name, ": no source chip found");
   const DType dt = l.graph().values[x].dtype;
   const std::vector<int64_t> shape = l.graph().values[x].shape;
-  std::vector<int64_t> rows = shape.empty() ? std::vector<int64_t>{1} : shape;
-  if (shape.empty()) x = MESHPLAN_TRY(l.reshape(x, rows));
+  // tt-metal gathers tensors of rank 2 or more (device::collective_launch_rule): a scalar or
+  // rank-1 operand travels as one row.
+  std::vector<int64_t> rows = shape;
+  if (shape.size() < 2) {
+    rows = {1, shape.empty() ? 1 : shape[0]};
+    x = MESHPLAN_TRY(l.reshape(x, rows));
+  }
   const int64_t n = static_cast<int64_t>(physical.front().size());
   std::vector<int64_t> gathered = rows;
   gathered[0] *= n;
@@ -133,7 +138,7 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
   ends[0] = begins[0] + rows[0];
   GValue r = MESHPLAN_TRY(l.emit(OpKind::slice, {all},
                                  {{"begins", begins}, {"ends", ends}, {"steps", steps}}, rows, dt));
-  if (shape.empty()) r = MESHPLAN_TRY(l.reshape(r, shape));
+  if (shape.size() < 2) r = MESHPLAN_TRY(l.reshape(r, shape));
   l.bind(op.results[0], r);
   return {};
 }
