@@ -942,12 +942,13 @@ Result<CommStats> communication(const Module& m) {
       std::string kind = c.kind;
       if (c.kind == "reduce_scatter") {
         // A reduce_scatter tt-metal refuses is lowered as an all_reduce and the all_slice (a
-        // local slice) of each chip's block (lower_collective): that is what moves.
-        auto config = MESHPLAN_TRY(collective_launch_config(m, c));
+        // local slice) of each chip's block (lower_collective): that is what moves. A module
+        // with no mesh mapping is not lowered (its error is the lowering's to report).
+        auto config = collective_launch_config(m, c);
         const auto& in = m.values[op.operands[0]].type.shape;
-        if (config && !device::collective_launch_rule(device::OpKind::reduce_scatter, "", in,
-                                                      *config)
-                           .empty()) {
+        if (config && *config &&
+            !device::collective_launch_rule(device::OpKind::reduce_scatter, "", in, **config)
+                 .empty()) {
           c.kind = "all_reduce";
           kind = "all_reduce + all_slice";
         }
