@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/placement.hpp"
 
 namespace meshplan::device {
@@ -191,37 +192,10 @@ std::string norm_rule(const OpLaunch& op) {
   return norm_blocks_rule(in);
 }
 
-// tt-metal: ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp and
-// ttnn/cpp/ttnn/operations/experimental/ccl/reduce_scatter_common/reduce_scatter_validate_utils.cpp
-// (reduce_scatter_common_validates, which ttnn's reduce_scatter device operation calls). Both
-// keep the dtype and take interleaved tensors here (checked in OpModel::validate); aligned pages
-// hold by construction (every tile size is a multiple of the DRAM and L1 alignments).
+// The collective launch rules (collective_launch_rule) on the launch's first operand.
 std::string collective_rule(const OpLaunch& op) {
-  if (op.kind != OpKind::all_gather && op.kind != OpKind::reduce_scatter) return {};
   const TensorPlacement& in = *op.operands[0];
-  bool gather = op.kind == OpKind::all_gather;
-  int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (rank < 2)
-    return str("operand '", in.name, "' has rank ", rank, "; tt-metal: ",
-               gather ? "\"AllGather requires tensor of rank 2 or greater\""
-                      : "\"reduce_scatter currently supports rank 2 tensors at minimum\"");
-  int n = collective_group_size(op.config);
-  if (gather && n <= 1)
-    return str("cluster_axis ", int{op.config.cluster_axis}, " of the ", int{op.config.mesh_rows},
-               "x", int{op.config.mesh_cols}, " mesh groups ", n,
-               " chip; tt-metal: \"all_gather op will only work for num_devices > 1\"");
-  if (gather) return {};
-  int64_t d =
-      op.config.collective_dim < 0 ? op.config.collective_dim + rank : op.config.collective_dim;
-  if (d >= rank - 2 && n > 0) {
-    // The last two dims are scattered in whole tiles: the tile-padded size in tiles splits evenly.
-    int64_t tiles = (in.shape[d] + kTileW - 1) / kTileW;
-    if (tiles % n != 0)
-      return str("operand '", in.name, "' scatters dim ", d, " (", in.shape[d], ", ", tiles,
-                 " tiles) over ", n, " chips; tt-metal: \"Number of tiles at dimension ", d,
-                 " must be divisible by ring_size\"");
-  }
-  return {};
+  return collective_launch_rule(op.kind, in.name, in.shape, op.config);
 }
 
 // tt-metal: ttnn/cpp/ttnn/operations/pool/generic/generic_pools.cpp (ttnn's pool2d, which
@@ -333,6 +307,38 @@ std::string shape_rule(const OpLaunch& op) {
 }
 
 }  // namespace
+
+// tt-metal: ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp and
+// ttnn/cpp/ttnn/operations/experimental/ccl/reduce_scatter_common/reduce_scatter_validate_utils.cpp
+// (reduce_scatter_common_validates, which ttnn's reduce_scatter device operation calls). Both
+// keep the dtype and take interleaved tensors here (checked in OpModel::validate); aligned pages
+// hold by construction (every tile size is a multiple of the DRAM and L1 alignments).
+std::string collective_launch_rule(OpKind kind, std::string_view name,
+                                   std::span<const int64_t> shape, const OpConfig& config) {
+  if (kind != OpKind::all_gather && kind != OpKind::reduce_scatter) return {};
+  bool gather = kind == OpKind::all_gather;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2)
+    return str("operand '", name, "' has rank ", rank, "; tt-metal: ",
+               gather ? "\"AllGather requires tensor of rank 2 or greater\""
+                      : "\"reduce_scatter currently supports rank 2 tensors at minimum\"");
+  int n = collective_group_size(config);
+  if (gather && n <= 1)
+    return str("cluster_axis ", int{config.cluster_axis}, " of the ", int{config.mesh_rows}, "x",
+               int{config.mesh_cols}, " mesh groups ", n,
+               " chip; tt-metal: \"all_gather op will only work for num_devices > 1\"");
+  if (gather) return {};
+  int64_t d = config.collective_dim < 0 ? config.collective_dim + rank : config.collective_dim;
+  if (d >= rank - 2 && d < rank && n > 0) {
+    // The last two dims are scattered in whole tiles: the tile-padded size in tiles splits evenly.
+    int64_t tiles = (shape[d] + kTileW - 1) / kTileW;
+    if (tiles % n != 0)
+      return str("operand '", name, "' scatters dim ", d, " (", shape[d], ", ", tiles,
+                 " tiles) over ", n, " chips; tt-metal: \"Number of tiles at dimension ", d,
+                 " must be divisible by ring_size\"");
+  }
+  return {};
+}
 
 std::string layout_rule(const OpLaunch& op) {
   switch (op_family(op.kind)) {

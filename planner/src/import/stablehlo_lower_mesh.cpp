@@ -7,6 +7,7 @@
 
 #include "import/stablehlo_lower_internal.hpp"
 #include "meshplan/device/collective_ops.hpp"
+#include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/mesh_shard.hpp"
 #include "meshplan/planner/mesh_mapping.hpp"
 
@@ -119,8 +120,13 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
     return fail(ErrorCode::internal, op.loc.str(), ": ", op.name, ": no source chip found");
   const DType dt = l.graph().values[x].dtype;
   const std::vector<int64_t> shape = l.graph().values[x].shape;
-  std::vector<int64_t> rows = shape.empty() ? std::vector<int64_t>{1} : shape;
-  if (shape.empty()) x = MESHPLAN_TRY(l.reshape(x, rows));
+  // tt-metal gathers tensors of rank 2 or more (device::collective_launch_rule): a scalar or
+  // rank-1 operand travels as one row.
+  std::vector<int64_t> rows = shape;
+  if (shape.size() < 2) {
+    rows = {1, shape.empty() ? 1 : shape[0]};
+    x = MESHPLAN_TRY(l.reshape(x, rows));
+  }
   const int64_t n = static_cast<int64_t>(physical.front().size());
   std::vector<int64_t> gathered = rows;
   gathered[0] *= n;
@@ -132,9 +138,44 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
   ends[0] = begins[0] + rows[0];
   GValue r = MESHPLAN_TRY(l.emit(OpKind::slice, {all},
                                  {{"begins", begins}, {"ends", ends}, {"steps", steps}}, rows, dt));
-  if (shape.empty()) r = MESHPLAN_TRY(l.reshape(r, shape));
+  if (shape.size() < 2) r = MESHPLAN_TRY(l.reshape(r, shape));
   l.bind(op.results[0], r);
   return {};
+}
+
+/// An all_gather or reduce_scatter whose direct launch tt-metal refuses
+/// (device::collective_launch_rule) as the equivalent sequence it takes: a rank-1 all_gather
+/// gathers the [1, N] reshape along dim 1; a reduce_scatter is an all_reduce and the all_slice
+/// of each chip's block (no scatter dim rule applies to either; communication() counts the
+/// all_reduce's bytes). Anything else keeps the direct
+/// op, which the planner then refuses with the rule's text.
+Status lower_refused_collective(Lowering& l, const Op& op, const CollectiveInfo& c, int64_t ca,
+                                GValue x, device::OpConfig config) {
+  const DType dt = l.graph().values[x].dtype;
+  const std::vector<int64_t>& in = l.type(op.operands[0]).shape;
+  const std::vector<int64_t>& out = l.type(op.results[0]).shape;
+  if (c.kind == "all_gather" && in.size() == 1) {
+    config.collective_dim = 1;
+    const std::vector<int64_t> row = {1, in[0]};
+    if (device::collective_launch_rule(OpKind::all_gather, "", row, config).empty()) {
+      GValue r = MESHPLAN_TRY(l.reshape(x, row));
+      r = MESHPLAN_TRY(l.emit(OpKind::all_gather, {r}, {{"dim", int64_t{1}}, {"cluster_axis", ca}},
+                              {1, out[0]}, dt));
+      l.bind(op.results[0], MESHPLAN_TRY(l.reshape(r, out)));
+      return {};
+    }
+  }
+  if (c.kind == "reduce_scatter") {
+    GValue r = MESHPLAN_TRY(l.emit(OpKind::all_reduce, {x},
+                                   {{"cluster_axis", ca}, {"reduce", c.reduction}}, in, dt));
+    r = MESHPLAN_TRY(
+        l.emit(OpKind::all_slice, {r}, {{"dim", c.dim}, {"cluster_axis", ca}}, out, dt));
+    l.bind(op.results[0], r);
+    return {};
+  }
+  std::vector<Attribute> attrs = {{"cluster_axis", ca}, {"dim", c.dim}};
+  OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
+  return emit_collective(l, op, kind, x, std::move(attrs));
 }
 
 }  // namespace
@@ -224,6 +265,11 @@ Status lower_collective(Lowering& l, const Op& op) {
     attrs.push_back({"concat_dim", c.concat_dim});
   }
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
+  if (c.kind == "all_gather" || c.kind == "reduce_scatter") {
+    auto config = MESHPLAN_TRY(collective_launch_config(m, c));
+    if (config && !device::collective_launch_rule(kind, "", in, *config).empty())
+      return lower_refused_collective(l, op, c, *ca, x, *config);
+  }
   MESHPLAN_TRY(emit_collective(l, op, kind, x, std::move(attrs)));
   return {};
 }

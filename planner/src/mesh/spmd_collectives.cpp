@@ -10,6 +10,8 @@
 
 #include "mesh/spmd_reshard.hpp"
 #include "mesh/spmd_util.hpp"
+#include "meshplan/device/collective_rules.hpp"
+#include "meshplan/planner/mesh_mapping.hpp"
 #include "meshplan/planner/spmd.hpp"
 
 namespace meshplan::planner::shlo {
@@ -905,6 +907,21 @@ double collective_bytes(const Module& m, const Op& op, const CollectiveInfo& c) 
   return 0;           // all_slice: a local slice
 }
 
+Result<std::optional<device::OpConfig>> collective_launch_config(const Module& m,
+                                                                 const CollectiveInfo& c) {
+  const MeshDecl* mesh = m.main_mesh();
+  if (!mesh) return std::optional<device::OpConfig>{};
+  const MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
+  auto axis = physical_cluster_axis(*mesh, map, c.groups);
+  if (!axis) return std::optional<device::OpConfig>{};
+  device::OpConfig config;
+  config.mesh_rows = static_cast<decltype(config.mesh_rows)>(map.rows);
+  config.mesh_cols = static_cast<decltype(config.mesh_cols)>(map.cols);
+  config.cluster_axis = static_cast<decltype(config.cluster_axis)>(*axis);
+  config.collective_dim = static_cast<decltype(config.collective_dim)>(c.dim);
+  return std::optional<device::OpConfig>{config};
+}
+
 Result<CommStats> communication(const Module& m) {
   CommStats s;
   std::map<std::string, int> counts;
@@ -922,11 +939,25 @@ Result<CommStats> communication(const Module& m) {
                   n == "stablehlo.collective_permute";
       if (!coll) continue;
       CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
+      std::string kind = c.kind;
+      if (c.kind == "reduce_scatter") {
+        // A reduce_scatter tt-metal refuses is lowered as an all_reduce and the all_slice (a
+        // local slice) of each chip's block (lower_collective): that is what moves. A module
+        // with no mesh mapping is not lowered (its error is the lowering's to report).
+        auto config = collective_launch_config(m, c);
+        const auto& in = m.values[op.operands[0]].type.shape;
+        if (config && *config &&
+            !device::collective_launch_rule(device::OpKind::reduce_scatter, "", in, **config)
+                 .empty()) {
+          c.kind = "all_reduce";
+          kind = "all_reduce + all_slice";
+        }
+      }
       ++counts[c.kind];
       double group = c.groups.empty() ? 1 : static_cast<double>(c.groups[0].size());
       double bytes = collective_bytes(m, op, c);
       s.bytes += bytes;
-      s.ops.push_back({c.kind, op.loc, bytes, static_cast<int>(group)});
+      s.ops.push_back({kind, op.loc, bytes, static_cast<int>(group)});
     }
   }
   std::stable_sort(

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meshplan/device/types.hpp"
 #include "meshplan/planner/sharding.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/stablehlo.hpp"
@@ -55,5 +56,14 @@ std::optional<int> physical_cluster_axis(const MeshDecl& mesh, const MeshMapping
 Result<std::array<int32_t, 2>> physical_shard_dims(const MeshDecl& mesh, const MeshMapping& map,
                                                    const TensorSharding& s, bool* minor_first,
                                                    std::string_view what);
+
+/// The device::OpConfig of collective `c` of the local program `m` on the chips the mesh mapping
+/// puts it on: mesh rows x cols, physical cluster_axis, collective_dim = c.dim; nullopt when its
+/// groups are neither one physical dim nor the whole mesh. With device::collective_launch_rule
+/// it says whether tt-metal takes the direct launch of an all_gather or reduce_scatter, which the
+/// lowering otherwise replaces by an equivalent sequence (a reduce_scatter by an all_reduce and
+/// the all_slice of each chip's block; communication() counts that sequence's bytes).
+Result<std::optional<device::OpConfig>> collective_launch_config(const Module& m,
+                                                                 const CollectiveInfo& c);
 
 }  // namespace meshplan::planner::shlo
