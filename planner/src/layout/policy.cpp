@@ -279,6 +279,22 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
       live.push_back(a);
       live_bytes += size[a];
     }
+  // Moves original value `v` to DRAM before the op being placed; later readers read the copy.
+  auto move_to_dram = [&](ValueId v) {
+    ValueId copy = add_value(out.graph, names.values(), values[v], ".spill");
+    out.layout.tensors.push_back(interleaved_layout(values[v], device::BufferType::dram));
+    Op move;
+    move.name = unique_op_name(names.ops(), values[v].name + ".spill");
+    move.kind = device::OpKind::to_memory_config;
+    move.operands = {current[v]};
+    move.results = {copy};
+    out.graph.ops.push_back(std::move(move));
+    out.layout.configs.push_back(
+        move_config(out.layout.tensors[current[v]], out.layout.tensors[copy], chip));
+    out.origin.push_back(OpOrigin::spill);
+    current[v] = copy;
+    drop(v);
+  };
   for (int p = 0; p < n; ++p) {
     at = p;
     Op op = std::move(in.graph.ops[p]);
@@ -289,6 +305,28 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     for (ValueId v : op.operands) in_layouts.push_back(&out.layout.tensors[current[v]]);
     device::OpValidation val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
                                           out.layout.tensors[result], config);
+    if (!val.ok) {
+      // An earlier spill or demotion moved one operand to DRAM where the op needs its operands
+      // alike (tt-metal's concat takes all of them sharded or all interleaved): the operands it
+      // reads from L1 move to DRAM too, and if that is not enough it writes DRAM.
+      for (ValueId v : op.operands)
+        if (out.layout.tensors[current[v]].in_l1()) {
+          ++out.spills;
+          move_to_dram(v);
+        }
+      in_layouts.clear();
+      for (ValueId v : op.operands) in_layouts.push_back(&out.layout.tensors[current[v]]);
+      val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
+                       out.layout.tensors[result], config);
+      if (!val.ok && out.layout.tensors[result].in_l1()) {
+        ++out.spills;
+        out.layout.tensors[result] = interleaved_layout(values[result], device::BufferType::dram);
+        config = config_for(config, out.layout.tensors[result], chip);
+        size[result] = 0;
+        val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
+                         out.layout.tensors[result], config);
+      }
+    }
     if (!val.ok)
       return fail(ErrorCode::internal, "spill management: ",
                   q.explain(op.kind, op.name, op.operands, in_layouts, result,
@@ -366,19 +404,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         continue;
       }
       // Move the victim to DRAM before this op; later readers read the copy.
-      ValueId copy = add_value(out.graph, names.values(), values[victim], ".spill");
-      out.layout.tensors.push_back(interleaved_layout(values[victim], device::BufferType::dram));
-      Op move;
-      move.name = unique_op_name(names.ops(), values[victim].name + ".spill");
-      move.kind = device::OpKind::to_memory_config;
-      move.operands = {current[victim]};
-      move.results = {copy};
-      out.graph.ops.push_back(std::move(move));
-      out.layout.configs.push_back(
-          move_config(out.layout.tensors[current[victim]], out.layout.tensors[copy], chip));
-      out.origin.push_back(OpOrigin::spill);
-      current[victim] = copy;
-      drop(victim);
+      move_to_dram(victim);
       need -= size[victim];
     }
     for (ValueId& v : op.operands) v = current[v];
