@@ -188,7 +188,7 @@ namespace {
 /// three.
 class InputSearchChecker final : public ShardChecker {
  public:
-  explicit InputSearchChecker(const Graph& g) : g_(g) {}
+  explicit InputSearchChecker(const Graph&) {}
   std::vector<TensorLayout> legal_configs(OpId) const override {
     return {shard(8), shard(4), shard(2)};
   }
@@ -207,9 +207,6 @@ class InputSearchChecker final : public ShardChecker {
     return {shard(8), shard(4), shard(2)};
   }
   bool move_valid(ValueId, const TensorLayout&, const TensorLayout&) const override { return true; }
-
- private:
-  const Graph& g_;
 };
 }  // namespace
 
