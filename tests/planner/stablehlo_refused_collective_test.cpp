@@ -16,6 +16,7 @@
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
+#include "mesh_program_run.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -23,40 +24,9 @@ using namespace meshplan::planner::shlo;
 namespace {
 
 planner::Graph mesh_graph(const std::string& text) {
-  auto m = parse_module(text, "mesh.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  PipelineOptions options;
-  options.mesh_rows = 0;
-  options.mesh_cols = 0;
-  auto st = run_pipeline(*m, options);
-  REQUIRE_MESSAGE(st, (st ? "" : st.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  REQUIRE(g->mesh.rows * g->mesh.cols == 8);
-  return std::move(*g);
+  return test::mesh_graph(text, 8);
 }
-
-/// `g` compiled and run on 8 emulated chips with one global input of `shape`.
-std::vector<float> run_on_mesh(const planner::Graph& g, std::vector<int64_t> shape,
-                               const std::vector<float>& input) {
-  auto desc = device::resolve_mesh_spec(
-      std::to_string(g.mesh.rows) + "x" + std::to_string(g.mesh.cols), device::wormhole_b0());
-  REQUIRE_MESSAGE(desc, (desc ? "" : desc.error().message));
-  auto mesh = device::EmulatedMesh::create(*desc);
-  REQUIRE(mesh);
-  auto plan = planner::compile(g, (*mesh)->descriptor().chip,
-                               planner::PlannerOptions::with_policy("greedy"));
-  REQUIRE_MESSAGE(plan, (plan ? "" : plan.error().message));
-  auto ref = runtime::verify_plan(plan->bytes, "mesh");
-  REQUIRE_MESSAGE(ref, (ref ? "" : ref.error().message));
-  auto exe = runtime::Executable::bind(*ref, **mesh);
-  REQUIRE_MESSAGE(exe, (exe ? "" : exe.error().message));
-  std::vector<runtime::TensorView> views = {{shape, input}};
-  auto run = (*exe)->run(views);
-  REQUIRE_MESSAGE(run, (run ? "" : run.error().message));
-  REQUIRE(run->outputs.size() == 1);
-  return {run->outputs[0].data.begin(), run->outputs[0].data.end()};
-}
+using test::run_on_mesh;
 
 int count(const planner::Graph& g, device::OpKind kind) {
   int n = 0;
