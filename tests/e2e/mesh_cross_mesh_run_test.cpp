@@ -9,17 +9,13 @@
 #include <cmath>
 #include <fstream>
 
+#include "mesh_vs_one_chip.hpp"
 #include "test_util.hpp"
 
 using namespace meshplan;
 
 namespace {
 
-const std::string kCompile = std::string(MESHPLAN_BINARY_DIR) + "/planner/meshplan-compile";
-const std::string kRun = std::string(MESHPLAN_BINARY_DIR) + "/runtime/meshplan-run";
-
-constexpr int kRows = 32, kCols = 64;
-constexpr const char* kInputType = "32x64xf32";
 const std::string kType = "tensor<32x64xf32>";
 
 /// `meshes` (the first is the module's), then |x| + |x| with x split `from` (on its mesh),
@@ -39,42 +35,10 @@ std::string one_chip_text() {
          "\n  return %1 : " + kType + "\n}\n";
 }
 
-std::vector<float> values() {
-  std::vector<float> v(kRows * kCols);
-  for (int i = 0; i < kRows * kCols; ++i) v[i] = static_cast<float>((i * 7 + i / 9) % 5 - 2);
-  return v;
-}
-
 /// Compiles the sharded and the one-chip program, runs both with the same global input, checks
 /// they agree bit for bit and equal 2|x|; returns the sharded compile's summary.
 std::string run_both(const std::string& meshes, const std::string& from, const std::string& to) {
-  test::TempDir dir;
-  const std::string mesh_mlir = dir.file("m.mlir"), one_mlir = dir.file("one.mlir");
-  std::ofstream(mesh_mlir, std::ios::trunc) << module_text(meshes, from, to);
-  std::ofstream(one_mlir, std::ios::trunc) << one_chip_text();
-  const std::string cache = dir.file("c.mpc");
-  auto c1 = test::run_shell(kCompile + " " + mesh_mlir + " -o " + cache + " --name mesh");
-  INFO(c1.text);
-  REQUIRE(c1.status == 0);
-  auto c2 = test::run_shell(kCompile + " " + one_mlir + " -o " + cache + " --name one");
-  INFO(c2.text);
-  REQUIRE(c2.status == 0);
-  const std::vector<float> x = values();
-  const std::string out_mesh = dir.file("mesh.npy"), out_one = dir.file("one.npy");
-  auto r1 = test::run_shell(kRun + " " + cache + " --name mesh" + test::input_arg(kInputType, x) +
-                            " --output=@" + out_mesh);
-  INFO(r1.text);
-  REQUIRE(r1.status == 0);
-  auto r2 = test::run_shell(kRun + " " + cache + " --name one" + test::input_arg(kInputType, x) +
-                            " --output=@" + out_one);
-  INFO(r2.text);
-  REQUIRE(r2.status == 0);
-  CHECK(test::read_bytes(out_mesh) == test::read_bytes(out_one));
-  std::vector<float> got = test::npy_values(out_mesh, x.size());
-  int wrong = 0;
-  for (size_t i = 0; i < x.size(); ++i) wrong += got[i] != 2 * std::fabs(x[i]);
-  CHECK(wrong == 0);
-  return c1.text;
+  return test::run_mesh_and_one_chip(module_text(meshes, from, to), one_chip_text());
 }
 
 bool has(const std::string& text, const std::string& part) {
