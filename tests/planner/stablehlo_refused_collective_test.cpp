@@ -318,8 +318,11 @@ TEST_CASE("a collective_permute's pair from a device to itself is a local copy")
         std::vector<float>{11, 12, 1, 2, 21, 22, 41, 42, 31, 32, 0, 0, 0, 0, 0, 0});
 }
 
-TEST_CASE("a graph.json all_reduce tt-metal refuses is a planning error naming the op") {
-  auto graph = [](const std::string& shape, const std::string& reduce) {
+TEST_CASE(
+    "a graph.json all_reduce or collective_permute tt-metal refuses is a planning error naming "
+    "the op") {
+  // One collective `kind` named "cc" with `attrs` of a [shape] f32 input on a 2x4 mesh.
+  auto graph = [](const std::string& shape, const std::string& kind, const std::string& attrs) {
     return std::string(R"({
   "name": "ar_rules",
   "mesh": { "rows": 2, "cols": 4, "axis_names": ["x", "y"] },
@@ -327,9 +330,10 @@ TEST_CASE("a graph.json all_reduce tt-metal refuses is a planning error naming t
            shape + R"(, "dtype": "f32" }, "kind": "input" } ],
   "argument_shards": [ { "type": "replicate" } ],
   "ops": [
-    { "name": "psum", "kind": "all_reduce", "operands": ["x"], "results": [ { "name": "y" } ],
-      "attributes": [ { "name": "cluster_axis", "i": 1 }, { "name": "reduce", "s": ")" +
-           reduce + R"(" } ] }
+    { "name": "cc", "kind": ")" +
+           kind + R"(", "operands": ["x"], "results": [ { "name": "y" } ],
+      "attributes": [ )" +
+           attrs + R"( ] }
   ],
   "outputs": ["y"],
   "output_shards": [ { "type": "replicate" } ]
@@ -342,15 +346,30 @@ TEST_CASE("a graph.json all_reduce tt-metal refuses is a planning error naming t
     auto plan = planner::compile(*g, chip, planner::PlannerOptions::with_policy("greedy"));
     return plan ? std::string("planned") : plan.error().message;
   };
-  CHECK(error(graph("[1, 64]", "sum")) == "planned");
-  const std::string rank1 = error(graph("[64]", "sum"));
+  auto all_reduce = [&](const std::string& shape, const std::string& reduce) {
+    return graph(shape, "all_reduce",
+                 R"({ "name": "cluster_axis", "i": 1 }, { "name": "reduce", "s": ")" + reduce +
+                     R"(" })");
+  };
+  CHECK(error(all_reduce("[1, 64]", "sum")) == "planned");
+  const std::string rank1 = error(all_reduce("[64]", "sum"));
   CAPTURE(rank1);
-  CHECK(rank1.find("'psum'") != std::string::npos);
+  CHECK(rank1.find("'cc'") != std::string::npos);
   CHECK(rank1.find("tt-metal's all_reduce: \"Expected input tensor to be of at least rank 2\"") !=
         std::string::npos);
-  const std::string max = error(graph("[1, 64]", "max"));
+  const std::string max = error(all_reduce("[1, 64]", "max"));
   CAPTURE(max);
-  CHECK(max.find("'psum'") != std::string::npos);
+  CHECK(max.find("'cc'") != std::string::npos);
   CHECK(max.find("all_reduce by max; tt-metal's all_reduce reduces by sum only") !=
         std::string::npos);
+  auto permute = [&](const std::string& pairs) {
+    return graph("[32, 32]", "collective_permute",
+                 R"({ "name": "pairs", "ints": )" + pairs + " }");
+  };
+  CHECK(error(permute("[0, 1, 1, 0]")) == "planned");
+  const std::string self = error(permute("[0, 1, 1, 0, 2, 2]"));
+  CAPTURE(self);
+  CHECK(self.find("'cc'") != std::string::npos);
+  CHECK(self.find("pair (2, 2) sends chip 2 to itself; tt-metal's point_to_point: \"Can't "
+                  "send/receive to the same device\"") != std::string::npos);
 }
