@@ -194,16 +194,19 @@ TEST_CASE(
   };
   OpConfig c = gather_config();
   CHECK(reason(OpKind::all_reduce, {1, 64}, c) == "accepted");
-  CHECK(ends(reason(OpKind::all_reduce, {64}, c),
-        "operand 'x' has rank 1; tt-metal's all_reduce: \"Expected input tensor to be of at least "
-        "rank 2\""));
-  CHECK(ends(reason(OpKind::all_reduce, {}, c),
-        "operand 'x' has rank 0; tt-metal's all_reduce: \"Expected input tensor to be of at least "
-        "rank 2\""));
+  CHECK(ends(
+      reason(OpKind::all_reduce, {64}, c),
+      "operand 'x' has rank 1; tt-metal's all_reduce: \"Expected input tensor to be of at least "
+      "rank 2\""));
+  CHECK(ends(
+      reason(OpKind::all_reduce, {}, c),
+      "operand 'x' has rank 0; tt-metal's all_reduce: \"Expected input tensor to be of at least "
+      "rank 2\""));
   c.reduce = ReduceOp::max;
-  CHECK(ends(reason(OpKind::all_reduce, {1, 64}, c),
-        "all_reduce by max; tt-metal's all_reduce reduces by sum only (ttnn::all_reduce passes "
-        "ReduceType::Sum)"));
+  CHECK(
+      ends(reason(OpKind::all_reduce, {1, 64}, c),
+           "all_reduce by max; tt-metal's all_reduce reduces by sum only (ttnn::all_reduce passes "
+           "ReduceType::Sum)"));
   c.reduce = ReduceOp::min;
   CHECK(reason(OpKind::all_reduce, {1, 64}, c).find("all_reduce by min;") != std::string::npos);
   // The rules read the per-chip operand only: the same text from collective_launch_rule.
@@ -216,7 +219,8 @@ TEST_CASE(
   perm.pairs = {0, 1, 1, 0};
   CHECK(reason(OpKind::collective_permute, {32, 32}, perm) == "accepted");
   perm.pairs = {0, 1, 1, 0, 3, 3};
-  CHECK(ends(reason(OpKind::collective_permute, {32, 32}, perm),
-        "pair (3, 3) sends chip 3 to itself; tt-metal's point_to_point: \"Can't send/receive to "
-        "the same device\""));
+  CHECK(
+      ends(reason(OpKind::collective_permute, {32, 32}, perm),
+           "pair (3, 3) sends chip 3 to itself; tt-metal's point_to_point: \"Can't send/receive to "
+           "the same device\""));
 }

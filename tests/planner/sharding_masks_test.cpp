@@ -96,9 +96,8 @@ TEST_CASE("masks, clamp, min and product reductions on a 2x2 mesh: host SPMD == 
   // all_reduce (sum only) refuses, so it is lowered and counted as an all_gather and a local
   // reduce_min; the product gathers its operand (and the sharded outputs are gathered at the
   // boundary).
-  CHECK(std::any_of(comm->ops.begin(), comm->ops.end(), [](const CommStats::Item& i) {
-    return i.kind == "all_gather + reduce_min";
-  }));
+  CHECK(std::any_of(comm->ops.begin(), comm->ops.end(),
+                    [](const CommStats::Item& i) { return i.kind == "all_gather + reduce_min"; }));
   CHECK(comm->count("all_reduce") == 0);
   CHECK(comm->count("all_gather") >= 2);
   bool min_reduce = false;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mesh_program_run.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/emulated_mesh.hpp"
@@ -19,7 +20,6 @@
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
-#include "mesh_program_run.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -177,8 +177,7 @@ TEST_CASE("a rank-1 sum all_reduce reduces its [1, N] reshape, a scalar one its 
       CHECK(g.values[op.operands[0]].shape == std::vector<int64_t>{1, 8});
   std::vector<float> input(64);
   for (int i = 0; i < 64; ++i) input[i] = static_cast<float>(i);
-  CHECK(run_on_mesh(g, {64}, input) ==
-        std::vector<float>{224, 232, 240, 248, 256, 264, 272, 280});
+  CHECK(run_on_mesh(g, {64}, input) == std::vector<float>{224, 232, 240, 248, 256, 264, 272, 280});
 
   // The psum of a sharded dot product: device i sums a[2i] * a[2i] + a[2i+1] * a[2i+1], the
   // all_reduce adds the 8 partial sums: 0^2 + 1^2 + ... + 15^2 = 1240.
@@ -241,8 +240,8 @@ std::string max_min_module(const std::string& body, bool rank1) {
   return text;
 }
 
-const std::vector<float> kRows = {3,  -7, 12, 0,  -2, 5,  1,  9,  8,  -1, -6, 4,  0, 11, 2, -3,
-                                  -5, 2,  7,  6,  14, -9, 3,  1,  1,  0,  -4, 10, -8, 6, 5, -2};
+const std::vector<float> kRows = {3,  -7, 12, 0, -2, 5,  1, 9, 8, -1, -6, 4,  0,  11, 2, -3,
+                                  -5, 2,  7,  6, 14, -9, 3, 1, 1, 0,  -4, 10, -8, 6,  5, -2};
 
 }  // namespace
 
@@ -318,6 +317,27 @@ TEST_CASE("a collective_permute's pair from a device to itself is a local copy")
         std::vector<float>{11, 12, 1, 2, 21, 22, 41, 42, 31, 32, 0, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("a collective_permute whose every pair sends a device to itself is no op") {
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%a: tensor<1x2xf32>) {
+      %b = "stablehlo.collective_permute"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 0], [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6], [7, 7]]> : tensor<8x2xi64>}> : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      %c = stablehlo.add %b, %b : tensor<1x2xf32>
+      sdy.return %c : tensor<1x2xf32>
+    } : (tensor<8x2xf32>) -> tensor<8x2xf32>
+    return %0 : tensor<8x2xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::collective_permute) == 0);
+  CHECK(count(g, device::OpKind::where) == 0);
+  std::vector<float> input = {1, 2, 11, 12, 21, 22, 31, 32, 41, 42, 51, 52, 61, 62, 71, 72};
+  CHECK(run_on_mesh(g, {8, 2}, input) ==
+        std::vector<float>{2, 4, 22, 24, 42, 44, 62, 64, 82, 84, 102, 104, 122, 124, 142, 144});
+}
+
 TEST_CASE(
     "a graph.json all_reduce or collective_permute tt-metal refuses is a planning error naming "
     "the op") {
@@ -347,9 +367,9 @@ TEST_CASE(
     return plan ? std::string("planned") : plan.error().message;
   };
   auto all_reduce = [&](const std::string& shape, const std::string& reduce) {
-    return graph(shape, "all_reduce",
-                 R"({ "name": "cluster_axis", "i": 1 }, { "name": "reduce", "s": ")" + reduce +
-                     R"(" })");
+    return graph(
+        shape, "all_reduce",
+        R"({ "name": "cluster_axis", "i": 1 }, { "name": "reduce", "s": ")" + reduce + R"(" })");
   };
   CHECK(error(all_reduce("[1, 64]", "sum")) == "planned");
   const std::string rank1 = error(all_reduce("[64]", "sum"));
@@ -363,8 +383,7 @@ TEST_CASE(
   CHECK(max.find("all_reduce by max; tt-metal's all_reduce reduces by sum only") !=
         std::string::npos);
   auto permute = [&](const std::string& pairs) {
-    return graph("[32, 32]", "collective_permute",
-                 R"({ "name": "pairs", "ints": )" + pairs + " }");
+    return graph("[32, 32]", "collective_permute", R"({ "name": "pairs", "ints": )" + pairs + " }");
   };
   CHECK(error(permute("[0, 1, 1, 0]")) == "planned");
   const std::string self = error(permute("[0, 1, 1, 0, 2, 2]"));

@@ -180,16 +180,17 @@ Result<GValue> emit_all_reduce(Lowering& l, GValue x, int64_t ca, const std::str
   else
     unit.insert(unit.end(), shape.begin(), shape.end());
   config.collective_dim = 0;
-  if (!device::collective_launch_rule(OpKind::all_gather, "", unit, config).empty()) return direct();
+  if (!device::collective_launch_rule(OpKind::all_gather, "", unit, config).empty())
+    return direct();
   std::vector<int64_t> gathered = unit;
   gathered[0] = device::collective_group_size(config);
   std::vector<int64_t> kept(unit.begin() + 1, unit.end());
   GValue r = MESHPLAN_TRY(l.reshape(x, unit));
-  r = MESHPLAN_TRY(l.emit(OpKind::all_gather, {r}, {{"dim", int64_t{0}}, {"cluster_axis", ca}},
-                          gathered, dt));
   r = MESHPLAN_TRY(
-      l.emit(config.reduce == device::ReduceOp::max ? OpKind::reduce_max : OpKind::reduce_min,
-             {r}, {{"dims", std::vector<int64_t>{0}}}, kept, dt));
+      l.emit(OpKind::all_gather, {r}, {{"dim", int64_t{0}}, {"cluster_axis", ca}}, gathered, dt));
+  r = MESHPLAN_TRY(
+      l.emit(config.reduce == device::ReduceOp::max ? OpKind::reduce_max : OpKind::reduce_min, {r},
+             {{"dims", std::vector<int64_t>{0}}}, kept, dt));
   return l.reshape(r, shape);
 }
 

@@ -1,6 +1,7 @@
 // tt-metal's launch rules for the collectives that have them (all_gather, reduce_scatter,
-// all_reduce, collective_permute), as a predicate on a per-chip operand shape: OpModel::validate applies them to a launch, and the
-// StableHLO lowering asks them to replace a refused collective by an equivalent legal sequence.
+// all_reduce, collective_permute), as a predicate on a per-chip operand shape: OpModel::validate
+// applies them to a launch, and the StableHLO lowering asks them to replace a refused collective by
+// an equivalent legal sequence.
 #pragma once
 
 #include <cstdint>
