@@ -313,11 +313,33 @@ std::string shape_rule(const OpLaunch& op) {
 // (reduce_scatter_common_validates, which ttnn's reduce_scatter device operation calls). Both
 // keep the dtype and take interleaved tensors here (checked in OpModel::validate); aligned pages
 // hold by construction (every tile size is a multiple of the DRAM and L1 alignments).
+// all_reduce: ttnn/cpp/ttnn/operations/ccl/all_reduce/all_reduce.cpp passes ReduceType::Sum to
+// experimental/ccl/all_reduce_async, whose finding_scatter_dim wants rank 2 or more.
+// collective_permute: ttnn/cpp/ttnn/operations/point_to_point/device/host/
+// point_to_point_device_op.cpp (PointToPointOp::validate), one launch per pair.
 std::string collective_launch_rule(OpKind kind, std::string_view name,
                                    std::span<const int64_t> shape, const OpConfig& config) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (kind == OpKind::all_reduce) {
+    if (rank < 2)
+      return str("operand '", name, "' has rank ", rank,
+                 "; tt-metal's all_reduce: \"Expected input tensor to be of at least rank 2\"");
+    if (config.reduce != ReduceOp::sum)
+      return str("all_reduce by ", reduce_name(config.reduce),
+                 "; tt-metal's all_reduce reduces by sum only (ttnn::all_reduce passes "
+                 "ReduceType::Sum)");
+    return {};
+  }
+  if (kind == OpKind::collective_permute) {
+    for (auto [from, to] : permute_pairs(config))
+      if (from == to)
+        return str("pair (", from, ", ", to, ") sends chip ", from,
+                   " to itself; tt-metal's point_to_point: \"Can't send/receive to the same "
+                   "device\"");
+    return {};
+  }
   if (kind != OpKind::all_gather && kind != OpKind::reduce_scatter) return {};
   bool gather = kind == OpKind::all_gather;
-  int64_t rank = static_cast<int64_t>(shape.size());
   if (rank < 2)
     return str("operand '", name, "' has rank ", rank, "; tt-metal: ",
                gather ? "\"AllGather requires tensor of rank 2 or greater\""

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/collective_timing.hpp"
 #include "meshplan/device/emulator.hpp"
 #include "meshplan/device/op_model.hpp"
@@ -164,13 +165,62 @@ TEST_CASE(
   CHECK(reason(OpKind::reduce_scatter, {4, 64, 32}, {1, 64, 32}, rs) == "accepted");
   CHECK(has(reason(OpKind::reduce_scatter, {64}, {16}, rs),
             "tt-metal: \"reduce_scatter currently supports rank 2 tensors at minimum\""));
-  // all_reduce, all_to_all, collective_permute and all_slice keep their shape rules only:
-  // tt-metal's all_reduce wants rank 2 or more, not enforced (docs/hardware-rules.md: the mesh
-  // pipeline emits rank-1 all_reduces and has no lowering that reshapes them yet).
-  CHECK(reason(OpKind::all_reduce, {64}, {64}, rs) == "accepted");
+  // all_to_all and all_slice keep their shape rules only (docs/hardware-rules.md).
   OpConfig a2a = c;
   a2a.split_dim = 1;
   a2a.concat_dim = 0;
   CHECK(reason(OpKind::all_to_all, {64}, {64}, a2a) != "accepted");  // concat_dim 0 of rank 1
   CHECK(reason(OpKind::all_to_all, {16, 128}, {64, 32}, a2a) == "accepted");
+}
+
+TEST_CASE(
+    "tt-metal's all_reduce and point_to_point rules: rank 2 or more, by sum only, no chip sending "
+    "to itself") {
+  OpModel model(*builtin_chip("wormhole_b0"));
+  auto reason = [&](OpKind kind, std::vector<int64_t> shape, const OpConfig& c) {
+    TensorPlacement in = make_interleaved("x", shape, DType::bf16, BufferType::dram, 0);
+    TensorPlacement out = make_interleaved("y", shape, DType::bf16, BufferType::dram, 0);
+    const TensorPlacement* ins[] = {&in};
+    const TensorPlacement* outs[] = {&out};
+    OpValidation v = model.validate(OpLaunch{kind, "cc", ins, outs, c});
+    return v.ok ? std::string("accepted") : v.reason;
+  };
+  // validate() reports the rule's text (after what it prefixes).
+  auto ends = [](const std::string& s, const std::string& what) {
+    bool found =
+        s.size() >= what.size() && s.compare(s.size() - what.size(), what.size(), what) == 0;
+    if (!found) MESSAGE(s);
+    return found;
+  };
+  OpConfig c = gather_config();
+  CHECK(reason(OpKind::all_reduce, {1, 64}, c) == "accepted");
+  CHECK(ends(
+      reason(OpKind::all_reduce, {64}, c),
+      "operand 'x' has rank 1; tt-metal's all_reduce: \"Expected input tensor to be of at least "
+      "rank 2\""));
+  CHECK(ends(
+      reason(OpKind::all_reduce, {}, c),
+      "operand 'x' has rank 0; tt-metal's all_reduce: \"Expected input tensor to be of at least "
+      "rank 2\""));
+  c.reduce = ReduceOp::max;
+  CHECK(
+      ends(reason(OpKind::all_reduce, {1, 64}, c),
+           "all_reduce by max; tt-metal's all_reduce reduces by sum only (ttnn::all_reduce passes "
+           "ReduceType::Sum)"));
+  c.reduce = ReduceOp::min;
+  CHECK(reason(OpKind::all_reduce, {1, 64}, c).find("all_reduce by min;") != std::string::npos);
+  // The rules read the per-chip operand only: the same text from collective_launch_rule.
+  std::vector<int64_t> row = {1, 64};
+  CHECK(collective_launch_rule(OpKind::all_reduce, "a", row, c) ==
+        "all_reduce by min; tt-metal's all_reduce reduces by sum only (ttnn::all_reduce passes "
+        "ReduceType::Sum)");
+
+  OpConfig perm = gather_config();
+  perm.pairs = {0, 1, 1, 0};
+  CHECK(reason(OpKind::collective_permute, {32, 32}, perm) == "accepted");
+  perm.pairs = {0, 1, 1, 0, 3, 3};
+  CHECK(
+      ends(reason(OpKind::collective_permute, {32, 32}, perm),
+           "pair (3, 3) sends chip 3 to itself; tt-metal's point_to_point: \"Can't send/receive to "
+           "the same device\""));
 }

@@ -161,12 +161,17 @@ TEST_CASE(
               int c = chip % 4;
               return input_value(c, f) + input_value(4 + c, f);
             });
-  // Rank 1 too (tt-metal's rank-2 minimum is not enforced: docs/hardware-rules.md).
+  // tt-metal's all_reduce wants rank 2 or more and sums only.
   t3k.check(OpKind::all_reduce, axis(0), dram("x", {40}), dram("y", {40}),
-            "all_reduce(cluster_axis=0, sum)", "", [](int chip, int64_t f) {
-              int c = chip % 4;
-              return input_value(c, f) + input_value(4 + c, f);
-            });
+            "all_reduce(cluster_axis=0, sum)",
+            "operand 'x' has rank 1; tt-metal's all_reduce: \"Expected input tensor to be of at "
+            "least rank 2\"",
+            none);
+  OpConfig max = axis(0);
+  max.reduce = ReduceOp::max;
+  t3k.check(OpKind::all_reduce, max, dram("x", {1, 40}), dram("y", {1, 40}),
+            "all_reduce(cluster_axis=0, max)",
+            "all_reduce by max; tt-metal's all_reduce reduces by sum only", none);
 
   // meshplan's own collective rules: interleaved tensors, no cast.
   TensorPlacement sharded = dram("y", {256, 64});
@@ -201,6 +206,13 @@ TEST_CASE(
             "collective_permute(2 pairs)", "", [](int chip, int64_t f) {
               return chip == 5 ? input_value(0, f) : chip == 0 ? input_value(5, f) : 0.0f;
             });
+  // point_to_point refuses a chip sending to itself.
+  perm.pairs = {0, 5, 5, 0, 2, 2};
+  t3k.check(OpKind::collective_permute, perm, dram("x", {32, 32}), dram("y", {32, 32}),
+            "collective_permute(3 pairs)",
+            "pair (2, 2) sends chip 2 to itself; tt-metal's point_to_point: \"Can't send/receive "
+            "to the same device\"",
+            none);
   // all_slice along dim 0 over a row: chip (r, q) keeps rows [16q, 16q + 16).
   t3k.check(OpKind::all_slice, axis(1, 0), dram("x", {64, 8}), dram("y", {16, 8}),
             "all_slice(dim=0, cluster_axis=1)", "",
@@ -217,6 +229,6 @@ TEST_CASE(
              });
   MESSAGE("collective rule cases: ", t3k.accepted + n300.accepted, " accepted, ",
           t3k.rejected + n300.rejected, " rejected");
-  CHECK(t3k.accepted + n300.accepted == 9);
-  CHECK(t3k.rejected + n300.rejected == 6);
+  CHECK(t3k.accepted + n300.accepted == 8);
+  CHECK(t3k.rejected + n300.rejected == 9);
 }

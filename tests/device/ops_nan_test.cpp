@@ -62,7 +62,9 @@ TEST_CASE("max_pool2d: a window holding NaN gives NaN; an all -inf window gives 
   check_both(run_op(OpKind::max_pool2d, {x}, c), {6, kNaN, -kInf, kNaN});
 }
 
-TEST_CASE("all_reduce max / min on a 1x2 mesh propagate NaN from either chip") {
+TEST_CASE(
+    "max / min over a 1x2 mesh propagate NaN from either chip: tt-metal's all_reduce sums only, "
+    "the all_gather and local reduce the lowering emits instead do") {
   auto desc = device::builtin_mesh("n300");
   REQUIRE(desc);
   auto mesh = device::EmulatedMesh::create(*desc);
@@ -70,21 +72,26 @@ TEST_CASE("all_reduce max / min on a 1x2 mesh propagate NaN from either chip") {
   std::vector<int64_t> shape{1, 4};
   ChipTensors in(**mesh, "x", same_shape(**mesh, shape), DType::f32, 0);
   ChipTensors out(**mesh, "y", same_shape(**mesh, shape), DType::f32, 64ull << 20);
+  ChipTensors gathered(**mesh, "g", same_shape(**mesh, {2, 4}), DType::f32, 96ull << 20);
   std::vector<float> a{kNaN, 1, -kInf, 2}, b{1, kNaN, 3, -5};
   REQUIRE((*mesh)->chip(0).write(in[0], a));
   REQUIRE((*mesh)->chip(1).write(in[1], b));
   for (auto op : {device::ReduceOp::max, device::ReduceOp::min}) {
-    REQUIRE((*mesh)->all_reduce(in.all(), out.all(), 1, op));
-    std::vector<float> want = op == device::ReduceOp::max
-                                  ? std::vector<float>{kNaN, kNaN, 3, 2}
-                                  : std::vector<float>{kNaN, kNaN, -kInf, -5};
-    for (int i = 0; i < 2; ++i) {
-      std::vector<float> got(4);
-      REQUIRE((*mesh)->chip(i).read(out[static_cast<size_t>(i)], got));
-      for (size_t k = 0; k < 4; ++k) {
-        CAPTURE(k);
-        CHECK(same(got[k], want[k]));
-      }
-    }
+    auto refused = (*mesh)->all_reduce(in.all(), out.all(), 1, op);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find(
+              std::string("all_reduce by ") + (op == device::ReduceOp::max ? "max" : "min") +
+              "; tt-metal's all_reduce reduces by sum only") != std::string::npos);
+  }
+  REQUIRE((*mesh)->all_gather(in.all(), gathered.all(), 0, 1));
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> rows(8);
+    REQUIRE((*mesh)->chip(i).read(gathered[static_cast<size_t>(i)], rows));
+    OpInput g{"g", {2, 4}, rows, DType::f32};
+    OpConfig c = grid_config(1, 1);
+    c.num_dims = 1;
+    c.dims[0] = 0;
+    check_both(run_op(OpKind::reduce_max, {g}, c), {kNaN, kNaN, 3, 2});
+    check_both(run_op(OpKind::reduce_min, {g}, c), {kNaN, kNaN, -kInf, -5});
   }
 }

@@ -125,8 +125,9 @@ TEST_CASE("MpiMesh all_gather, reduce_scatter, all_reduce are bit-identical to E
     check_case(c.mesh, {5, 33}, {5, 33}, DType::bf16, [&](Mesh& m, PerChip in, PerChip out) {
       return m.all_reduce(in, out, axis, ReduceOp::sum);
     });
-    check_case(c.mesh, {4, 19}, {4, 19}, DType::f32, [&](Mesh& m, PerChip in, PerChip out) {
-      return m.all_reduce(in, out, axis, ReduceOp::max);
+    // A max reduction (tt-metal's all_reduce sums only; reduce_scatter takes max).
+    check_case(c.mesh, {4, 32 * n}, {4, 32}, DType::f32, [&](Mesh& m, PerChip in, PerChip out) {
+      return m.reduce_scatter(in, out, -1, axis, ReduceOp::max);
     });
   }
 }

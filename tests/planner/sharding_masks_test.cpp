@@ -92,10 +92,14 @@ TEST_CASE("masks, clamp, min and product reductions on a 2x2 mesh: host SPMD == 
   CHECK(worst < 1e-5);
   auto comm = communication(m);
   REQUIRE(comm.has_value());
-  // The min over the sharded dim reduces partial minima; the product gathers its operand (and
-  // the sharded outputs are gathered at the boundary).
-  CHECK(comm->count("all_reduce") >= 1);
-  CHECK(comm->count("all_gather") >= 1);
+  // The min over the sharded dim reduces partial minima: a min all_reduce, which tt-metal's
+  // all_reduce (sum only) refuses, so it is lowered and counted as an all_gather and a local
+  // reduce_min; the product gathers its operand (and the sharded outputs are gathered at the
+  // boundary).
+  CHECK(std::any_of(comm->ops.begin(), comm->ops.end(),
+                    [](const CommStats::Item& i) { return i.kind == "all_gather + reduce_min"; }));
+  CHECK(comm->count("all_reduce") == 0);
+  CHECK(comm->count("all_gather") >= 2);
   bool min_reduce = false;
   for (OpId op : m.entry()->body.ops)
     for (const Block& b : m.ops[op].regions)
@@ -116,6 +120,6 @@ TEST_CASE("masks, clamp, min and product reductions on a 2x2 mesh: host SPMD == 
   CHECK(count(device::OpKind::gt) == 1);
   CHECK(count(device::OpKind::where) == 1);
   CHECK(count(device::OpKind::clamp) == 1);
-  CHECK(count(device::OpKind::reduce_min) == 2);
+  CHECK(count(device::OpKind::reduce_min) == 3);  // the program's 2 and the min all_reduce's
   CHECK(count(device::OpKind::reduce_prod) == 1);
 }

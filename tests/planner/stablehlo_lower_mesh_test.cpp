@@ -403,22 +403,29 @@ TEST_CASE("every StableHLO collective maps to its graph op; replica groups give 
       R"(    %3 = "stablehlo.collective_permute"(%2) <{source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
 )"));
   // The reduce_scatter scatters 16 rows (1 tile) over 8 chips, which tt-metal refuses: it is
-  // lowered as an all_reduce and the all_slice of each chip's block.
-  REQUIRE(kinds(g) == std::vector<K>{K::all_to_all, K::all_reduce, K::all_slice,
-                                     K::collective_permute, K::all_gather, K::all_gather,
-                                     K::all_reduce});
+  // lowered as an all_reduce and the all_slice of each chip's block; the all_reduce is a max,
+  // which tt-metal's all_reduce (sum only) refuses too: every chip's [1, 16, 4] operand is
+  // gathered along the unit dim and reduced locally.
+  REQUIRE(kinds(g) == std::vector<K>{K::all_to_all, K::reshape, K::all_gather, K::reduce_max,
+                                     K::all_slice, K::collective_permute, K::all_gather,
+                                     K::all_gather, K::all_reduce});
   CHECK(int_attr(g.ops[0], "cluster_axis") == 0);
   CHECK(int_attr(g.ops[0], "split_dim") == 1);
   CHECK(int_attr(g.ops[0], "concat_dim") == 0);
-  CHECK(int_attr(g.ops[1], "cluster_axis") == -1);
-  CHECK(std::get<std::string>(g.ops[1].attribute("reduce")->value) == "max");
+  CHECK(g.values[g.ops[1].results[0]].shape == std::vector<int64_t>{1, 16, 4});
   CHECK(int_attr(g.ops[2], "cluster_axis") == -1);
   CHECK(int_attr(g.ops[2], "dim") == 0);
-  CHECK(std::get<std::vector<int64_t>>(g.ops[3].attribute("pairs")->value) ==
-        std::vector<int64_t>{0, 1, 1, 0});
+  CHECK(g.values[g.ops[2].results[0]].shape == std::vector<int64_t>{8, 16, 4});
+  CHECK(std::get<std::vector<int64_t>>(g.ops[3].attribute("dims")->value) ==
+        std::vector<int64_t>{0});
+  CHECK(g.values[g.ops[3].results[0]].shape == std::vector<int64_t>{16, 4});
   CHECK(int_attr(g.ops[4], "cluster_axis") == -1);
-  CHECK(int_attr(g.ops[5], "cluster_axis") == 1);
-  CHECK(int_attr(g.ops[6], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[4], "dim") == 0);
+  CHECK(std::get<std::vector<int64_t>>(g.ops[5].attribute("pairs")->value) ==
+        std::vector<int64_t>{0, 1, 1, 0});
+  CHECK(int_attr(g.ops[6], "cluster_axis") == -1);
+  CHECK(int_attr(g.ops[7], "cluster_axis") == 1);
+  CHECK(int_attr(g.ops[8], "cluster_axis") == 0);
   CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, 1)});
   CHECK(g.output_shards == std::vector<MeshShardSpec>{kReplicate});
 }

@@ -2,21 +2,24 @@
 // equivalent legal sequence instead of refusing the program: a reduce_scatter over 8 chips of a
 // dim of 2 tiles is an all_reduce and the all_slice of each chip's block; an all_gather of a
 // rank-1 tensor gathers its [1, N] reshape along dim 1. Run on 8 emulated chips with global
-// inputs; the expected values are worked out by hand.
+// inputs; the expected values are worked out by hand. tt-metal's all_reduce (rank 2 or more, by sum
+// only) and point_to_point (no device sending to itself) likewise: a rank-0/1 all_reduce reduces
+// its [1, N] reshape, a max or min is an all_gather and a local reduce, a self pair a local copy.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
+#include "mesh_program_run.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/mesh_spec.hpp"
+#include "meshplan/planner/import_json.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/runtime/executable.hpp"
 #include "meshplan/runtime/plan.hpp"
-#include "mesh_program_run.hpp"
 
 using namespace meshplan;
 using namespace meshplan::planner::shlo;
@@ -147,4 +150,245 @@ TEST_CASE("a collective_broadcast of a rank-1 tensor gathers it as one row") {
   std::vector<float> want(16);
   for (int i = 0; i < 16; ++i) want[i] = static_cast<float>(10 + i % 2);
   CHECK(run_on_mesh(g, {16}, input) == want);
+}
+
+TEST_CASE("a rank-1 sum all_reduce reduces its [1, N] reshape, a scalar one its [1, 1]") {
+  // Device i holds elements 8i..8i+7 of the argument (value 8i + j at j); the psum gives every
+  // device sum_i (8i + j) = 224 + 8j.
+  const std::string vector = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{}]>] manual_axes={"x"} (%a: tensor<8xf32>) {
+      %b = "stablehlo.all_reduce"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}> ({
+      ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+        %s = stablehlo.add %p, %q : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+      }) : (tensor<8xf32>) -> tensor<8xf32>
+      sdy.return %b : tensor<8xf32>
+    } : (tensor<64xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(vector);
+  REQUIRE(count(g, device::OpKind::all_reduce) == 1);
+  for (const auto& op : g.ops)
+    if (op.kind == device::OpKind::all_reduce)
+      CHECK(g.values[op.operands[0]].shape == std::vector<int64_t>{1, 8});
+  std::vector<float> input(64);
+  for (int i = 0; i < 64; ++i) input[i] = static_cast<float>(i);
+  CHECK(run_on_mesh(g, {64}, input) == std::vector<float>{224, 232, 240, 248, 256, 264, 272, 280});
+
+  // The psum of a sharded dot product: device i sums a[2i] * a[2i] + a[2i+1] * a[2i+1], the
+  // all_reduce adds the 8 partial sums: 0^2 + 1^2 + ... + 15^2 = 1240.
+  const std::string dot = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, []>] manual_axes={"x"} (%a: tensor<2xf32>) {
+      %d = stablehlo.dot_general %a, %a, contracting_dims = [0] x [0] : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>
+      %b = "stablehlo.all_reduce"(%d) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}> ({
+      ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+        %s = stablehlo.add %p, %q : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+      }) : (tensor<f32>) -> tensor<f32>
+      sdy.return %b : tensor<f32>
+    } : (tensor<16xf32>) -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+)";
+  planner::Graph s = mesh_graph(dot);
+  REQUIRE(count(s, device::OpKind::all_reduce) == 1);
+  for (const auto& op : s.ops)
+    if (op.kind == device::OpKind::all_reduce)
+      CHECK(s.values[op.operands[0]].shape == std::vector<int64_t>{1, 1});
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i);
+  CHECK(run_on_mesh(s, {16}, v) == std::vector<float>{1240});
+}
+
+namespace {
+
+/// An 8-device program whose device i reduces row i of an 8x4 argument with `body`
+/// (stablehlo.maximum or stablehlo.minimum) over all devices; `rank1` reduces the row as a
+/// 4-vector.
+std::string max_min_module(const std::string& body, bool rank1) {
+  const std::string t = rank1 ? "tensor<4xf32>" : "tensor<1x4xf32>";
+  std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (T {sdy.sharding = #sdy.sharding<@mesh, SPEC>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, SPEC>] manual_axes={"x"} (%a: tensor<1x4xf32>) {
+      %r = stablehlo.reshape %a : (tensor<1x4xf32>) -> T
+      %b = "stablehlo.all_reduce"(%r) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}> ({
+      ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+        %s = BODY %p, %q : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+      }) : (T) -> T
+      sdy.return %b : T
+    } : (tensor<8x4xf32>) -> T
+    return %0 : T
+  }
+}
+)";
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  };
+  replace("T", t);
+  replace("SPEC", rank1 ? "[{}]" : "[{}, {}]");
+  replace("BODY", body);
+  return text;
+}
+
+const std::vector<float> kRows = {3,  -7, 12, 0, -2, 5,  1, 9, 8, -1, -6, 4,  0,  11, 2, -3,
+                                  -5, 2,  7,  6, 14, -9, 3, 1, 1, 0,  -4, 10, -8, 6,  5, -2};
+
+}  // namespace
+
+TEST_CASE("a max all_reduce is an all_gather along a new unit dim and a local reduce_max") {
+  const std::string text = max_min_module("stablehlo.maximum", false);
+  {
+    // The communication report counts the all_gather that moves: each chip sends its 1x4 f32
+    // operand (16 bytes) to the 7 others, 112 bytes; no all_reduce.
+    auto m = parse_module(text, "mesh.mlir");
+    REQUIRE(m);
+    PipelineOptions options;
+    options.mesh_rows = 0;
+    options.mesh_cols = 0;
+    REQUIRE(run_pipeline(*m, options));
+    auto comm = communication(*m);
+    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
+    REQUIRE(comm->ops.size() == 1);
+    CHECK(comm->ops[0].kind == "all_gather + reduce_max");
+    CHECK(comm->ops[0].bytes == 112);
+    CHECK(comm->bytes == 112);
+    CHECK(comm->count("all_gather") == 1);
+    CHECK(comm->count("all_reduce") == 0);
+  }
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::all_reduce) == 0);
+  CHECK(count(g, device::OpKind::all_gather) == 1);
+  CHECK(count(g, device::OpKind::reduce_max) == 1);
+  for (const auto& op : g.ops)
+    if (op.kind == device::OpKind::all_gather) {
+      CHECK(g.values[op.operands[0]].shape == std::vector<int64_t>{1, 1, 4});
+      CHECK(g.values[op.results[0]].shape == std::vector<int64_t>{8, 1, 4});
+    }
+  // The column maxima of kRows.
+  CHECK(run_on_mesh(g, {8, 4}, kRows) == std::vector<float>{14, 11, 12, 10});
+}
+
+TEST_CASE("a rank-1 min all_reduce gathers its [1, N] reshape and reduces it with reduce_min") {
+  planner::Graph g = mesh_graph(max_min_module("stablehlo.minimum", true));
+  CHECK(count(g, device::OpKind::all_reduce) == 0);
+  CHECK(count(g, device::OpKind::all_gather) == 1);
+  CHECK(count(g, device::OpKind::reduce_min) == 1);
+  // The column minima of kRows.
+  CHECK(run_on_mesh(g, {8, 4}, kRows) == std::vector<float>{-8, -9, -6, -3});
+}
+
+TEST_CASE("a collective_permute's pair from a device to itself is a local copy") {
+  // Devices 0 and 1 swap, 3 and 4 swap, device 2 keeps its row; no pair targets 5, 6 and 7,
+  // which get zeros.
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%a: tensor<1x2xf32>) {
+      %b = "stablehlo.collective_permute"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 1], [1, 0], [2, 2], [3, 4], [4, 3]]> : tensor<5x2xi64>}> : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      sdy.return %b : tensor<1x2xf32>
+    } : (tensor<8x2xf32>) -> tensor<8x2xf32>
+    return %0 : tensor<8x2xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  REQUIRE(count(g, device::OpKind::collective_permute) == 1);
+  for (const auto& op : g.ops)
+    if (op.kind == device::OpKind::collective_permute) {
+      auto config = planner::op_config(op, g.mesh);
+      REQUIRE(config);
+      CHECK(device::permute_pairs(*config) ==
+            std::vector<std::pair<int, int>>{{0, 1}, {1, 0}, {3, 4}, {4, 3}});
+    }
+  CHECK(count(g, device::OpKind::all_slice) == 1);
+  CHECK(count(g, device::OpKind::where) == 1);
+  std::vector<float> input = {1, 2, 11, 12, 21, 22, 31, 32, 41, 42, 51, 52, 61, 62, 71, 72};
+  CHECK(run_on_mesh(g, {8, 2}, input) ==
+        std::vector<float>{11, 12, 1, 2, 21, 22, 41, 42, 31, 32, 0, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("a collective_permute whose every pair sends a device to itself is no op") {
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%a: tensor<1x2xf32>) {
+      %b = "stablehlo.collective_permute"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 0], [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6], [7, 7]]> : tensor<8x2xi64>}> : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      %c = stablehlo.add %b, %b : tensor<1x2xf32>
+      sdy.return %c : tensor<1x2xf32>
+    } : (tensor<8x2xf32>) -> tensor<8x2xf32>
+    return %0 : tensor<8x2xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::collective_permute) == 0);
+  CHECK(count(g, device::OpKind::where) == 0);
+  std::vector<float> input = {1, 2, 11, 12, 21, 22, 31, 32, 41, 42, 51, 52, 61, 62, 71, 72};
+  CHECK(run_on_mesh(g, {8, 2}, input) ==
+        std::vector<float>{2, 4, 22, 24, 42, 44, 62, 64, 82, 84, 102, 104, 122, 124, 142, 144});
+}
+
+TEST_CASE(
+    "a graph.json all_reduce or collective_permute tt-metal refuses is a planning error naming "
+    "the op") {
+  // One collective `kind` named "cc" with `attrs` of a [shape] f32 input on a 2x4 mesh.
+  auto graph = [](const std::string& shape, const std::string& kind, const std::string& attrs) {
+    return std::string(R"({
+  "name": "ar_rules",
+  "mesh": { "rows": 2, "cols": 4, "axis_names": ["x", "y"] },
+  "arguments": [ { "value": { "name": "x", "shape": )") +
+           shape + R"(, "dtype": "f32" }, "kind": "input" } ],
+  "argument_shards": [ { "type": "replicate" } ],
+  "ops": [
+    { "name": "cc", "kind": ")" +
+           kind + R"(", "operands": ["x"], "results": [ { "name": "y" } ],
+      "attributes": [ )" +
+           attrs + R"( ] }
+  ],
+  "outputs": ["y"],
+  "output_shards": [ { "type": "replicate" } ]
+})";
+  };
+  const device::ChipDesc chip = device::builtin_mesh("t3k")->chip;
+  auto error = [&](const std::string& text) -> std::string {
+    auto g = planner::import_graph_json(text, "ar.json");
+    REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+    auto plan = planner::compile(*g, chip, planner::PlannerOptions::with_policy("greedy"));
+    return plan ? std::string("planned") : plan.error().message;
+  };
+  auto all_reduce = [&](const std::string& shape, const std::string& reduce) {
+    return graph(
+        shape, "all_reduce",
+        R"({ "name": "cluster_axis", "i": 1 }, { "name": "reduce", "s": ")" + reduce + R"(" })");
+  };
+  CHECK(error(all_reduce("[1, 64]", "sum")) == "planned");
+  const std::string rank1 = error(all_reduce("[64]", "sum"));
+  CAPTURE(rank1);
+  CHECK(rank1.find("'cc'") != std::string::npos);
+  CHECK(rank1.find("tt-metal's all_reduce: \"Expected input tensor to be of at least rank 2\"") !=
+        std::string::npos);
+  const std::string max = error(all_reduce("[1, 64]", "max"));
+  CAPTURE(max);
+  CHECK(max.find("'cc'") != std::string::npos);
+  CHECK(max.find("all_reduce by max; tt-metal's all_reduce reduces by sum only") !=
+        std::string::npos);
+  auto permute = [&](const std::string& pairs) {
+    return graph("[32, 32]", "collective_permute", R"({ "name": "pairs", "ints": )" + pairs + " }");
+  };
+  CHECK(error(permute("[0, 1, 1, 0]")) == "planned");
+  const std::string self = error(permute("[0, 1, 1, 0, 2, 2]"));
+  CAPTURE(self);
+  CHECK(self.find("'cc'") != std::string::npos);
+  CHECK(self.find("pair (2, 2) sends chip 2 to itself; tt-metal's point_to_point: \"Can't "
+                  "send/receive to the same device\"") != std::string::npos);
 }

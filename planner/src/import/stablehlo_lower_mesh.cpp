@@ -143,6 +143,57 @@ Status lower_collective_broadcast(Lowering& l, const Op& op) {
   return {};
 }
 
+/// An all_reduce of `x` over cluster_axis `ca` (`config` its launch config) as the sequence
+/// tt-metal takes (device::collective_launch_rule: rank 2 or more, by sum only), x's shape kept.
+/// A sum of a lower rank reduces the [1, N] reshape ([1, 1] for a scalar) and reshapes back. A
+/// max or min gathers every chip's operand along a new leading unit dim (an all_gather, rank 2 or
+/// more) and reduces that dim locally (reduce_max / reduce_min), exact: the max or min of the
+/// same values. When even that sequence is refused the direct op is kept, which the planner then
+/// refuses with the rule's text.
+Result<GValue> emit_all_reduce(Lowering& l, GValue x, int64_t ca, const std::string& reduction,
+                               device::OpConfig config) {
+  const DType dt = l.graph().values[x].dtype;
+  const std::vector<int64_t> shape = l.graph().values[x].shape;
+  auto reduce = device::reduce_from_name(reduction);
+  if (reduce) config.reduce = *reduce;
+  auto direct = [&]() {
+    return l.emit(OpKind::all_reduce, {x}, {{"cluster_axis", ca}, {"reduce", reduction}}, shape,
+                  dt);
+  };
+  if (device::collective_launch_rule(OpKind::all_reduce, "", shape, config).empty())
+    return direct();
+  int64_t volume = 1;
+  for (int64_t d : shape) volume *= d;
+  if (config.reduce == device::ReduceOp::sum) {
+    const std::vector<int64_t> row = {1, volume};
+    if (!device::collective_launch_rule(OpKind::all_reduce, "", row, config).empty())
+      return direct();
+    GValue r = MESHPLAN_TRY(l.reshape(x, row));
+    r = MESHPLAN_TRY(
+        l.emit(OpKind::all_reduce, {r}, {{"cluster_axis", ca}, {"reduce", reduction}}, row, dt));
+    return l.reshape(r, shape);
+  }
+  // The operand under a new leading unit dim: [1, s...], or [1, 1] for a scalar.
+  std::vector<int64_t> unit = {1};
+  if (shape.empty())
+    unit.push_back(1);
+  else
+    unit.insert(unit.end(), shape.begin(), shape.end());
+  config.collective_dim = 0;
+  if (!device::collective_launch_rule(OpKind::all_gather, "", unit, config).empty())
+    return direct();
+  std::vector<int64_t> gathered = unit;
+  gathered[0] = device::collective_group_size(config);
+  std::vector<int64_t> kept(unit.begin() + 1, unit.end());
+  GValue r = MESHPLAN_TRY(l.reshape(x, unit));
+  r = MESHPLAN_TRY(
+      l.emit(OpKind::all_gather, {r}, {{"dim", int64_t{0}}, {"cluster_axis", ca}}, gathered, dt));
+  r = MESHPLAN_TRY(
+      l.emit(config.reduce == device::ReduceOp::max ? OpKind::reduce_max : OpKind::reduce_min, {r},
+             {{"dims", std::vector<int64_t>{0}}}, kept, dt));
+  return l.reshape(r, shape);
+}
+
 /// An all_gather or reduce_scatter whose direct launch tt-metal refuses
 /// (device::collective_launch_rule) as the equivalent sequence it takes: a rank-1 all_gather
 /// gathers the [1, N] reshape along dim 1; a reduce_scatter is an all_reduce and the all_slice
@@ -166,8 +217,7 @@ Status lower_refused_collective(Lowering& l, const Op& op, const CollectiveInfo&
     }
   }
   if (c.kind == "reduce_scatter") {
-    GValue r = MESHPLAN_TRY(l.emit(OpKind::all_reduce, {x},
-                                   {{"cluster_axis", ca}, {"reduce", c.reduction}}, in, dt));
+    GValue r = MESHPLAN_TRY(emit_all_reduce(l, x, ca, c.reduction, config));
     r = MESHPLAN_TRY(
         l.emit(OpKind::all_slice, {r}, {{"dim", c.dim}, {"cluster_axis", ca}}, out, dt));
     l.bind(op.results[0], r);
@@ -176,6 +226,39 @@ Status lower_refused_collective(Lowering& l, const Op& op, const CollectiveInfo&
   std::vector<Attribute> attrs = {{"cluster_axis", ca}, {"dim", c.dim}};
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
   return emit_collective(l, op, kind, x, std::move(attrs));
+}
+
+/// A collective_permute some of whose pairs send a chip to itself, which tt-metal refuses: the
+/// other pairs move (`moving`, flat chip pairs; a chip no pair targets gets zeros), and each chip
+/// of `self` keeps its operand, picked by a mask that holds 1 at those chips: a constant with one
+/// row per chip of the mesh (chip-index order), of which every chip keeps its own row (an
+/// all_slice over the whole mesh, a local slice).
+Status lower_permute_with_copies(Lowering& l, const Op& op, GValue x,
+                                 const std::vector<int64_t>& moving,
+                                 const std::vector<int64_t>& self, int64_t chips) {
+  const DType dt = l.graph().values[x].dtype;
+  const std::vector<int64_t> shape = l.graph().values[x].shape;
+  // A scalar travels as one element.
+  const std::vector<int64_t> work = shape.empty() ? std::vector<int64_t>{1} : shape;
+  x = MESHPLAN_TRY(l.reshape(x, work));
+  std::vector<int64_t> ones(work.size(), 1), rows = ones;
+  rows[0] = chips;
+  Folded mask{rows, std::vector<float>(static_cast<size_t>(chips), 0.0f)};
+  for (int64_t chip : self) mask.data[static_cast<size_t>(chip)] = 1.0f;
+  GValue keep = MESHPLAN_TRY(l.constant(mask, dt));
+  OpKind slice = MESHPLAN_TRY(graph_op(l, op, "all_slice"));
+  keep = MESHPLAN_TRY(
+      l.emit(slice, {keep}, {{"dim", int64_t{0}}, {"cluster_axis", int64_t{-1}}}, ones, dt));
+  GValue other;
+  if (moving.empty()) {
+    other = MESHPLAN_TRY(l.constant(Folded{ones, {0.0f}}, dt));
+  } else {
+    OpKind permute = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
+    other = MESHPLAN_TRY(l.emit(permute, {x}, {{"pairs", moving}}, work, dt));
+  }
+  GValue r = MESHPLAN_TRY(l.emit(OpKind::where, {keep, x, other}, {}, work, dt));
+  l.bind(op.results[0], MESHPLAN_TRY(l.reshape(r, shape)));
+  return {};
 }
 
 }  // namespace
@@ -218,14 +301,26 @@ Status lower_collective(Lowering& l, const Op& op) {
     // Logical device ids -> the chips the mapping puts them on.
     MeshMapping map = MESHPLAN_TRY(mesh_mapping(m));
     CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
-    std::vector<int64_t> flat;
+    // tt-metal's point_to_point refuses a chip sending to itself (device::collective_launch_rule):
+    // such a pair is a local copy, kept apart from the pairs that move.
+    std::vector<int64_t> flat, self;
     for (const auto& [from, to] : c.pairs) {
-      flat.push_back(map.chip(*mesh, from));
-      flat.push_back(map.chip(*mesh, to));
+      const int64_t a = map.chip(*mesh, from), b = map.chip(*mesh, to);
+      if (a == b) {
+        self.push_back(a);
+        continue;
+      }
+      flat.push_back(a);
+      flat.push_back(b);
     }
     OpKind kind = MESHPLAN_TRY(graph_op(l, op, "collective_permute"));
-    MESHPLAN_TRY(emit_collective(l, op, kind, x, {{"pairs", flat}}));
-    return {};
+    if (self.empty()) return emit_collective(l, op, kind, x, {{"pairs", flat}});
+    const int64_t chips = static_cast<int64_t>(map.rows * map.cols);
+    if (static_cast<int64_t>(self.size()) == chips) {  // Every chip keeps its own operand.
+      l.bind(op.results[0], x);
+      return {};
+    }
+    return lower_permute_with_copies(l, op, x, flat, self, chips);
   }
   CollectiveInfo c = MESHPLAN_TRY(collective_info(m, op));
   if (!c.groups.empty() && c.groups[0].size() == 1 &&
@@ -265,8 +360,12 @@ Status lower_collective(Lowering& l, const Op& op) {
     attrs.push_back({"concat_dim", c.concat_dim});
   }
   OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
-  if (c.kind == "all_gather" || c.kind == "reduce_scatter") {
+  if (c.kind == "all_gather" || c.kind == "reduce_scatter" || c.kind == "all_reduce") {
     auto config = MESHPLAN_TRY(collective_launch_config(m, c));
+    if (config && c.kind == "all_reduce") {
+      l.bind(op.results[0], MESHPLAN_TRY(emit_all_reduce(l, x, *ca, c.reduction, *config)));
+      return {};
+    }
     if (config && !device::collective_launch_rule(kind, "", in, *config).empty())
       return lower_refused_collective(l, op, c, *ca, x, *config);
   }

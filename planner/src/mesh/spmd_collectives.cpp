@@ -953,9 +953,19 @@ Result<CommStats> communication(const Module& m) {
           kind = "all_reduce + all_slice";
         }
       }
-      ++counts[c.kind];
       double group = c.groups.empty() ? 1 : static_cast<double>(c.groups[0].size());
       double bytes = collective_bytes(m, op, c);
+      if (c.kind == "all_reduce" && c.reduction != "sum" && group > 1) {
+        // tt-metal's all_reduce sums only: a max or min is lowered as an all_gather of every
+        // chip's operand and a local reduce_max / reduce_min (lower_collective). Each chip sends
+        // its operand to the group's other chips: (n - 1) operands, the gathered tensor's
+        // (n - 1) / n.
+        const TensorType& in = m.values[op.operands[0]].type;
+        bytes = (group - 1) * static_cast<double>(in.volume() * element_bytes(in.element));
+        c.kind = "all_gather";
+        kind = str("all_gather + reduce_", c.reduction, kind == "all_reduce" ? "" : " + all_slice");
+      }
+      ++counts[c.kind];
       s.bytes += bytes;
       s.ops.push_back({kind, op.loc, bytes, static_cast<int>(group)});
     }
