@@ -190,15 +190,14 @@ TEST_CASE(
       CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
     s.check(kind, std::move(ins), out, grid_config(), host, 0.02);
   };
-  // [2, 64, 96] height-sharded on 4 cores: 32 rows (one tile row) per core.
-  auto height = [](std::string_view name, DType dt = DType::bf16) {
-    const std::vector<int64_t> shape{2, 64, 96};
+  const std::vector<int64_t> shape{2, 64, 96}, row{1, 96}, col{2, 64, 1}, flat{96};
+  // `shape` height-sharded on 4 cores: 32 rows (one tile row) per core.
+  auto height = [&shape](std::string_view name, DType dt = DType::bf16) {
     auto spec = even_shard_spec(shape, MemLayout::height_sharded, CoreRange{0, 0, 3, 0},
                                 ShardOrientation::row_major, TileLayout::tile);
     REQUIRE(spec);
     return make_sharded(name, shape, dt, MemLayout::height_sharded, *spec, 0);
   };
-  const std::vector<int64_t> shape{2, 64, 96}, row{1, 96}, col{2, 64, 1}, flat{96};
   auto hx = random_values(shape, 71), hr = random_values(row, 72), hc = random_values(col, 73);
   auto hf = random_values(flat, 74);
   const std::string refused = "Cannot broadcast sharded tensors on dims other than W";

@@ -871,12 +871,21 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
       }
     }
     // 4b. An output read by a binary op that broadcasts across rows, which binary_ng reads only
-    // interleaved: L1 interleaved rather than spilled to DRAM.
+    // interleaved: L1 interleaved rather than spilled to DRAM. A chain of that one op then
+    // shards nothing: it reads its operand as its producer left it (to_l1_interleaved validated
+    // it so), without the move to the chain's entry layout.
     if (!fork && !is_output[v] &&
         std::any_of(uses[v].begin(), uses[v].end(),
                     [&](const auto& u) { return broadcasts_across_rows(g, g.ops[u.first]); }) &&
-        to_l1_interleaved())
+        to_l1_interleaved()) {
+      if (chain.ops.size() == 1 && !forced_move(last))
+        d.reshards.erase(std::remove_if(d.reshards.begin(), d.reshards.end(),
+                                        [&](const LayoutDecision::Reshard& m) {
+                                          return m.before == last && m.operand == 0;
+                                        }),
+                         d.reshards.end());
       continue;
+    }
     // 5. Otherwise the chain output spills to DRAM right after the chain.
     resident[v] = false;
     chain.spill = SpillLocation::dram;
