@@ -48,6 +48,7 @@ TEST_CASE("row-broadcast adds beside sharded activations: every policy plans the
   const std::vector<Case> cases = {
       {qkv_bias_graph(), {"q_bias", "k_bias", "v_bias", "mask"}},
       {mlp_example(), {"bias1", "bias2", "bias3"}},
+      {qkv_graph(), {}},  // no broadcast: the policies' plans beside the rule
   };
   for (const Case& c : cases) {
     auto dram = planner::plan_layout(c.graph, chip, with_policy("dram"));
