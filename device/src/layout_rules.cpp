@@ -7,6 +7,7 @@
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/collective_rules.hpp"
 #include "meshplan/device/placement.hpp"
+#include "op_semantics_ext.hpp"
 
 namespace meshplan::device {
 
@@ -40,12 +41,64 @@ bool same_grid(const ShardSpec& a, const ShardSpec& b) {
   return true;
 }
 
+/// Dim `i` counted from the end (1: the last), 1 past the rank (numpy broadcasting's padding).
+int64_t dim_from_end(const TensorPlacement& t, size_t i) {
+  return i <= t.shape.size() ? t.shape[t.shape.size() - i] : 1;
+}
+
+bool block_float(DType d) { return d == DType::bf8b || d == DType::bf4b; }
+
+/// Whether ttnn runs the binary op on binary_ng rather than on the legacy binary program
+/// (tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/binary.cpp): the legacy program only when
+/// is_legacy_only holds (a sharded block-float operand, or a block-float operand broadcast within
+/// a tile) and detail::is_binary_ng_only does not (an integer operand, a rank above 4, or a row
+/// broadcast on one side against a column broadcast on the other).
+bool runs_on_binary_ng(const TensorPlacement& a, const TensorPlacement& b) {
+  auto subtile_broadcast = [](const TensorPlacement& x, const TensorPlacement& y) {
+    return block_float(x.dtype) && ((dim_from_end(x, 2) == 1 && dim_from_end(y, 2) > 1) ||
+                                    (dim_from_end(x, 1) == 1 && dim_from_end(y, 1) > 1));
+  };
+  bool legacy = (sharded(a) && block_float(a.dtype)) || (sharded(b) && block_float(b.dtype)) ||
+                subtile_broadcast(a, b) || subtile_broadcast(b, a);
+  if (!legacy) return true;
+  auto integer = [](DType d) { return d == DType::i32 || d == DType::u32; };
+  auto row_against_column = [](const TensorPlacement& x, const TensorPlacement& y) {
+    return dim_from_end(x, 2) == 1 && dim_from_end(y, 2) > 1 && dim_from_end(x, 1) > 1 &&
+           dim_from_end(y, 1) == 1;
+  };
+  return integer(a.dtype) || integer(b.dtype) || a.shape.size() > 4 || b.shape.size() > 4 ||
+         row_against_column(a, b) || row_against_column(b, a);
+}
+
+// tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary_ng/device/binary_ng_device_operation.cpp
+// (validate_on_program_cache_hit): with an operand or the result sharded, binary_ng broadcasts
+// along the last dim only. The refusal, or empty.
+std::string binary_ng_broadcast_rule(const TensorPlacement& a, const TensorPlacement& b,
+                                     const TensorPlacement& out) {
+  const TensorPlacement* shard = sharded(a) ? &a : sharded(b) ? &b : sharded(out) ? &out : nullptr;
+  if (!shard || !runs_on_binary_ng(a, b)) return {};
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  for (size_t i = 2; i <= rank; ++i) {
+    int64_t da = dim_from_end(a, i), db = dim_from_end(b, i);
+    if (da == db) continue;
+    return str("operands '", a.name, "' ", shape_text(a.shape), " and '", b.name, "' ",
+               shape_text(b.shape), " broadcast along dim ", static_cast<int64_t>(rank - i),
+               " while '", shard->name, "' is ", memory_name(shard->memory),
+               "; tt-metal's binary_ng: \"Cannot broadcast sharded tensors on dims other than W, "
+               "violation for rank -",
+               i, ", dim a: ", da, ", dim b: ", db, "\"");
+  }
+  return {};
+}
+
 // tt-metal: ttnn/cpp/ttnn/operations/eltwise/binary/device/binary_device_operation.cpp
-// (validate_on_program_cache_miss, and compute_output_specs for the result's shard spec).
+// (validate_on_program_cache_miss, and compute_output_specs for the result's shard spec), and
+// binary_ng's broadcast rule above.
 std::string binary_rule(const OpLaunch& op) {
   const TensorPlacement& a = *op.operands[0];
   const TensorPlacement& b = *op.operands[1];
   const TensorPlacement& out = *op.results[0];
+  if (std::string e = binary_ng_broadcast_rule(a, b, out); !e.empty()) return e;
   if (sharded(a) && sharded(b) && (a.memory != b.memory || !(a.shard == b.shard)))
     return str("operands '", a.name, "' (", shard_text(a), ") and '", b.name, "' (", shard_text(b),
                ") are both sharded but differently; tt-metal's binary op needs two sharded "

@@ -337,12 +337,13 @@ TEST_CASE(
   MESSAGE("new-op sweep: ", s.accepted, " accepted (", s.accepted_sharded,
           " with sharded tensors; ", compare_accepted, " comparisons, ", where_accepted, " where, ",
           clamp_accepted, " clamp, ", reduce_accepted, " reductions), ", s.rejected, " rejected");
-  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp).
-  CHECK(compare_accepted > 420);
+  // Lower since the binary eltwise, softmax and norm layout rules (layout_rules.cpp), and since
+  // binary_ng's broadcast rule: the row-broadcast comparison runs only with nothing sharded.
+  CHECK(compare_accepted > 250);
   CHECK(where_accepted > 140);
   CHECK(clamp_accepted > 70);
   CHECK(reduce_accepted > 300);
-  CHECK(s.accepted_sharded > 900);
+  CHECK(s.accepted_sharded > 700);
   CHECK(s.rejected > 300);
 }
 

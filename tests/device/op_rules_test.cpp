@@ -173,3 +173,58 @@ TEST_CASE(
   CHECK(s.accepted == 10);
   CHECK(s.rejected == 16);
 }
+
+TEST_CASE(
+    "binary_ng broadcasts along the last dim only when an operand or the result is sharded; "
+    "validate() and launch() agree") {
+  Sweep s;
+  auto expect = [&](OpKind kind, std::vector<TensorPlacement> ins, const TensorPlacement& out,
+                    const std::vector<std::vector<float>>& host, const std::string& why) {
+    std::vector<const TensorPlacement*> in;
+    for (auto& t : ins) in.push_back(&t);
+    const TensorPlacement* outs[1] = {&out};
+    OpValidation v = s.model.validate(OpLaunch{kind, "op", in, outs, grid_config()});
+    if (why.empty())
+      CHECK_MESSAGE(v.ok, v.reason);
+    else
+      CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
+    s.check(kind, std::move(ins), out, grid_config(), host, 0.02);
+  };
+  const std::vector<int64_t> shape{2, 64, 96}, row{1, 96}, col{2, 64, 1}, flat{96};
+  // `shape` height-sharded on 4 cores: 32 rows (one tile row) per core.
+  auto height = [&shape](std::string_view name, DType dt = DType::bf16) {
+    auto spec = even_shard_spec(shape, MemLayout::height_sharded, CoreRange{0, 0, 3, 0},
+                                ShardOrientation::row_major, TileLayout::tile);
+    REQUIRE(spec);
+    return make_sharded(name, shape, dt, MemLayout::height_sharded, *spec, 0);
+  };
+  auto hx = random_values(shape, 71), hr = random_values(row, 72), hc = random_values(col, 73);
+  auto hf = random_values(flat, 74);
+  const std::string refused = "Cannot broadcast sharded tensors on dims other than W";
+  auto l1 = [](std::string_view name, const std::vector<int64_t>& sh) {
+    return place(name, sh, DType::bf16, Kind::l1);
+  };
+
+  // A row (dims 0 and 1 broadcast) against a sharded operand, sharded or interleaved result.
+  expect(OpKind::add, {height("x"), l1("r", row)}, height("z"), {hx, hr},
+         refused + ", violation for rank -2, dim a: 64, dim b: 1");
+  expect(OpKind::add, {height("x"), l1("r", row)}, l1("z", shape), {hx, hr}, refused);
+  // b first (numpy: the missing leading dims count as 1), and a rank-1 operand.
+  expect(OpKind::multiply, {l1("r", row), height("x")}, height("z"), {hr, hx},
+         refused + ", violation for rank -2, dim a: 1, dim b: 64");
+  expect(OpKind::subtract, {height("x"), l1("f", flat)}, height("z"), {hx, hf},
+         refused + ", violation for rank -2, dim a: 64, dim b: 1");
+  // Only the result sharded: tt-metal counts the output memory config too.
+  expect(OpKind::add, {l1("x", shape), l1("r", row)}, height("z"), {hx, hr}, refused);
+  // A column (the last dim, W, broadcast) beside a sharded operand and result: accepted and run.
+  expect(OpKind::add, {height("x"), l1("c", col)}, height("z"), {hx, hc}, "");
+  expect(OpKind::maximum, {l1("c", col), height("x")}, l1("z", shape), {hc, hx}, "");
+  // The row broadcast with nothing sharded: accepted and run.
+  expect(OpKind::add, {l1("x", shape), l1("r", row)}, l1("z", shape), {hx, hr}, "");
+  // A sharded block-float operand takes ttnn's legacy binary program (is_legacy_only), which
+  // binary_ng's rule does not bind.
+  expect(OpKind::add, {height("x", DType::bf8b), l1("r", row)}, height("z"), {hx, hr}, "");
+  MESSAGE("binary_ng broadcast cases: ", s.accepted, " accepted, ", s.rejected, " rejected");
+  CHECK(s.accepted == 4);
+  CHECK(s.rejected == 5);
+}

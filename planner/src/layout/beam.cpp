@@ -21,6 +21,7 @@
 
 #include "common/key_memo.hpp"
 #include "layout/launch_key.hpp"
+#include "layout/row_broadcast.hpp"
 #include "meshplan/planner/policies.hpp"
 
 namespace meshplan::planner {
@@ -179,6 +180,7 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
     const uint32_t arity = static_cast<uint32_t>(op.operands.size());
     // Options per operand.
     if (opts.size() < arity) opts.resize(arity);
+    const bool row_broadcast = broadcasts_across_rows(g, op);
     for (uint32_t i = 0; i < arity; ++i) {
       ValueId v = op.operands[i];
       OpId p = g.values[v].producer;
@@ -222,6 +224,27 @@ Result<LayoutDecision> beam_search(const Graph& g, const device::ChipDesc& chip,
         list.push_back(Option{targets[t], Pick{base.pick.parent, static_cast<int16_t>(t), false},
                               base.score + m.ns, base.min_cores, base.reshards + 1});
       }
+      // binary_ng broadcasts across rows with nothing sharded: the producer's sharded entries may
+      // still win through a move to L1 interleaved (the cheapest such move joins the options,
+      // when cheaper than the producer writing L1 interleaved itself).
+      if (!row_broadcast) continue;
+      auto l1 = std::find_if(targets.begin(), targets.end(), [](const TensorLayout& t) {
+        return t.memory == device::MemLayout::interleaved && t.in_l1();
+      });
+      if (l1 == targets.end()) continue;
+      std::optional<Option> via;
+      bool moved = false;
+      for (const Option& x : list)
+        if (x.reads == *l1 && (!via || x.score < via->score)) via = x;
+      for (const Option& x : list) {
+        if (x.reads.memory == device::MemLayout::interleaved || x.pick.reshard >= 0) continue;
+        const Move m = move(v, x.reads, *l1);
+        if (!m.valid || (via && x.score + m.ns >= via->score)) continue;
+        via = Option{*l1, Pick{x.pick.parent, static_cast<int16_t>(l1 - targets.begin()), false},
+                     x.score + m.ns, x.min_cores, x.reshards + 1};
+        moved = true;
+      }
+      if (moved) list.push_back(*via);
     }
     // An override narrows the result layouts to the ones it allows (tt-mlir's legal layouts).
     const OutputOverride* overridden = ov.output_for(o);

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "layout/row_broadcast.hpp"
 #include "meshplan/planner/candidates.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/shard_solver.hpp"
@@ -795,17 +796,9 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         if (!valid_op(o, i, t, d.tensors[g.ops[o].results[0]])) return false;
       return true;
     };
-    // 3. Fork L1 reservations (§4.1.4): sharded if every consumer takes it, else L1 interleaved.
-    if (fork && !is_output[v]) {
-      uint64_t bytes = l1_bytes_per_core(g.values[v], sharded, chip);
-      resident[v] = true;
-      if (consumers_accept(sharded) && range_fits(static_cast<int>(last) + 1, end, bytes)) {
-        chain.spill = SpillLocation::none;
-        reserve(L1Reservation{v, static_cast<int>(last), end, bytes});
-        resident[v] = true;
-        continue;
-      }
-      resident[v] = false;
+    // The chain's last op writes its output L1 interleaved, reserved up to the last reader, when
+    // it and every reader accept that and it fits.
+    auto to_l1_interleaved = [&] {
       TensorLayout l1 = interleaved_layout(g.values[v], device::BufferType::l1);
       std::vector<TensorLayout> in;
       for (ValueId x : g.ops[last].operands) in.push_back(d.tensors[x]);
@@ -824,8 +817,21 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         chain.spill = SpillLocation::l1_interleaved;
         reserve(L1Reservation{v, static_cast<int>(last), end, l1_bytes});
         resident[v] = true;
+      }
+      return kept;
+    };
+    // 3. Fork L1 reservations (§4.1.4): sharded if every consumer takes it, else L1 interleaved.
+    if (fork && !is_output[v]) {
+      uint64_t bytes = l1_bytes_per_core(g.values[v], sharded, chip);
+      resident[v] = true;
+      if (consumers_accept(sharded) && range_fits(static_cast<int>(last) + 1, end, bytes)) {
+        chain.spill = SpillLocation::none;
+        reserve(L1Reservation{v, static_cast<int>(last), end, bytes});
+        resident[v] = true;
         continue;
       }
+      resident[v] = false;
+      if (to_l1_interleaved()) continue;
     }
     // 4. Chain merges (§4.1.2): a single-use output consumed (on any operand) by the first op of a
     // completed chain stays in L1 if every op scheduled in between, and the join op with this
@@ -863,6 +869,22 @@ Result<DfShardingResult> run_df_sharding(const Graph& g, const device::ChipDesc&
         resident[v] = true;
         continue;
       }
+    }
+    // 4b. An output read by a binary op that broadcasts across rows, which binary_ng reads only
+    // interleaved: L1 interleaved rather than spilled to DRAM. A chain of that one op then
+    // shards nothing: it reads its operand as its producer left it (to_l1_interleaved validated
+    // it so), without the move to the chain's entry layout.
+    if (!fork && !is_output[v] &&
+        std::any_of(uses[v].begin(), uses[v].end(),
+                    [&](const auto& u) { return broadcasts_across_rows(g, g.ops[u.first]); }) &&
+        to_l1_interleaved()) {
+      if (chain.ops.size() == 1 && !forced_move(last))
+        d.reshards.erase(std::remove_if(d.reshards.begin(), d.reshards.end(),
+                                        [&](const LayoutDecision::Reshard& m) {
+                                          return m.before == last && m.operand == 0;
+                                        }),
+                         d.reshards.end());
+      continue;
     }
     // 5. Otherwise the chain output spills to DRAM right after the chain.
     resident[v] = false;
