@@ -398,6 +398,13 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   constexpr uint32_t kNoPick = UINT32_MAX;
   KeyMemo<uint32_t> picks;
   std::string pick_key;
+  // Outcomes of the operand-move search (below) by launch and pools; failures end planning.
+  struct Search {
+    TensorLayout chosen;
+    std::vector<std::pair<uint32_t, TensorLayout>> reshards;  // (operand, target)
+  };
+  KeyMemo<Search> searches;
+  std::string search_key;
   // Buffers reused across ops.
   std::vector<TensorLayout> in;
   std::vector<const TensorLayout*> ptrs;
@@ -456,6 +463,28 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       return chosen(best);
     };
     std::optional<TensorLayout> chosen = pick(in);
+    // The operand moves below, when the operands as they are admit no layout, depend only on the
+    // launch and the pools (the result's and the operands'): an op that repeats a launch repeats
+    // their outcome, kept from its first search (its layout and reshards), since each target
+    // costs a move check and a pick.
+    const size_t reshards_before = d.reshards.size();
+    bool searching = false;  // the search below runs and its outcome is kept
+    uint64_t search_h = 0;
+    if (!chosen && !w) {
+      search_key.assign(pick_key);  // `in`'s pick key (pick() built it), then the operands' pools
+      for (ValueId v : op.operands) {
+        const std::vector<TensorLayout>* pool = &candidates(g.values[v]);
+        search_key.append(reinterpret_cast<const char*>(&pool), sizeof(pool));
+      }
+      search_h = key_hash(search_key);
+      if (const Search* found = searches.find(search_h, search_key)) {
+        chosen = found->chosen;
+        for (const auto& [i, t] : found->reshards)
+          d.reshards.push_back(LayoutDecision::Reshard{o, i, t});
+      } else {
+        searching = true;
+      }
+    }
     // No valid result with the operands as they are: reshard one operand (bounded exploration).
     // The pool's last eight targets end with L1 and DRAM interleaved (layout_candidates), so an
     // op that refuses every layout its producer offers still reads the operand interleaved.
@@ -490,6 +519,12 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
       if (!ok || !(chosen = pick(moved))) continue;
       for (uint32_t i = 0; i < op.operands.size(); ++i)
         if (!(moved[i] == in[i])) d.reshards.push_back(LayoutDecision::Reshard{o, i, moved[i]});
+    }
+    if (searching && chosen) {
+      Search kept{*chosen, {}};
+      for (size_t k = reshards_before; k < d.reshards.size(); ++k)
+        kept.reshards.emplace_back(d.reshards[k].operand, d.reshards[k].to);
+      searches.insert(search_h, search_key, std::move(kept));
     }
     // OpModel's words for the last fallback (DRAM) with the operands as they are.
     std::string reason;
