@@ -392,13 +392,23 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
   };
   // A pick depends only on the launch (kind, base config, shapes and operand layouts; names
   // aside) and the candidate pool: transformer layers repeat a few launches, so each is scored
-  // once and later ops reuse its choice (index into the pool; failures are not kept, their
-  // reason names the op). Two thirds of greedy's OpModel lookups were such repeats.
+  // once and later ops reuse its choice (index into the pool, or kNoPick when none is valid; the
+  // reason of a failure is asked afresh, naming the op). Two thirds of greedy's OpModel lookups
+  // were such repeats, and ops that refuse their operands as given repeat their failed picks.
+  constexpr uint32_t kNoPick = UINT32_MAX;
   KeyMemo<uint32_t> picks;
   std::string pick_key;
+  // Outcomes of the operand-move search (below) by launch and pools; failures end planning.
+  struct Search {
+    TensorLayout chosen;
+    std::vector<std::pair<uint32_t, TensorLayout>> reshards;  // (operand, target)
+  };
+  KeyMemo<Search> searches;
+  std::string search_key;
   // Buffers reused across ops.
   std::vector<TensorLayout> in;
   std::vector<const TensorLayout*> ptrs;
+  device::OpConfig config;  // config_for(d.configs[o], candidate), set in place per candidate
   for (OpId o = 0; o < g.ops.size(); ++o) {
     const Op& op = g.ops[o];
     const Value& result = g.values[op.results[0]];
@@ -407,8 +417,8 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
     std::vector<TensorLayout> fixed;
     if (w) fixed = w->allowed(sharded);
     const std::vector<TensorLayout>& cands = w ? fixed : candidates(result);
-    auto pick = [&](const std::vector<TensorLayout>& operands,
-                    std::string* reason) -> std::optional<TensorLayout> {
+    bool config_loaded = false;  // `config` holds d.configs[o] with some candidate's grid
+    auto pick = [&](const std::vector<TensorLayout>& operands) -> std::optional<TensorLayout> {
       // The cheapest valid L1 layout by OpModel's cost (ties: the pool's order), else the first
       // valid fallback (DRAM).
       const TensorLayout* best = nullptr;
@@ -422,17 +432,25 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         const std::vector<TensorLayout>* pool = &cands;
         pick_key.append(reinterpret_cast<const char*>(&pool), sizeof(pool));
         h = key_hash(pick_key);
-        if (const uint32_t* i = picks.find(h, pick_key)) return cands[*i];
+        if (const uint32_t* i = picks.find(h, pick_key)) {
+          if (*i == kNoPick) return std::nullopt;
+          return cands[*i];
+        }
       }
-      auto chosen = [&](const TensorLayout& c) {
-        if (!w) picks.insert(h, pick_key, static_cast<uint32_t>(&c - cands.data()));
-        return c;
+      auto chosen = [&](const TensorLayout* c) -> std::optional<TensorLayout> {
+        if (!w) picks.insert(h, pick_key, c ? static_cast<uint32_t>(c - cands.data()) : kNoPick);
+        if (!c) return std::nullopt;
+        return *c;
       };
+      if (!config_loaded) {  // one copy of the op's config per op, not per candidate
+        config = d.configs[o];
+        config_loaded = true;
+      }
       for (const TensorLayout& c : cands) {
-        device::OpConfig config = config_for(d.configs[o], c, chip);
+        fit_grid(config, c, chip);
         if (!c.in_l1()) {
           if (best) continue;
-          if (check(q, op, operands, c, config).ok) return chosen(c);
+          if (check(q, op, operands, c, config).ok) return chosen(&c);
           continue;
         }
         std::optional<uint64_t> ns =
@@ -442,13 +460,31 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
           best_ns = *ns;
         }
       }
-      if (best) return chosen(*best);
-      if (reason && !cands.empty())  // OpModel's words for the last fallback (DRAM)
-        *reason = why(q, op, operands, cands.back(), config_for(d.configs[o], cands.back(), chip));
-      return std::nullopt;
+      return chosen(best);
     };
-    std::string reason;
-    std::optional<TensorLayout> chosen = pick(in, &reason);
+    std::optional<TensorLayout> chosen = pick(in);
+    // The operand moves below, when the operands as they are admit no layout, depend only on the
+    // launch and the pools (the result's and the operands'): an op that repeats a launch repeats
+    // their outcome, kept from its first search (its layout and reshards), since each target
+    // costs a move check and a pick.
+    const size_t reshards_before = d.reshards.size();
+    bool searching = false;  // the search below runs and its outcome is kept
+    uint64_t search_h = 0;
+    if (!chosen && !w) {
+      search_key.assign(pick_key);  // `in`'s pick key (pick() built it), then the operands' pools
+      for (ValueId v : op.operands) {
+        const std::vector<TensorLayout>* pool = &candidates(g.values[v]);
+        search_key.append(reinterpret_cast<const char*>(&pool), sizeof(pool));
+      }
+      search_h = key_hash(search_key);
+      if (const Search* found = searches.find(search_h, search_key)) {
+        chosen = found->chosen;
+        for (const auto& [i, t] : found->reshards)
+          d.reshards.push_back(LayoutDecision::Reshard{o, i, t});
+      } else {
+        searching = true;
+      }
+    }
     // No valid result with the operands as they are: reshard one operand (bounded exploration).
     // The pool's last eight targets end with L1 and DRAM interleaved (layout_candidates), so an
     // op that refuses every layout its producer offers still reads the operand interleaved.
@@ -459,7 +495,7 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         if (t == in[i] || !q.validate_move(op.operands[i], in[i], t).ok) continue;
         std::vector<TensorLayout> moved = in;
         moved[i] = t;
-        if ((chosen = pick(moved, nullptr))) {
+        if ((chosen = pick(moved))) {
           d.reshards.push_back(LayoutDecision::Reshard{o, i, t});
           break;
         }
@@ -480,10 +516,20 @@ Result<LayoutDecision> greedy_propagation(const Graph& g, const device::ChipDesc
         ok = t != targets.rend() && q.validate_move(op.operands[i], in[i], *t).ok;
         if (ok) moved[i] = *t;
       }
-      if (!ok || !(chosen = pick(moved, nullptr))) continue;
+      if (!ok || !(chosen = pick(moved))) continue;
       for (uint32_t i = 0; i < op.operands.size(); ++i)
         if (!(moved[i] == in[i])) d.reshards.push_back(LayoutDecision::Reshard{o, i, moved[i]});
     }
+    if (searching && chosen) {
+      Search kept{*chosen, {}};
+      for (size_t k = reshards_before; k < d.reshards.size(); ++k)
+        kept.reshards.emplace_back(d.reshards[k].operand, d.reshards[k].to);
+      searches.insert(search_h, search_key, std::move(kept));
+    }
+    // OpModel's words for the last fallback (DRAM) with the operands as they are.
+    std::string reason;
+    if (!chosen && !cands.empty())
+      reason = why(q, op, in, cands.back(), config_for(d.configs[o], cands.back(), chip));
     if (!chosen && w)
       return fail(ErrorCode::invalid_argument, "output override for op '", op.name,
                   "' is illegal: ", reason, " (override '", w->entry, "')");

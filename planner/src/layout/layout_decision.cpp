@@ -2,6 +2,8 @@
 // policy.cpp, so that df_sharding.cpp, which policy.cpp calls, does not call back into it.
 #include "meshplan/planner/layout_decision.hpp"
 
+#include <utility>
+
 #include "meshplan/planner/candidates.hpp"
 
 namespace meshplan::planner {
@@ -16,7 +18,7 @@ Result<LayoutDecision> LayoutDecision::all_dram(const Graph& g, const device::Ch
     device::OpConfig c = MESHPLAN_TRY(op_config(op, g.mesh));
     c.grid_x = chip.grid_x;
     c.grid_y = chip.grid_y;
-    d.configs.push_back(c);
+    d.configs.push_back(std::move(c));
   }
   return d;
 }

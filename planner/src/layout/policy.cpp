@@ -100,9 +100,10 @@ device::OpConfig move_config(const TensorLayout& from, const TensorLayout& to,
   return config_for(device::OpConfig{}, to.in_l1() ? to : from, chip);
 }
 
-}  // namespace
-
-Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
+// materialize(); `configs`, when given, holds d.configs for the result to take instead of a copy
+// (every op's 440-byte config, fresh pages on 100,000 ops) when no move is inserted among them.
+Result<LayoutResult> materialize_taking(const Graph& g, const LayoutDecision& d,
+                                        std::vector<device::OpConfig>* configs) {
   LayoutResult r;
   r.graph.name = g.name;
   r.graph.values = g.values;
@@ -123,7 +124,11 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   size_t planned_ops = g.ops.size() + d.reshards.size() + d.spills.size();
   r.graph.ops.reserve(planned_ops);
   r.graph.values.reserve(g.values.size() + d.reshards.size() + d.spills.size());
-  r.layout.configs.reserve(planned_ops);
+  const bool taken = configs && d.reshards.empty() && d.spills.empty();
+  if (taken)
+    r.layout.configs = std::move(*configs);  // d.configs is not read below: no move to size
+  else
+    r.layout.configs.reserve(planned_ops);
   r.layout.tensors.reserve(g.values.size() + d.reshards.size() + d.spills.size());
   r.origin.reserve(planned_ops);
   for (OpId o = 0; o < g.ops.size(); ++o) {
@@ -158,7 +163,7 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
       r.kept_configs.push_back(d.kept_configs[o]);
     }
     r.graph.ops.push_back(std::move(op));
-    r.layout.configs.push_back(d.configs[o]);
+    if (!taken) r.layout.configs.push_back(d.configs[o]);
     r.origin.push_back(OpOrigin::graph);
     if (spilled[result] && d.tensors[result].in_l1()) {
       ValueId copy = add_value(r.graph, names.values(), g.values[result], ".spill");
@@ -181,6 +186,12 @@ Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
   if (!r.kept_configs.empty()) r.kept_configs.resize(r.graph.ops.size(), false);
   MESHPLAN_TRY(check_planned(r.graph));
   return r;
+}
+
+}  // namespace
+
+Result<LayoutResult> materialize(const Graph& g, const LayoutDecision& d) {
+  return materialize_taking(g, d, nullptr);
 }
 
 uint32_t LayoutResult::l1_outputs() const {
@@ -254,8 +265,19 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
   out.spills = in.spills;
   out.reshards = in.reshards;
   out.graph.ops.reserve(g.ops.size());
-  out.layout.configs.reserve(g.ops.size());
   out.origin.reserve(g.ops.size());
+  // The ops' configs stay in their vector, changed in place, and the spill moves' configs go to
+  // their own: out.layout.configs is assembled at the end, and is the ops' vector itself when no
+  // move was added (a fresh copy of every op's 440-byte config was a tenth of this pass on 100,000
+  // ops, most of it first touches of new pages). slot[e]: where out.graph.ops[e]'s config is.
+  std::vector<device::OpConfig> op_configs = std::move(in.layout.configs);
+  std::vector<device::OpConfig> move_configs;
+  constexpr uint32_t kMoveSlot = 0x80000000u;  // slot bit: index into move_configs
+  std::vector<uint32_t> slot;
+  slot.reserve(g.ops.size());
+  auto config_at = [&](OpId e) -> device::OpConfig& {
+    return slot[e] & kMoveSlot ? move_configs[slot[e] & ~kMoveSlot] : op_configs[slot[e]];
+  };
   int at = 0;                   // the op being placed; ops before it were moved to out.graph
   const Op* placing = nullptr;  // that op, once moved out of in.graph
   TakenNames names(values, [&](std::unordered_set<std::string>& ops) {
@@ -289,19 +311,21 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     move.operands = {current[v]};
     move.results = {copy};
     out.graph.ops.push_back(std::move(move));
-    out.layout.configs.push_back(
+    slot.push_back(static_cast<uint32_t>(move_configs.size()) | kMoveSlot);
+    move_configs.push_back(
         move_config(out.layout.tensors[current[v]], out.layout.tensors[copy], chip));
     out.origin.push_back(OpOrigin::spill);
     current[v] = copy;
     drop(v);
   };
+  std::vector<const TensorLayout*> in_layouts;  // reused across ops
   for (int p = 0; p < n; ++p) {
     at = p;
     Op op = std::move(in.graph.ops[p]);
     placing = &op;
-    device::OpConfig config = in.layout.configs[p];
+    device::OpConfig& config = op_configs[p];
     ValueId result = op.results[0];
-    std::vector<const TensorLayout*> in_layouts;
+    in_layouts.clear();
     for (ValueId v : op.operands) in_layouts.push_back(&out.layout.tensors[current[v]]);
     device::OpValidation val = q.validate(op.kind, op.name, op.operands, in_layouts, result,
                                           out.layout.tensors[result], config);
@@ -378,7 +402,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
             std::vector<const TensorLayout*> in;
             for (ValueId v : x.operands) in.push_back(&out.layout.tensors[v]);
             total += qo.cost(x.kind, x.name, x.operands, in, x.results[0],
-                             out.layout.tensors[x.results[0]], out.layout.configs[e]);
+                             out.layout.tensors[x.results[0]], config_at(e));
           }
           return total;
         };
@@ -396,8 +420,7 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
         out.layout.tensors[victim] = interleaved_layout(values[victim], device::BufferType::dram);
         for (OpId e = 0; e < out.graph.ops.size(); ++e)
           if (out.graph.ops[e].results[0] == victim)
-            out.layout.configs[e] =
-                config_for(out.layout.configs[e], out.layout.tensors[victim], chip);
+            config_at(e) = config_for(config_at(e), out.layout.tensors[victim], chip);
         drop(victim);
         need -= size[victim];
         size[victim] = 0;
@@ -411,13 +434,19 @@ Result<LayoutResult> manage_spills(LayoutResult in, const device::ChipDesc& chip
     placing = nullptr;
     at = p + 1;
     out.graph.ops.push_back(std::move(op));
-    out.layout.configs.push_back(config);
+    slot.push_back(static_cast<uint32_t>(p));
     out.origin.push_back(in.origin[p]);
     if (result_l1) {
       live.push_back(result);
       live_bytes += size[result];
     }
     for (ValueId v : s.dying_at(p)) drop(v);
+  }
+  if (move_configs.empty()) {
+    out.layout.configs = std::move(op_configs);
+  } else {
+    out.layout.configs.reserve(slot.size());
+    for (OpId e = 0; e < slot.size(); ++e) out.layout.configs.push_back(std::move(config_at(e)));
   }
   out.graph.outputs = g.outputs;
   for (ValueId& v : out.graph.outputs) v = current[v];
@@ -525,8 +554,9 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
   // Every result carries the mesh its collectives are costed on through spills and fitting.
   // The policy's notes are set on the final result (spill passes build new results).
   std::vector<std::string> notes;
-  auto materialized = [&](const LayoutDecision& d) -> Result<LayoutResult> {
-    LayoutResult m = MESHPLAN_TRY(materialize(g, d));
+  auto materialized = [&](const LayoutDecision& d,
+                          std::vector<device::OpConfig>* take = nullptr) -> Result<LayoutResult> {
+    LayoutResult m = MESHPLAN_TRY(materialize_taking(g, d, take));
     m.mesh = options.mesh;
     notes = d.notes;
     return m;
@@ -560,7 +590,7 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
   } else if (options.policy == "l1-interleaved" || options.policy == "greedy") {
     bool sharded = options.policy == "greedy";
     LayoutDecision d = MESHPLAN_TRY(greedy_propagation(g, chip, options, overrides, sharded));
-    r = MESHPLAN_TRY(materialized(d));
+    r = MESHPLAN_TRY(materialized(d, &d.configs));
     if (stop == LayoutStage::decided) return with_notes(std::move(r));
     r = MESHPLAN_TRY(spill(std::move(r), /*results_first=*/!sharded));
   } else if (options.policy == "beam") {
