@@ -178,6 +178,13 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
   auto bad = [&](auto&&... msg) {
     return fail(ErrorCode::invalid_argument, program_name(m.program), " program: ", msg...);
   };
+  // The multicast programs block the batch-fused rows (tt-metal's fuse_batch), which takes one
+  // in1 for every batch of in0.
+  if (int64_t batch_b = volume(std::span(b.shape).first(b.shape.size() - 2)); batch_b > 1)
+    return bad("in1 '", b.name, "' has ", batch_b,
+               " batches; the multicast programs fuse in0's batches into one M, which takes one "
+               "in1 (tt-metal: \"Matmul with fused batch requires input tensors of shapes "
+               "BCMK*11KN=BCMN or equivalent\")");
 
   // Block sizes: which dimension the grid splits, and how many cores each side offers.
   int64_t cores_m = 1, cores_n = 1;

@@ -1,5 +1,5 @@
 // tt-metal's per_core_M and batch rules of the matmul reuse program (the plain program reading
-// sharded operands) and conv2d's width-sharded K split (docs/hardware-rules.md), as the
+// sharded operands), the multicast programs' fused batch, and conv2d's width-sharded K split (docs/hardware-rules.md), as the
 // OpModel/emulator contract: each accepted launch runs and matches the f32 reference, each
 // refused one is refused with tt-metal's reason, and launch() refuses it the same way.
 #include <doctest/doctest.h>
@@ -108,9 +108,19 @@ TEST_CASE(
   in1_mcast.grid_y = 1;
   expect(OpKind::matmul, {height_shards("a", a2, 64, 2), dram("b", bb)}, dram("c", o2), in1_mcast,
          {ha, hbb}, "");
+  // The multicast programs fuse in0's batches into one M: a batched in1 is refused (the plain
+  // program above ran the same operands).
+  OpConfig two_d = c;
+  two_d.program = MatmulProgram::mcast_2d;
+  expect(OpKind::matmul, {dram("a", a2), dram("b", b2)}, dram("c", o2), two_d, {ha, hb},
+         "\"Matmul with fused batch requires input tensors of shapes BCMK*11KN=BCMN or "
+         "equivalent\"");
+  OpConfig in1_mcast_batched = in1_mcast;
+  expect(OpKind::matmul, {height_shards("a", a2, 64, 2), dram("b", b2)}, dram("c", o2),
+         in1_mcast_batched, {ha, hb}, "mcast_1d program: in1 'b' has 2 batches");
   MESSAGE("matmul rule cases: ", expect.s.accepted, " accepted, ", expect.s.rejected, " rejected");
   CHECK(expect.s.accepted == 7);
-  CHECK(expect.s.rejected == 5);
+  CHECK(expect.s.rejected == 7);
 }
 
 TEST_CASE(
