@@ -104,13 +104,9 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
                          ", must be a multiple of M, ", m_tiles, " if per_core_M > M!\"");
       if (per_core_m > m_tiles && (batch_a * m_tiles) % per_core_m != 0)
         return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
-                         " tile rows (its "
-                         "per_core_M) of its ",
-                         batch_a * m_tiles,
-                         "; tt-metal: \"input a total "
-                         "height, ",
-                         batch_a * m_tiles, ", must be divisible by per_core_M, ", per_core_m,
-                         "!\"");
+                         " tile rows (its per_core_M) of its ", batch_a * m_tiles,
+                         "; tt-metal: \"input a total height, ", batch_a * m_tiles,
+                         ", must be divisible by per_core_M, ", per_core_m, "!\"");
       if (per_core_m < m_tiles && m_tiles % per_core_m != 0)
         return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
                          " tile rows (its per_core_M) and M is ", m_tiles,
