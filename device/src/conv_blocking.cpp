@@ -50,19 +50,20 @@ Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip) {
   }
   b.rows_per_core = std::max<int64_t>(1, b.rows_per_core);
   b.cols_per_core = std::max<int64_t>(1, b.cols_per_core);
-  uint32_t h = op.config.act_block_h;
-  if (h != 0 && b.rows_per_core % h != 0)
-    return fail(ErrorCode::invalid_argument, "act_block_h ", h,
-                " does not divide the busiest core's ", b.rows_per_core, " output tile rows (",
-                b.rows, " tile rows over ", b.cores, " cores)");
+  // A height that does not divide the core's rows runs as the closest smaller one that does, as
+  // tt-metal replaces such an act_block_h_override (with a warning) rather than refusing it.
+  int64_t h =
+      op.config.act_block_h == 0 ? 1 : conv_block_height(b.rows_per_core, op.config.act_block_h);
   uint32_t div = op.config.act_block_w_div;
   if (div != 0 && b.k_tiles % div != 0)
     return fail(ErrorCode::invalid_argument, "act_block_w_div ", div,
                 " does not divide the im2col K of ", b.k_tiles, " tiles (K = ", b.kh, "x", b.kw,
                 "x", cin / groups, " = ", b.k, " elements): K chunks are whole, equal tiles");
+  if (std::string why = conv_k_split_rule(op, div == 0 ? 1 : div); !why.empty())
+    return fail(ErrorCode::invalid_argument, why);
   for (const TensorPlacement* t : op.results)
     if (t->buffer == BufferType::l1) b.output_l1 += AddressMap(*t, chip).bytes_per_bank();
-  set_conv_blocks(b, op, chip, h == 0 ? 1 : h, div == 0 ? 1 : div, op.config.stream_weights);
+  set_conv_blocks(b, op, chip, h, div == 0 ? 1 : div, op.config.stream_weights);
   return b;
 }
 
@@ -88,6 +89,30 @@ uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op) {
                       ? static_cast<uint64_t>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype)
                       : 0;
   return act + weight + out + partials + bias;
+}
+
+int64_t conv_block_height(int64_t rows_per_core, int64_t requested) {
+  int64_t h = std::clamp<int64_t>(requested, 1, std::max<int64_t>(1, rows_per_core));
+  while (rows_per_core % h != 0) --h;
+  return h;
+}
+
+std::string conv_k_split_rule(const OpLaunch& op, int64_t div) {
+  const TensorPlacement& in = *op.operands[0];
+  if (in.memory != MemLayout::width_sharded || in.shape.empty()) return {};
+  // tt-metal pads the input channels to a multiple of 32 per channel core (every core of a
+  // width-sharded input) and splits each core's channels into act_block_w_div whole tiles.
+  int64_t cores = static_cast<int64_t>(in.shard.cores());
+  int64_t channels = in.shape.back();
+  int64_t padded = (channels + 32 * cores - 1) / (32 * cores) * (32 * cores);
+  if (padded % (32 * cores * div) == 0) return {};
+  return str("input '", in.name, "' is width_sharded over ", cores, " cores: its ", channels,
+             " channels pad to ", padded, " (a multiple of 32 x ", cores,
+             "), not a multiple of 32 x ", cores, " x act_block_w_div ", div, " = ",
+             32 * cores * div,
+             "; tt-metal's width-sharded conv2d splits each core's channels into "
+             "act_block_w_div whole tiles (TT_ASSERT \"Padded In Channels = ",
+             padded, ", num_cores = ", cores, ", act_block_w_div = ", div, "\")");
 }
 
 std::vector<uint32_t> conv_k_divisors(int64_t k_tiles) {

@@ -2,6 +2,7 @@
 #include "meshplan/device/matmul_program.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/placement.hpp"
@@ -86,6 +87,32 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
       return reuse_bad("in0 '", a.name, "' shards ", a.shard.shape[1], " of its ", k_elems,
                        " K columns; tt-metal: \"Error: K, ", k_elems, ", needs to be equal to ",
                        a.shard.shape[1], "\"");
+    // The reuse program's per_core_M is the in0 shard's tile rows (tt-metal wants "per_core_M *
+    // in0_tile height" to equal the shard height), and it must tile the batches: divide the
+    // per-batch M, or be a multiple of it that divides the batch-fused M; with a sharded in1 it
+    // must be a multiple of M (whole batches per core, checked below after the pair rules, in
+    // tt-metal's order).
+    int64_t batch_a = volume(std::span(a.shape).first(a.shape.size() - 2));
+    int64_t batch_b = volume(std::span(b.shape).first(b.shape.size() - 2));
+    int64_t m_tiles = std::max<int64_t>(1, ceil_div(a.shape[a.shape.size() - 2], kTileH));
+    int64_t per_core_m = a.shard.shape[0] / kTileH;
+    if (a.memory != MemLayout::interleaved && !cfg.transpose_a && per_core_m > 0) {
+      if (per_core_m > m_tiles && per_core_m % m_tiles != 0)
+        return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
+                         " tile rows (its per_core_M) and M is ", m_tiles,
+                         " tile rows per batch; tt-metal: \"per_core_M, ", per_core_m,
+                         ", must be a multiple of M, ", m_tiles, " if per_core_M > M!\"");
+      if (per_core_m > m_tiles && (batch_a * m_tiles) % per_core_m != 0)
+        return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
+                         " tile rows (its per_core_M) of its ", batch_a * m_tiles,
+                         "; tt-metal: \"input a total height, ", batch_a * m_tiles,
+                         ", must be divisible by per_core_M, ", per_core_m, "!\"");
+      if (per_core_m < m_tiles && m_tiles % per_core_m != 0)
+        return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
+                         " tile rows (its per_core_M) and M is ", m_tiles,
+                         " tile rows per batch; tt-metal: \"per_core_M, ", per_core_m,
+                         ", must divide M, ", m_tiles, ", if per_core_M < M!\"");
+    }
     if (b.memory != MemLayout::interleaved && !cfg.transpose_b) {
       if (b.shard.shape[1] != n_elems)
         return reuse_bad("in1 '", b.name, "' shards ", b.shard.shape[1], " of its ", n_elems,
@@ -117,6 +144,20 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
                          "' have different shard orientations; tt-metal: \"Input tensors A and "
                          "B must have matching shard orientations\"");
     }
+    // A sharded operand makes the plain program tt-metal's reuse program, which runs each batch
+    // of in0 against its own batch of in1 (the multicast programs fuse the batches instead).
+    if ((a.memory != MemLayout::interleaved || b.memory != MemLayout::interleaved) && batch_a > 1 &&
+        batch_b == 1)
+      return reuse_bad("in0 '", a.name, "' has ", batch_a, " batches and in1 '", b.name,
+                       "' one, with a sharded operand; tt-metal: \"Batch broadcasting is not "
+                       "supported for the chosen program config\" (a multicast program fuses "
+                       "the batches)");
+    if (a.memory != MemLayout::interleaved && b.memory != MemLayout::interleaved &&
+        !cfg.transpose_a && per_core_m > 0 && per_core_m % m_tiles != 0)
+      return reuse_bad("in0 '", a.name, "' shards hold ", per_core_m,
+                       " tile rows (its per_core_M) and in1 '", b.name,
+                       "' is sharded; tt-metal: \"per_core_M (", per_core_m,
+                       ") must be a multiple of M (", m_tiles, ") when input B is sharded\"");
     if (out.memory != MemLayout::interleaved)
       return fail(ErrorCode::invalid_argument,
                   "plain multi-core program (tt-metal MatmulMultiCoreProgramConfig): result '",
@@ -133,6 +174,13 @@ Result<MatmulBlocking> resolve_matmul(const OpLaunch& op, const ChipDesc& chip) 
   auto bad = [&](auto&&... msg) {
     return fail(ErrorCode::invalid_argument, program_name(m.program), " program: ", msg...);
   };
+  // The multicast programs block the batch-fused rows (tt-metal's fuse_batch), which takes one
+  // in1 for every batch of in0.
+  if (int64_t batch_b = volume(std::span(b.shape).first(b.shape.size() - 2)); batch_b > 1)
+    return bad("in1 '", b.name, "' has ", batch_b,
+               " batches; the multicast programs fuse in0's batches into one M, which takes one "
+               "in1 (tt-metal: \"Matmul with fused batch requires input tensors of shapes "
+               "BCMK*11KN=BCMN or equivalent\")");
 
   // Block sizes: which dimension the grid splits, and how many cores each side offers.
   int64_t cores_m = 1, cores_n = 1;

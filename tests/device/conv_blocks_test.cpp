@@ -1,5 +1,6 @@
-// conv2d activation blocks (conv_blocking.hpp): circular buffers grow with act_block_h, OpModel
-// rejects heights that do not divide or fit, the kernel's results do not depend on the height,
+// conv2d activation blocks (conv_blocking.hpp): circular buffers grow with act_block_h, a height
+// that does not divide runs as the closest smaller divisor, OpModel rejects heights that do not
+// fit, the kernel's results do not depend on the height,
 // and the timing model's pipeline terms follow the block count.
 #include <doctest/doctest.h>
 
@@ -98,16 +99,32 @@ TEST_CASE("conv2d circular buffers grow with the block height") {
   CHECK(model.circular_buffer_bytes(l.launch(0)) == model.circular_buffer_bytes(l.launch(1)));
 }
 
-TEST_CASE("OpModel rejects a block height that does not divide or does not fit, naming it") {
+TEST_CASE(
+    "a block height that does not divide runs as the closest smaller divisor; one that "
+    "does not fit is rejected, naming it") {
   device::OpModel model(device::wormhole_b0());
   SUBCASE("does not divide the rows per core") {
+    // 16 tile rows per core (see above). tt-metal replaces an act_block_h_override that does not
+    // divide them by the largest divisor below it: 3 -> 2 (8 blocks), 7 -> 4 (4 blocks), 32 ->
+    // 16 (one block); the circular buffers are those of the height that runs.
     ConvLaunch l({1, 64, 64, 32}, {64, 3, 3, 32}, {1, 64, 64, 64}, {1, 1, 1, 1}, 8);
-    device::OpValidation v = model.validate(l.launch(3));
-    CHECK_FALSE(v.ok);
-    CHECK(contains(v.reason, "op 'conv' (conv2d)"));
-    CHECK(contains(v.reason, "act_block_h 3 does not divide"));
-    CHECK(contains(v.reason, "16 output tile rows"));
-    CHECK_FALSE(model.validate(l.launch(32)).ok);
+    for (auto [asked, runs, blocks] : {std::array<int64_t, 3>{3, 2, 8}, {7, 4, 4}, {32, 16, 1}}) {
+      CAPTURE(asked);
+      auto b = device::resolve_conv(l.launch(static_cast<uint32_t>(asked)), device::wormhole_b0());
+      REQUIRE_MESSAGE(b, b.error().message);
+      CHECK(b->act_block_h == runs);
+      CHECK(b->n_blocks == blocks);
+      device::OpValidation v = model.validate(l.launch(static_cast<uint32_t>(asked)));
+      CHECK_MESSAGE(v.ok, v.reason);
+      CHECK(v.cb_bytes_per_core == (2ull * runs * 9 + 9 * 2 + runs * 2) * 2048);
+    }
+    // What is timed is what runs.
+    CHECK(model.cost(l.launch(3)).duration_ns == model.cost(l.launch(2)).duration_ns);
+    CHECK(model.cost(l.launch(32)).duration_ns == model.cost(l.launch(16)).duration_ns);
+    CHECK(device::conv_block_height(16, 3) == 2);
+    CHECK(device::conv_block_height(12, 5) == 4);
+    CHECK(device::conv_block_height(7, 6) == 1);
+    CHECK(device::conv_block_height(5, 5) == 5);
   }
   SUBCASE("too large for L1") {
     // [1,256,256,64] 3x3 -> 64 out channels (DRAM) on 64 cores: 2048 tile rows x 2 columns,
@@ -137,7 +154,8 @@ TEST_CASE("conv2d results are byte-identical for every block height and match th
   c.activation = device::Activation::relu;
   std::vector<float> first;
   // 40 tile rows x 2 tile columns = 80 tiles over 8 cores: 10 tiles = 5 rows per core.
-  for (uint32_t h : {0u, 1u, 5u}) {
+  // 4 does not divide the 5 rows per core: it runs as 1 (tt-metal's replacement).
+  for (uint32_t h : {0u, 1u, 5u, 4u}) {
     c.act_block_h = h;
     OpRun r = run_op(OpKind::conv2d, {x, w, bias}, c);
     CHECK(r.rel_err() < 0.01);
@@ -146,9 +164,9 @@ TEST_CASE("conv2d results are byte-identical for every block height and match th
     else
       CHECK(r.got == first);
   }
-  // A single core walks all 40 tile rows: blocks of 1, 8, 20 and 40 rows.
+  // A single core walks all 40 tile rows: blocks of 1, 8, 20 and 40 rows, and 12 (runs as 10).
   c.grid_x = c.grid_y = 1;
-  for (uint32_t h : {1u, 8u, 20u, 40u}) {
+  for (uint32_t h : {1u, 8u, 20u, 40u, 12u}) {
     c.act_block_h = h;
     CHECK(run_op(OpKind::conv2d, {x, w, bias}, c).got == first);
   }

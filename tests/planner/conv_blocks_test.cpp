@@ -219,18 +219,28 @@ TEST_CASE("a smaller block height is chosen when live L1 tensors leave no room f
   CHECK(cb_of(g1, plan1, free_choice) + z_per_core > usable);
 }
 
-TEST_CASE("a block height the graph gives is kept, or rejected with OpModel's reason") {
+TEST_CASE(
+    "a block height the graph gives is kept (as the device runs it); a K split that does not "
+    "divide is rejected with OpModel's reason") {
   device::ChipDesc chip = device::wormhole_b0();
   // conv_graph(2): c1's result [2,32,32,32] = 64 tile rows; 1 tile row per core on 64 cores.
   planner::Graph given = conv_graph(2, {planner::Attribute{"act_block_h", int64_t{1}}});
   auto r = planner::plan_layout(given, chip, with_policy("dram"));
   REQUIRE_MESSAGE(r, (r ? std::string() : r.error().message));
   CHECK(r->layout.configs[0].act_block_h == 1);
-  planner::Graph bad = conv_graph(2, {planner::Attribute{"act_block_h", int64_t{3}}});
+  // 3 does not divide the one tile row per core: tt-metal runs the closest smaller divisor, 1,
+  // and so does the plan.
+  planner::Graph odd = conv_graph(2, {planner::Attribute{"act_block_h", int64_t{3}}});
+  auto o = planner::plan_layout(odd, chip, with_policy("dram"));
+  REQUIRE_MESSAGE(o, (o ? std::string() : o.error().message));
+  CHECK(o->layout.configs[0].act_block_h == 1);
+  // c1's K = 3 x 3 x 16 = 144 elements = 5 tiles: a split in 2 does not divide it.
+  planner::Graph bad = conv_graph(2, {planner::Attribute{"act_block_w_div", int64_t{2}}});
   auto e = planner::plan_layout(bad, chip, with_policy("dram"));
   REQUIRE_FALSE(e);
   CHECK(e.error().message.find("'c1' (conv2d)") != std::string::npos);
-  CHECK(e.error().message.find("act_block_h 3 does not divide") != std::string::npos);
+  CHECK(e.error().message.find("act_block_w_div 2 does not divide the im2col K of 5 tiles") !=
+        std::string::npos);
   // The attribute is a positive height: 0 (auto) is what leaving it out means.
   planner::Graph zero = conv_graph(2, {planner::Attribute{"act_block_h", int64_t{1}}});
   zero.ops[0].attributes.back().value = int64_t{0};

@@ -22,14 +22,17 @@ std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
   if (!resolved) return {};
   device::ConvBlocking b = *resolved;
   uint32_t given_h = launch.config.act_block_h, given_div = launch.config.act_block_w_div;
-  if ((given_h != 0 && b.rows_per_core % given_h != 0) ||
-      (given_div != 0 && b.k_tiles % given_div != 0))
-    return {};
+  if (given_div != 0 && b.k_tiles % given_div != 0) return {};
+  // A given height runs as the divisor of the core's rows the device replaces it by.
+  if (given_h != 0)
+    given_h = static_cast<uint32_t>(device::conv_block_height(b.rows_per_core, given_h));
   std::vector<uint32_t> heights =
       given_h != 0 ? std::vector<uint32_t>{given_h}
                    : device::conv_block_heights(b.rows_per_core, kMaxConvBlockHeights);
-  std::vector<uint32_t> divs =
-      given_div != 0 ? std::vector<uint32_t>{given_div} : device::conv_k_divisors(b.k_tiles);
+  std::vector<uint32_t> divs;
+  for (uint32_t div :
+       given_div != 0 ? std::vector<uint32_t>{given_div} : device::conv_k_divisors(b.k_tiles))
+    if (device::conv_k_split_rule(l, div).empty()) divs.push_back(div);
   budget = std::min(budget, chip.l1_usable_top() - chip.l1_unreserved_base);
   std::vector<device::OpConfig> out;
   device::OpConfig smallest;
@@ -75,9 +78,8 @@ std::vector<device::OpConfig> legacy_conv_configs(const device::OpLaunch& launch
   if (!resolved) return {};
   const int64_t rows = resolved->rows_per_core;
   uint32_t given_h = launch.config.act_block_h, given_div = launch.config.act_block_w_div;
-  if ((given_h != 0 && rows % given_h != 0) ||
-      (given_div != 0 && resolved->k_tiles % given_div != 0))
-    return {};
+  if (given_div != 0 && resolved->k_tiles % given_div != 0) return {};
+  if (given_h != 0) given_h = static_cast<uint32_t>(device::conv_block_height(rows, given_h));
   // act_block_h_override 0 (TTNN: the shard's whole height), 64 and 32 rows, in tiles.
   std::vector<uint32_t> heights;
   if (given_h != 0) {

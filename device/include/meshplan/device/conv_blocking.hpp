@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "meshplan/device/device.hpp"
@@ -55,13 +56,27 @@ void conv_window(const OpLaunch& op, int64_t* kh, int64_t* kw);
 
 /// Resolves op.config.act_block_h and act_block_w_div for a conv2d launch on its result's tile
 /// grid and checks them: height 0 (auto) is one tile row per block (the smallest circular
-/// buffers; the planner always writes an explicit height), otherwise it must divide
-/// rows_per_core; div 0 (auto) is 1, otherwise it must divide k_tiles (the chunks are whole
-/// tiles of equal width, as TTNN requires of act_block_w_div). Decides weights_resident on
-/// `chip`'s usable L1 (and op.config.stream_weights). The message names the value and what it
-/// must divide; callers prefix the op. Preconditions: operand/result counts and shapes were
-/// checked (rank-4 NHWC input and result).
+/// buffers; the planner always writes an explicit height), otherwise the height runs as
+/// conv_block_height(rows_per_core, act_block_h); div 0 (auto) is 1, otherwise it must divide
+/// k_tiles (the chunks are whole tiles of equal width, as TTNN requires of act_block_w_div) and
+/// pass conv_k_split_rule. Decides weights_resident on `chip`'s usable L1 (and
+/// op.config.stream_weights). The message names the value and what it must divide; callers
+/// prefix the op. Preconditions: operand/result counts and shapes were checked (rank-4 NHWC
+/// input and result).
 Result<ConvBlocking> resolve_conv(const OpLaunch& op, const ChipDesc& chip);
+
+/// The block height a conv2d with `rows_per_core` tile rows per core runs for a requested
+/// act_block_h of `requested` tile rows (>= 1): the largest divisor of rows_per_core not above
+/// it. tt-metal (conv2d_utils.cpp, determine_per_core_conv_block_config) replaces an
+/// act_block_h_override that does not divide the core's output tile rows by that divisor, with
+/// a warning, rather than refusing it.
+int64_t conv_block_height(int64_t rows_per_core, int64_t requested);
+
+/// tt-metal's K-split rule for a width-sharded input (determine_per_core_conv_block_config's
+/// TT_ASSERT): the input channels, padded to a multiple of 32 x the input's cores, must be a
+/// multiple of 32 x cores x `div`. The refusal naming the input, or empty when `div` is fine
+/// (always for inputs that are not width-sharded). Precondition: op is a conv2d with operands.
+std::string conv_k_split_rule(const OpLaunch& op, int64_t div);
 
 /// Re-blocks a resolved conv2d to height `act_block_h` (dividing rows_per_core) and `div` K
 /// chunks (dividing k_tiles), deciding residency as resolve_conv does (resident unless `stream`

@@ -66,9 +66,10 @@ inline constexpr size_t kMaxConvBlockHeights = 8;
 inline constexpr size_t kMaxConvKSplits = 2;
 
 /// The (act_block_h, act_block_w_div) configs tried for a conv2d launch. Heights: the one
-/// launch.config gives, else the divisors of the busiest core's output tile rows
-/// (device::conv_block_heights), largest first, at most kMaxConvBlockHeights. Per height, K
-/// splits: the one launch.config gives, else the divisors of k_tiles, smallest first, keeping
+/// launch.config gives (as the device runs it: device::conv_block_height), else the divisors of the
+/// busiest core's output tile rows (device::conv_block_heights), largest first, at most
+/// kMaxConvBlockHeights. Per height, K splits: the one launch.config gives, else the divisors of
+/// k_tiles that a width-sharded input allows (device::conv_k_split_rule), smallest first, keeping
 /// the first kMaxConvKSplits whose circular buffers plus the op's L1 output fit in `budget`
 /// bytes per core (at most the usable L1; a larger split only adds hand-offs and saves fill, so the
 /// smallest that fit are the ones worth costing). A split whose resident weights do not fit
@@ -76,7 +77,7 @@ inline constexpr size_t kMaxConvKSplits = 2;
 /// the plan carries is the one the planner fitted. When nothing fits, the one config with the
 /// smallest buffers (for choose_conv_blocks' fallback). At most kMaxConvBlockHeights x
 /// kMaxConvKSplits configs. Empty when the launch has no conv2d blocking (bad shapes) or its given
-/// height or split do not divide (OpModel names them).
+/// split does not divide (OpModel names it).
 std::vector<device::OpConfig> conv_block_configs(const device::OpLaunch& launch,
                                                  const device::ChipDesc& chip,
                                                  uint64_t budget = UINT64_MAX);
@@ -94,8 +95,8 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
 /// override 0, 64, 32 rows; act_block_w_div 1) for `launch`, in that order: the busiest core's
 /// whole tile rows (what TTNN's height 0 resolves to), 2 tile rows, 1 tile row, each kept when it
 /// divides those rows and differs from an earlier one. A height or K split the graph gives is
-/// kept instead. Empty when the launch has no conv2d blocking (bad shapes) or its given height
-/// or split do not divide.
+/// kept instead (the height as the device runs it: device::conv_block_height). Empty when the
+/// launch has no conv2d blocking (bad shapes) or its given split does not divide.
 std::vector<device::OpConfig> legacy_conv_configs(const device::OpLaunch& launch,
                                                   const device::ChipDesc& chip);
 
