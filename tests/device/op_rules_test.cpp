@@ -125,7 +125,8 @@ TEST_CASE(
   expect(OpKind::slice, {place("x", shape, DType::bf16, Kind::dram)},
          place("z", cut, DType::f32, Kind::dram), sl, {hx}, "gives its input's dtype");
 
-  // Pools: a bf16 input; a sharded input is row-major oriented, its channels split evenly over channel cores.
+  // Pools: a bf16 input; a sharded input is row-major oriented, its channels split evenly over
+  // channel cores.
   OpConfig pool = c;
   pool.kernel[0] = pool.kernel[1] = 2;
   pool.stride[0] = pool.stride[1] = 2;

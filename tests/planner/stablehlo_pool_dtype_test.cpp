@@ -14,25 +14,32 @@ using namespace meshplan;
 
 namespace {
 
-/// A JAX-style max pool over a [1, 4, 4, 1] input of `dt` with window and stride `k`/`s` over
-/// H and W and `pad` elements of -inf on every side of H and W.
-std::string max_pool(const char* dt, int k, int s, int pad, int out) {
-  std::string in = std::string("1x4x4x1x") + dt, res = "1x" + std::to_string(out) + "x" +
-                                                       std::to_string(out) + "x1x" + dt;
-  std::string p = std::to_string(pad), ks = std::to_string(k), ss = std::to_string(s);
-  return "func.func public @main(%arg0: tensor<" + in + ">) -> tensor<" + res + R"(> {
-  %cst = stablehlo.constant dense<)" +
-         (std::string(dt) == "f32" ? "0xFF800000" : "0xFF80") + "> : tensor<" + dt + R"(>
-  %0 = "stablehlo.reduce_window"(%arg0, %cst) <{padding = dense<[[0, 0], [)" + p + ", " + p +
-         "], [" + p + ", " + p + R"(], [0, 0]]> : tensor<4x2xi64>, window_dimensions = array<i64: 1, )" +
-         ks + ", " + ks + ", 1>, window_strides = array<i64: 1, " + ss + ", " + ss + R"(, 1>}> ({
-  ^bb0(%a: tensor<)" + dt + ">, %b: tensor<" + dt + R"(>):
-    %m = stablehlo.maximum %a, %b : tensor<)" + dt + R"(>
-    stablehlo.return %m : tensor<)" + dt + R"(>
-  }) : (tensor<)" + in + ">, tensor<" + dt + ">) -> tensor<" + res + R"(>
-  return %0 : tensor<)" + res + R"(>
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+  return s;
+}
+
+/// A JAX-style max pool over a [1, 4, 4, 1] input of element type `dt` (f32 or bf16): windows
+/// and strides `k` and `s` over H and W, `pad` -inf elements on each side of H and W, `out` the
+/// result's H and W.
+std::string max_pool(const std::string& dt, int k, int s, int pad, int out) {
+  std::string t = R"(func.func public @main(%arg0: tensor<1x4x4x1xE>) -> tensor<1xOxOx1xE> {
+  %cst = stablehlo.constant dense<INIT> : tensor<E>
+  %0 = "stablehlo.reduce_window"(%arg0, %cst) <{padding = dense<[[0, 0], [P, P], [P, P], [0, 0]]> : tensor<4x2xi64>, window_dimensions = array<i64: 1, K, K, 1>, window_strides = array<i64: 1, S, S, 1>}> ({
+  ^bb0(%a: tensor<E>, %b: tensor<E>):
+    %m = stablehlo.maximum %a, %b : tensor<E>
+    stablehlo.return %m : tensor<E>
+  }) : (tensor<1x4x4x1xE>, tensor<E>) -> tensor<1xOxOx1xE>
+  return %0 : tensor<1xOxOx1xE>
 }
 )";
+  t = replace_all(t, "xOxOx", "x" + std::to_string(out) + "x" + std::to_string(out) + "x");
+  t = replace_all(t, "INIT", dt == "f32" ? "0xFF800000" : "0xFF80");
+  t = replace_all(t, "[P, P]", "[" + std::to_string(pad) + ", " + std::to_string(pad) + "]");
+  t = replace_all(t, "K, K", std::to_string(k) + ", " + std::to_string(k));
+  t = replace_all(t, "S, S", std::to_string(s) + ", " + std::to_string(s));
+  return replace_all(t, "E>", dt + ">");
 }
 
 bool has_pool(const planner::Graph& g) {
@@ -55,16 +62,16 @@ TEST_CASE("f32 max pooling lowers to slices and maximums, exact; bf16 keeps max_
   // x (H rows, W columns); 10 + 2^-9 and -1 - 2^-10 have no bf16 form, so a bf16 pool would
   // change them.
   const float big = 10.001953125f, low = -1.0009765625f;
-  const std::vector<float> x = {3, 7, 1, 0,  //
-                                2, 5, 9, 4,  //
+  const std::vector<float> x = {3,   7,  1, 0,  //
+                                2,   5,  9, 4,  //
                                 low, -6, 8, 8,  //
-                                -3, -2, 6, big};
+                                -3,  -2, 6, big};
   // 2x2 windows at stride 2: the max of each quarter.
   const std::vector<float> quarters = {7, 9, low, big};
   // 3x3 windows at stride 1, one -inf on every side: the max of each element's neighbourhood.
-  const std::vector<float> around = {7, 9, 9, 9,       //
-                                     7, 9, 9, 9,       //
-                                     5, 9, big, big,  //
+  const std::vector<float> around = {7,   9, 9,   9,    //
+                                     7,   9, 9,   9,    //
+                                     5,   9, big, big,  //
                                      low, 8, big, big};
   planner::Graph g2 = test::lower_text(max_pool("f32", 2, 2, 0, 2), "pool.mlir");
   planner::Graph g3 = test::lower_text(max_pool("f32", 3, 1, 1, 4), "pool.mlir");
