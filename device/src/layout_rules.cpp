@@ -253,12 +253,15 @@ std::string collective_rule(const OpLaunch& op) {
 
 // tt-metal: ttnn/cpp/ttnn/operations/pool/generic/generic_pools.cpp (ttnn's pool2d, which
 // shards an interleaved input itself and takes a sharded one as it is, row-major only) and
-// device/pool_op.cpp (validate_pool2d: the channels split evenly over the channel cores of a
-// width- or block-sharded input). Its bf16-only and row-major-input rules are not applied
-// (docs/hardware-rules.md).
+// device/pool_op.cpp (validate_pool2d: a bf16 input; the channels split evenly over the channel
+// cores of a width- or block-sharded input). Its row-major-input rule is met by ttnn's pool2d
+// itself (docs/hardware-rules.md).
 std::string pool_rule(const OpLaunch& op) {
   if (op.kind != OpKind::max_pool2d && op.kind != OpKind::avg_pool2d) return {};
   const TensorPlacement& in = *op.operands[0];
+  if (in.dtype != DType::bf16)
+    return str("operand '", in.name, "' is ", dtype_name(in.dtype),
+               "; tt-metal's pool2d: \"Only BFLOAT16 supported for now\"");
   if (!sharded(in)) return {};
   if (in.shard.orientation != ShardOrientation::row_major)
     return str("operand '", in.name, "' (", shard_text(in),

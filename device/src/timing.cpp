@@ -9,6 +9,7 @@
 #include "meshplan/device/conv_weights.hpp"
 #include "meshplan/device/formats.hpp"
 #include "meshplan/device/matmul_program.hpp"
+#include "op_semantics_ext.hpp"
 
 namespace meshplan::device {
 
@@ -329,9 +330,73 @@ class MovementModel {
   double hops_ = 0;
 };
 
+/// Whether ttnn's slice runs `op` through row-major (tt-metal:
+/// ttnn/cpp/ttnn/operations/data_movement/slice/slice.cpp): a tiled input goes to ROW_MAJOR first
+/// (to_layout) and its result back to TILE when a step is not 1, the input has rank 1 or is
+/// sharded, or either of the last two dims' begins is not a whole number of tiles -- the tiled
+/// SliceDeviceOperation refuses those ("Can only slice tilized tensor with height begin index
+/// aligned to tiles", "... width begin index ..."). A slice of the whole tensor is no slice.
+bool slice_through_row_major(const OpLaunch& op) {
+  if (op.kind != OpKind::slice || op.operands.empty() || op.results.empty()) return false;
+  const TensorPlacement& in = *op.operands[0];
+  size_t rank = in.shape.size();
+  if (in.layout != TileLayout::tile || rank == 0) return false;
+  auto s = resolve_slice(op.config, in.shape);
+  if (!s) return false;
+  bool unit = true, whole = true;
+  for (size_t d = 0; d < rank; ++d) {
+    unit = unit && s->step[d] == 1;
+    whole = whole && s->begin[d] == 0 && s->shape[d] == in.shape[d];
+  }
+  if (unit && whole) return false;
+  if (!unit || rank == 1 || in.memory != MemLayout::interleaved) return true;
+  return s->begin[rank - 1] % kTileW != 0 || s->begin[rank - 2] % kTileH != 0;
+}
+
+OpTiming estimate_launch(const ChipDesc& chip, const OpLaunch& op);
+
+/// A slice ttnn runs through row-major (slice_through_row_major) as the three programs it
+/// launches, each timed as a launch of its own (a dispatch each): the input untilized into a
+/// row-major copy, the row-major slice, the result tilized back. The row-major tensors live
+/// interleaved in the result's buffer (ttnn converts into the slice's memory config), in the
+/// input's dtype (bf16 for the block floats, which have no row-major form); tilize and untilize are
+/// timed as the data they move (to_memory_config's model).
+OpTiming row_major_slice(const ChipDesc& chip, const OpLaunch& op) {
+  const TensorPlacement& in = *op.operands[0];
+  const TensorPlacement& out = *op.results[0];
+  DType dt = in.dtype == DType::bf8b || in.dtype == DType::bf4b ? DType::bf16 : in.dtype;
+  TensorPlacement rm_in =
+      make_interleaved("row-major input", in.shape, dt, out.buffer, 0, TileLayout::row_major);
+  TensorPlacement rm_out =
+      make_interleaved("row-major result", out.shape, dt, out.buffer, 0, TileLayout::row_major);
+  auto stage = [&](OpKind kind, const TensorPlacement& a, const TensorPlacement& r) {
+    const TensorPlacement* ins[1] = {&a};
+    const TensorPlacement* outs[1] = {&r};
+    return estimate_launch(chip, OpLaunch{kind, op.name, ins, outs, op.config});
+  };
+  const OpTiming parts[3] = {stage(OpKind::to_memory_config, in, rm_in),
+                             stage(OpKind::slice, rm_in, rm_out),
+                             stage(OpKind::to_memory_config, rm_out, out)};
+  OpTiming t;
+  t.cores_used = cores_used(op);
+  for (const OpTiming& p : parts) {
+    t.duration_ns += p.duration_ns;
+    t.compute_ns += p.compute_ns;
+    t.dram_ns += p.dram_ns;
+  }
+  return t;
+}
+
 }  // namespace
 
 OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
+  if (slice_through_row_major(op)) return row_major_slice(chip, op);
+  return estimate_launch(chip, op);
+}
+
+namespace {
+
+OpTiming estimate_launch(const ChipDesc& chip, const OpLaunch& op) {
   OpTiming t;
   t.cores_used = cores_used(op);
   double compute_cycles = 0.0;
@@ -394,6 +459,8 @@ OpTiming estimate(const ChipDesc& chip, const OpLaunch& op) {
   t.duration_ns = chip.dispatch_ns + static_cast<uint64_t>(std::ceil(busy_ns));
   return t;
 }
+
+}  // namespace
 
 uint64_t host_transfer_ns(const ChipDesc& chip, uint64_t bytes, bool to_device) {
   double gbps = to_device ? chip.pcie_h2d_gbps : chip.pcie_d2h_gbps;

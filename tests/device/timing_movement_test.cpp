@@ -169,3 +169,40 @@ TEST_CASE("matmul: DRAM reads and multicasts at the chip's measured per-core rat
   chip.matmul_utilization = 0.5;
   CHECK(estimate(chip, op).compute_ns == 512 * 64);
 }
+
+TEST_CASE("slice: a tiled slice off the tile grid is timed as ttnn runs it, through row-major") {
+  // ttnn::slice converts a tiled input whose last two begins are not whole tiles to row-major,
+  // slices that and tilizes the result (docs/hardware-rules.md): three launches. One core, DRAM
+  // interleaved bf16, Wormhole figures: dispatch 1000 ns, clock 1 GHz, one core's DRAM reads at
+  // 22 B/cycle, its write port 32 B/cycle, DRAM 267 GB/s.
+  const std::vector<int64_t> in_shape{64, 64}, out_shape{32, 64}, narrow{64, 32};
+  auto x = make_interleaved("x", in_shape, DType::bf16, BufferType::dram, 0);
+  auto rows = make_interleaved("z", out_shape, DType::bf16, BufferType::dram, 0);
+  auto cols = make_interleaved("z", narrow, DType::bf16, BufferType::dram, 0);
+  auto sliced = [&](int64_t b0, int64_t b1, const TensorPlacement& out) {
+    OpConfig c = grid(1, 1);
+    c.num_slice = 2;
+    c.begins[0] = b0, c.begins[1] = b1;
+    c.ends[0] = b0 + out.shape[0], c.ends[1] = b1 + out.shape[1];
+    c.steps[0] = c.steps[1] = 1;
+    return time_of(OpKind::slice, {&x}, out, c);
+  };
+  // Aligned (rows 32..63): the tiled program reads the 4 input tiles (8192 B) from DRAM,
+  // ceil(8192 / 22) = 373 cycles, and writes 2 tiles (4096 B / 32 = 128 cycles).
+  OpTiming aligned = sliced(32, 0, rows);
+  CHECK(aligned.duration_ns == 1000 + 373);
+  CHECK(aligned.dram_ns == (12288 + 266) / 267);
+  // Rows 1..32: untilize reads 8192 B of tiles (373 cycles) and writes 64 rows x 128 B = 8192 B
+  // (256 cycles); the row-major slice reads those 8192 B (373) and writes 32 rows x 128 B =
+  // 4096 B (128); tilize reads 4096 B (ceil(4096 / 22) = 187) and writes 2 tiles (128). DRAM:
+  // 16384, 12288 and 8192 B at 267 GB/s, 62 + 47 + 31 ns, under each read.
+  OpTiming off_rows = sliced(1, 0, rows);
+  CHECK(off_rows.duration_ns == (1000 + 373) + (1000 + 373) + (1000 + 187));
+  CHECK(off_rows.dram_ns == 62 + 47 + 31);
+  CHECK(off_rows.compute_ns == 0);
+  // Columns 16..47: the width begin is off the grid; the same bytes (64 rows x 64 B = 4096 B).
+  OpTiming off_cols = sliced(0, 16, cols);
+  CHECK(off_cols.duration_ns == (1000 + 373) + (1000 + 373) + (1000 + 187));
+  // Columns 32..63 are whole tiles: one launch.
+  CHECK(sliced(0, 32, cols).duration_ns == 1000 + 373);
+}

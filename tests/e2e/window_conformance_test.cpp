@@ -167,7 +167,7 @@ TEST_CASE("reduce_window: the spec's example (base and window dilation, padding,
         {{{3, 2}, {1, 2, 3, 4, 5, 6}}}, {0, 0, 3, 4});
 }
 
-TEST_CASE("reduce_window max over NHWC is max_pool2d; NaN propagates, -inf and ties") {
+TEST_CASE("reduce_window max over bf16 NHWC is max_pool2d; NaN propagates, -inf and ties") {
   // flax/JAX max_pool 2x2 stride 2: windows {1,2,3,-1} {5,NaN,0,7} {-inf,-2,-3,-5} {8,8,1,9}.
   // The -inf init as JAX prints it: hex bits of the element type.
   std::string t = reduce_window(
@@ -176,7 +176,14 @@ TEST_CASE("reduce_window max over NHWC is max_pool2d; NaN propagates, -inf and t
       "window_strides = array<i64: 1, 2, 2, 1>");
   auto g = check(t, {{{1, 4, 4, 1}, {1, 2, 5, kNaN, 3, -1, 0, 7, -kInf, -2, 8, 8, -3, -5, 1, 9}}},
                  {3, kNaN, -2, 9});
-  CHECK(count(g, OpKind::max_pool2d) == 1);
+  // max_pool2d in bf16 only (tt-metal's pools read bf16 only); f32 takes slices and maximums.
+  CHECK(count(g, OpKind::max_pool2d) == 0);
+  auto bf = planner::shlo::parse_module(
+      replace_all(replace_all(t, "E>", "bf16>"), "NEGINF", "0xFF80"), "window.mlir");
+  REQUIRE(bf);
+  auto gb = planner::shlo::lower_to_graph(*bf);
+  REQUIRE(gb);
+  CHECK(count(*gb, OpKind::max_pool2d) == 1);
   // SAME-style padding (high side): 3x3 input, window 2x2 stride 1 -> [[5,6,6],[8,9,9],[8,9,9]].
   check(reduce_window("tensor<1x3x3x1xE>", "tensor<1x3x3x1xE>", "NEGINF", "maximum",
                       "padding = dense<[[0, 0], [0, 1], [0, 1], [0, 0]]> : tensor<4x2xi64>, "

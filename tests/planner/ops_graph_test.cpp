@@ -211,3 +211,23 @@ TEST_CASE("GraphBuilder infers result dtypes of typecast and embedding eagerly")
   CHECK(
       contains(bad.error()->message, "op 'emb' (embedding): embedding indices must be i32 or u32"));
 }
+
+TEST_CASE("an f32 pool is refused with tt-metal's reason, naming the op") {
+  // tt-metal's pools read bf16 only; every layout the planner could give the op is refused.
+  for (const char* kind : {"max_pool2d", "avg_pool2d"}) {
+    CAPTURE(kind);
+    auto g = planner::import_graph_json(
+        graph("pool", {arg("x", {1, 8, 8, 32}, "input", "f32")},
+              {op("mp", kind, {"x"},
+                  R"({"name": "kernel", "ints": [2, 2]}, {"name": "stride", "ints": [2, 2]})")},
+              {"mp"}),
+        "pool.json");
+    REQUIRE_MESSAGE(g, g.error().message);
+    auto plan =
+        planner::compile(*g, device::wormhole_b0(), planner::PlannerOptions::with_policy("greedy"));
+    REQUIRE_FALSE(plan.has_value());
+    CHECK(contains(plan.error().message, std::string("op 'mp' (") + kind +
+                                             "): operand 'x' is f32; tt-metal's pool2d: \"Only "
+                                             "BFLOAT16 supported for now\""));
+  }
+}

@@ -1,11 +1,11 @@
 // stablehlo.reduce_window and stablehlo.select_and_scatter (generic form, as JAX prints them).
-// reduce_window with a max body over the H and W of an NHWC tensor (flax/JAX max pooling)
-// becomes max_pool2d; every other window (sum, min, product bodies; strides, base and window
-// dilations, negative or positive padding; cumsum-style windows) becomes strided slices of the
-// padded input combined elementwise, so the existing ops' kernels, references, timing and
-// sharding rules apply unchanged. select_and_scatter (the max-pool gradient) replays the
-// spec's sequential selection over the window offsets with compares and wheres, then places
-// each offset's share back with zero-interleaving and sums.
+// reduce_window with a max body over the H and W of an NHWC bf16 tensor (flax/JAX max pooling)
+// becomes max_pool2d (tt-metal's pools read bf16 only); every other window (f32 max pooling;
+// sum, min, product bodies; strides, base and window dilations, negative or positive padding;
+// cumsum-style windows) becomes strided slices of the padded input combined elementwise, so the
+// existing ops' kernels, references, timing and sharding rules apply unchanged. select_and_scatter
+// (the max-pool gradient) replays the spec's sequential selection over the window offsets with
+// compares and wheres, then places each offset's share back with zero-interleaving and sums.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -228,12 +228,15 @@ std::vector<int64_t> offset_of(int64_t k, const std::vector<int64_t>& dims) {
   return o;
 }
 
-/// reduce_window max over H and W of NHWC as max_pool2d, when it is exactly that op.
+/// reduce_window max over H and W of NHWC as max_pool2d, when it is exactly that op. The pool
+/// reads bf16 only (tt-metal's validate_pool2d, OpModel::validate): other dtypes take the
+/// strided slices and elementwise maximums of the general path, exact in any dtype.
 Result<bool> try_max_pool(Lowering& l, const Op& op, const Window& w, OpKind body, float init,
                           GValue x) {
   const auto& in = l.type(op.operands[0]).shape;
   const auto& out = l.type(op.results[0]).shape;
   if (body != OpKind::maximum || !is_identity(body, init) || in.size() != 4) return false;
+  if (l.graph().values[x].dtype != DType::bf16) return false;
   for (size_t d : {size_t{0}, size_t{3}})
     if (w.dims[d] != 1 || w.strides[d] != 1 || w.dil[d] != 1 || w.lo[d] != 0 || w.hi[d] != 0)
       return false;

@@ -4,6 +4,9 @@
 //
 // duration = dispatch + max(compute, data movement)
 //            (conv2d: + one block's data movement + n_blocks x block hand-off; see below)
+// A slice ttnn runs through row-major (a tiled input with a step, rank 1, a sharded input, or a
+// begin of the last two dims off the tile grid) is three such launches: untilize, the row-major
+// slice, tilize (timing.cpp, docs/hardware-rules.md).
 //
 // compute: the busiest core's work: tile-matmuls x cycles per tile-matmul (16 at LoFi, x2 at
 //   HiFi2, x3 HiFi3, x4 HiFi4, over matmul_utilization), or elements / eltwise_elems_per_cycle,
