@@ -196,7 +196,8 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
   bool frees_input = op.config.deallocate_activation;
   if (frees_input)
     for (const TensorPlacement* t : op.results)
-      if (live_.contains({t->buffer, t->address}))
+      if (live_.contains({t->buffer, t->address}) &&
+          !(t->buffer == op.operands[0]->buffer && t->address == op.operands[0]->address))
         return fail(ErrorCode::invalid_argument, "op '", op.name, "': result '", t->name,
                     "' is allocated before the conv2d frees its input (deallocate_activation): "
                     "the op allocates it");
