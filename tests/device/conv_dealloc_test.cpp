@@ -32,7 +32,9 @@ struct DLaunch {
     in = {&x, &w};
     out = {&y};
   }
-  device::OpLaunch launch() const { return device::OpLaunch{OpKind::conv2d, "conv", in, out, config}; }
+  device::OpLaunch launch() const {
+    return device::OpLaunch{OpKind::conv2d, "conv", in, out, config};
+  }
 };
 
 /// Runs the conv on a fresh emulator: x and w written, y allocated by the test unless the conv
@@ -91,7 +93,7 @@ TEST_CASE("a conv2d whose result takes its freed input's L1 computes the same bi
   // y over the first half of x (one 2048-byte page per bank).
   DLaunch shifted(top - 65536, top - 65536 - 1024, true);
   std::vector<float> want = run(apart, xd, wd);
-  // Independent of the emulator: the conv of these bf16 inputs is not all zero.
+  // A result with values to compare: the conv of these inputs is not all zero.
   CHECK(std::any_of(want.begin(), want.end(), [](float f) { return f != 0.0f; }));
   for (const DLaunch* l : {&over, &shifted}) {
     std::vector<float> got = run(*l, xd, wd);

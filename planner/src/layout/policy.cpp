@@ -437,8 +437,9 @@ Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last
     last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (last.unplaced.empty()) break;
     // Demote what did not pack; results of sharded-grid ops go back to the full grid.
-    bool frees_inside = std::any_of(r.layout.configs.begin(), r.layout.configs.end(),
-                                    [](const device::OpConfig& c) { return c.deallocate_activation; });
+    bool frees_inside =
+        std::any_of(r.layout.configs.begin(), r.layout.configs.end(),
+                    [](const device::OpConfig& c) { return c.deallocate_activation; });
     for (ValueId v : last.unplaced) {
       r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
       OpId producer = r.graph.values[v].producer;

@@ -37,8 +37,9 @@ struct L1Packing {
 /// last use (the end for graph outputs); it may not go below the circular buffers of any op in
 /// its lifetime. A conv2d with deallocate_activation frees its input inside the op, after its
 /// halo step and before its result is allocated, so the two may share L1 (nothing else may);
-/// the input must be in L1 and this conv its last use. Tensors are taken largest first; each goes into the smallest gap, among the
-/// tensors already placed whose lifetimes overlap its own, that holds it, else below them all.
+/// the input must be in L1 and this conv its last use. Tensors are taken largest first; each
+/// goes into the smallest gap, among the tensors already placed whose lifetimes overlap its own,
+/// that holds it, else below them all.
 /// Fails only on an op OpModel rejects or a deallocate_activation it may not honour (naming it).
 Result<L1Packing> pack_l1(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
                           const device::ChipDesc& chip);
