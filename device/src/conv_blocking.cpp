@@ -88,7 +88,25 @@ uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op) {
   uint64_t bias = op.operands.size() > 2
                       ? static_cast<uint64_t>(b.cols_per_core) * tile_bytes(op.operands[2]->dtype)
                       : 0;
-  return act + weight + out + partials + bias;
+  uint64_t halo = op.config.deallocate_activation ? conv_halo_bytes(b, op) : 0;
+  return act + weight + out + partials + bias + halo;
+}
+
+uint64_t conv_halo_bytes(const ConvBlocking& b, const OpLaunch& op) {
+  const auto& x = op.operands[0]->shape;
+  bool flat = op.config.input_n != 0;
+  int64_t n = flat ? op.config.input_n : x[0], h = flat ? op.config.input_h : x[1],
+          w = flat ? op.config.input_w : x[2], c = x[3];
+  int64_t ph = h + op.config.padding[0] + op.config.padding[1];
+  int64_t pw = w + op.config.padding[2] + op.config.padding[3];
+  int64_t padded = n * ph * pw;
+  int64_t share = (padded + b.cores - 1) / b.cores;
+  int64_t overlap = (b.kh - 1) * std::max<int64_t>(1, op.config.dilation[0]) * pw +
+                    (b.kw - 1) * std::max<int64_t>(1, op.config.dilation[1]);
+  int64_t pixels = std::min(padded, share + overlap);
+  uint64_t elems = static_cast<uint64_t>(pixels * c);
+  uint64_t tile = tile_bytes(op.operands[0]->dtype);
+  return (elems * tile + kTileElems - 1) / kTileElems;
 }
 
 int64_t conv_block_height(int64_t rows_per_core, int64_t requested) {

@@ -249,6 +249,13 @@ OpValidation OpModel::validate(const OpLaunch& op) const {
   }
   if (auto why = reshard_rule(op, chip_); !why.empty()) return reject(why);
   if (auto why = layout_rule(op); !why.empty()) return reject(why);
+  // Freeing the input inside the op (TTNN's conv2d deallocate_activation): conv2d only, and
+  // meshplan frees only an L1 input there (as tt-mlir sets it only for one).
+  if (op.config.deallocate_activation && op.kind != OpKind::conv2d)
+    return reject("deallocate_activation is a conv2d option, not one of ", op_name(op.kind));
+  if (op.config.deallocate_activation && op.operands[0]->buffer != BufferType::l1)
+    return reject("deallocate_activation frees an L1 input; '", op.operands[0]->name,
+                  "' is in DRAM");
   if (is_matmul_family(op.kind)) {
     auto m = resolve_matmul(op, chip_);
     if (!m) return reject(m.error().message);

@@ -152,13 +152,17 @@ Result<RunResult> Executable::run_bound(std::span<const TensorView> inputs) {
       in[i] = plan_.placement(op->operands()->Get(i));
       inp[i] = &in[i];
     }
+    device::OpConfig config = op_config_of(*op);
+    // A conv2d with deallocate_activation frees its input and allocates its result itself (the
+    // result may take the input's L1): the launch does both, and the input is not freed again.
+    bool frees_input = config.deallocate_activation;
     for (uint32_t i = 0; i < op->results()->size(); ++i) {
       out[i] = plan_.placement(op->results()->Get(i));
       outp[i] = &out[i];
-      MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.allocate(out[i]); }));
+      if (!frees_input)
+        MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.allocate(out[i]); }));
     }
     std::string_view name = op->name() ? op->name()->string_view() : std::string_view();
-    device::OpConfig config = op_config_of(*op);
     config.mesh_rows = static_cast<uint16_t>(mesh_rows(plan_));
     config.mesh_cols = static_cast<uint16_t>(mesh_cols(plan_));
     auto kind = static_cast<device::OpKind>(op->kind());
@@ -193,6 +197,7 @@ Result<RunResult> Executable::run_bound(std::span<const TensorView> inputs) {
     }
     if (op->frees())
       for (uint32_t id : *op->frees()) {
+        if (frees_input && id == op->operands()->Get(0)) continue;
         device::TensorPlacement t = plan_.placement(id);
         MESHPLAN_TRY(chips.on_every_chip([&](device::Device& d) { return d.deallocate(t); }));
       }

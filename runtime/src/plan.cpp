@@ -478,6 +478,17 @@ Status verify_page_size(const fb::TensorPlan* t, uint32_t i, std::string_view wh
     MESHPLAN_TRY(check_ids(op->operands(), "operand", o));
     MESHPLAN_TRY(check_ids(op->results(), "result", o));
     MESHPLAN_TRY(check_ids(op->frees(), "free", o));
+    // A conv2d that frees its input inside itself (deallocate_activation) must be that input's
+    // last use: the plan frees the input at this op.
+    if (const fb::OpConfig* c = op->config(); c && c->deallocate_activation()) {
+      bool freed = false;
+      if (op->kind() == fb::OpKind::conv2d && op->operands()->size() > 0 && op->frees())
+        for (uint32_t id : *op->frees()) freed = freed || id == op->operands()->Get(0);
+      if (!freed)
+        return bad("op ", o, " (", info.name,
+                   ") frees its input inside the op (deallocate_activation) but is not a conv2d "
+                   "whose frees list holds that input (its last use)");
+    }
   }
   MESHPLAN_TRY(check_ids(plan->inputs(), "input", 0));
   MESHPLAN_TRY(check_ids(plan->outputs(), "output", 0));

@@ -88,7 +88,8 @@ TEST_CASE("override-conv2d-config refusals name the entry and the parameter") {
   refused("conv1=act_block_w_div#0", "act_block_w_div '0' is not a positive count");
   refused("conv1=act_block_w_div#1:act_block_w_div#3", "given twice");
   refused("conv1=activation#relu", "differs from the graph's (none)");
-  refused("conv1=deallocate_activation#true", "not modelled");
+  refused("conv1=deallocate_activation#maybe",
+          "deallocate_activation 'maybe' is not true or false");
   refused("conv1=enable_act_double_buffer#true", "'enable_act_double_buffer' is not modelled");
   refused("conv1=shard_layout#diagonal", "shard_layout 'diagonal'");
   refused("conv1=frobnicate#1", "invalid override parameter 'frobnicate'");

@@ -191,23 +191,49 @@ Result<OpTiming> EmulatedDevice::launch(const OpLaunch& op) {
     auto live = check_live(*t, "operand");
     if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
   }
-  for (const TensorPlacement* t : op.results) {
-    auto live = check_live(*t, "result");
-    if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
-  }
+  // A conv2d with deallocate_activation (OpModel accepts it on conv2d with an L1 input only)
+  // allocates its results itself, after it freed its input: they must not be live yet.
+  bool frees_input = op.config.deallocate_activation;
+  if (frees_input)
+    for (const TensorPlacement* t : op.results)
+      if (live_.contains({t->buffer, t->address}) &&
+          !(t->buffer == op.operands[0]->buffer && t->address == op.operands[0]->address))
+        return fail(ErrorCode::invalid_argument, "op '", op.name, "': result '", t->name,
+                    "' is allocated before the conv2d frees its input (deallocate_activation): "
+                    "the op allocates it");
+  if (!frees_input)
+    for (const TensorPlacement* t : op.results) {
+      auto live = check_live(*t, "result");
+      if (!live) return std::unexpected(with_context(live.error(), str("op '", op.name, "'")));
+    }
   // Circular buffers grow from the unreserved base on every core the op runs on, and must stay
   // below each live L1 buffer those cores hold.
   uint64_t cb_top = chip_.l1_unreserved_base + v.cb_bytes_per_core;
   CoreRange op_grid{0, 0, static_cast<uint16_t>(op.config.grid_x - 1),
                     static_cast<uint16_t>(op.config.grid_y - 1)};
-  for (const auto& [key, live] : live_) {
-    if (key.first != BufferType::l1 || key.second >= cb_top) continue;
-    for (uint16_t y = op_grid.y0; y <= op_grid.y1; ++y)
-      for (uint16_t x = op_grid.x0; x <= op_grid.x1; ++x)
-        if (holds(live, static_cast<uint32_t>(y) * chip_.grid_x + x))
-          return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [",
-                      chip_.l1_unreserved_base, ", ", cb_top, ") clash on core (", x, ",", y,
-                      ") with L1 buffer '", live.name, "' at ", key.second);
+  auto check_cbs = [&]() -> Status {
+    for (const auto& [key, live] : live_) {
+      if (key.first != BufferType::l1 || key.second >= cb_top) continue;
+      for (uint16_t y = op_grid.y0; y <= op_grid.y1; ++y)
+        for (uint16_t x = op_grid.x0; x <= op_grid.x1; ++x)
+          if (holds(live, static_cast<uint32_t>(y) * chip_.grid_x + x))
+            return fail(ErrorCode::resource_exhausted, "op '", op.name, "': circular buffers [",
+                        chip_.l1_unreserved_base, ", ", cb_top, ") clash on core (", x, ",", y,
+                        ") with L1 buffer '", live.name, "' at ", key.second);
+    }
+    return {};
+  };
+  MESHPLAN_TRY(check_cbs());
+  if (frees_input) {
+    // TTNN's order: the halo step copies the input into the halo buffer (in the circular
+    // buffers), the input is freed, then the result is allocated, possibly over the input's L1.
+    // The kernel reads its operands before it writes a result tile (kernels_conv.cpp), and
+    // nothing writes L1 between here and the kernel: it reads the copy the halo step made.
+    MESHPLAN_TRY(deallocate(*op.operands[0]));
+    for (const TensorPlacement* t : op.results)
+      if (auto s = allocate(*t); !s)
+        return std::unexpected(with_context(s.error(), str("op '", op.name, "'")));
+    MESHPLAN_TRY(check_cbs());
   }
   auto timing = run_kernel(memory_, chip_, op);
   if (!timing) return std::unexpected(with_context(timing.error(), str("op '", op.name, "'")));

@@ -8,7 +8,10 @@
 // [N * OH, OW] x [C] in the NHWC form, so a tile row holds up to 32 output pixels of one image
 // row; in the flattened form (OpConfig::input_n/h/w) it is one [N*OH*OW] x [C] matrix and a tile
 // row holds 32 consecutive output pixels, across image rows and images. Elements are reached
-// through WindowGeom's index helpers, so the same loops serve both forms.
+// through WindowGeom's index helpers, so the same loops serve both forms. run_conv loads every
+// operand (the halo step's copy of the input) before it writes any result tile, so a result
+// that takes the L1 of an input the conv freed (OpConfig::deallocate_activation) computes the
+// same values.
 #include <limits>
 
 #include "kernel_blocks.hpp"

@@ -257,6 +257,8 @@ constexpr AttrRule kAttrRules[] = {
     {"groups", is<OpKind::conv2d>, read_int<&OpConfig::groups, 1, 1 << 16>},
     {"act_block_h", is<OpKind::conv2d>, read_int<&OpConfig::act_block_h, 1, 1 << 16>},
     {"act_block_w_div", is<OpKind::conv2d>, read_int<&OpConfig::act_block_w_div, 1, 1 << 16>},
+    // conv2d: free the input after the halo step (TTNN's Conv2dConfig::deallocate_activation).
+    {"deallocate_activation", is<OpKind::conv2d>, read_bool<&OpConfig::deallocate_activation>},
     // The flattened form [1, 1, N*H*W, C] of the input (planner flatten_spatial, TTNN's
     // batch_size / input_height / input_width).
     {"input_nhw", takes_input_nhw,

@@ -245,7 +245,7 @@ std::string_view launch_key(std::string& k, const Graph& graph, device::OpKind k
   // Exact bytes of everything OpModel looks at (names aside): the memos compare them in full.
   // Written through a pointer into a buffer sized for the worst case (no per-field append: the
   // appends' capacity checks were half of the key's time, a sixth of greedy's).
-  size_t bound = 256 + config.pairs.size();
+  size_t bound = 288 + config.pairs.size();
   for (ValueId v : operands) bound += 64 + 8 * graph.values[v].shape.size();
   bound += 64 + 8 * graph.values[result].shape.size();
   k.resize_and_overwrite(bound, [&](char* base, size_t) {
@@ -277,6 +277,12 @@ std::string_view launch_key(std::string& k, const Graph& graph, device::OpKind k
       p = put_key(p, config.kernel[0]);
       p = put_key(p, config.kernel[1]);
       p = put_key(p, config.groups);
+      // Freeing the input adds the halo buffer, sized by the padding and dilation.
+      if (config.deallocate_activation) {
+        p = put_key(p, config.deallocate_activation);
+        for (int32_t v : config.padding) p = put_key(p, v);
+        for (int32_t v : config.dilation) p = put_key(p, v);
+      }
     }
     // A pool's time counts its window's elements: two pools of the same shapes may have other
     // windows (3x3 padded by 1 and 5x5 padded by 2, stride 1).

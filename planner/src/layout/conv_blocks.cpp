@@ -104,12 +104,13 @@ std::vector<device::OpConfig> legacy_conv_configs(const device::OpLaunch& launch
 namespace {
 
 /// L1 bytes per core of the tensors live across the op at schedule position `pos`, its result
-/// aside (OpModel counts that as the op's L1 output).
+/// and `freed` (an input the op frees inside itself, or the result) aside (OpModel counts the
+/// result as the op's L1 output).
 uint64_t live_l1_bytes(const Graph& g, const Schedule& s, const LayoutPlan& plan, int pos,
-                       ValueId result, const device::ChipDesc& chip) {
+                       ValueId result, ValueId freed, const device::ChipDesc& chip) {
   uint64_t bytes = 0;
   for (ValueId v = 0; v < g.values.size(); ++v) {
-    if (v == result || !plan.tensors[v].in_l1()) continue;
+    if (v == result || v == freed || !plan.tensors[v].in_l1()) continue;
     if (s.defined_at(v) < pos && s.last_use(v) >= pos)
       bytes += l1_bytes_per_core(g.values[v], plan.tensors[v], chip);
   }
@@ -138,7 +139,18 @@ Status choose_conv_blocks(const Graph& g, LayoutPlan& plan, const device::ChipDe
     for (ValueId v : op.operands) in.push_back(&plan.tensors[v]);
     ValueId r = op.results[0];
     const TensorLayout& rl = plan.tensors[r];
-    uint64_t live = live_l1_bytes(g, s, plan, pos, r, chip);
+    // An input the op frees after its halo step is live with the circular buffers but not with
+    // the result: the op needs the larger of the two beside the other live tensors.
+    ValueId freed = r;
+    uint64_t freed_extra = 0;
+    if (base.deallocate_activation && s.last_use(op.operands[0]) == pos &&
+        plan.tensors[op.operands[0]].in_l1()) {
+      freed = op.operands[0];
+      uint64_t x = l1_bytes_per_core(g.values[freed], plan.tensors[freed], chip);
+      uint64_t y = rl.in_l1() ? l1_bytes_per_core(g.values[r], rl, chip) : 0;
+      freed_extra = x > y ? x - y : 0;
+    }
+    uint64_t live = live_l1_bytes(g, s, plan, pos, r, freed, chip) + freed_extra;
     std::vector<device::OpConfig> configs;
     {
       device::TensorPlacement ins[8], out = placement_of(g.values[r], rl);

@@ -1,7 +1,8 @@
 // tt-mlir's override-conv2d-config ("conv1=act_block_h_override#64:act_block_w_div#2,conv2=...")
 // applied to a graph's conv2d ops: the parameters meshplan models become the op's block
 // attributes (which every policy then plans with), shard_layout becomes an output-layout
-// override, and the rest are refused unless they state what meshplan does anyway.
+// override, deallocate_activation the op's attribute, and the rest are refused unless they state
+// what meshplan does anyway.
 #include <algorithm>
 #include <charconv>
 
@@ -11,7 +12,7 @@ namespace meshplan::planner {
 
 namespace {
 
-void set_attribute(Op& op, std::string name, int64_t value) {
+void set_attribute(Op& op, std::string name, AttrValue value) {
   auto it = std::lower_bound(op.attributes.begin(), op.attributes.end(), name,
                              [](const Attribute& a, const std::string& n) { return a.name < n; });
   if (it != op.attributes.end() && it->name == name)
@@ -71,11 +72,11 @@ Status apply_one(Graph& g, std::string_view e, std::vector<std::string>& output_
       if (!n) return bad("act_block_h_override '", value, "' is not a row count");
       if (*n % 32 != 0)
         return bad("act_block_h_override ", *n, " is not a multiple of 32 rows (one tile)");
-      if (*n != 0) set_attribute(op, "act_block_h", *n / 32);  // 0: the planner's choice
+      if (*n != 0) set_attribute(op, "act_block_h", int64_t{*n / 32});  // 0: the planner's choice
     } else if (key == "act_block_w_div") {
       auto n = number();
       if (!n || *n == 0) return bad("act_block_w_div '", value, "' is not a positive count");
-      set_attribute(op, "act_block_w_div", *n);
+      set_attribute(op, "act_block_w_div", int64_t{*n});
     } else if (key == "shard_layout") {
       if (value != "height_sharded" && value != "width_sharded" && value != "block_sharded" &&
           value != "interleaved")
@@ -95,10 +96,9 @@ Status apply_one(Graph& g, std::string_view e, std::vector<std::string>& output_
     } else if (key == "deallocate_activation") {
       if (value != "false" && value != "true")
         return bad("deallocate_activation '", value, "' is not true or false");
-      if (value == "true")
-        return bad(
-            "deallocate_activation true is not modelled: meshplan keeps a conv2d input "
-            "until its last reader");
+      // The op's attribute: every policy plans the conv with it; df-sharding sets it itself
+      // where tt-mlir does unless the override states it.
+      set_attribute(op, "deallocate_activation", value == "true");
     } else if (key == "dtype" || key == "weights_dtype" || key == "reallocate_halo_output" ||
                key == "reshard_if_not_optimal" || key == "override_sharding_config" ||
                key == "core_grid" || key == "transpose_shards" ||

@@ -9,6 +9,7 @@
 
 #include "layout/row_broadcast.hpp"
 #include "meshplan/planner/candidates.hpp"
+#include "meshplan/planner/policy.hpp"
 #include "meshplan/planner/policies.hpp"
 #include "meshplan/planner/shard_solver.hpp"
 
@@ -967,6 +968,33 @@ Result<LayoutDecision> df_sharding(const Graph& g, const device::ChipDesc& chip,
   moves.moves = r.moves_after;
   MESHPLAN_TRY(apply_overrides(g, chip, moves, r.decision));
   return std::move(r.decision);
+}
+
+void set_deallocate_activation(LayoutResult& r, const device::ChipDesc& chip) {
+  const Graph& g = r.graph;
+  // Uses of every value (a graph output counts one: the program keeps it).
+  std::vector<uint32_t> uses(g.values.size(), 0);
+  for (const Op& op : g.ops)
+    for (ValueId v : op.operands) ++uses[v];
+  for (ValueId v : g.outputs) ++uses[v];
+  OpQuery q(g, chip, r.mesh);
+  for (OpId o = 0; o < g.ops.size(); ++o) {
+    const Op& op = g.ops[o];
+    // The override's value (the op's attribute) stands.
+    if (op.kind != device::OpKind::conv2d || op.operands.empty() ||
+        op.attribute("deallocate_activation"))
+      continue;
+    ValueId x = op.operands[0];
+    if (!r.layout.tensors[x].in_l1() || g.values[x].producer == kNoOp || uses[x] != 1) continue;
+    device::OpConfig c = r.layout.configs[o];
+    c.deallocate_activation = true;
+    std::vector<const TensorLayout*> in;
+    for (ValueId v : op.operands) in.push_back(&r.layout.tensors[v]);
+    ValueId res = op.results[0];
+    // With its halo buffer the op's blocks may no longer fit: then it keeps its input.
+    if (q.validate(op.kind, op.name, op.operands, in, res, r.layout.tensors[res], c).ok)
+      r.layout.configs[o] = c;
+  }
 }
 
 std::string DfShardingResult::print(const Graph& g) const {

@@ -20,6 +20,7 @@ std::string LayoutPlan::print(const Graph& g) const {
     if (configs[o].act_block_h != 0) out << " act_block_h " << configs[o].act_block_h;
     if (configs[o].act_block_w_div > 1) out << " act_block_w_div " << configs[o].act_block_w_div;
     if (configs[o].stream_weights) out << " stream_weights";
+    if (configs[o].deallocate_activation) out << " deallocate_activation";
     if (configs[o].input_n != 0)
       out << " flat " << configs[o].input_n << "x" << configs[o].input_h << "x"
           << configs[o].input_w;

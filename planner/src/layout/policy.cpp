@@ -466,6 +466,9 @@ Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last
     last = MESHPLAN_TRY(pack_l1(r.graph, s, r.layout, chip));
     if (last.unplaced.empty()) break;
     // Demote what did not pack; results of sharded-grid ops go back to the full grid.
+    bool frees_inside =
+        std::any_of(r.layout.configs.begin(), r.layout.configs.end(),
+                    [](const device::OpConfig& c) { return c.deallocate_activation; });
     for (ValueId v : last.unplaced) {
       r.layout.tensors[v] = interleaved_layout(r.graph.values[v], device::BufferType::dram);
       OpId producer = r.graph.values[v].producer;
@@ -474,6 +477,14 @@ Status fit_packed(LayoutResult& r, const device::ChipDesc& chip, L1Packing& last
             config_for(r.layout.configs[producer], r.layout.tensors[v], chip);
         // Its kept program or blocks were chosen for the layout it loses: chosen again.
         if (producer < r.kept_configs.size()) r.kept_configs[producer] = false;
+      }
+      // A conv2d frees only an L1 input inside itself: one that chose to (no attribute states
+      // it) keeps a demoted input to its end.
+      for (OpId o = 0; frees_inside && o < r.graph.ops.size(); ++o) {
+        const Op& op = r.graph.ops[o];
+        if (r.layout.configs[o].deallocate_activation && !op.operands.empty() &&
+            op.operands[0] == v && !op.attribute("deallocate_activation"))
+          r.layout.configs[o].deallocate_activation = false;
       }
       ++r.spills;
     }
@@ -649,6 +660,7 @@ Result<LayoutResult> plan_layout_stage(const Graph& g, const device::ChipDesc& c
     LayoutDecision d = MESHPLAN_TRY(df_sharding(dfs, chip, options, dfs_overrides));
     r = MESHPLAN_TRY(materialize(dfs, d));
     r.mesh = options.mesh;
+    set_deallocate_activation(r, chip);
     notes = d.notes;
   } else {
     std::string known;

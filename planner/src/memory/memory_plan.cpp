@@ -2,6 +2,7 @@
 #include "meshplan/planner/memory_plan.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -13,6 +14,9 @@
 namespace meshplan::planner {
 
 namespace {
+
+/// No value (freed_inside: the op frees none inside itself).
+constexpr ValueId kNoValue = std::numeric_limits<ValueId>::max();
 
 struct Allocators {
   device::BankAllocator dram, l1;
@@ -42,6 +46,33 @@ std::pair<int, int> lifetime(const Schedule& s, ValueId v, int n) {
   return {first, std::min(last, std::max(n - 1, 0))};
 }
 
+/// The value op `pos` frees inside itself (a conv2d with deallocate_activation: its input, after
+/// the halo step copied it, before its result is allocated), or kNoValue. An error when the
+/// config asks it of an input the op may not free: one read after the op (or a program output),
+/// or that the op also reads as another operand.
+Result<ValueId> freed_inside(const Graph& g, const Schedule& s, const LayoutPlan& layout, int pos,
+                             ErrorCode code, std::string_view prefix) {
+  OpId o = s.order()[pos];
+  if (!layout.configs[o].deallocate_activation) return kNoValue;
+  const Op& op = g.ops[o];
+  if (op.kind != device::OpKind::conv2d || op.operands.empty())
+    return fail(code, prefix, "op '", op.name, "': deallocate_activation is a conv2d option");
+  ValueId v = op.operands[0];
+  if (s.last_use(v) != pos)
+    return fail(code, prefix, "conv2d '", op.name, "' frees its input '", g.values[v].name,
+                "' (deallocate_activation) but ",
+                s.last_use(v) >= static_cast<int>(s.order().size())
+                    ? std::string("it is a program output")
+                    : str("op '", g.ops[s.order()[s.last_use(v)]].name, "' reads it later"));
+  if (std::count(op.operands.begin(), op.operands.end(), v) != 1)
+    return fail(code, prefix, "conv2d '", op.name, "' frees its input '", g.values[v].name,
+                "' (deallocate_activation) but also reads it as another operand");
+  if (!layout.tensors[v].in_l1())
+    return fail(code, prefix, "conv2d '", op.name, "' frees its input '", g.values[v].name,
+                "' (deallocate_activation) but it is not in L1");
+  return v;
+}
+
 /// OpModel's verdict on op `o` with its planned layouts and config; a rejection is an error
 /// with `code`, `prefix` and OpModel's reason.
 Result<device::OpValidation> validate_at(OpQuery& query, const Graph& g, const LayoutPlan& layout,
@@ -69,10 +100,22 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
   out.address.assign(g.values.size(), 0);
   out.cb_bytes.assign(s.order().size(), 0);
   OpQuery query(g, chip);
+  // Lifetimes in half steps: step 2p is op p with its operands live (a conv2d freeing its input
+  // runs its halo step there), 2p + 1 the op with its results live. A value lives from 2 * its
+  // definition to 2 * its last use + 1, except that an input the op frees inside itself ends at
+  // 2p and that op's results start at 2p + 1: they may share L1.
+  std::vector<char> frees_inside(std::max(n, 1), 0);
+  std::vector<char> freed_early(g.values.size(), 0);
   for (int pos = 0; pos < n; ++pos) {
     device::OpValidation v = MESHPLAN_TRY(validate_at(
         query, g, layout, s.order()[pos], ErrorCode::invalid_argument, "memory plan: "));
     out.cb_bytes[pos] = v.cb_bytes_per_core;
+    ValueId freed = MESHPLAN_TRY(
+        freed_inside(g, s, layout, pos, ErrorCode::invalid_argument, "memory plan: "));
+    if (freed != kNoValue) {
+      frees_inside[pos] = 1;
+      freed_early[freed] = 1;
+    }
   }
   struct Item {
     ValueId v;
@@ -83,9 +126,11 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
   const uint64_t base = chip.l1_unreserved_base, top = chip.l1_usable_top();
   for (ValueId v = 0; v < g.values.size(); ++v) {
     if (!layout.tensors[v].in_l1()) continue;
-    auto [first, last] = lifetime(s, v, n);
+    auto [first_pos, last_pos] = lifetime(s, v, n);
+    int first = 2 * first_pos + (s.defined_at(v) >= 0 && frees_inside[first_pos] ? 1 : 0);
+    int last = std::max(first, 2 * last_pos + (freed_early[v] ? 0 : 1));
     uint64_t cb = 0;
-    for (int p = first; p <= last && p < n; ++p) cb = std::max(cb, out.cb_bytes[p]);
+    for (int p = first_pos; p <= last_pos && p < n; ++p) cb = std::max(cb, out.cb_bytes[p]);
     uint64_t floor = (base + cb + chip.l1_alignment - 1) / chip.l1_alignment * chip.l1_alignment;
     items.push_back(
         Item{v, first, last, l1_bytes_per_core(g.values[v], layout.tensors[v], chip), floor});
@@ -101,7 +146,7 @@ Result<L1Packing> pack_l1(const Graph& g, const Schedule& s, const LayoutPlan& l
     uint32_t item, next;
   };
   constexpr uint32_t kEnd = UINT32_MAX;
-  std::vector<uint32_t> head(std::max(n, 1), kEnd);
+  std::vector<uint32_t> head(std::max(2 * n, 2), kEnd);
   std::vector<Placed> placed;
   std::vector<uint64_t> addr(items.size(), 0);
   std::vector<uint32_t> stamp(items.size(), 0);
@@ -254,14 +299,28 @@ Status verify_memory_packed(const Graph& g, const Schedule& s, const LayoutPlan&
   for (ValueId a : g.arguments) MESHPLAN_TRY(take(a));
   for (size_t pos = 0; pos < s.order().size(); ++pos) {
     const Op& op = g.ops[s.order()[pos]];
-    for (ValueId r : op.results) MESHPLAN_TRY(take(r));
     uint64_t cb_top = chip.l1_unreserved_base + cb_bytes[pos];
-    if (cb_top > alloc.l1.lowest_allocated())
-      return fail(ErrorCode::internal, "memory plan does not verify: op '", op.name,
-                  "': circular buffers [", chip.l1_unreserved_base, ", ", cb_top,
-                  ") reach a live L1 tensor at ", alloc.l1.lowest_allocated());
+    auto check_cbs = [&]() -> Status {
+      if (cb_top > alloc.l1.lowest_allocated())
+        return fail(ErrorCode::internal, "memory plan does not verify: op '", op.name,
+                    "': circular buffers [", chip.l1_unreserved_base, ", ", cb_top,
+                    ") reach a live L1 tensor at ", alloc.l1.lowest_allocated());
+      return {};
+    };
+    // A conv2d that frees its input: the halo step runs with the input live, then the input is
+    // freed and the results allocated (they may take its L1); the circular buffers (with the
+    // halo buffer) stay below every tensor live at either step.
+    ValueId freed = MESHPLAN_TRY(freed_inside(g, s, layout, static_cast<int>(pos),
+                                              ErrorCode::internal,
+                                              "memory plan does not verify: "));
+    if (freed != kNoValue) {
+      MESHPLAN_TRY(check_cbs());
+      MESHPLAN_TRY(alloc.l1.free(m.address[freed]));
+    }
+    for (ValueId r : op.results) MESHPLAN_TRY(take(r));
+    MESHPLAN_TRY(check_cbs());
     for (ValueId d : s.dying_at(static_cast<int>(pos)))
-      MESHPLAN_TRY(alloc.of(layout.tensors[d].buffer).free(m.address[d]));
+      if (d != freed) MESHPLAN_TRY(alloc.of(layout.tensors[d].buffer).free(m.address[d]));
   }
   MESHPLAN_TRY(alloc.dram.verify());
   MESHPLAN_TRY(alloc.l1.verify());

@@ -89,8 +89,16 @@ void set_conv_blocks(ConvBlocking& b, const OpLaunch& op, const ChipDesc& chip, 
 /// k_block_tiles, input dtype, double-buffered), the weight block (resident: k_tiles x
 /// cols_per_core; streamed: 2 x k_block_tiles; weight dtype), the output block (act_block_h x
 /// cols_per_core, result dtype), with div > 1 the f32 partials block (act_block_h x
-/// cols_per_core tiles of 4096 bytes) and, with a bias, its cols_per_core tiles.
+/// cols_per_core tiles of 4096 bytes), with a bias its cols_per_core tiles and, when the op
+/// frees its input (OpConfig::deallocate_activation), the halo buffer (conv_halo_bytes).
 uint64_t conv_cb_bytes(const ConvBlocking& b, const OpLaunch& op);
+
+/// Bytes per core of the halo buffer a conv2d that frees its input copies the input into first
+/// (TTNN's halo step): the core's share of the padded input, N * (H + pad_t + pad_b) *
+/// (W + pad_l + pad_r) pixels over the cores with work, plus the window's reach into the next
+/// core's share ((KH - 1) * DH padded rows and (KW - 1) * DW pixels), at most the whole padded
+/// input; C channels each, in the input's dtype (its tile bytes per element).
+uint64_t conv_halo_bytes(const ConvBlocking& b, const OpLaunch& op);
 
 /// The K chunk counts worth trying: the divisors of k_tiles, smallest first.
 std::vector<uint32_t> conv_k_divisors(int64_t k_tiles);

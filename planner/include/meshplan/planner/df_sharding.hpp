@@ -139,6 +139,14 @@ std::vector<OpId> dfs_schedule(const Graph& graph);
 /// execution order are the DFS schedule.
 Graph dfs_ordered(const Graph& graph);
 
+/// tt-mlir's deallocate_activation on the planned graph (the legacy pipeline's conv2d config
+/// search space sets it, and a conv whose input has other users gets it cleared): a conv2d whose
+/// input (operand 0) is in L1, produced by an op (no program argument), read by this conv alone
+/// and no program output frees it after its halo step, when OpModel accepts the conv with the
+/// halo buffer that adds. A conv whose graph attribute states deallocate_activation
+/// (--override-conv2d-config) keeps that value.
+void set_deallocate_activation(LayoutResult& result, const device::ChipDesc& chip);
+
 /// The OpModel-backed checker.
 std::unique_ptr<ShardChecker> make_opmodel_checker(const Graph& graph, const device::ChipDesc& chip,
                                                    const PlannerOptions& options);

@@ -35,9 +35,12 @@ struct L1Packing {
 
 /// Packs every L1 tensor. A tensor lives from its producer's position (0 for arguments) to its
 /// last use (the end for graph outputs); it may not go below the circular buffers of any op in
-/// its lifetime. Tensors are taken largest first; each goes into the smallest gap, among the
-/// tensors already placed whose lifetimes overlap its own, that holds it, else below them all.
-/// Fails only on an op OpModel rejects (naming it).
+/// its lifetime. A conv2d with deallocate_activation frees its input inside the op, after its
+/// halo step and before its result is allocated, so the two may share L1 (nothing else may);
+/// the input must be in L1 and this conv its last use. Tensors are taken largest first; each
+/// goes into the smallest gap, among the tensors already placed whose lifetimes overlap its own,
+/// that holds it, else below them all.
+/// Fails only on an op OpModel rejects or a deallocate_activation it may not honour (naming it).
 Result<L1Packing> pack_l1(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
                           const device::ChipDesc& chip);
 
@@ -48,7 +51,9 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const Schedule& schedule,
                                const LayoutPlan& layout, const device::ChipDesc& chip);
 
 /// Replays the plan and proves that no two simultaneously live tensors of one memory overlap and
-/// that no op's circular buffers reach a live L1 tensor.
+/// that no op's circular buffers reach a live L1 tensor. A conv2d with deallocate_activation
+/// frees its input between its halo step and its result's allocation: its result may overlap
+/// that input and nothing else, and the circular buffers must clear the tensors of both steps.
 Status verify_memory(const Graph& graph, const Schedule& schedule, const LayoutPlan& layout,
                      const MemoryPlan& memory, const device::ChipDesc& chip);
 

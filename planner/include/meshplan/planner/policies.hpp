@@ -56,10 +56,11 @@ Result<Overrides> parse_overrides(const Graph& graph, const device::ChipDesc& ch
 /// ("conv1=act_block_h_override#64:act_block_w_div#2, conv2=shard_layout#height_sharded") to `g`'s
 /// conv2d ops: act_block_h_override (rows, a multiple of 32; 0 leaves the planner's choice) and
 /// act_block_w_div become the op's act_block_h (tiles) and act_block_w_div attributes, so every
-/// policy plans the op with that blocking; shard_layout#X appends "op=l1:X" to `output_overrides`.
-/// activation, output_layout and deallocate_activation are accepted only when they state what
-/// meshplan does (the graph's activation, tile, false); other tt-mlir parameters are refused as not
-/// modelled. Errors name the entry and the op, parameter or value.
+/// policy plans the op with that blocking; shard_layout#X appends "op=l1:X" to `output_overrides`;
+/// deallocate_activation#true|false becomes the op's deallocate_activation attribute (every policy
+/// plans with it; df-sharding's own choice yields to it). activation and output_layout are
+/// accepted only when they state what meshplan does (the graph's activation, tile); other tt-mlir
+/// parameters are refused as not modelled. Errors name the entry and the op, parameter or value.
 Status apply_conv2d_config_overrides(Graph& g, std::span<const std::string> lists,
                                      std::vector<std::string>& output_overrides);
 
