@@ -55,8 +55,8 @@ class Hasher {
 
 /// Plan format version written by this build: a reader accepts any minor of its major.
 inline constexpr uint16_t kPlanFormatMajor = 1;
-inline constexpr uint16_t kPlanFormatMinor = 3;
+inline constexpr uint16_t kPlanFormatMinor = 4;
 /// Version of the planner's algorithms; part of every plan key, so new planners miss old plans.
-inline constexpr std::string_view kPlannerVersion = "0.4.0";
+inline constexpr std::string_view kPlannerVersion = "0.5.0";
 
 }  // namespace meshplan
