@@ -5,6 +5,8 @@
 // inputs; the expected values are worked out by hand. tt-metal's all_reduce (rank 2 or more, by sum
 // only) and point_to_point (no device sending to itself) likewise: a rank-0/1 all_reduce reduces
 // its [1, N] reshape, a max or min is an all_gather and a local reduce, a self pair a local copy.
+// An all_to_all breaking tt-metal's tiling rules is an all_gather along the concat dim and an
+// all_slice of the split dim (split and concat on one dim: through an [n, size / n] view).
 #include <doctest/doctest.h>
 
 #include <string>
