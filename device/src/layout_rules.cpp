@@ -364,6 +364,55 @@ std::string shape_rule(const OpLaunch& op) {
 
 }  // namespace
 
+namespace {
+
+// tt-metal: ttnn/cpp/ttnn/operations/experimental/ccl/all_to_all_async_generic/device/
+// all_to_all_async_generic_device_operation.cpp (validate_on_program_cache_miss), the all_to_all
+// that takes a cluster_axis and any rank: in_dim is meshplan's concat_dim, out_dim its split_dim.
+// Tiled tensors pad only the second-last dim (to a multiple of 16) and not the last.
+std::string all_to_all_rule(std::string_view name, std::span<const int64_t> shape,
+                            const OpConfig& config) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int n = collective_group_size(config);
+  if (n <= 1)
+    return str("cluster_axis ", int{config.cluster_axis}, " of the ", int{config.mesh_rows}, "x",
+               int{config.mesh_cols}, " mesh groups ", n,
+               " chip; tt-metal: \"all_to_all_async is a collective operation and requires more "
+               "than 1 device\"");
+  auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
+  const int64_t split = norm(config.split_dim), concat = norm(config.concat_dim);
+  if (split < 0 || split >= rank || concat < 0 || concat >= rank)
+    return str("operand '", name, "' of rank ", rank, " has no split_dim ", config.split_dim,
+               " or concat_dim ", config.concat_dim, "; tt-metal: \"in_dim out of range\"");
+  if (shape[split] % n != 0)
+    return str("operand '", name, "' splits dim ", split, " (", shape[split], ") over ", n,
+               " chips; tt-metal: \"AllToAllAsync: input tensor dimension ", shape[split],
+               " must be divisible by num_devices ", n, "\"");
+  std::vector<int64_t> out(shape.begin(), shape.end());
+  out[split] /= n;
+  out[concat] *= n;
+  struct Check {
+    int64_t dim, size, multiple;
+    const char* side;
+  };
+  const Check checks[] = {{concat, shape[concat], 16, "operand"},
+                          {split, out[split], 16, "result"},
+                          {concat, shape[concat], 32, "operand"},
+                          {split, out[split], 32, "result"}};
+  for (size_t k = 0; k < 4; ++k) {
+    const Check& c = checks[k];
+    const bool height = k < 2;
+    if (c.dim != (height ? rank - 2 : rank - 1) || c.size % c.multiple == 0) continue;
+    return str("all_to_all's ", c.side, " of '", name, "' has ", c.size, " at dim ", c.dim,
+               " (the ", height ? "second-last" : "last", "); tt-metal: \"", c.dim,
+               height ? " dimension support only 0 or 16 padding, so must be divisible by 16\""
+                      : " dimension doesn't support padding, so must be divisible by 32\"");
+  }
+  return {};
+}
+
+}  // namespace
+
 // tt-metal: ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp and
 // ttnn/cpp/ttnn/operations/experimental/ccl/reduce_scatter_common/reduce_scatter_validate_utils.cpp
 // (reduce_scatter_common_validates, which ttnn's reduce_scatter device operation calls). Both
@@ -373,6 +422,7 @@ std::string shape_rule(const OpLaunch& op) {
 // experimental/ccl/all_reduce_async, whose finding_scatter_dim wants rank 2 or more.
 // collective_permute: ttnn/cpp/ttnn/operations/point_to_point/device/host/
 // point_to_point_device_op.cpp (PointToPointOp::validate), one launch per pair.
+// all_to_all: all_to_all_rule above.
 std::string collective_launch_rule(OpKind kind, std::string_view name,
                                    std::span<const int64_t> shape, const OpConfig& config) {
   int64_t rank = static_cast<int64_t>(shape.size());
@@ -394,6 +444,7 @@ std::string collective_launch_rule(OpKind kind, std::string_view name,
                    "device\"");
     return {};
   }
+  if (kind == OpKind::all_to_all) return all_to_all_rule(name, shape, config);
   if (kind != OpKind::all_gather && kind != OpKind::reduce_scatter) return {};
   bool gather = kind == OpKind::all_gather;
   if (rank < 2)

@@ -165,12 +165,79 @@ TEST_CASE(
   CHECK(reason(OpKind::reduce_scatter, {4, 64, 32}, {1, 64, 32}, rs) == "accepted");
   CHECK(has(reason(OpKind::reduce_scatter, {64}, {16}, rs),
             "tt-metal: \"reduce_scatter currently supports rank 2 tensors at minimum\""));
-  // all_to_all and all_slice keep their shape rules only (docs/hardware-rules.md).
+  // all_slice keeps its shape rules only (docs/hardware-rules.md).
   OpConfig a2a = c;
   a2a.split_dim = 1;
   a2a.concat_dim = 0;
   CHECK(reason(OpKind::all_to_all, {64}, {64}, a2a) != "accepted");  // concat_dim 0 of rank 1
   CHECK(reason(OpKind::all_to_all, {16, 128}, {64, 32}, a2a) == "accepted");
+}
+
+TEST_CASE(
+    "tt-metal's all_to_all rules: a group of more than one chip, the last dim in whole tiles and "
+    "the second-last in half tiles on both sides") {
+  OpModel model(*builtin_chip("wormhole_b0"));
+  auto reason = [&](std::vector<int64_t> in_shape, std::vector<int64_t> out_shape,
+                    const OpConfig& c) {
+    TensorPlacement in = make_interleaved("x", in_shape, DType::bf16, BufferType::dram, 0);
+    TensorPlacement out = make_interleaved("y", out_shape, DType::bf16, BufferType::dram, 0);
+    const TensorPlacement* ins[] = {&in};
+    const TensorPlacement* outs[] = {&out};
+    OpValidation v = model.validate(OpLaunch{OpKind::all_to_all, "cc", ins, outs, c});
+    return v.ok ? std::string("accepted") : v.reason;
+  };
+  const std::string op = "op 'cc' (all_to_all): ";
+  OpConfig c = gather_config();  // 2x4 mesh, cluster_axis 1: groups of 4
+  c.split_dim = 1;
+  c.concat_dim = 0;
+  // 16 rows gathered to 64; 128 columns split to 32.
+  CHECK(reason({16, 128}, {64, 32}, c) == "accepted");
+  // The split leaves 16 columns: the last dim must be whole tiles (32).
+  CHECK(
+      reason({16, 64}, {64, 16}, c) ==
+      op + "all_to_all's result of 'x' has 16 at dim 1 (the last); tt-metal: \"1 dimension doesn't "
+           "support padding, so must be divisible by 32\"");
+  // 8 rows to concatenate: the second-last dim must be a multiple of 16.
+  CHECK(reason({8, 128}, {32, 32}, c) ==
+        op +
+            "all_to_all's operand of 'x' has 8 at dim 0 (the second-last); tt-metal: \"0 dimension "
+            "support only 0 or 16 padding, so must be divisible by 16\"");
+  c.split_dim = 0;
+  c.concat_dim = 1;
+  CHECK(
+      reason({64, 16}, {16, 64}, c) ==
+      op +
+          "all_to_all's operand of 'x' has 16 at dim 1 (the last); tt-metal: \"1 dimension doesn't "
+          "support padding, so must be divisible by 32\"");
+  CHECK(reason({32, 32}, {8, 128}, c) ==
+        op + "all_to_all's result of 'x' has 8 at dim 0 (the second-last); tt-metal: \"0 dimension "
+             "support only 0 or 16 padding, so must be divisible by 16\"");
+  CHECK(reason({64, 32}, {16, 128}, c) == "accepted");
+  // A leading dim splits and concatenates by elements; any rank.
+  c.split_dim = 0;
+  c.concat_dim = 2;
+  CHECK(reason({4, 16, 32}, {1, 16, 128}, c) == "accepted");
+  c.split_dim = 2;
+  c.concat_dim = 0;
+  CHECK(reason({1, 16, 128}, {4, 16, 32}, c) == "accepted");
+  // A 1x2 mesh's cluster_axis 0 groups one chip.
+  OpConfig one = c;
+  one.mesh_rows = 1;
+  one.mesh_cols = 2;
+  one.cluster_axis = 0;
+  one.split_dim = 1;
+  one.concat_dim = 0;
+  CHECK(reason({32, 64}, {32, 64}, one) ==
+        op + "cluster_axis 0 of the 1x2 mesh groups 1 chip; tt-metal: \"all_to_all_async is a "
+             "collective operation and requires more than 1 device\"");
+  // The rule itself refuses a split dim the group does not divide (validate's shape check
+  // refuses it before), quoting tt-metal.
+  const std::vector<int64_t> odd = {16, 96 + 2};
+  c.split_dim = 1;
+  c.concat_dim = 0;
+  CHECK(collective_launch_rule(OpKind::all_to_all, "x", odd, c) ==
+        "operand 'x' splits dim 1 (98) over 4 chips; tt-metal: \"AllToAllAsync: input tensor "
+        "dimension 98 must be divisible by num_devices 4\"");
 }
 
 TEST_CASE(

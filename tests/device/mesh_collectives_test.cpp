@@ -177,7 +177,9 @@ TEST_CASE("all_to_all matches the reference on every mesh and axis") {
         CAPTURE(sd);
         CAPTURE(cd);
         int n = mesh->descriptor().axis_size(axis);
-        std::vector<int64_t> shape{8, 5, 24};  // dims 0 and 2 split over up to 8 chips
+        // Dims 0 and 2 split over up to 8 chips; dim 2 (the last) keeps whole tiles, as
+        // tt-metal's all_to_all wants (docs/hardware-rules.md).
+        std::vector<int64_t> shape{8, 5, 256};
         std::vector<int64_t> piece = shape;
         piece[static_cast<size_t>(sd)] /= n;
         std::vector<int64_t> out_shape = piece;
@@ -186,7 +188,14 @@ TEST_CASE("all_to_all matches the reference on every mesh and axis") {
         ChipTensors in(*mesh, "x", same_shape(*mesh, shape), DType::f32, kIn);
         ChipTensors out(*mesh, "y", same_shape(*mesh, out_shape), DType::f32, kOut);
         auto values = fill(*mesh, in, 4);
-        REQUIRE(mesh->all_to_all(in.all(), out.all(), sd, cd, axis));
+        auto run = mesh->all_to_all(in.all(), out.all(), sd, cd, axis);
+        if (n == 1) {
+          // n300's axis 0 groups one chip, which tt-metal's all_to_all refuses.
+          REQUIRE_FALSE(run);
+          CHECK(run.error().message.find("requires more than 1 device") != std::string::npos);
+          continue;
+        }
+        REQUIRE(run);
         for (int j = 0; j < mesh->size(); ++j) {
           auto got = read(*mesh, out, j);
           bool same = true;

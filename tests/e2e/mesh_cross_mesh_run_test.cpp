@@ -49,27 +49,30 @@ const std::string kXY = "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n";
 
 }  // namespace
 
-TEST_CASE("2x2 -> 4: [{x}, {y}] on @m to [{a}, {}] on @n = [a=4] is one all_to_all") {
+TEST_CASE("2x2 -> 4: [{x}, {y}] on @m to [{a}, {}] on @n = [a=4] is one exchange") {
   // @n's [{a}] has @m's [{x, y}] as counterpart (device k holds rows 8k..8k+7 under both), so
   // the move is @m's [{x}, {y}] -> [{x, y}, {}]: "y" moves from dim 1 to dim 0, an all_to_all
-  // over groups of 2 where each chip sends half its 16x32 f32 shard (2048 bytes): 1024 bytes.
+  // over groups of 2. Its split leaves 16 columns, which tt-metal's all_to_all refuses (the last
+  // dim in whole tiles): it runs as an all_gather and all_slice, each chip receiving the other's
+  // whole 16x32 f32 shard, 2048 bytes (the all_to_all would send half, 1024).
   // The permute onto @n and the result's way back onto @m move nothing and are no ops.
   std::string summary =
       run_both(kXY + "sdy.mesh @n = <[\"a\"=4]>\n", "@m, [{\"x\"}, {\"y\"}]", "@n, [{\"a\"}, {}]");
   INFO(summary);
-  CHECK(has(summary, "all_to_all on groups of 2"));
-  CHECK(has(summary, "communication 1024 bytes per chip in 1 collectives"));
+  CHECK(has(summary, "all_gather + all_slice on groups of 2"));
+  CHECK(has(summary, "communication 2048 bytes per chip in 1 collectives"));
 }
 
 TEST_CASE("4 -> 2x2: [{a}, {}] on @n to [{x}, {y}] on @m") {
   // The input on @n arrives as its counterpart [{x, y}, {}] on @m (same rows per device: no
   // permute), then the all_to_all of the test above the other way: 8x64 f32 shards (2048
-  // bytes), half of each sent.
+  // bytes); 8 rows to concatenate, which tt-metal's all_to_all refuses (the second-last dim in
+  // multiples of 16): an all_gather and all_slice, the other chip's whole shard received.
   std::string summary =
       run_both(kXY + "sdy.mesh @n = <[\"a\"=4]>\n", "@n, [{\"a\"}, {}]", "@m, [{\"x\"}, {\"y\"}]");
   INFO(summary);
-  CHECK(has(summary, "all_to_all on groups of 2"));
-  CHECK(has(summary, "communication 1024 bytes per chip in 1 collectives"));
+  CHECK(has(summary, "all_gather + all_slice on groups of 2"));
+  CHECK(has(summary, "communication 2048 bytes per chip in 1 collectives"));
 }
 
 TEST_CASE("[a, b] -> [b, a]: the same sharding on the transposed mesh is a permute") {
@@ -92,12 +95,12 @@ TEST_CASE("reversed device_ids: every device trades its shard with its mirror") 
                "@m, [{\"x\"}, {\"y\"}]", "@r, [{\"x\"}, {\"y\"}]");
   INFO(summary);
   CHECK(has(summary, "communication 4096 bytes per chip in 2 collectives"));
-  // Onto [a=4] in reversed order: the all_to_all of the 2x2 -> 4 case (1024 bytes), then each
+  // Onto [a=4] in reversed order: the exchange of the 2x2 -> 4 case (2048 bytes), then each
   // 8x64 shard (2048 bytes) to its mirror, and back for the result.
   summary = run_both(kXY + "sdy.mesh @n = <[\"a\"=4], device_ids=[3, 2, 1, 0]>\n",
                      "@m, [{\"x\"}, {\"y\"}]", "@n, [{\"a\"}, {}]");
   INFO(summary);
-  CHECK(has(summary, "communication 5120 bytes per chip in 3 collectives"));
+  CHECK(has(summary, "communication 6144 bytes per chip in 3 collectives"));
 }
 
 TEST_CASE("other axes and a replicated side: gather on the source, slice on the target") {

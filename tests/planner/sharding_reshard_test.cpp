@@ -144,25 +144,28 @@ TEST_CASE("shardings Shardy refuses are located errors naming the value, axis an
 TEST_CASE("an axis moving between dims costs one all_to_all, half the bytes of a gather") {
   const std::string text =
       "sdy.mesh @mesh = <[\"x\"=2]>\n"
-      "func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
-      "[{\"x\"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
-      "{\"x\"}]>}) {\n  return %arg0 : tensor<8x8xf32>\n}\n";
+      "func.func public @main(%arg0: tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+      "[{\"x\"}, {}]>}) -> (tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
+      "{\"x\"}]>}) {\n  return %arg0 : tensor<32x64xf32>\n}\n";
   Module local = ok(text, "close");
   auto comm = communication(local);
   REQUIRE_MESSAGE(comm.has_value(), comm.error().message);
   REQUIRE(comm->ops.size() == 1);
   CHECK(comm->ops[0].kind == "all_to_all");
   CHECK(comm->ops[0].group == 2);
-  // Each chip holds 4x8 f32 (128 bytes) and sends the half the other chip keeps: 64 bytes; an
-  // all_gather of the 8x8 result would send 128.
-  CHECK(comm->ops[0].bytes == 64.0);
-  CHECK(comm->bytes == 64.0);
+  // Each chip holds 16x64 f32 (4096 bytes) and sends the half the other chip keeps: 2048 bytes;
+  // an all_gather of the 32x64 result would send 4096. (16 rows to concatenate and 32 columns
+  // left: tt-metal takes this all_to_all, docs/hardware-rules.md.)
+  CHECK(comm->ops[0].bytes == 2048.0);
+  CHECK(comm->bytes == 2048.0);
 }
 
 TEST_CASE("a value moved onto a mesh of other axes moves through the module's mesh") {
   // @n's [{"a"}] puts rows 2k..2k+1 on device k, as @m's [{"x", "y"}] does: the reshard is
   // @m's [{x}, {y}] -> [{x, y}, {}] ("y" moves from dim 1 to dim 0: one all_to_all over groups
-  // of 2, half of each 4x2 f32 shard sent: 16 bytes) and no permute (no piece changes device).
+  // of 2) and no permute (no piece changes device). tt-metal refuses that all_to_all (4 rows to
+  // concatenate, 1 column left), so it is an all_gather and all_slice: each chip receives the
+  // other's whole 4x2 f32 shard, 32 bytes (the all_to_all would send half, 16).
   const std::string head =
       "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n"
       "sdy.mesh @n = <[\"a\"=4]>\n"
@@ -178,8 +181,8 @@ TEST_CASE("a value moved onto a mesh of other axes moves through the module's me
   auto comm = communication(local);
   REQUIRE_MESSAGE(comm.has_value(), comm.error().message);
   REQUIRE(comm->ops.size() == 1);
-  CHECK(comm->ops[0].kind == "all_to_all");
-  CHECK(comm->ops[0].bytes == 16.0);
+  CHECK(comm->ops[0].kind == "all_gather + all_slice");
+  CHECK(comm->ops[0].bytes == 32.0);
   // The result leaves as its counterpart on @m.
   const std::string printed = print_module(local);
   CHECK(printed.find("out_shardings=[<@m, [{\"x\", \"y\"}, {}]>]") != std::string::npos);

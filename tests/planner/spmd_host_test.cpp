@@ -104,10 +104,12 @@ TEST_CASE("2-D sharded matmul: all_reduce, reduce_scatter and all_to_all compute
   }
   std::string a2a =
       "sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>\n"
-      "func.func @main(%a: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, {}]>}) "
+      "func.func @main(%a: tensor<64x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, "
+      "{}]>}) "
       "-> "
-      "(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"y\"}]>}) {\n"
-      "  %0 = stablehlo.negate %a : tensor<8x8xf32>\n  return %0 : tensor<8x8xf32>\n}\n";
+      "(tensor<64x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"y\"}]>}) {\n"
+      "  %0 = stablehlo.negate %a : tensor<64x128xf32>\n  return %0 : tensor<64x128xf32>\n}\n";
+  // 16 rows a chip to concatenate, 32 columns left: an all_to_all tt-metal takes.
   Module m = check_spmd(load(a2a, false), 2, 4);
   auto comm = communication(m);
   REQUIRE(comm.has_value());

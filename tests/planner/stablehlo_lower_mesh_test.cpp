@@ -402,30 +402,35 @@ TEST_CASE("every StableHLO collective maps to its graph op; replica groups give 
   planner::Graph g = lowered_text(all_collectives(
       R"(    %3 = "stablehlo.collective_permute"(%2) <{source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
 )"));
+  // The all_to_all concatenates 8 rows a chip, which tt-metal refuses (the second-last dim in
+  // multiples of 16): it is an all_gather along the concat dim and the all_slice of the split dim.
   // The reduce_scatter scatters 16 rows (1 tile) over 8 chips, which tt-metal refuses: it is
   // lowered as an all_reduce and the all_slice of each chip's block; the all_reduce is a max,
   // which tt-metal's all_reduce (sum only) refuses too: every chip's [1, 16, 4] operand is
   // gathered along the unit dim and reduced locally.
-  REQUIRE(kinds(g) == std::vector<K>{K::all_to_all, K::reshape, K::all_gather, K::reduce_max,
-                                     K::all_slice, K::collective_permute, K::all_gather,
-                                     K::all_gather, K::all_reduce});
+  REQUIRE(kinds(g) == std::vector<K>{K::all_gather, K::all_slice, K::reshape, K::all_gather,
+                                     K::reduce_max, K::all_slice, K::collective_permute,
+                                     K::all_gather, K::all_gather, K::all_reduce});
   CHECK(int_attr(g.ops[0], "cluster_axis") == 0);
-  CHECK(int_attr(g.ops[0], "split_dim") == 1);
-  CHECK(int_attr(g.ops[0], "concat_dim") == 0);
-  CHECK(g.values[g.ops[1].results[0]].shape == std::vector<int64_t>{1, 16, 4});
-  CHECK(int_attr(g.ops[2], "cluster_axis") == -1);
-  CHECK(int_attr(g.ops[2], "dim") == 0);
-  CHECK(g.values[g.ops[2].results[0]].shape == std::vector<int64_t>{8, 16, 4});
-  CHECK(std::get<std::vector<int64_t>>(g.ops[3].attribute("dims")->value) ==
+  CHECK(int_attr(g.ops[0], "dim") == 0);
+  CHECK(g.values[g.ops[0].results[0]].shape == std::vector<int64_t>{16, 8});
+  CHECK(int_attr(g.ops[1], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[1], "dim") == 1);
+  CHECK(g.values[g.ops[1].results[0]].shape == std::vector<int64_t>{16, 4});
+  CHECK(g.values[g.ops[2].results[0]].shape == std::vector<int64_t>{1, 16, 4});
+  CHECK(int_attr(g.ops[3], "cluster_axis") == -1);
+  CHECK(int_attr(g.ops[3], "dim") == 0);
+  CHECK(g.values[g.ops[3].results[0]].shape == std::vector<int64_t>{8, 16, 4});
+  CHECK(std::get<std::vector<int64_t>>(g.ops[4].attribute("dims")->value) ==
         std::vector<int64_t>{0});
-  CHECK(g.values[g.ops[3].results[0]].shape == std::vector<int64_t>{16, 4});
-  CHECK(int_attr(g.ops[4], "cluster_axis") == -1);
-  CHECK(int_attr(g.ops[4], "dim") == 0);
-  CHECK(std::get<std::vector<int64_t>>(g.ops[5].attribute("pairs")->value) ==
+  CHECK(g.values[g.ops[4].results[0]].shape == std::vector<int64_t>{16, 4});
+  CHECK(int_attr(g.ops[5], "cluster_axis") == -1);
+  CHECK(int_attr(g.ops[5], "dim") == 0);
+  CHECK(std::get<std::vector<int64_t>>(g.ops[6].attribute("pairs")->value) ==
         std::vector<int64_t>{0, 1, 1, 0});
-  CHECK(int_attr(g.ops[6], "cluster_axis") == -1);
-  CHECK(int_attr(g.ops[7], "cluster_axis") == 1);
-  CHECK(int_attr(g.ops[8], "cluster_axis") == 0);
+  CHECK(int_attr(g.ops[7], "cluster_axis") == -1);
+  CHECK(int_attr(g.ops[8], "cluster_axis") == 1);
+  CHECK(int_attr(g.ops[9], "cluster_axis") == 0);
   CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, 1)});
   CHECK(g.output_shards == std::vector<MeshShardSpec>{kReplicate});
 }
@@ -545,9 +550,9 @@ TEST_CASE("a system the mesh's axes cannot group into is a named error") {
 
 TEST_CASE("3-axis mesh: an axis moving between dims is one all_to_all down the columns") {
   auto m = parse_module(R"(sdy.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>
-func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"tensor"}, {}]>}) -> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"tensor"}]>}) {
-  %0 = stablehlo.negate %arg0 : tensor<8x16xf32>
-  return %0 : tensor<8x16xf32>
+func.func public @main(%arg0: tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"tensor"}, {}]>}) -> (tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"tensor"}]>}) {
+  %0 = stablehlo.negate %arg0 : tensor<32x64xf32>
+  return %0 : tensor<32x64xf32>
 }
 )",
                         "a2a.mlir");
@@ -556,13 +561,14 @@ func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@me
   o.mesh_rows = o.mesh_cols = 0;
   auto s = run_pipeline(*m, o);
   REQUIRE_MESSAGE(s.has_value(), s.error().message);
-  // Each chip holds 4x16 f32 (256 bytes) and sends the half the other chip of its pair keeps:
-  // 128 bytes (an all_gather of the 8x16 result then a slice would send 256).
+  // Each chip holds 16x64 f32 (4096 bytes) and sends the half the other chip of its pair keeps:
+  // 2048 bytes (an all_gather of the 32x64 result then a slice would send 4096). Its 16 rows to
+  // concatenate and 32 columns left are tt-metal's all_to_all tiling (docs/hardware-rules.md).
   auto comm = communication(*m);
   REQUIRE(comm.has_value());
   REQUIRE(comm->ops.size() == 1);
   CHECK(comm->ops[0].kind == "all_to_all");
-  CHECK(comm->ops[0].bytes == 128.0);
+  CHECK(comm->ops[0].bytes == 2048.0);
   planner::Graph g = lowered(*m);
   CHECK(g.mesh.axis_names == std::vector<std::string>{"tensor", "data=2*fsdp=2"});
   REQUIRE(kinds(g) == std::vector<K>{K::neg, K::all_to_all});
@@ -572,13 +578,13 @@ func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@me
   CHECK(g.argument_shards == std::vector<MeshShardSpec>{devices(0, -1)});
   CHECK(g.output_shards == std::vector<MeshShardSpec>{devices(1, -1)});
   // Run chip by chip on the 2x4 placement: the result is -x, element for element.
-  HostArray x{{8, 16}, {}};
-  for (int i = 0; i < 128; ++i) x.data.push_back(static_cast<float>(i % 13 - 6));
-  HostArray like{{8, 16}, std::vector<float>(128)};
+  HostArray x{{32, 64}, {}};
+  for (int i = 0; i < 2048; ++i) x.data.push_back(static_cast<float>(i % 13 - 6));
+  HostArray like{{32, 64}, std::vector<float>(2048)};
   auto got = run_on_mesh(g, *m, {x}, {like});
   REQUIRE(got.size() == 1);
   int wrong = 0;
-  for (int i = 0; i < 128; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 13 - 6);
+  for (int i = 0; i < 2048; ++i) wrong += got[0].data[i] != -static_cast<float>(i % 13 - 6);
   CHECK(wrong == 0);
 }
 

@@ -5,6 +5,8 @@
 // inputs; the expected values are worked out by hand. tt-metal's all_reduce (rank 2 or more, by sum
 // only) and point_to_point (no device sending to itself) likewise: a rank-0/1 all_reduce reduces
 // its [1, N] reshape, a max or min is an all_gather and a local reduce, a self pair a local copy.
+// An all_to_all breaking tt-metal's tiling rules is an all_gather along the concat dim and an
+// all_slice of the split dim (split and concat on one dim: through an [n, size / n] view).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -129,6 +131,126 @@ TEST_CASE("an all_gather of a rank-1 tensor gathers its [1, N] reshape along dim
   std::vector<float> want(16);
   for (int i = 0; i < 16; ++i) want[i] = 2 * (static_cast<float>(i) - 5.5f);
   CHECK(run_on_mesh(g, {16}, input) == want);
+}
+
+TEST_CASE("an all_to_all tt-metal refuses is an all_gather along the concat dim and all_slice") {
+  // Device i holds rows 8i..8i+7 of the 64x16 argument. The all_to_all splits each 8x16 block's
+  // 16 columns in 8 and stacks device i's piece at rows 8i..8i+7: device j gets columns 2j, 2j+1
+  // of all 64 rows, which the out_sharding puts back in place, so the result is the argument.
+  // tt-metal refuses it (8 rows to concatenate at the second-last dim, not a multiple of 16).
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<64x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<64x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{}, {"x"}]>] manual_axes={"x"} (%a: tensor<8x16xf32>) {
+      %b = "stablehlo.all_to_all"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, concat_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, split_count = 8 : i64, split_dimension = 1 : i64}> : (tensor<8x16xf32>) -> tensor<64x2xf32>
+      sdy.return %b : tensor<64x2xf32>
+    } : (tensor<64x16xf32>) -> tensor<64x16xf32>
+    return %0 : tensor<64x16xf32>
+  }
+}
+)";
+  device::OpConfig c;
+  c.mesh_rows = 1;
+  c.mesh_cols = 8;
+  c.cluster_axis = 1;
+  c.split_dim = 1;
+  c.concat_dim = 0;
+  const std::vector<int64_t> block = {8, 16};
+  CHECK(device::collective_launch_rule(device::OpKind::all_to_all, "a", block, c) ==
+        "all_to_all's operand of 'a' has 8 at dim 0 (the second-last); tt-metal: \"0 dimension "
+        "support only 0 or 16 padding, so must be divisible by 16\"");
+  {
+    // Each device receives the other 7 devices' whole 8x16 f32 operands (512 bytes each): 3584
+    // bytes, 8 times the all_to_all's 7/8 * 512 = 448.
+    auto m = parse_module(text, "mesh.mlir");
+    REQUIRE(m);
+    PipelineOptions options;
+    options.mesh_rows = 0;
+    options.mesh_cols = 0;
+    REQUIRE(run_pipeline(*m, options));
+    auto comm = communication(*m);
+    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
+    REQUIRE(comm->ops.size() == 1);
+    CHECK(comm->ops[0].kind == "all_gather + all_slice");
+    CHECK(comm->ops[0].bytes == 3584);
+    CHECK(comm->bytes == 3584);
+    CHECK(comm->count("all_gather") == 1);
+    CHECK(comm->count("all_to_all") == 0);
+  }
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::all_to_all) == 0);
+  CHECK(count(g, device::OpKind::all_gather) == 1);
+  CHECK(count(g, device::OpKind::all_slice) == 1);
+  std::vector<float> input(64 * 16);
+  for (int i = 0; i < 64 * 16; ++i) input[i] = static_cast<float>(i % 97) - 40.0f;
+  CHECK(run_on_mesh(g, {64, 16}, input) == input);
+}
+
+TEST_CASE("an all_to_all tt-metal takes stays one all_to_all") {
+  // The same exchange with 16-row blocks of 256 columns: 16 rows concatenate, 32 columns remain.
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<128x256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<128x256xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{}, {"x"}]>] manual_axes={"x"} (%a: tensor<16x256xf32>) {
+      %b = "stablehlo.all_to_all"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, concat_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, split_count = 8 : i64, split_dimension = 1 : i64}> : (tensor<16x256xf32>) -> tensor<128x32xf32>
+      sdy.return %b : tensor<128x32xf32>
+    } : (tensor<128x256xf32>) -> tensor<128x256xf32>
+    return %0 : tensor<128x256xf32>
+  }
+}
+)";
+  {
+    auto m = parse_module(text, "mesh.mlir");
+    REQUIRE(m);
+    PipelineOptions options;
+    options.mesh_rows = 0;
+    options.mesh_cols = 0;
+    REQUIRE(run_pipeline(*m, options));
+    auto comm = communication(*m);
+    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
+    REQUIRE(comm->ops.size() == 1);
+    CHECK(comm->ops[0].kind == "all_to_all");
+    // 7/8 of the 16x256 f32 operand (16384 bytes).
+    CHECK(comm->ops[0].bytes == 14336);
+  }
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::all_to_all) == 1);
+  CHECK(count(g, device::OpKind::all_gather) == 0);
+  std::vector<float> input(128 * 256);
+  for (int i = 0; i < 128 * 256; ++i) input[i] = static_cast<float>(i % 101) - 50.0f;
+  CHECK(run_on_mesh(g, {128, 256}, input) == input);
+}
+
+TEST_CASE("an all_to_all splitting and concatenating one refused dim transposes its blocks") {
+  // Device i holds elements 8i..8i+7 of the 64-element argument; the all_to_all along dim 0 gives
+  // device j element j of every device's block: out[8j + i] = x[8i + j], the 8x8 transpose.
+  // tt-metal refuses it (8 elements in the last dim, not whole tiles); the lowering views each
+  // block as [8, 1], gathers along dim 1 and keeps row j.
+  const std::string text = R"(module {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func @main(%arg0: tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%a: tensor<8xf32>) {
+      %b = "stablehlo.all_to_all"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, concat_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, split_count = 8 : i64, split_dimension = 0 : i64}> : (tensor<8xf32>) -> tensor<8xf32>
+      sdy.return %b : tensor<8xf32>
+    } : (tensor<64xf32>) -> tensor<64xf32>
+    return %0 : tensor<64xf32>
+  }
+}
+)";
+  planner::Graph g = mesh_graph(text);
+  CHECK(count(g, device::OpKind::all_to_all) == 0);
+  REQUIRE(count(g, device::OpKind::all_gather) == 1);
+  for (const auto& op : g.ops)
+    if (op.kind == device::OpKind::all_gather) {
+      CHECK(g.values[op.operands[0]].shape == std::vector<int64_t>{8, 1});
+      CHECK(g.values[op.results[0]].shape == std::vector<int64_t>{8, 8});
+    }
+  std::vector<float> input(64);
+  for (int i = 0; i < 64; ++i) input[i] = static_cast<float>(i);
+  std::vector<float> want(64);
+  for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < 8; ++i) want[8 * j + i] = static_cast<float>(8 * i + j);
+  CHECK(run_on_mesh(g, {64}, input) == want);
 }
 
 TEST_CASE("a collective_broadcast of a rank-1 tensor gathers it as one row") {
@@ -391,4 +513,15 @@ TEST_CASE(
   CHECK(self.find("'cc'") != std::string::npos);
   CHECK(self.find("pair (2, 2) sends chip 2 to itself; tt-metal's point_to_point: \"Can't "
                   "send/receive to the same device\"") != std::string::npos);
+  auto all_to_all = [&](const std::string& shape) {
+    return graph(shape, "all_to_all",
+                 R"({ "name": "cluster_axis", "i": 1 }, { "name": "split_dim", "i": 1 }, )"
+                 R"({ "name": "concat_dim", "i": 0 })");
+  };
+  CHECK(error(all_to_all("[16, 128]")) == "planned");
+  const std::string a2a = error(all_to_all("[16, 64]"));
+  CAPTURE(a2a);
+  CHECK(a2a.find("'cc'") != std::string::npos);
+  CHECK(a2a.find("all_to_all's result of 'x' has 16 at dim 1 (the last); tt-metal: \"1 dimension "
+                 "doesn't support padding, so must be divisible by 32\"") != std::string::npos);
 }

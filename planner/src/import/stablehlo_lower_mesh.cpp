@@ -228,6 +228,51 @@ Status lower_refused_collective(Lowering& l, const Op& op, const CollectiveInfo&
   return emit_collective(l, op, kind, x, std::move(attrs));
 }
 
+/// An all_to_all whose direct launch tt-metal refuses (device::collective_launch_rule: the split
+/// dim divisible by the group, the last dim in whole tiles, the second-last in half tiles) as the
+/// exact equivalent it takes: every chip gathers the whole operand along the concat dim (an
+/// all_gather) and keeps its block of the split dim (an all_slice, a local slice). Chip j then
+/// holds block j of every chip's operand in chip order, which is what the all_to_all sends it.
+/// When split and concat are one dim d, d is first viewed as [n, size / n] and the gather runs
+/// along the second, the slice along the first. Each chip receives n - 1 whole operands instead
+/// of n - 1 blocks: n times an all_to_all's bytes (communication() counts that). When even the
+/// all_gather is refused the direct op is kept, which the planner then refuses with the rule's
+/// text.
+Status lower_refused_all_to_all(Lowering& l, const Op& op, const CollectiveInfo& c, int64_t ca,
+                                GValue x, device::OpConfig config) {
+  const DType dt = l.graph().values[x].dtype;
+  const std::vector<int64_t> in = l.type(op.operands[0]).shape;
+  const std::vector<int64_t> out = l.type(op.results[0]).shape;
+  const int64_t n = device::collective_group_size(config);
+  const int64_t split = c.dim, concat = c.concat_dim;
+  std::vector<int64_t> work = in;
+  int64_t gather_dim = concat, slice_dim = split;
+  if (split == concat && n > 0) {
+    work[static_cast<size_t>(split)] = n;
+    work.insert(work.begin() + split + 1, in[static_cast<size_t>(split)] / n);
+    gather_dim = split + 1;
+  }
+  config.collective_dim = static_cast<decltype(config.collective_dim)>(gather_dim);
+  if (n > 1 && device::collective_launch_rule(OpKind::all_gather, "", work, config).empty()) {
+    std::vector<int64_t> gathered = work;
+    gathered[static_cast<size_t>(gather_dim)] *= n;
+    std::vector<int64_t> kept = gathered;
+    kept[static_cast<size_t>(slice_dim)] /= n;
+    GValue r = work == in ? x : MESHPLAN_TRY(l.reshape(x, work));
+    r = MESHPLAN_TRY(
+        l.emit(OpKind::all_gather, {r}, {{"dim", gather_dim}, {"cluster_axis", ca}}, gathered, dt));
+    r = MESHPLAN_TRY(
+        l.emit(OpKind::all_slice, {r}, {{"dim", slice_dim}, {"cluster_axis", ca}}, kept, dt));
+    if (kept != out) r = MESHPLAN_TRY(l.reshape(r, out));
+    l.bind(op.results[0], r);
+    return {};
+  }
+  std::vector<Attribute> attrs = {
+      {"cluster_axis", ca}, {"split_dim", c.dim}, {"concat_dim", c.concat_dim}};
+  OpKind kind = MESHPLAN_TRY(graph_op(l, op, c.kind));
+  return emit_collective(l, op, kind, x, std::move(attrs));
+}
+
 /// A collective_permute some of whose pairs send a chip to itself, which tt-metal refuses: the
 /// other pairs move (`moving`, flat chip pairs; a chip no pair targets gets zeros), and each chip
 /// of `self` keeps its operand, picked by a mask that holds 1 at those chips: a constant with one
@@ -368,6 +413,11 @@ Status lower_collective(Lowering& l, const Op& op) {
     }
     if (config && !device::collective_launch_rule(kind, "", in, *config).empty())
       return lower_refused_collective(l, op, c, *ca, x, *config);
+  }
+  if (c.kind == "all_to_all") {
+    auto config = MESHPLAN_TRY(collective_launch_config(m, c));
+    if (config && !device::collective_launch_rule(kind, "", in, *config).empty())
+      return lower_refused_all_to_all(l, op, c, *ca, x, *config);
   }
   MESHPLAN_TRY(emit_collective(l, op, kind, x, std::move(attrs)));
   return {};

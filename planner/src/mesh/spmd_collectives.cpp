@@ -919,6 +919,8 @@ Result<std::optional<device::OpConfig>> collective_launch_config(const Module& m
   config.mesh_cols = static_cast<decltype(config.mesh_cols)>(map.cols);
   config.cluster_axis = static_cast<decltype(config.cluster_axis)>(*axis);
   config.collective_dim = static_cast<decltype(config.collective_dim)>(c.dim);
+  config.split_dim = static_cast<decltype(config.split_dim)>(c.dim);
+  config.concat_dim = static_cast<decltype(config.concat_dim)>(c.concat_dim);
   return std::optional<device::OpConfig>{config};
 }
 
@@ -955,6 +957,20 @@ Result<CommStats> communication(const Module& m) {
       }
       double group = c.groups.empty() ? 1 : static_cast<double>(c.groups[0].size());
       double bytes = collective_bytes(m, op, c);
+      if (c.kind == "all_to_all" && group > 1) {
+        // An all_to_all tt-metal refuses is lowered as an all_gather along the concat dim and
+        // the all_slice of each chip's block of the split dim (lower_collective): each chip
+        // receives the group's other (n - 1) whole operands, n times the all_to_all's bytes.
+        auto config = collective_launch_config(m, c);
+        const TensorType& in = m.values[op.operands[0]].type;
+        if (config && *config &&
+            !device::collective_launch_rule(device::OpKind::all_to_all, "", in.shape, **config)
+                 .empty()) {
+          bytes = (group - 1) * static_cast<double>(in.volume() * element_bytes(in.element));
+          c.kind = "all_gather";
+          kind = "all_gather + all_slice";
+        }
+      }
       if (c.kind == "all_reduce" && c.reduction != "sum" && group > 1) {
         // tt-metal's all_reduce sums only: a max or min is lowered as an all_gather of every
         // chip's operand and a local reduce_max / reduce_min (lower_collective). Each chip sends
