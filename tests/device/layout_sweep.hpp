@@ -135,6 +135,23 @@ struct Sweep {
     dev = std::move(*d);
   }
 
+  /// validate() accepts (`why` empty) or refuses with a reason containing `why`; then check()
+  /// with a tolerance of 0.02 (accepted: runs and matches the reference; refused: launch() says
+  /// the same).
+  void expect(OpKind kind, std::vector<TensorPlacement> ins, const TensorPlacement& out,
+              const OpConfig& config, const std::vector<std::vector<float>>& host,
+              const std::string& why) {
+    std::vector<const TensorPlacement*> in;
+    for (auto& t : ins) in.push_back(&t);
+    const TensorPlacement* outs[1] = {&out};
+    OpValidation v = model.validate(OpLaunch{kind, "op", in, outs, config});
+    if (why.empty())
+      CHECK_MESSAGE(v.ok, v.reason);
+    else
+      CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
+    check(kind, std::move(ins), out, config, host, 0.02);
+  }
+
   /// Checks the contract for one launch; `host` holds the operands' values.
   void check(OpKind kind, std::vector<TensorPlacement> ins, TensorPlacement out,
              const OpConfig& config, const std::vector<std::vector<float>>& host,

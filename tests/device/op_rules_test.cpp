@@ -18,15 +18,7 @@ TEST_CASE(
   auto expect = [&](OpKind kind, std::vector<TensorPlacement> ins, const TensorPlacement& out,
                     const OpConfig& config, const std::vector<std::vector<float>>& host,
                     const std::string& why) {
-    std::vector<const TensorPlacement*> in;
-    for (auto& t : ins) in.push_back(&t);
-    const TensorPlacement* outs[1] = {&out};
-    OpValidation v = s.model.validate(OpLaunch{kind, "op", in, outs, config});
-    if (why.empty())
-      CHECK_MESSAGE(v.ok, v.reason);
-    else
-      CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
-    s.check(kind, std::move(ins), out, config, host, 0.02);
+    s.expect(kind, std::move(ins), out, config, host, why);
   };
   auto on = [](std::string_view name, const std::vector<int64_t>& shape, MemLayout m,
                CoreRange grid, DType dt = DType::bf16) {

@@ -33,6 +33,20 @@ planner::Graph mesh_graph(const std::string& text) {
 }
 using test::run_on_mesh;
 
+// The compile summary's communication report of a module run through the mesh pipeline on its
+// own mesh.
+CommStats communication_of(const std::string& text) {
+  auto m = parse_module(text, "mesh.mlir");
+  REQUIRE(m);
+  PipelineOptions options;
+  options.mesh_rows = 0;
+  options.mesh_cols = 0;
+  REQUIRE(run_pipeline(*m, options));
+  auto comm = communication(*m);
+  REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
+  return *comm;
+}
+
 int count(const planner::Graph& g, device::OpKind kind) {
   int n = 0;
   for (const auto& op : g.ops) n += op.kind == kind;
@@ -78,20 +92,13 @@ TEST_CASE("a reduce_scatter over 8 chips of a dim of 2 tiles is an all_reduce an
   {
     // The communication report counts the all_reduce that moves: each chip sends 2 * 7/8 of its
     // 1x64 f32 operand (256 bytes), 448 bytes, not the reduce_scatter's 224.
-    auto m = parse_module(text, "mesh.mlir");
-    REQUIRE(m);
-    PipelineOptions options;
-    options.mesh_rows = 0;
-    options.mesh_cols = 0;
-    REQUIRE(run_pipeline(*m, options));
-    auto comm = communication(*m);
-    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
-    REQUIRE(comm->ops.size() == 1);
-    CHECK(comm->ops[0].kind == "all_reduce + all_slice");
-    CHECK(comm->ops[0].bytes == 448);
-    CHECK(comm->bytes == 448);
-    CHECK(comm->count("all_reduce") == 1);
-    CHECK(comm->count("reduce_scatter") == 0);
+    auto comm = communication_of(text);
+    REQUIRE(comm.ops.size() == 1);
+    CHECK(comm.ops[0].kind == "all_reduce + all_slice");
+    CHECK(comm.ops[0].bytes == 448);
+    CHECK(comm.bytes == 448);
+    CHECK(comm.count("all_reduce") == 1);
+    CHECK(comm.count("reduce_scatter") == 0);
   }
   planner::Graph g = mesh_graph(text);
   CHECK(count(g, device::OpKind::reduce_scatter) == 0);
@@ -162,20 +169,13 @@ TEST_CASE("an all_to_all tt-metal refuses is an all_gather along the concat dim 
   {
     // Each device receives the other 7 devices' whole 8x16 f32 operands (512 bytes each): 3584
     // bytes, 8 times the all_to_all's 7/8 * 512 = 448.
-    auto m = parse_module(text, "mesh.mlir");
-    REQUIRE(m);
-    PipelineOptions options;
-    options.mesh_rows = 0;
-    options.mesh_cols = 0;
-    REQUIRE(run_pipeline(*m, options));
-    auto comm = communication(*m);
-    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
-    REQUIRE(comm->ops.size() == 1);
-    CHECK(comm->ops[0].kind == "all_gather + all_slice");
-    CHECK(comm->ops[0].bytes == 3584);
-    CHECK(comm->bytes == 3584);
-    CHECK(comm->count("all_gather") == 1);
-    CHECK(comm->count("all_to_all") == 0);
+    auto comm = communication_of(text);
+    REQUIRE(comm.ops.size() == 1);
+    CHECK(comm.ops[0].kind == "all_gather + all_slice");
+    CHECK(comm.ops[0].bytes == 3584);
+    CHECK(comm.bytes == 3584);
+    CHECK(comm.count("all_gather") == 1);
+    CHECK(comm.count("all_to_all") == 0);
   }
   planner::Graph g = mesh_graph(text);
   CHECK(count(g, device::OpKind::all_to_all) == 0);
@@ -200,18 +200,11 @@ TEST_CASE("an all_to_all tt-metal takes stays one all_to_all") {
 }
 )";
   {
-    auto m = parse_module(text, "mesh.mlir");
-    REQUIRE(m);
-    PipelineOptions options;
-    options.mesh_rows = 0;
-    options.mesh_cols = 0;
-    REQUIRE(run_pipeline(*m, options));
-    auto comm = communication(*m);
-    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
-    REQUIRE(comm->ops.size() == 1);
-    CHECK(comm->ops[0].kind == "all_to_all");
+    auto comm = communication_of(text);
+    REQUIRE(comm.ops.size() == 1);
+    CHECK(comm.ops[0].kind == "all_to_all");
     // 7/8 of the 16x256 f32 operand (16384 bytes).
-    CHECK(comm->ops[0].bytes == 14336);
+    CHECK(comm.ops[0].bytes == 14336);
   }
   planner::Graph g = mesh_graph(text);
   CHECK(count(g, device::OpKind::all_to_all) == 1);
@@ -372,20 +365,13 @@ TEST_CASE("a max all_reduce is an all_gather along a new unit dim and a local re
   {
     // The communication report counts the all_gather that moves: each chip sends its 1x4 f32
     // operand (16 bytes) to the 7 others, 112 bytes; no all_reduce.
-    auto m = parse_module(text, "mesh.mlir");
-    REQUIRE(m);
-    PipelineOptions options;
-    options.mesh_rows = 0;
-    options.mesh_cols = 0;
-    REQUIRE(run_pipeline(*m, options));
-    auto comm = communication(*m);
-    REQUIRE_MESSAGE(comm, (comm ? "" : comm.error().message));
-    REQUIRE(comm->ops.size() == 1);
-    CHECK(comm->ops[0].kind == "all_gather + reduce_max");
-    CHECK(comm->ops[0].bytes == 112);
-    CHECK(comm->bytes == 112);
-    CHECK(comm->count("all_gather") == 1);
-    CHECK(comm->count("all_reduce") == 0);
+    auto comm = communication_of(text);
+    REQUIRE(comm.ops.size() == 1);
+    CHECK(comm.ops[0].kind == "all_gather + reduce_max");
+    CHECK(comm.ops[0].bytes == 112);
+    CHECK(comm.bytes == 112);
+    CHECK(comm.count("all_gather") == 1);
+    CHECK(comm.count("all_reduce") == 0);
   }
   planner::Graph g = mesh_graph(text);
   CHECK(count(g, device::OpKind::all_reduce) == 0);
