@@ -46,7 +46,11 @@ class Search {
   Search(const Graph& g, const device::ChipDesc& chip, const PlannerOptions& options,
          LayoutDecision d, bool bounded)
       : bounded_(bounded),
-        g_(g), chip_(chip), q_(g, chip, options.mesh), d_(std::move(d)), base_(d_.configs) {
+        g_(g),
+        chip_(chip),
+        q_(g, chip, options.mesh),
+        d_(std::move(d)),
+        base_(d_.configs) {
     n_ = static_cast<OpId>(g.ops.size());
     cands_.resize(n_);
     for (OpId o = 0; o < n_; ++o)
@@ -116,7 +120,7 @@ class Search {
   // A to_memory_config as materialize() builds it: the grid of its L1 side, or for interleaved
   // L1 (or DRAM to DRAM) the grid of `grid`.
   std::optional<uint64_t> move_cost(ValueId v, const TensorLayout& from, const TensorLayout& to,
-                                     const device::OpConfig& grid) const {
+                                    const device::OpConfig& grid) const {
     const TensorLayout& l1 = to.in_l1() ? to : from;
     device::OpConfig c = config_for(device::OpConfig{}, l1, device::ChipDesc{});
     if (l1.memory == device::MemLayout::interleaved) {
@@ -353,9 +357,9 @@ class Search {
     }
     uint64_t as_plan = planned->estimated_ns(chip_);
     if (as_plan != cost) {
-      error_ = fail(ErrorCode::internal, "exhaustive search: graph '", g_.name,
-                    "': the search costed a plan at ", cost, " ns, the plan costs ", as_plan,
-                    " ns");
+      error_ =
+          fail(ErrorCode::internal, "exhaustive search: graph '", g_.name,
+               "': the search costed a plan at ", cost, " ns, the plan costs ", as_plan, " ns");
       return;
     }
     Schedule s = Schedule::build(planned->graph);
@@ -422,7 +426,7 @@ class Search {
   std::vector<bool> spilled_;     // per value (results only): spilled before the current op
   std::vector<int> spill_at_;     // per value: the op its spill precedes, -1 none
   std::vector<std::vector<ValueId>> spillable_at_;  // spillable(o) when o's options were listed
-  std::vector<std::vector<int16_t>> reads_;  // per op and operand: reshard target, -1 none
+  std::vector<std::vector<int16_t>> reads_;         // per op and operand: reshard target, -1 none
   std::vector<std::map<State, uint64_t>> memo_;
   SearchResult best_;
   Status error_;
@@ -431,8 +435,7 @@ class Search {
 }  // namespace
 
 Result<SearchResult> exhaustive_search(const Graph& g, const device::ChipDesc& chip,
-                                       const PlannerOptions& options, int max_ops,
-                                       bool bounded) {
+                                       const PlannerOptions& options, int max_ops, bool bounded) {
   if (static_cast<int>(g.ops.size()) > max_ops)
     return fail(ErrorCode::invalid_argument, "exhaustive search: graph '", g.name, "' has ",
                 g.ops.size(), " ops, more than ", max_ops);

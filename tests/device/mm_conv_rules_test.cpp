@@ -108,8 +108,8 @@ TEST_CASE(
   expect(OpKind::matmul, {dram("a", a2), dram("b", b2)}, dram("c", o2), two_d, {ha, hb},
          "\"Matmul with fused batch requires input tensors of shapes BCMK*11KN=BCMN or "
          "equivalent\"");
-  expect(OpKind::matmul, {height_shards("a", a2, 64, 2), dram("b", b2)}, dram("c", o2),
-         in1_mcast, {ha, hb}, "mcast_1d program: in1 'b' has 2 batches");
+  expect(OpKind::matmul, {height_shards("a", a2, 64, 2), dram("b", b2)}, dram("c", o2), in1_mcast,
+         {ha, hb}, "mcast_1d program: in1 'b' has 2 batches");
   MESSAGE("matmul rule cases: ", expect.s.accepted, " accepted, ", expect.s.rejected, " rejected");
   CHECK(expect.s.accepted == 7);
   CHECK(expect.s.rejected == 7);

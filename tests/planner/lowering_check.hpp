@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "meshplan/device/descriptor.hpp"
+#include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
 #include "meshplan/planner/spmd_host.hpp"
@@ -17,6 +19,23 @@
 #include "meshplan/runtime/plan.hpp"
 
 namespace meshplan::test {
+
+/// Parses `text` (named `file` in messages) and lowers it; the module as --emit=stablehlo prints
+/// it must parse back and lower to the same graph (the same graph key). Returns the graph.
+inline planner::Graph lower_round_trip(const std::string& text, const std::string& file) {
+  using namespace planner::shlo;
+  auto m = parse_module(text, file);
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
+  auto g = lower_to_graph(*m);
+  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
+  std::string printed = print_module(*m);
+  auto again = parse_module(printed, "printed.mlir");
+  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
+  auto g2 = lower_to_graph(*again);
+  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
+  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  return std::move(*g);
+}
 
 /// `reference`'s results on `inputs` equal those of `g` (lowered from it, or from its
 /// per-device program on a 1x1 mesh) compiled for wormhole_b0, within 1e-4 relative.

@@ -27,8 +27,8 @@ bool in_search_space(const planner::LayoutResult& r, const device::ChipDesc& chi
     if (r.origin[p] == OpOrigin::spill) {
       const TensorLayout& from = r.layout.tensors[op.operands[0]];
       device::OpConfig want = config_for(device::OpConfig{}, from, chip);
-      if (!from.in_l1() || !(l == interleaved_layout(r.graph.values[op.results[0]],
-                                                    device::BufferType::dram)) ||
+      if (!from.in_l1() ||
+          !(l == interleaved_layout(r.graph.values[op.results[0]], device::BufferType::dram)) ||
           r.layout.configs[p].grid_x != want.grid_x || r.layout.configs[p].grid_y != want.grid_y)
         return false;
       continue;
@@ -176,8 +176,10 @@ TEST_CASE("exhaustive search finds the optimum of small graphs; beam's gap to it
         return x;
       }());
       REQUIRE(other);
-      if (in_search_space(*other, chip, 8)) CHECK(best->estimated_ns <= other->estimated_ns(chip));
-      else MESSAGE(p, " plan outside the searched space");
+      if (in_search_space(*other, chip, 8))
+        CHECK(best->estimated_ns <= other->estimated_ns(chip));
+      else
+        MESSAGE(p, " plan outside the searched space");
     }
   }
   planner::PlannerOptions o;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering_check.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/executable.hpp"
@@ -30,29 +31,46 @@ std::string arg_module(const std::string& element, const std::string& init, bool
   const std::string kind = element.starts_with("ui") ? "UNSIGNED" : "SIGNED";
   const std::string cmp = "(" + t + ", " + t + ") -> tensor<i1>";
   return "module @jit_f {\n"
-         "  func.func public @main(%arg0: tensor<2x4x" + element + ">) -> (tensor<2x" + element +
+         "  func.func public @main(%arg0: tensor<2x4x" +
+         element + ">) -> (tensor<2x" + element +
          ">, tensor<2xi32>) {\n"
          "    %0 = stablehlo.iota dim = 1 : tensor<2x4xi32>\n"
-         "    %c = stablehlo.constant dense<" + init + "> : " + t + "\n"
+         "    %c = stablehlo.constant dense<" +
+         init + "> : " + t +
+         "\n"
          "    %c_0 = stablehlo.constant dense<0> : tensor<i32>\n"
          "    %1:2 = stablehlo.reduce(%arg0 init: %c), (%0 init: %c_0) across dimensions = [1] : "
-         "(tensor<2x4x" + element + ">, tensor<2x4xi32>, " + t + ", tensor<i32>) -> (tensor<2x" +
-         element + ">, tensor<2xi32>)\n"
-         "     reducer(%arg1: " + t + ", %arg3: " + t + ") (%arg2: tensor<i32>, %arg4: tensor<i32>)  {\n"
-         "      %2 = stablehlo.compare  " + (max ? "GT" : "LT") + ", %arg1, %arg3,  " + kind + " : " +
-         cmp + "\n"
-         "      %3 = stablehlo.compare  NE, %arg1, %arg1,  " + kind + " : " + cmp + "\n"
+         "(tensor<2x4x" +
+         element + ">, tensor<2x4xi32>, " + t + ", tensor<i32>) -> (tensor<2x" + element +
+         ">, tensor<2xi32>)\n"
+         "     reducer(%arg1: " +
+         t + ", %arg3: " + t +
+         ") (%arg2: tensor<i32>, %arg4: tensor<i32>)  {\n"
+         "      %2 = stablehlo.compare  " +
+         (max ? "GT" : "LT") + ", %arg1, %arg3,  " + kind + " : " + cmp +
+         "\n"
+         "      %3 = stablehlo.compare  NE, %arg1, %arg1,  " +
+         kind + " : " + cmp +
+         "\n"
          "      %4 = stablehlo.or %2, %3 : tensor<i1>\n"
-         "      %5 = stablehlo.compare  EQ, %arg1, %arg3,  " + kind + " : " + cmp + "\n"
+         "      %5 = stablehlo.compare  EQ, %arg1, %arg3,  " +
+         kind + " : " + cmp +
+         "\n"
          "      %6 = stablehlo.compare  LT, %arg2, %arg4,  SIGNED : (tensor<i32>, tensor<i32>) -> "
          "tensor<i1>\n"
          "      %7 = stablehlo.and %5, %6 : tensor<i1>\n"
          "      %8 = stablehlo.or %4, %7 : tensor<i1>\n"
-         "      %9 = stablehlo.select %4, %arg1, %arg3 : tensor<i1>, " + t + "\n"
+         "      %9 = stablehlo.select %4, %arg1, %arg3 : tensor<i1>, " +
+         t +
+         "\n"
          "      %10 = stablehlo.select %8, %arg2, %arg4 : tensor<i1>, tensor<i32>\n"
-         "      stablehlo.return %9, %10 : " + t + ", tensor<i32>\n"
+         "      stablehlo.return %9, %10 : " +
+         t +
+         ", tensor<i32>\n"
          "    }\n"
-         "    return %1#0, %1#1 : tensor<2x" + element + ">, tensor<2xi32>\n"
+         "    return %1#0, %1#1 : tensor<2x" +
+         element +
+         ">, tensor<2xi32>\n"
          "  }\n"
          "}\n";
 }
@@ -60,21 +78,12 @@ std::string arg_module(const std::string& element, const std::string& init, bool
 /// Round trip, lower, plan under every policy, run on the emulator; both outputs exact.
 void check(const std::string& text, const std::vector<float>& input,
            const std::vector<float>& want_values, const std::vector<float>& want_indices) {
-  auto m = parse_module(text, "argreduce.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::string printed = print_module(*m);
-  auto again = parse_module(printed, "printed.mlir");
-  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
-  auto g2 = lower_to_graph(*again);
-  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
-  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  const planner::Graph g = test::lower_round_trip(text, "argreduce.mlir");
   const std::vector<int64_t> shape{2, 4};
   std::vector<runtime::TensorView> views{runtime::TensorView{shape, input}};
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    auto out = test::plan_and_run(*g, policy, "argreduce", views);
+    auto out = test::plan_and_run(g, policy, "argreduce", views);
     REQUIRE(out.size() == 2);
     CHECK(std::vector<float>(out[0].data.begin(), out[0].data.end()) == want_values);
     CHECK(std::vector<float>(out[1].data.begin(), out[1].data.end()) == want_indices);
@@ -85,8 +94,8 @@ void check(const std::string& text, const std::vector<float>& input,
 
 TEST_CASE("integer argmax: the type's least value as init, first index on ties") {
   // Row 0: 3 at 0 and 2 -> index 0. Row 1: every element is the least i32 -> index 0.
-  check(arg_module("i32", "-2147483648", true), {3, -7, 3, 1, -2147483648.0f, -2147483648.0f,
-                                                 -2147483648.0f, -2147483648.0f},
+  check(arg_module("i32", "-2147483648", true),
+        {3, -7, 3, 1, -2147483648.0f, -2147483648.0f, -2147483648.0f, -2147483648.0f},
         {3, -2147483648.0f}, {0, 0});
   check(arg_module("i8", "-128", true), {-5, 9, -128, 9, -128, -1, -1, -128}, {9, -1}, {1, 1});
   check(arg_module("ui16", "0", true), {0, 0, 0, 0, 1, 65535, 7, 65535}, {0, 65535}, {0, 1});

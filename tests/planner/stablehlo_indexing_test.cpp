@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering_check.hpp"
 #include "meshplan/device/collective_ops.hpp"
 #include "meshplan/device/emulated_mesh.hpp"
 #include "meshplan/device/emulator.hpp"
@@ -45,21 +46,12 @@ std::vector<float> iota(int n, float from = 0) {
 /// the emulator: the one output must equal `want` exactly (gathered values are copied).
 void check(const std::string& text, const std::vector<Input>& inputs,
            const std::vector<int64_t>& want_shape, const std::vector<float>& want) {
-  auto m = parse_module(text, "indexing.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::string printed = print_module(*m);
-  auto again = parse_module(printed, "printed.mlir");
-  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
-  auto g2 = lower_to_graph(*again);
-  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
-  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  const planner::Graph g = test::lower_round_trip(text, "indexing.mlir");
   std::vector<runtime::TensorView> views;
   for (const auto& [shape, data] : inputs) views.push_back({shape, data});
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    auto outputs = test::plan_and_run(*g, policy, "indexing", views);
+    auto outputs = test::plan_and_run(g, policy, "indexing", views);
     REQUIRE(outputs.size() == 1);
     CHECK(outputs[0].shape == want_shape);
     // Bit for bit (moved values keep -0.0, NaN and infinities), NaN matching any NaN.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering_check.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -28,21 +29,12 @@ using Input = std::pair<std::vector<int64_t>, std::vector<float>>;
 /// runs; every output must equal `want` bit for bit.
 void check(const std::string& text, const std::vector<Input>& inputs,
            const std::vector<std::vector<float>>& want) {
-  auto m = parse_module(text, "real.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::string printed = print_module(*m);
-  auto again = parse_module(printed, "printed.mlir");
-  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
-  auto g2 = lower_to_graph(*again);
-  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
-  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  const planner::Graph g = test::lower_round_trip(text, "real.mlir");
   std::vector<runtime::TensorView> views;
   for (const auto& [shape, data] : inputs) views.push_back({shape, data});
   for (const char* policy : {"greedy", "dram"}) {
     CAPTURE(policy);
-    auto outputs = test::plan_and_run(*g, policy, "real", views);
+    auto outputs = test::plan_and_run(g, policy, "real", views);
     REQUIRE(outputs.size() == want.size());
     for (size_t r = 0; r < want.size(); ++r) {
       CAPTURE(r);
@@ -114,14 +106,16 @@ TEST_CASE("stablehlo.einsum: contraction, batch dims, summed labels and a transp
 )",
         {{{2, 3}, {1, 2, 3, 4, 5, 6}}, {{3, 4}, {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1}}},
         {{1, 4, 2, 5, 3, 6, 6, 15}});
-  // b batches, x is summed in the lhs alone, i contracts: out[j, b] = sum_i (sum_x l[b,x,i]) r[b,i,j].
-  check(R"(func.func @main(%l: tensor<2x2x2xf32>, %r: tensor<2x2x3xf32>) -> tensor<3x2xf32> {
+  // b batches, x is summed in the lhs alone, i contracts: out[j, b] = sum_i (sum_x l[b,x,i])
+  // r[b,i,j].
+  check(
+      R"(func.func @main(%l: tensor<2x2x2xf32>, %r: tensor<2x2x3xf32>) -> tensor<3x2xf32> {
   %0 = "stablehlo.einsum"(%l, %r) <{einsum_config = "bxi,bij->jb"}> : (tensor<2x2x2xf32>, tensor<2x2x3xf32>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
 )",
-        {{{2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}}, {{2, 2, 3}, {1, -1, 2, 0, 3, 1, 2, 1, 0, -1, 1, 4}}},
-        {{4, 10, 14, 26, 14, 56}});
+      {{{2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}}, {{2, 2, 3}, {1, -1, 2, 0, 3, 1, 2, 1, 0, -1, 1, 4}}},
+      {{4, 10, 14, 26, 14, 56}});
 }
 
 TEST_CASE("stablehlo.unary_einsum: a sum over the dropped label, then the output order") {
@@ -135,13 +129,14 @@ TEST_CASE("stablehlo.unary_einsum: a sum over the dropped label, then the output
 
 TEST_CASE("einsum and unary_einsum in pretty form (config = \"...\")") {
   // out[i] = sum_j a[i,j] b[j] (a matrix-vector product), then the row sums of a.
-  check(R"(func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  check(
+      R"(func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
   %0 = stablehlo.einsum %a, %b, config = "ij,j->i" : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
   %1 = stablehlo.unary_einsum %a, config = "ij->i" : (tensor<2x3xf32>) -> tensor<2xf32>
   return %0, %1 : tensor<2xf32>, tensor<2xf32>
 }
 )",
-        {{{2, 3}, {1, 2, 3, 4, 5, 6}}, {{3}, {2, 0, -1}}}, {{-1, 2}, {6, 15}});
+      {{{2, 3}, {1, 2, 3, 4, 5, 6}}, {{3}, {2, 0, -1}}}, {{-1, 2}, {6, 15}});
   CHECK(parse_error("func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<f32> {\n"
                     "  %0 = stablehlo.einsum %a, %b : (tensor<2xf32>, tensor<2xf32>) -> "
                     "tensor<f32>\n  return %0 : tensor<f32>\n}\n")
@@ -164,14 +159,15 @@ TEST_CASE("stablehlo.einsum refusals name file:line:col") {
   CHECK(parse_error(einsum("ij,jk->iz", "tensor<2x3xf32>", "tensor<3x5xf32>", "tensor<2x5xf32>"))
             .starts_with("bad.mlir:2:3: stablehlo.einsum: einsum_config \"ij,jk->iz\": output "
                          "label 'z' is in no operand"));
-  CHECK(parse_error(einsum("...j,jk->...k", "tensor<2x3xf32>", "tensor<3x5xf32>",
-                           "tensor<2x5xf32>"))
-            .starts_with("bad.mlir:2:3: stablehlo.einsum: einsum_config \"...j,jk->...k\": an "
-                         "ellipsis is not supported"));
+  CHECK(
+      parse_error(einsum("...j,jk->...k", "tensor<2x3xf32>", "tensor<3x5xf32>", "tensor<2x5xf32>"))
+          .starts_with("bad.mlir:2:3: stablehlo.einsum: einsum_config \"...j,jk->...k\": an "
+                       "ellipsis is not supported"));
 }
 
 TEST_CASE("custom_call @mhlo.topk: k largest or smallest, sorted, ties by lower index") {
-  const char* text = R"(func.func @main(%arg0: tensor<2x6xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  const char* text =
+      R"(func.func @main(%arg0: tensor<2x6xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
   %0:2 = stablehlo.custom_call @mhlo.topk(%arg0) {mhlo.attributes = {k = 3 : i64, largest = LARGEST}, mhlo.version = 1 : i64} : (tensor<2x6xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>)
   return %0#0, %0#1 : tensor<2x3xf32>, tensor<2x3xi32>
 }
@@ -193,8 +189,9 @@ TEST_CASE("custom_call @mhlo.topk: k largest or smallest, sorted, ties by lower 
       "bad.mlir:2:3: custom_call @mhlo.topk: k = 5 is outside [0, 4]"));
   std::string odd = too_many;
   odd.replace(odd.find("largest = true"), 14, "recall = 0.9");
-  CHECK(lower_error(odd).starts_with("bad.mlir:2:3: custom_call @mhlo.topk: unknown attribute "
-                                     "'recall' in mhlo.attributes"));
+  CHECK(
+      lower_error(odd).starts_with("bad.mlir:2:3: custom_call @mhlo.topk: unknown attribute "
+                                   "'recall' in mhlo.attributes"));
 }
 
 TEST_CASE("refused with a location: stablehlo.rng (implementation-defined) and a second module") {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering_check.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/planner/spmd.hpp"
@@ -32,21 +33,12 @@ const float kInf = std::numeric_limits<float>::infinity();
 /// runs; every output must equal `want` bit for bit (NaN matching any NaN).
 void check(const std::string& text, const std::vector<Input>& inputs,
            const std::vector<std::vector<float>>& want) {
-  auto m = parse_module(text, "sort.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::string printed = print_module(*m);
-  auto again = parse_module(printed, "printed.mlir");
-  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
-  auto g2 = lower_to_graph(*again);
-  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
-  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  const planner::Graph g = test::lower_round_trip(text, "sort.mlir");
   std::vector<runtime::TensorView> views;
   for (const auto& [shape, data] : inputs) views.push_back({shape, data});
   for (const char* policy : {"greedy", "dram"}) {
     CAPTURE(policy);
-    auto outputs = test::plan_and_run(*g, policy, "sort", views);
+    auto outputs = test::plan_and_run(g, policy, "sort", views);
     REQUIRE(outputs.size() == want.size());
     for (size_t r = 0; r < want.size(); ++r) {
       CAPTURE(r);

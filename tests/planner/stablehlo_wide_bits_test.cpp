@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering_check.hpp"
 #include "meshplan/planner/key.hpp"
 #include "meshplan/planner/planner.hpp"
 #include "meshplan/runtime/executable.hpp"
@@ -26,21 +27,12 @@ const char* const kPolicies[] = {"dram", "l1-interleaved", "greedy", "beam", "df
 /// every output exact.
 void check(const std::string& text, const std::vector<std::vector<float>>& inputs,
            const std::vector<std::vector<float>>& want, std::vector<int64_t> shape = {4}) {
-  auto m = parse_module(text, "wide.mlir");
-  REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
-  auto g = lower_to_graph(*m);
-  REQUIRE_MESSAGE(g, (g ? "" : g.error().message));
-  std::string printed = print_module(*m);
-  auto again = parse_module(printed, "printed.mlir");
-  REQUIRE_MESSAGE(again, (again ? "" : again.error().message + "\n" + printed));
-  auto g2 = lower_to_graph(*again);
-  REQUIRE_MESSAGE(g2, (g2 ? "" : g2.error().message));
-  CHECK(planner::graph_key(*g) == planner::graph_key(*g2));
+  const planner::Graph g = test::lower_round_trip(text, "wide.mlir");
   std::vector<runtime::TensorView> views;
   for (const auto& in : inputs) views.push_back(runtime::TensorView{shape, in});
   for (const char* policy : kPolicies) {
     CAPTURE(policy);
-    auto out = test::plan_and_run(*g, policy, "wide", views);
+    auto out = test::plan_and_run(g, policy, "wide", views);
     // After the results: an overflow output per wide add (docs/formats.md), which must be 0.
     REQUIRE(out.size() >= want.size());
     for (size_t k = 0; k < out.size(); ++k) {
@@ -175,7 +167,7 @@ TEST_CASE("i64/ui64 bit ops that can leave the 32-bit word are refused, located"
   }
 }
 )") == "bad.mlir:5:5: stablehlo.shift_left: value 2199023255552 of type i64 (element 1) is "
-          "outside the range of i32, the device dtype it is computed in");
+       "outside the range of i32, the device dtype it is computed in");
   CHECK(lower_error(R"(module @jit_f {
   func.func public @main(%x: tensor<2xi64>) -> tensor<2xi64> {
     %a = stablehlo.constant dense<-1> : tensor<2xi64>
@@ -186,7 +178,7 @@ TEST_CASE("i64/ui64 bit ops that can leave the 32-bit word are refused, located"
   }
 }
 )") == "bad.mlir:5:5: stablehlo.shift_right_logical: value 9223372036854775807 of type i64 "
-          "(element 0) is outside the range of i32, the device dtype it is computed in");
+       "(element 0) is outside the range of i32, the device dtype it is computed in");
 }
 
 TEST_CASE("i64/ui64 multiply by a broadcast constant checks its overflow at the operands' shapes") {
