@@ -178,6 +178,20 @@ TEST_CASE("format minor versions are additive, majors are refused") {
   }
 }
 
+TEST_CASE("a plan whose non-conv op frees its input inside the op is refused at load") {
+  // deallocate_activation (format 1.4) is valid only on a conv2d whose frees list holds its input;
+  // a relu carrying it is a damaged plan, refused naming the op before anything runs.
+  std::string schema(schemas::kPlanSchemaText);
+  std::string j = to_json(relu_plan(8), schema);
+  replace_once(j, "deallocate_activation: false", "deallocate_activation: true");
+  auto ref = verify_plan(from_json(j, schema), "'m' in 'c.mpc'");
+  REQUIRE_FALSE(ref);
+  CHECK(ref.error().code == ErrorCode::corrupt);
+  CHECK(ref.error().message.find("op 0 (") != std::string::npos);
+  CHECK(ref.error().message.find("frees its input inside the op (deallocate_activation) but is "
+                                 "not a conv2d") != std::string::npos);
+}
+
 TEST_CASE("remove_from_cache drops named entries and keeps the rest") {
   test::TempDir dir;
   std::string path = dir.file("plans.mpc");
